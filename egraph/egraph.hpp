@@ -1,0 +1,137 @@
+// The e-graph: e-classes of equivalent e-nodes, generic over the operator set.
+//
+// Invariants (egg's), restored by rebuild() after any sequence of add/merge:
+//  - every live e-node's children are canonical class ids;
+//  - the hash-cons holds each live node exactly once and no two live nodes
+//    are equal (congruent nodes have been merged and the duplicate retired);
+//  - each class's node list holds its live nodes sorted by (op, children), so
+//    the nodes of one operator are a contiguous run;
+//  - every analysis holds the join of make() over each class's nodes.
+// Between rebuilds add() and merge() stay correct (lookups canonicalize their
+// children first) but congruence may be incomplete: search only after
+// rebuild(). Node and class ids share one index space: a node founds the
+// class with its own id, and find(EClassId(node.v)) is the node's class.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "egraph/analysis.hpp"
+#include "egraph/hashcons.hpp"
+#include "egraph/ids.hpp"
+#include "egraph/node_store.hpp"
+#include "egraph/op.hpp"
+#include "egraph/union_find.hpp"
+
+namespace saturn::egraph {
+
+class EGraph {
+ public:
+  EGraph() = default;
+  EGraph(const EGraph&) = delete;
+  EGraph& operator=(const EGraph&) = delete;
+  EGraph(EGraph&&) = default;
+  EGraph& operator=(EGraph&&) = default;
+
+  // Adds the node (children canonicalized first) unless an equal one exists;
+  // returns its class.
+  EClassId add(Op op, std::span<const EClassId> children = {});
+  EClassId add(Op op, std::initializer_list<EClassId> children) {
+    return add(op, std::span<const EClassId>(children.begin(), children.size()));
+  }
+  std::optional<EClassId> lookup(Op op, std::span<const EClassId> children) const;
+  // Starts loading the hash-cons slot of a node that is about to be added or
+  // looked up (children need not be canonical: it is only a hint).
+  void prefetch(Op op, std::span<const EClassId> children) const;
+
+  // Unions two classes; true when they were distinct. Congruence is restored
+  // by the next rebuild().
+  bool merge(EClassId a, EClassId b);
+
+  // Restores the invariants; returns the number of unions congruence caused.
+  std::size_t rebuild();
+  bool clean() const { return pending_.empty() && analysis_pending_.empty() && !needs_class_rebuild_; }
+
+  EClassId find(EClassId id) const { return uf_.find(id); }
+  EClassId find_mut(EClassId id) { return uf_.find_mut(id); }
+
+  // Live (canonical) e-nodes: the hash-cons's size.
+  std::size_t num_nodes() const { return hashcons_.size(); }
+  std::size_t num_classes() const { return num_classes_; }
+  // Every node ever created, live or retired.
+  std::size_t total_nodes_created() const { return store_.size(); }
+
+  // Canonical class ids in increasing order. Valid after rebuild().
+  std::span<const EClassId> class_ids() const { return roots_; }
+  // Live nodes of a canonical class, sorted by (op, children).
+  std::span<const NodeId> nodes(EClassId id) const { return classes_[id.v].nodes; }
+  // Nodes having this canonical class as a child; may repeat entries.
+  std::span<const NodeId> parents(EClassId id) const { return classes_[id.v].parents; }
+  Op op(NodeId n) const { return store_.op(n); }
+  std::span<const EClassId> children(NodeId n) const { return store_.children(n); }
+  bool is_live(NodeId n) const { return !dead_[n.v]; }
+
+  // The subrange of nodes(id) whose operator is `op`.
+  std::span<const NodeId> nodes_with_op(EClassId id, Op op) const;
+  // Canonical classes holding at least one node with operator `op`. Valid
+  // after rebuild(); computed on first use after each rebuild.
+  std::span<const EClassId> classes_with_op(Op op) const;
+  // The literal operator of a class, if it holds a literal node.
+  std::optional<Op> literal(EClassId id) const;
+
+  // Analyses are owned by the e-graph; add them before the first node.
+  template <class A, class... Args>
+  A& add_analysis(Args&&... args) {
+    auto a = std::make_unique<A>(std::forward<Args>(args)...);
+    A& ref = *a;
+    analyses_.push_back(std::move(a));
+    return ref;
+  }
+  template <class A>
+  A* analysis() const {
+    for (auto& a : analyses_)
+      if (auto* p = dynamic_cast<A*>(a.get())) return p;
+    return nullptr;
+  }
+
+  // Approximate heap bytes held by the e-graph's own structures.
+  std::size_t memory_bytes() const;
+
+  // Checks every invariant listed above; returns a description of the first
+  // violation, or an empty string. O(nodes log nodes): for tests and debugging.
+  std::string check_invariants() const;
+
+ private:
+  struct EClass {
+    std::vector<NodeId> nodes;
+    std::vector<NodeId> parents;
+    bool dirty = false;  // nodes unsorted or parents with retired entries
+  };
+
+  void rebuild_classes();
+  void repair_node(NodeId n);
+
+  UnionFind uf_;
+  NodeStore store_;
+  HashCons hashcons_;
+  std::vector<EClass> classes_;
+  std::vector<std::uint8_t> dead_;
+  std::vector<NodeId> pending_;
+  std::vector<NodeId> analysis_pending_;
+  std::vector<EClassId> roots_;
+  std::vector<EClassId> dirty_;
+  std::vector<EClassId> scratch_;
+  std::vector<std::unique_ptr<Analysis>> analyses_;
+  std::size_t num_classes_ = 0;
+  bool needs_class_rebuild_ = false;
+
+  // classes_with_op cache, rebuilt lazily after each rebuild.
+  mutable std::vector<std::vector<EClassId>> by_op_;
+  mutable std::vector<std::uint32_t> by_op_used_;
+  mutable bool by_op_valid_ = false;
+};
+
+}  // namespace saturn::egraph

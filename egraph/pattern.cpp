@@ -1,0 +1,55 @@
+#include "egraph/pattern.hpp"
+
+#include <algorithm>
+
+namespace saturn::egraph {
+
+namespace {
+void collect(const Pattern& p, std::uint32_t i, std::vector<VarId>& out) {
+  const PatternNode& n = p.nodes[i];
+  if (n.is_var()) {
+    if (std::find(out.begin(), out.end(), n.var) == out.end()) out.push_back(n.var);
+    return;
+  }
+  for (auto c : n.children) collect(p, c, out);
+}
+
+void print(const Pattern& p, std::uint32_t i, const std::vector<std::string>& names, std::string& out) {
+  const PatternNode& n = p.nodes[i];
+  if (n.is_var()) {
+    out += n.var < names.size() ? names[n.var] : "?v" + std::to_string(n.var);
+    return;
+  }
+  if (n.children.empty()) {
+    out += n.op.name();
+    return;
+  }
+  out += '(';
+  out += n.op.name();
+  for (auto c : n.children) {
+    out += ' ';
+    print(p, c, names, out);
+  }
+  out += ')';
+}
+}  // namespace
+
+std::vector<VarId> Pattern::vars() const {
+  std::vector<VarId> out;
+  if (!nodes.empty()) collect(*this, root(), out);
+  return out;
+}
+
+bool Pattern::is_ground(std::uint32_t i) const {
+  const PatternNode& n = nodes[i];
+  if (n.is_var()) return false;
+  return std::all_of(n.children.begin(), n.children.end(), [&](std::uint32_t c) { return is_ground(c); });
+}
+
+std::string Pattern::to_string(const std::vector<std::string>& var_names) const {
+  std::string out;
+  if (!nodes.empty()) print(*this, root(), var_names, out);
+  return out;
+}
+
+}  // namespace saturn::egraph

@@ -1,0 +1,80 @@
+// Rewrites: one or more left-hand patterns, as many right-hand patterns, and
+// an optional hook that guards a match and computes extra bindings.
+//
+// Variables [0, num_lhs_vars) are bound by matching the left-hand sides;
+// variables [num_lhs_vars, var_names.size()) are filled by `prepare` (the
+// rule language's :let). A match merges the class of LHS i with the
+// instantiation of RHS i, for every i.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "egraph/egraph.hpp"
+#include "egraph/ematch.hpp"
+#include "egraph/pattern.hpp"
+
+namespace saturn::egraph {
+
+// Flat list of matches: each is the LHS root classes followed by the bindings
+// of the LHS variables.
+struct Matches {
+  std::size_t roots_per_match = 1;
+  std::size_t stride = 1;
+  std::vector<EClassId> data;
+
+  std::size_t size() const { return stride ? data.size() / stride : 0; }
+  std::span<const EClassId> roots(std::size_t i) const { return {data.data() + i * stride, roots_per_match}; }
+  std::span<const EClassId> bindings(std::size_t i) const {
+    return {data.data() + i * stride + roots_per_match, stride - roots_per_match};
+  }
+};
+
+struct ApplyStats {
+  std::size_t applied = 0;   // matches whose guard held and were instantiated
+  std::size_t changed = 0;   // of those, the ones whose merge changed the e-graph
+  std::size_t rejected = 0;  // matches the guard turned down
+};
+
+class Rewrite {
+ public:
+  using Prepare = std::function<bool(EGraph&, std::span<EClassId> bindings)>;
+
+  // Returns an empty string on success, else what is wrong (an RHS variable
+  // that nothing binds, a count mismatch between the two sides).
+  static std::string make(Rewrite& out, std::string name, std::vector<Pattern> lhs, std::vector<Pattern> rhs,
+                          std::vector<std::string> var_names, VarId num_lhs_vars, Prepare prepare = {});
+
+  const std::string& name() const { return name_; }
+  std::span<const Pattern> lhs() const { return lhs_; }
+  std::span<const Pattern> rhs() const { return rhs_; }
+  const std::vector<std::string>& var_names() const { return var_names_; }
+  VarId num_lhs_vars() const { return num_lhs_vars_; }
+  std::string to_string() const;
+
+  // Appends matches to `out` (on a rebuilt e-graph); stops once more than
+  // `limit` are found, so a caller can tell "over the limit" from "at it".
+  void search(const EGraph& g, Matches& out, std::size_t limit = static_cast<std::size_t>(-1)) const;
+  ApplyStats apply(EGraph& g, const Matches& matches) const;
+  // Adds the RHS pattern i under the bindings; returns its class.
+  EClassId instantiate(EGraph& g, std::size_t i, std::span<const EClassId> bindings) const;
+
+ private:
+  std::string name_;
+  std::vector<Pattern> lhs_, rhs_;
+  std::vector<std::string> var_names_;
+  VarId num_lhs_vars_ = 0;
+  Prepare prepare_;
+  std::vector<Matcher> matchers_;
+  // Per RHS, the first node with only variable children: apply() prefetches
+  // its hash-cons slot a few matches ahead of use.
+  struct PrefetchPlan {
+    std::uint32_t near = kNoVar;
+  };
+  std::vector<PrefetchPlan> prefetch_;
+  void prefetch_near(const EGraph& g, std::span<const EClassId> bindings) const;
+};
+
+}  // namespace saturn::egraph

@@ -1,0 +1,89 @@
+// The runner: equality saturation with limits, a scheduler and hooks.
+//
+// One iteration has egg's Runner semantics, so e-graph sizes are comparable
+// with egg's exactly: search every rule on the rebuilt e-graph, then apply
+// all matches rule by rule (checking limits after each rule), then rebuild
+// once. Limits are checked before each iteration and after each rule's search
+// and application; the run stops as saturated when an iteration changes
+// nothing and the scheduler agrees. Every run says why it stopped.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "egraph/egraph.hpp"
+#include "egraph/rewrite.hpp"
+#include "egraph/scheduler.hpp"
+
+namespace saturn::egraph {
+
+enum class StopReason { Saturated, IterLimit, NodeLimit, TimeLimit, Other };
+const char* to_string(StopReason r);
+
+struct RunnerLimits {
+  std::size_t iter_limit = 30;
+  std::size_t node_limit = 10000;
+  double time_limit_s = 5.0;
+};
+
+struct IterationReport {
+  std::size_t index = 0;
+  std::size_t enodes = 0;    // live e-nodes after this iteration's rebuild
+  std::size_t eclasses = 0;
+  std::size_t matches = 0;   // across all rules
+  std::size_t applied = 0;
+  std::size_t rebuild_unions = 0;
+  double search_ms = 0, apply_ms = 0, rebuild_ms = 0, total_ms = 0;
+};
+
+struct RuleReport {
+  std::string name;
+  std::size_t matches = 0;       // found by search (after scheduler limits)
+  std::size_t applications = 0;  // guard held and the RHS was merged in
+  std::size_t changed = 0;       // applications that changed the e-graph
+  std::size_t rejected = 0;      // turned down by the guard
+  std::size_t times_banned = 0;
+  double search_ms = 0, apply_ms = 0;
+};
+
+struct RunReport {
+  StopReason stop_reason = StopReason::Saturated;
+  std::string stop_message;  // for Other: what the hook said
+  std::vector<IterationReport> iterations;
+  std::vector<RuleReport> rules;
+  double total_ms = 0;
+  double search_ms() const;
+  double apply_ms() const;
+  double rebuild_ms() const;
+};
+
+class Runner {
+ public:
+  // A hook runs before each iteration; returning a message stops the run
+  // with StopReason::Other.
+  using Hook = std::function<std::optional<std::string>(const EGraph&, const RunReport&)>;
+  // Called after each iteration (progress display).
+  using Observer = std::function<void(const EGraph&, const IterationReport&)>;
+
+  explicit Runner(RunnerLimits limits = {}, std::unique_ptr<Scheduler> scheduler = nullptr);
+
+  void add_hook(Hook h) { hooks_.push_back(std::move(h)); }
+  void set_observer(Observer o) { observer_ = std::move(o); }
+  const Scheduler& scheduler() const { return *scheduler_; }
+
+  RunReport run(EGraph& g, std::span<const Rewrite> rules);
+
+ private:
+  RunnerLimits limits_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<Hook> hooks_;
+  Observer observer_;
+};
+
+}  // namespace saturn::egraph

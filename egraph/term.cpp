@@ -1,0 +1,48 @@
+#include "egraph/term.hpp"
+
+namespace saturn::egraph {
+
+double Term::tree_size() const {
+  std::vector<double> size(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    size[i] = 1;
+    for (auto c : nodes[i].children) size[i] += size[c];
+  }
+  return nodes.empty() ? 0 : size.back();
+}
+
+namespace {
+void print(const Term& t, std::uint32_t i, std::string& out) {
+  const TermNode& n = t.nodes[i];
+  if (n.children.empty()) {
+    out += n.op.name();
+    return;
+  }
+  out += '(';
+  out += n.op.name();
+  for (auto c : n.children) {
+    out += ' ';
+    print(t, c, out);
+  }
+  out += ')';
+}
+}  // namespace
+
+std::string Term::to_string() const {
+  std::string out;
+  if (!nodes.empty()) print(*this, root(), out);
+  return out;
+}
+
+EClassId add_term(EGraph& g, const Term& t) {
+  std::vector<EClassId> ids(t.nodes.size());
+  std::vector<EClassId> kids;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    kids.clear();
+    for (auto c : t.nodes[i].children) kids.push_back(ids[c]);
+    ids[i] = g.add(t.nodes[i].op, kids);
+  }
+  return ids.back();
+}
+
+}  // namespace saturn::egraph

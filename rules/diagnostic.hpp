@@ -1,0 +1,52 @@
+// Errors as values at library borders.
+//
+// A Diagnostic carries the place (file:line:col) and what was expected;
+// Expected<T> is a value or a Diagnostic. Parsers may throw internally but
+// every public entry point returns Expected, so no exception reaches the CLI.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace saturn::rules {
+
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  std::string to_string() const { return file + ":" + std::to_string(line) + ":" + std::to_string(col); }
+};
+
+struct Diagnostic {
+  SourceLoc loc;
+  std::string message;
+  // "file:line:col: error: message" (place omitted when unknown).
+  std::string to_string() const {
+    return (loc.line > 0 ? loc.to_string() + ": " : (loc.file.empty() ? "" : loc.file + ": ")) + "error: " + message;
+  }
+};
+
+// Thrown inside the rules module only; caught and turned into Diagnostic at
+// each public entry point.
+struct DiagnosticError {
+  Diagnostic diag;
+};
+
+template <class T>
+class Expected {
+ public:
+  Expected(T value) : v_(std::move(value)) {}            // NOLINT(google-explicit-constructor)
+  Expected(Diagnostic d) : v_(std::move(d)) {}            // NOLINT(google-explicit-constructor)
+  explicit operator bool() const { return v_.index() == 0; }
+  T& operator*() { return std::get<0>(v_); }
+  const T& operator*() const { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  const Diagnostic& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Diagnostic> v_;
+};
+
+}  // namespace saturn::rules

@@ -1,0 +1,145 @@
+// End to end: the `saturn eqsat` command line.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+std::filesystem::path temp_dir() {
+  auto d = std::filesystem::temp_directory_path() / ("saturn-cli-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  auto p = temp_dir() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result saturn(const std::string& args) {
+  const char* bin = std::getenv("SATURN_BIN");
+  REQUIRE(bin != nullptr);
+  auto err = temp_dir() / "stderr.txt";
+  std::string cmd = std::string(bin) + " " + args + " 2>" + err.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err)};
+}
+
+const char* kRules = R"(
+(defoptimizer simplify :phase 0
+  (rule add0 (+ ?x 0) => ?x)
+  (rule mul1 (* ?x 1) => ?x)
+  (rule comm (+ ?a ?b) => (+ ?b ?a)))
+)";
+
+}  // namespace
+
+TEST_CASE("eqsat --json prints one object per term with the documented fields") {
+  auto rules = write("s.rules", kRules);
+  auto terms = write("s.terms", "; two terms\n(* (+ 0 a) 1)\n(+ b c)\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms + " --json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<nlohmann::json> objs;
+  while (std::getline(lines, line))
+    if (!line.empty()) objs.push_back(nlohmann::json::parse(line));
+  REQUIRE(objs.size() == 2);
+  for (const char* key : {"term", "iterations", "enodes", "eclasses", "stop_reason", "time_ms", "best", "best_cost"})
+    CHECK(objs[0].contains(key));
+  CHECK(objs[0]["term"] == "(* (+ 0 a) 1)");
+  CHECK(objs[0]["best"] == "a");
+  CHECK(objs[0]["best_cost"] == 1.0);
+  CHECK(objs[0]["stop_reason"] == "saturated");
+  CHECK(objs[1]["enodes"] == 4);  // b, c, (+ b c), (+ c b)
+  CHECK(objs[1]["eclasses"] == 3);
+  CHECK(objs[0]["rules"]["add0"]["applications"].get<int>() >= 1);
+}
+
+TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
+  auto rules = write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
+  auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json");
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["enodes"] == 6058);
+  CHECK(j["eclasses"] == 255);
+  CHECK(j["stop_reason"] == "saturated");
+}
+
+TEST_CASE("hitting a limit is reported") {
+  auto rules = write("ac2.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
+  auto terms = write("ac2.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("stopped: node_limit") != std::string::npos);
+  CHECK(r.err.find("before saturating") != std::string::npos);
+}
+
+TEST_CASE("a bad rule file exits 2 naming file:line:col") {
+  auto rules = write("bad.rules", "(rule ok (f ?x) => ?x)\n(rule broken (g ?x) => (h ?y))\n");
+  auto terms = write("t.terms", "(f a)\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("bad.rules:2:27: error: variable ?y") != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("bad terms, missing files and bad flags exit 2") {
+  auto rules = write("ok.rules", kRules);
+  auto terms = write("bad.terms", "(f a\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("bad.terms:1:1: error: unclosed '('") != std::string::npos);
+  CHECK(saturn("eqsat --rules /no/such.rules " + terms).status == 2);
+  CHECK(saturn("eqsat --rules " + rules + " " + write("g.terms", "(f a)\n") + " --scheduler fancy").status == 2);
+  CHECK(saturn("eqsat --rules " + rules + " " + write("g2.terms", "(f a)\n") + " --cost +=abc").status == 2);
+  CHECK(saturn("frobnicate").status == 2);
+  CHECK(saturn("opt model.onnx").status == 2);
+}
+
+TEST_CASE("eqsat help exits 0 and lists the flags") {
+  Result r = saturn("eqsat --help");
+  CHECK(r.status == 0);
+  for (const char* flag : {"--rules", "--iter-limit", "--node-limit", "--time-limit", "--scheduler", "--json"})
+    CHECK(r.out.find(flag) != std::string::npos);
+}
+
+TEST_CASE("constant folding and writing the e-graph as JSON") {
+  auto rules = write("cf.rules", "(rule mul0 (* ?x 0) => 0)\n");
+  auto terms = write("cf.terms", "(+ (* 2 3) (* y (- 1 1)))\n");
+  auto out = (temp_dir() / "eg.json").string();
+  Result r = saturn("eqsat --rules " + rules + " " + terms + " --const-fold --json --egraph-json " + out);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["best"] == "6");
+  auto eg = nlohmann::json::parse(slurp(out));
+  CHECK(eg["nodes"].size() == j["enodes"].get<std::size_t>());
+}

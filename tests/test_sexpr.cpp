@@ -1,0 +1,72 @@
+// The s-expression reader: structure, positions and errors.
+#include <catch2/catch.hpp>
+
+#include "rules/sexpr.hpp"
+
+using namespace saturn::rules;
+
+TEST_CASE("reads lists, brackets, strings and atoms with positions") {
+  auto r = parse_sexprs("; comment\n(rule x\n  [1 -2 3.5] \"doc \\\"q\\\"\") atom", "f.rules");
+  REQUIRE(r);
+  REQUIRE(r->size() == 2);
+  const SExpr& list = (*r)[0];
+  CHECK(list.is_list());
+  CHECK(list.loc.line == 2);
+  CHECK(list.loc.col == 1);
+  REQUIRE(list.items.size() == 4);
+  CHECK(list.items[1].is_atom("x"));
+  const SExpr& br = list.items[2];
+  CHECK(br.kind == SExpr::Kind::Bracket);
+  CHECK(br.loc.line == 3);
+  CHECK(br.loc.col == 3);
+  CHECK(br.items[1].number()->as_int() == -2);
+  CHECK(br.items[2].number()->as_real() == 3.5);
+  CHECK(list.items[3].kind == SExpr::Kind::String);
+  CHECK(list.items[3].text == "doc \"q\"");
+  CHECK((*r)[1].is_atom("atom"));
+  CHECK((*r)[1].loc.col == 27);
+}
+
+TEST_CASE("numbers and symbols are told apart") {
+  auto r = parse_sexprs("3 -4 1e3 .5 - -x inf ?v :kw", "t");
+  REQUIRE(r);
+  auto& v = *r;
+  CHECK(v[0].number()->is_int());
+  CHECK(v[1].number()->as_int() == -4);
+  CHECK(v[2].number()->as_real() == 1000.0);
+  CHECK_FALSE(v[2].number()->is_int());
+  CHECK(v[3].number()->as_real() == 0.5);
+  CHECK_FALSE(v[4].number().has_value());
+  CHECK_FALSE(v[5].number().has_value());
+  CHECK_FALSE(v[6].number().has_value());
+  CHECK(v[7].is_var());
+  CHECK(v[8].is_keyword());
+}
+
+TEST_CASE("errors name the place and what was expected") {
+  auto unclosed = parse_sexprs("(a\n (b c)", "u.rules");
+  REQUIRE_FALSE(unclosed);
+  CHECK(unclosed.error().loc.line == 1);
+  CHECK(unclosed.error().loc.col == 1);
+  CHECK(unclosed.error().to_string().find("u.rules:1:1: error: unclosed '('") == 0);
+
+  auto extra = parse_sexprs("(a)\n  )", "e.rules");
+  REQUIRE_FALSE(extra);
+  CHECK(extra.error().to_string() == "e.rules:2:3: error: unexpected ')' with no open bracket");
+
+  auto mismatched = parse_sexprs("(a [b)", "m.rules");
+  REQUIRE_FALSE(mismatched);
+  CHECK(mismatched.error().loc.col == 6);
+  CHECK(mismatched.error().message.find("expected ']'") != std::string::npos);
+
+  auto str = parse_sexprs("(a \"open", "s.rules");
+  REQUIRE_FALSE(str);
+  CHECK(str.error().loc.col == 4);
+  CHECK(str.error().message.find("unterminated string") != std::string::npos);
+}
+
+TEST_CASE("a missing file is a diagnostic, not a crash") {
+  auto r = read_file("/nonexistent/file.rules");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().to_string().find("/nonexistent/file.rules") != std::string::npos);
+}

@@ -1,0 +1,48 @@
+// The `saturn` command line: one verb per job (DESIGN.md, "Command line").
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "tools/cli_common.hpp"
+#include "tools/eqsat_command.hpp"
+
+int main(int argc, char** argv) {
+  using namespace saturn::cli;
+  CLI::App app{"Saturn: a tensor-graph compiler built on equality saturation."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "saturn 0.1.0");
+  EqsatOptions eqsat;
+  add_eqsat_command(app, eqsat);
+  // Verbs of DESIGN.md that later work fills in; they answer clearly now.
+  for (auto [verb, what] : {std::pair{"opt", "Optimize a model for a target."},
+                            std::pair{"run", "Run a model (interp, cpu, cuda)."},
+                            std::pair{"verify", "Prove rules with Z3."},
+                            std::pair{"extract", "Extract from an egraph-serialize JSON file."},
+                            std::pair{"dot", "Draw a model or an e-graph."}}) {
+    auto* cmd = app.add_subcommand(verb, std::string(what) + " (not available in this build yet)");
+    cmd->allow_extras();
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kBadInput;
+  }
+  try {
+    if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
+    for (auto* sub : app.get_subcommands())
+      return bad_input("'saturn " + sub->get_name() + "' is not available in this build yet");
+  } catch (const std::bad_alloc&) {
+    std::cerr << "saturn: error: out of memory (lower --node-limit)\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "saturn: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return kOk;
+}

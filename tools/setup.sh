@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package Saturn's build and tests need.
+# Idempotent and non-interactive: packages already present are not touched,
+# and apt is only consulted when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  catch2               # Catch2 2.13 (tests)
+  nlohmann-json3-dev   # JSON for reports and egraph-serialize files
+  libcli11-dev         # command-line parsing for `saturn`
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all packages present" >&2

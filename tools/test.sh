@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds Saturn and runs the whole test suite twice: a release build with
+# warnings as errors, then an AddressSanitizer + UndefinedBehaviorSanitizer
+# build. Installs the Debian packages it needs first (tools/setup.sh).
+# Usage: tools/test.sh [--no-sanitize]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+
+jobs=$(nproc)
+run_suite() {
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DSATURN_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" -j "$jobs" --output-on-failure
+}
+
+echo "== release build + tests" >&2
+run_suite build -DCMAKE_BUILD_TYPE=Release
+if [ "${1:-}" != "--no-sanitize" ]; then
+  echo "== AddressSanitizer + UBSan build + tests" >&2
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSATURN_SANITIZE=ON -DSATURN_BUILD_BENCH=OFF
+fi
