@@ -83,8 +83,7 @@ DidMerge ConstantFolding::merge_data(std::optional<Number>& into, const std::opt
   }
   if (!(*into == *from)) {
     double a = into->as_real(), b = from->as_real();
-    bool close = !into->is_int() && !from->is_int() &&
-                 std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+    bool close = !into->is_int() && !from->is_int() && std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
     if (!close)
       conflicts_.push_back("merged classes with different constants " + format_number(*into) + " and " +
                            format_number(*from));

@@ -217,7 +217,8 @@ std::string EGraph::check_invariants() const {
     for (std::size_t i = 0; i < cls.nodes.size(); ++i) {
       NodeId n = cls.nodes[i];
       if (dead_[n.v]) err << "class " << c.v << " lists retired node " << n.v << "; ";
-      if (uf_.find(EClassId(n.v)) != c) err << "node " << n.v << " is listed in class " << c.v << " but belongs elsewhere; ";
+      if (uf_.find(EClassId(n.v)) != c)
+        err << "node " << n.v << " is listed in class " << c.v << " but belongs elsewhere; ";
       if (i && store_.less(n, cls.nodes[i - 1])) err << "class " << c.v << " nodes unsorted; ";
       for (EClassId k : store_.children(n))
         if (!uf_.is_root(k)) err << "node " << n.v << " has non-canonical child " << k.v << "; ";
@@ -230,7 +231,8 @@ std::string EGraph::check_invariants() const {
       ++live;
     }
   }
-  if (live != hashcons_.size()) err << "hash-cons holds " << hashcons_.size() << " nodes, classes list " << live << "; ";
+  if (live != hashcons_.size())
+    err << "hash-cons holds " << hashcons_.size() << " nodes, classes list " << live << "; ";
   if (roots_.size() != num_classes_) err << "class count mismatch; ";
   return err.str();
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ class EGraph {
   // Analyses are owned by the e-graph; add them before the first node.
   template <class A, class... Args>
   A& add_analysis(Args&&... args) {
+    // Facts are made as nodes arrive; an analysis added later would have none.
+    if (store_.size() != 0) throw std::logic_error("EGraph::add_analysis: add analyses before the first node");
     auto a = std::make_unique<A>(std::forward<Args>(args)...);
     A& ref = *a;
     analyses_.push_back(std::move(a));

@@ -60,7 +60,7 @@ class Matcher {
   struct Instr {
     Kind kind;
     std::uint32_t reg;
-    Op op;               // Bind
+    Op op;                // Bind
     std::uint32_t arity;  // Bind
     std::uint32_t arg;    // Bind: first output register; Compare: other register;
                           // CheckVar: variable; CheckGround: ground index
@@ -102,7 +102,7 @@ class Matcher {
 
   std::vector<Instr> prog_;
   std::vector<std::pair<VarId, std::uint32_t>> out_vars_;  // (variable, register)
-  std::vector<Pattern> ground_;                          // ground subterms as patterns
+  std::vector<Pattern> ground_;                            // ground subterms as patterns
   std::uint32_t num_regs_ = 1;
   RootKind root_kind_ = RootKind::Operator;
   Op root_op_{};

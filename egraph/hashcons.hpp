@@ -28,8 +28,7 @@ class HashCons {
 
   std::size_t size() const { return size_; }
 
-  std::optional<NodeId> find(const NodeStore& store, Op op, std::span<const EClassId> kids,
-                             std::uint64_t hash) const {
+  std::optional<NodeId> find(const NodeStore& store, Op op, std::span<const EClassId> kids, std::uint64_t hash) const {
     const Slot key = make_slot(op, kids, kEmpty);
     const bool inline_key = key.op_arity != kWide && kids.size() <= 2;
     for (std::size_t i = hash & mask();; i = (i + 1) & mask()) {
@@ -90,9 +89,8 @@ class HashCons {
   static_assert(sizeof(Slot) == 16);
 
   static Slot make_slot(Op op, std::span<const EClassId> kids, std::uint32_t node) {
-    std::uint32_t packed = (op.id < (1u << 24) && kids.size() < 255)
-                               ? op.id | static_cast<std::uint32_t>(kids.size()) << 24
-                               : kWide;
+    std::uint32_t packed =
+        (op.id < (1u << 24) && kids.size() < 255) ? op.id | static_cast<std::uint32_t>(kids.size()) << 24 : kWide;
     return Slot{node, packed, kids.size() > 0 ? kids[0].v : 0, kids.size() > 1 ? kids[1].v : 0};
   }
 

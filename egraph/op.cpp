@@ -26,7 +26,7 @@ namespace {
 
 struct Entry {
   OpKind kind;
-  std::string text;  // symbol name, or the canonical text of the literal
+  std::string text;             // symbol name, or the canonical text of the literal
   std::vector<Number> numbers;  // one for Int/Real, the elements for List
 };
 
@@ -108,9 +108,8 @@ std::optional<Number> Op::number() const {
 }
 
 std::vector<Number> Op::list_value() const {
-  return OpTable::get().with(*this, [](const Entry& e) {
-    return e.kind == OpKind::List ? e.numbers : std::vector<Number>{};
-  });
+  return OpTable::get().with(*this,
+                             [](const Entry& e) { return e.kind == OpKind::List ? e.numbers : std::vector<Number>{}; });
 }
 
 }  // namespace saturn::egraph

@@ -30,9 +30,7 @@ struct Number {
   Number(double d) : v(d) {}        // NOLINT(google-explicit-constructor)
   bool is_int() const { return std::holds_alternative<std::int64_t>(v); }
   std::int64_t as_int() const { return std::get<std::int64_t>(v); }
-  double as_real() const {
-    return is_int() ? static_cast<double>(std::get<std::int64_t>(v)) : std::get<double>(v);
-  }
+  double as_real() const { return is_int() ? static_cast<double>(std::get<std::int64_t>(v)) : std::get<double>(v); }
   // Numeric equality across int/real (2 == 2.0).
   friend bool operator==(const Number& a, const Number& b) {
     if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();

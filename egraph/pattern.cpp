@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "egraph/print_tree.hpp"
+
 namespace saturn::egraph {
 
 namespace {
@@ -14,24 +16,6 @@ void collect(const Pattern& p, std::uint32_t i, std::vector<VarId>& out) {
   for (auto c : n.children) collect(p, c, out);
 }
 
-void print(const Pattern& p, std::uint32_t i, const std::vector<std::string>& names, std::string& out) {
-  const PatternNode& n = p.nodes[i];
-  if (n.is_var()) {
-    out += n.var < names.size() ? names[n.var] : "?v" + std::to_string(n.var);
-    return;
-  }
-  if (n.children.empty()) {
-    out += n.op.name();
-    return;
-  }
-  out += '(';
-  out += n.op.name();
-  for (auto c : n.children) {
-    out += ' ';
-    print(p, c, names, out);
-  }
-  out += ')';
-}
 }  // namespace
 
 std::vector<VarId> Pattern::vars() const {
@@ -48,7 +32,17 @@ bool Pattern::is_ground(std::uint32_t i) const {
 
 std::string Pattern::to_string(const std::vector<std::string>& var_names) const {
   std::string out;
-  if (!nodes.empty()) print(*this, root(), var_names, out);
+  auto var = [&](const PatternNode& n, std::string& o) {
+    if (!n.is_var()) return false;
+    if (n.var < var_names.size()) {
+      o += var_names[n.var];
+    } else {
+      o += "?v";
+      o += std::to_string(n.var);
+    }
+    return true;
+  };
+  if (!nodes.empty()) print_tree(nodes, root(), var, out);
   return out;
 }
 

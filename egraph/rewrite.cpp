@@ -132,8 +132,8 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
 }
 
 namespace {
-EClassId instantiate_with(EGraph& g, const Pattern& p, std::span<const EClassId> bindings,
-                          std::vector<EClassId>& ids, std::vector<EClassId>& kids) {
+EClassId instantiate_with(EGraph& g, const Pattern& p, std::span<const EClassId> bindings, std::vector<EClassId>& ids,
+                          std::vector<EClassId>& kids) {
   ids.resize(p.nodes.size());
   for (std::size_t k = 0; k < p.nodes.size(); ++k) {
     const PatternNode& pn = p.nodes[k];
@@ -162,14 +162,16 @@ void Rewrite::prefetch_near(const EGraph& g, std::span<const EClassId> b) const 
     bool computed = false;
     for (std::size_t c = 0; c < pn.children.size(); ++c) {
       VarId v = rhs_[i].nodes[pn.children[c]].var;
-      if (v >= b.size()) computed = true;  // a :let variable, not known yet
-      else args[c] = b[v];
+      if (v >= b.size())
+        computed = true;  // a :let variable, not known yet
+      else
+        args[c] = b[v];
     }
     if (!computed) g.prefetch(pn.op, {args, pn.children.size()});
   }
 }
 
-ApplyStats Rewrite::apply(EGraph& g, const Matches& matches) const {
+ApplyStats Rewrite::apply(EGraph& g, const Matches& matches, std::size_t node_budget) const {
   ApplyStats stats;
   std::vector<EClassId> bindings(var_names_.size());
   std::vector<EClassId> ids, kids;
@@ -180,6 +182,10 @@ ApplyStats Rewrite::apply(EGraph& g, const Matches& matches) const {
   // the miss it hides.
   constexpr std::size_t kNear = 8;
   for (std::size_t m = 0; m < matches.size(); ++m) {
+    if (g.num_nodes() > node_budget) {
+      stats.over_budget = true;
+      break;
+    }
     if (m + kNear < matches.size()) prefetch_near(g, matches.bindings(m + kNear));
     auto b = matches.bindings(m);
     std::copy(b.begin(), b.end(), bindings.begin());
@@ -190,7 +196,8 @@ ApplyStats Rewrite::apply(EGraph& g, const Matches& matches) const {
     ++stats.applied;
     auto roots = matches.roots(m);
     bool changed = false;
-    for (std::size_t i = 0; i < rhs_.size(); ++i) changed |= g.merge(roots[i], instantiate_with(g, rhs_[i], bindings, ids, kids));
+    for (std::size_t i = 0; i < rhs_.size(); ++i)
+      changed |= g.merge(roots[i], instantiate_with(g, rhs_[i], bindings, ids, kids));
     stats.changed += changed;
   }
   return stats;

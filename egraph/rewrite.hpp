@@ -36,6 +36,7 @@ struct ApplyStats {
   std::size_t applied = 0;   // matches whose guard held and were instantiated
   std::size_t changed = 0;   // of those, the ones whose merge changed the e-graph
   std::size_t rejected = 0;  // matches the guard turned down
+  bool over_budget = false;  // stopped early: the e-graph outgrew the node budget
 };
 
 class Rewrite {
@@ -57,7 +58,9 @@ class Rewrite {
   // Appends matches to `out` (on a rebuilt e-graph); stops once more than
   // `limit` are found, so a caller can tell "over the limit" from "at it".
   void search(const EGraph& g, Matches& out, std::size_t limit = static_cast<std::size_t>(-1)) const;
-  ApplyStats apply(EGraph& g, const Matches& matches) const;
+  // Applies matches in order; stops early once the e-graph holds more than
+  // `node_budget` e-nodes (so one rule cannot overshoot a node limit).
+  ApplyStats apply(EGraph& g, const Matches& matches, std::size_t node_budget = static_cast<std::size_t>(-1)) const;
   // Adds the RHS pattern i under the bindings; returns its class.
   EClassId instantiate(EGraph& g, std::size_t i, std::span<const EClassId> bindings) const;
 

@@ -4,11 +4,16 @@ namespace saturn::egraph {
 
 const char* to_string(StopReason r) {
   switch (r) {
-    case StopReason::Saturated: return "saturated";
-    case StopReason::IterLimit: return "iter_limit";
-    case StopReason::NodeLimit: return "node_limit";
-    case StopReason::TimeLimit: return "time_limit";
-    case StopReason::Other: return "other";
+    case StopReason::Saturated:
+      return "saturated";
+    case StopReason::IterLimit:
+      return "iter_limit";
+    case StopReason::NodeLimit:
+      return "node_limit";
+    case StopReason::TimeLimit:
+      return "time_limit";
+    case StopReason::Other:
+      return "other";
   }
   return "other";
 }
@@ -90,7 +95,7 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
     bool changed = false;
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       auto rt = Clock::now();
-      ApplyStats s = rules[r].apply(g, matches[r]);
+      ApplyStats s = rules[r].apply(g, matches[r], limits_.node_limit);
       report.rules[r].apply_ms += ms_since(rt);
       report.rules[r].applications += s.applied;
       report.rules[r].changed += s.changed;

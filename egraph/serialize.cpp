@@ -14,9 +14,9 @@ std::string to_serialized_json(const EGraph& g, std::span<const EClassId> roots,
       json kids = json::array();
       for (EClassId k : g.children(n)) kids.push_back(representative(k));
       nodes[std::to_string(n.v)] = json{{"op", g.op(n).name()},
-                                         {"children", std::move(kids)},
-                                         {"eclass", std::to_string(c.v)},
-                                         {"cost", cost ? cost(g.op(n)) : 1.0}};
+                                        {"children", std::move(kids)},
+                                        {"eclass", std::to_string(c.v)},
+                                        {"cost", cost ? cost(g.op(n)) : 1.0}};
     }
   }
   json root_classes = json::array();

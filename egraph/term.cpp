@@ -1,5 +1,7 @@
 #include "egraph/term.hpp"
 
+#include "egraph/print_tree.hpp"
+
 namespace saturn::egraph {
 
 double Term::tree_size() const {
@@ -11,26 +13,11 @@ double Term::tree_size() const {
   return nodes.empty() ? 0 : size.back();
 }
 
-namespace {
-void print(const Term& t, std::uint32_t i, std::string& out) {
-  const TermNode& n = t.nodes[i];
-  if (n.children.empty()) {
-    out += n.op.name();
-    return;
-  }
-  out += '(';
-  out += n.op.name();
-  for (auto c : n.children) {
-    out += ' ';
-    print(t, c, out);
-  }
-  out += ')';
-}
-}  // namespace
-
 std::string Term::to_string() const {
   std::string out;
-  if (!nodes.empty()) print(*this, root(), out);
+  if (!nodes.empty())
+    print_tree(
+        nodes, root(), [](const TermNode&, std::string&) { return false; }, out);
   return out;
 }
 

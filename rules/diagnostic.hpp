@@ -36,8 +36,8 @@ struct DiagnosticError {
 template <class T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}            // NOLINT(google-explicit-constructor)
-  Expected(Diagnostic d) : v_(std::move(d)) {}            // NOLINT(google-explicit-constructor)
+  Expected(T value) : v_(std::move(value)) {}   // NOLINT(google-explicit-constructor)
+  Expected(Diagnostic d) : v_(std::move(d)) {}  // NOLINT(google-explicit-constructor)
   explicit operator bool() const { return v_.index() == 0; }
   T& operator*() { return std::get<0>(v_); }
   const T& operator*() const { return std::get<0>(v_); }

@@ -13,11 +13,16 @@ using egraph::OpKind;
 
 std::string Value::to_string() const {
   switch (kind) {
-    case Kind::Bool: return boolean ? "true" : "false";
-    case Kind::Number: return egraph::format_number(number);
-    case Kind::List: return Op::list(list).name();
-    case Kind::Symbol: return symbol.name();
-    case Kind::Class: return std::string("e").append(std::to_string(cls.v));
+    case Kind::Bool:
+      return boolean ? "true" : "false";
+    case Kind::Number:
+      return egraph::format_number(number);
+    case Kind::List:
+      return Op::list(list).name();
+    case Kind::Symbol:
+      return symbol.name();
+    case Kind::Class:
+      return std::string("e").append(std::to_string(cls.v));
   }
   return {};
 }
@@ -78,9 +83,15 @@ std::optional<Number> arith(char op, const Number& a, const Number& b) {
   }
   double x = a.as_real(), y = b.as_real(), r = 0;
   switch (op) {
-    case '+': r = x + y; break;
-    case '-': r = x - y; break;
-    case '*': r = x * y; break;
+    case '+':
+      r = x + y;
+      break;
+    case '-':
+      r = x - y;
+      break;
+    case '*':
+      r = x * y;
+      break;
     case '/':
       if (y == 0) return std::nullopt;
       r = x / y;
@@ -89,7 +100,8 @@ std::optional<Number> arith(char op, const Number& a, const Number& b) {
       if (y == 0) return std::nullopt;
       r = x - y * std::floor(x / y);
       break;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
   if (!std::isfinite(r)) return std::nullopt;
   return Number(r);
@@ -109,11 +121,16 @@ std::optional<bool> equal(EvalContext& ctx, const Value& a, const Value& b) {
   if (!x || !y) return std::nullopt;
   if (x->kind != y->kind) return false;
   switch (x->kind) {
-    case Value::Kind::Bool: return x->boolean == y->boolean;
-    case Value::Kind::Number: return x->number == y->number;
-    case Value::Kind::List: return x->list == y->list;
-    case Value::Kind::Symbol: return x->symbol == y->symbol;
-    case Value::Kind::Class: return false;
+    case Value::Kind::Bool:
+      return x->boolean == y->boolean;
+    case Value::Kind::Number:
+      return x->number == y->number;
+    case Value::Kind::List:
+      return x->list == y->list;
+    case Value::Kind::Symbol:
+      return x->symbol == y->symbol;
+    case Value::Kind::Class:
+      return false;
   }
   return std::nullopt;
 }
@@ -185,12 +202,15 @@ void register_generic(BuiltinRegistry& r) {
                   if (!e) return std::nullopt;
                   return Value::of_bool(!*e);
                 }});
-  r.add(Builtin{"const?", 1, 1, "the argument has a known number value", [](EvalContext& ctx, Args a) -> Result {
-                  return Value::of_bool(ctx.as_number(a[0]).has_value());
+  r.add(Builtin{"const?", 1, 1, "the argument has a known number value",
+                [](EvalContext& ctx, Args a) -> Result { return Value::of_bool(ctx.as_number(a[0]).has_value()); }});
+  r.add(Builtin{"symbol?", 1, 1, "the argument is (or its class holds) a plain symbol such as x",
+                [](EvalContext& ctx, Args a) -> Result {
+                  auto v = ctx.resolve(a[0]);
+                  return Value::of_bool(v && v->kind == Value::Kind::Symbol);
                 }});
-  r.add(Builtin{"value", 1, 1, "the literal value of a class", [](EvalContext& ctx, Args a) -> Result {
-                  return ctx.resolve(a[0]);
-                }});
+  r.add(Builtin{"value", 1, 1, "the literal value of a class",
+                [](EvalContext& ctx, Args a) -> Result { return ctx.resolve(a[0]); }});
   r.add(Builtin{"list", 0, -1, "a list of numbers", [](EvalContext& ctx, Args a) -> Result {
                   std::vector<Number> out;
                   for (const Value& v : a) {
@@ -205,15 +225,16 @@ void register_generic(BuiltinRegistry& r) {
                   if (!l) return std::nullopt;
                   return Value::of_number(Number(static_cast<std::int64_t>(l->size())));
                 }});
-  r.add(Builtin{"nth", 2, 2, "element i (from 0; negative counts from the end)", [](EvalContext& ctx, Args a) -> Result {
-                  auto l = ctx.as_list(a[0]);
-                  auto i = ctx.as_number(a[1]);
-                  if (!l || !i || !i->is_int()) return std::nullopt;
-                  std::int64_t k = i->as_int(), n = static_cast<std::int64_t>(l->size());
-                  if (k < 0) k += n;
-                  if (k < 0 || k >= n) return std::nullopt;
-                  return Value::of_number((*l)[static_cast<std::size_t>(k)]);
-                }});
+  r.add(
+      Builtin{"nth", 2, 2, "element i (from 0; negative counts from the end)", [](EvalContext& ctx, Args a) -> Result {
+                auto l = ctx.as_list(a[0]);
+                auto i = ctx.as_number(a[1]);
+                if (!l || !i || !i->is_int()) return std::nullopt;
+                std::int64_t k = i->as_int(), n = static_cast<std::int64_t>(l->size());
+                if (k < 0) k += n;
+                if (k < 0 || k >= n) return std::nullopt;
+                return Value::of_number((*l)[static_cast<std::size_t>(k)]);
+              }});
   r.add(Builtin{"concat", 0, -1, "lists joined", [](EvalContext& ctx, Args a) -> Result {
                   std::vector<Number> out;
                   for (const Value& v : a) {
@@ -281,7 +302,8 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
                    const BuiltinRegistry& registry) {
   Expr x;
   switch (e.kind) {
-    case SExpr::Kind::String: fail_at(e.loc, "expected an expression, found a string");
+    case SExpr::Kind::String:
+      fail_at(e.loc, "expected an expression, found a string");
     case SExpr::Kind::Bracket: {
       std::vector<Number> items;
       for (const SExpr& item : e.items) {
@@ -295,7 +317,9 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
     case SExpr::Kind::Atom: {
       if (e.is_var()) {
         auto v = var_id(e.text);
-        if (!v) fail_at(e.loc, "variable " + e.text + " is not bound here (bind it in the left-hand side or an earlier :let)");
+        if (!v)
+          fail_at(e.loc,
+                  "variable " + e.text + " is not bound here (bind it in the left-hand side or an earlier :let)");
         x.kind_ = Kind::Var;
         x.var_ = *v;
         return x;
@@ -311,7 +335,8 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
       x.literal_ = Value::of_symbol(egraph::Op::symbol(e.text));
       return x;
     }
-    case SExpr::Kind::List: break;
+    case SExpr::Kind::List:
+      break;
   }
   if (e.items.empty()) fail_at(e.loc, "expected a function call, found '()'");
   const SExpr& head = e.items[0];
@@ -356,8 +381,10 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
 
 std::optional<Value> Expr::eval(EvalContext& ctx) const {
   switch (kind_) {
-    case Kind::Literal: return literal_;
-    case Kind::Var: return Value::of_class(ctx.bindings[var_]);
+    case Kind::Literal:
+      return literal_;
+    case Kind::Var:
+      return Value::of_class(ctx.bindings[var_]);
     case Kind::And:
     case Kind::Or: {
       const bool is_and = kind_ == Kind::And;

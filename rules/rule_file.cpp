@@ -43,7 +43,8 @@ Op literal_list(const SExpr& e) {
 
 class PatternBuilder {
  public:
-  PatternBuilder(VarTable& vars, bool may_bind, const OpChecker& check) : vars_(vars), may_bind_(may_bind), check_(check) {}
+  PatternBuilder(VarTable& vars, bool may_bind, const OpChecker& check)
+      : vars_(vars), may_bind_(may_bind), check_(check) {}
 
   Pattern build(const SExpr& e) {
     Pattern p;
@@ -54,14 +55,17 @@ class PatternBuilder {
  private:
   std::uint32_t add(Pattern& p, const SExpr& e) {
     switch (e.kind) {
-      case SExpr::Kind::String: fail_at(e.loc, "expected a pattern, found a string");
-      case SExpr::Kind::Bracket: return p.push(literal_list(e));
+      case SExpr::Kind::String:
+        fail_at(e.loc, "expected a pattern, found a string");
+      case SExpr::Kind::Bracket:
+        return p.push(literal_list(e));
       case SExpr::Kind::Atom: {
         if (e.is_var()) {
           auto v = vars_.find(e.text);
           if (!v) {
             if (!may_bind_)
-              fail_at(e.loc, "variable " + e.text + " on the right-hand side is not bound by the left-hand side or a :let");
+              fail_at(e.loc,
+                      "variable " + e.text + " on the right-hand side is not bound by the left-hand side or a :let");
             v = vars_.intern(e.text);
           }
           return p.push_var(*v);
@@ -115,11 +119,20 @@ egraph::Rewrite::Prepare make_prepare(std::vector<Clause> clauses) {
         continue;
       }
       switch (v->kind) {
-        case Value::Kind::Class: bindings[c.var] = g.find(v->cls); break;
-        case Value::Kind::Number: bindings[c.var] = g.add(Op::number(v->number)); break;
-        case Value::Kind::List: bindings[c.var] = g.add(Op::list(v->list)); break;
-        case Value::Kind::Symbol: bindings[c.var] = g.add(v->symbol); break;
-        case Value::Kind::Bool: return false;  // booleans are not terms
+        case Value::Kind::Class:
+          bindings[c.var] = g.find(v->cls);
+          break;
+        case Value::Kind::Number:
+          bindings[c.var] = g.add(Op::number(v->number));
+          break;
+        case Value::Kind::List:
+          bindings[c.var] = g.add(Op::list(v->list));
+          break;
+        case Value::Kind::Symbol:
+          bindings[c.var] = g.add(v->symbol);
+          break;
+        case Value::Kind::Bool:
+          return false;  // booleans are not terms
       }
       ctx.bindings = bindings;
     }
@@ -171,7 +184,8 @@ class FileParser {
         if (i + 1 >= f.items.size()) fail_at(item.loc, "expected a phase number after :phase");
         auto n = f.items[i + 1].number();
         if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > 1000)
-          fail_at(f.items[i + 1].loc, "expected a phase number 0..1000 after :phase, found '" + f.items[i + 1].to_string() + "'");
+          fail_at(f.items[i + 1].loc,
+                  "expected a phase number 0..1000 after :phase, found '" + f.items[i + 1].to_string() + "'");
         opt.phase = static_cast<int>(n->as_int());
         i += 2;
       } else if (item.is_keyword()) {
@@ -186,7 +200,8 @@ class FileParser {
 
   void parse_rule(const SExpr& f, Optimizer& opt) {
     if (!f.is_list() || f.items.empty() || !(f.items[0].is_atom("rule") || f.items[0].is_atom("multirule")))
-      fail_at(f.loc, "expected (rule ...) or (multirule ...) in defoptimizer " + opt.name + ", found '" + f.to_string() + "'");
+      fail_at(f.loc,
+              "expected (rule ...) or (multirule ...) in defoptimizer " + opt.name + ", found '" + f.to_string() + "'");
     const bool multi = f.items[0].is_atom("multirule");
     if (f.items.size() < 2 || !f.items[1].is_atom() || f.items[1].is_var() || f.items[1].is_keyword())
       fail_at(f.items.size() < 2 ? f.loc : f.items[1].loc, "expected a rule name");
@@ -221,7 +236,8 @@ class FileParser {
     for (std::size_t i = 5; i < f.items.size(); i += 2) {
       const SExpr& kw = f.items[i];
       if (!kw.is_keyword())
-        fail_at(kw.loc, "expected a clause (:if, :let or :unverified) after the right-hand side, found '" + kw.to_string() + "'");
+        fail_at(kw.loc, "expected a clause (:if, :let or :unverified) after the right-hand side, found '" +
+                            kw.to_string() + "'");
       if (kw.text != ":if" && kw.text != ":let" && kw.text != ":unverified")
         fail_at(kw.loc, "unknown clause " + kw.text + " (expected :if, :let or :unverified)");
       if (i + 1 >= f.items.size()) fail_at(kw.loc, "expected an argument after " + kw.text);
@@ -230,7 +246,8 @@ class FileParser {
         if (arg.kind != SExpr::Kind::String) fail_at(arg.loc, "expected a \"reason\" string after :unverified");
         unverified = arg.text;
       } else {
-        if (kw.text == ":let" && both_ways) fail_at(kw.loc, "a <=> rule cannot have :let (the reverse would not bind it)");
+        if (kw.text == ":let" && both_ways)
+          fail_at(kw.loc, "a <=> rule cannot have :let (the reverse would not bind it)");
         clauses.emplace_back(&kw, &arg);
       }
     }
@@ -341,8 +358,10 @@ Expected<std::vector<Phase>> group_phases(std::vector<RuleFile> files) {
 namespace {
 std::uint32_t build_term(egraph::Term& t, const SExpr& e) {
   switch (e.kind) {
-    case SExpr::Kind::String: fail_at(e.loc, "expected a term, found a string");
-    case SExpr::Kind::Bracket: return t.push(literal_list(e));
+    case SExpr::Kind::String:
+      fail_at(e.loc, "expected a term, found a string");
+    case SExpr::Kind::Bracket:
+      return t.push(literal_list(e));
     case SExpr::Kind::Atom:
       if (e.is_var()) fail_at(e.loc, "terms cannot contain pattern variables such as " + e.text);
       if (auto n = e.number()) return t.push(Op::number(*n));

@@ -20,17 +20,17 @@
 #include <vector>
 
 #include "egraph/rewrite.hpp"
+#include "egraph/term.hpp"
 #include "rules/diagnostic.hpp"
 #include "rules/expr.hpp"
-#include "egraph/term.hpp"
 #include "rules/sexpr.hpp"
 
 namespace saturn::rules {
 
 struct RuleInfo {
-  std::string name;         // of the rewrite (NAME-rev for the reverse of <=>)
+  std::string name;  // of the rewrite (NAME-rev for the reverse of <=>)
   SourceLoc loc;
-  std::string source;       // the rule as written
+  std::string source;                     // the rule as written
   std::optional<std::string> unverified;  // the reason given with :unverified
 };
 

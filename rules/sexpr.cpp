@@ -32,8 +32,10 @@ std::optional<egraph::Number> SExpr::number() const {
 
 std::string SExpr::to_string() const {
   switch (kind) {
-    case Kind::Atom: return text;
-    case Kind::String: return "\"" + text + "\"";
+    case Kind::Atom:
+      return text;
+    case Kind::String:
+      return "\"" + text + "\"";
     case Kind::List:
     case Kind::Bracket: {
       std::string s(1, kind == Kind::List ? '(' : '[');
@@ -104,7 +106,8 @@ class Reader {
         }
         if (peek() == ')' || peek() == ']')
           fail_at(here(), std::string("expected '") + close + "' to close the '" + c + "' opened at " +
-                              std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col) + ", found '" + peek() + "'");
+                              std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col) + ", found '" + peek() +
+                              "'");
         e.items.push_back(read());
       }
     }

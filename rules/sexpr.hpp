@@ -20,7 +20,7 @@ namespace saturn::rules {
 struct SExpr {
   enum class Kind { Atom, String, List, Bracket };
   Kind kind = Kind::Atom;
-  std::string text;  // Atom and String
+  std::string text;          // Atom and String
   std::vector<SExpr> items;  // List and Bracket
   SourceLoc loc;
 

@@ -29,10 +29,21 @@ inline egraph::Term term_from(const std::string& text) {
   return (*t)[0];
 }
 
+// "v3" from ("v", 3). (Built by append: GCC 12 warns falsely on "v" + s.)
+inline std::string numbered(const char* prefix, int i) {
+  std::string s(prefix);
+  s.append(std::to_string(i));
+  return s;
+}
+
 // (+ x1 (+ x2 (+ ... xn)))
 inline std::string sum_of_vars(int n) {
-  std::string t = "x" + std::to_string(n);
-  for (int i = n - 1; i >= 1; --i) t = "(+ x" + std::to_string(i) + " " + t + ")";
+  std::string t = numbered("x", n);
+  for (int i = n - 1; i >= 1; --i) {
+    std::string outer = "(+ ";
+    outer.append(numbered("x", i)).append(" ").append(t).append(")");
+    t = std::move(outer);
+  }
   return t;
 }
 

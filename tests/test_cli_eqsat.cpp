@@ -83,7 +83,8 @@ TEST_CASE("eqsat --json prints one object per term with the documented fields") 
 }
 
 TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
-  auto rules = write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
+  auto rules =
+      write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
   Result r = saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json");
   REQUIRE(r.status == 0);
@@ -94,7 +95,8 @@ TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
 }
 
 TEST_CASE("hitting a limit is reported") {
-  auto rules = write("ac2.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
+  auto rules =
+      write("ac2.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac2.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
   Result r = saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
   REQUIRE(r.status == 0);

@@ -70,7 +70,8 @@ TEST_CASE("nodes of a class are sorted, and nodes_with_op finds a run") {
   EGraph g;
   auto x = g.add(Op::symbol("x"));
   std::vector<EClassId> ids;
-  for (const char* op : {"q", "a", "m", "a", "z"}) ids.push_back(g.add(Op::symbol(op), {x, g.add(Op::integer(static_cast<std::int64_t>(ids.size())))}));
+  for (const char* op : {"q", "a", "m", "a", "z"})
+    ids.push_back(g.add(Op::symbol(op), {x, g.add(Op::integer(static_cast<std::int64_t>(ids.size())))}));
   for (auto id : ids) g.merge(ids[0], id);
   g.rebuild();
   REQUIRE(g.check_invariants().empty());
@@ -89,7 +90,7 @@ TEST_CASE("random merges keep every invariant", "[property]") {
   EGraph g;
   std::vector<EClassId> ids;
   Op ops[] = {Op::symbol("f"), Op::symbol("g"), Op::symbol("h")};
-  for (int i = 0; i < 6; ++i) ids.push_back(g.add(Op::symbol("v" + std::to_string(i))));
+  for (int i = 0; i < 6; ++i) ids.push_back(g.add(Op::symbol(saturn::test::numbered("v", i))));
   for (int round = 0; round < 30; ++round) {
     for (int i = 0; i < 15; ++i) {
       Op op = ops[rng() % 3];

@@ -72,7 +72,7 @@ EGraph random_egraph(std::mt19937& rng) {
   EGraph g;
   std::vector<EClassId> ids;
   Op f = Op::symbol("f"), h = Op::symbol("h");
-  for (int i = 0; i < 4; ++i) ids.push_back(g.add(Op::symbol("v" + std::to_string(i))));
+  for (int i = 0; i < 4; ++i) ids.push_back(g.add(Op::symbol(saturn::test::numbered("v", i))));
   ids.push_back(g.add(Op::integer(0)));
   for (int i = 0; i < 60; ++i) {
     if (rng() % 2)
@@ -89,11 +89,16 @@ EGraph random_egraph(std::mt19937& rng) {
 
 TEST_CASE("compiled matcher finds exactly what a naive matcher finds", "[property]") {
   const char* patterns[] = {
-      "(rule p (f ?a ?b) => ?a)",          "(rule p (f ?a ?a) => ?a)",
-      "(rule p (f (h ?a) ?b) => ?a)",      "(rule p (f ?a (f ?b ?c)) => ?a)",
-      "(rule p (f ?a 0) => ?a)",           "(rule p (h (h ?x)) => ?x)",
-      "(rule p (f (h ?a) (h ?a)) => ?a)",  "(rule p (f (f ?a ?b) (f ?b ?a)) => ?a)",
-      "(rule p (h v0) => v0)",             "(rule p (f ?a (h 0)) => ?a)",
+      "(rule p (f ?a ?b) => ?a)",
+      "(rule p (f ?a ?a) => ?a)",
+      "(rule p (f (h ?a) ?b) => ?a)",
+      "(rule p (f ?a (f ?b ?c)) => ?a)",
+      "(rule p (f ?a 0) => ?a)",
+      "(rule p (h (h ?x)) => ?x)",
+      "(rule p (f (h ?a) (h ?a)) => ?a)",
+      "(rule p (f (f ?a ?b) (f ?b ?a)) => ?a)",
+      "(rule p (h v0) => v0)",
+      "(rule p (f ?a (h 0)) => ?a)",
   };
   std::mt19937 rng(GENERATE(31u, 32u, 33u, 34u, 35u, 36u));
   EGraph g = random_egraph(rng);

@@ -95,16 +95,20 @@ TEST_CASE("errors carry file:line:col and say what was expected") {
         "bad.rules:1:27: error: unknown function 'frobnicate' in a guard or binding");
   CHECK(error_of("(rule r (f ?x) => ?x :if (len ?x ?x))") ==
         "bad.rules:1:27: error: 'len' takes 1 argument(s), given 2");
-  CHECK(error_of("(rule r ?x => (f ?x))") ==
-        "bad.rules:1:9: error: the left-hand side is a bare variable, which matches every e-class: give it an operator");
-  CHECK(error_of("(rule r (f ?x) <=> ?x)").find("bad.rules:1:20: error: the right-hand side of a <=> rule is a bare") == 0);
+  CHECK(
+      error_of("(rule r ?x => (f ?x))") ==
+      "bad.rules:1:9: error: the left-hand side is a bare variable, which matches every e-class: give it an operator");
+  CHECK(error_of("(rule r (f ?x) <=> ?x)").find("bad.rules:1:20: error: the right-hand side of a <=> rule is a bare") ==
+        0);
   CHECK(error_of("(rule r (f ?x ?y) <=> (g ?x))") ==
-        "bad.rules:1:9: error: in a <=> rule both sides must use the same variables; ?y appears only on the left-hand side");
+        "bad.rules:1:9: error: in a <=> rule both sides must use the same variables; ?y appears only on the left-hand "
+        "side");
   CHECK(error_of("(rule r (f ?x) => ?y :let (?x 1))") ==
         "bad.rules:1:28: error: variable ?x is already bound; :let needs a new name");
   CHECK(error_of("(rule r (f ?x) => ?x)\n(rule r (g ?x) => ?x)") == "bad.rules:2:7: error: duplicate rule name 'r'");
   CHECK(error_of("(rule r (f ?x))") == "bad.rules:1:1: error: expected (rule NAME LHS => RHS)");
-  CHECK(error_of("(defoptimizer o :phase x)") == "bad.rules:1:24: error: expected a phase number 0..1000 after :phase, found 'x'");
+  CHECK(error_of("(defoptimizer o :phase x)") ==
+        "bad.rules:1:24: error: expected a phase number 0..1000 after :phase, found 'x'");
   CHECK(error_of("(define r)") == "bad.rules:1:2: error: expected defoptimizer, rule or multirule, found 'define'");
   CHECK(error_of("(rule r (?op ?x) => ?x)") == "bad.rules:1:10: error: expected an operator name, found '?op'");
   CHECK(error_of("(multirule m ((f ?x) (g ?x)) => ((h ?x)))") ==
@@ -112,7 +116,7 @@ TEST_CASE("errors carry file:line:col and say what was expected") {
   CHECK(error_of("(rule r (f ?x) <=> (g ?x) :let (?y 1))") ==
         "bad.rules:1:27: error: a <=> rule cannot have :let (the reverse would not bind it)");
   CHECK(error_of("(rule r (f [1 x]) => 1)") == "bad.rules:1:15: error: expected a number in a literal list, found 'x'");
-  CHECK(error_of("(rule r (f ?x) => ?x") .find("bad.rules:1:1: error: unclosed '('") == 0);
+  CHECK(error_of("(rule r (f ?x) => ?x").find("bad.rules:1:1: error: unclosed '('") == 0);
 }
 
 TEST_CASE("an operator checker rejects unknown ops and wrong arity at load time") {

@@ -43,7 +43,7 @@ TEST_CASE("node limit") {
   RunReport r = runner.run(g, rules);
   CHECK(r.stop_reason == StopReason::NodeLimit);
   CHECK(g.num_nodes() > 500);
-  CHECK(g.num_nodes() < 6058);  // did not saturate
+  CHECK(g.num_nodes() < 6058);          // did not saturate
   CHECK(g.check_invariants().empty());  // rebuilt even when stopping mid-iteration
 }
 

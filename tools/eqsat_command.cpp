@@ -24,7 +24,8 @@ void add_eqsat_command(CLI::App& app, EqsatOptions& o) {
   cmd->add_option("terms", o.terms_file, "File with one s-expression term per line (TERMS-FILE)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--iter-limit", o.iter_limit, "Stop after N iterations")->capture_default_str();
-  cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")->capture_default_str();
+  cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
+      ->capture_default_str();
   cmd->add_option("--time-limit", o.time_limit_s, "Stop after S seconds of saturation")->capture_default_str();
   cmd->add_option("--scheduler", o.scheduler, "Rule scheduler")
       ->check(CLI::IsMember({"simple", "backoff"}))
@@ -33,8 +34,9 @@ void add_eqsat_command(CLI::App& app, EqsatOptions& o) {
   cmd->add_flag("--quiet,-q", o.quiet, "No progress on the terminal");
   cmd->add_flag("--const-fold", o.const_fold, "Enable the constant-folding analysis (+ - * / pow min max abs neg)");
   cmd->add_option("--cost", o.op_costs, "Per-operator extraction cost OP=COST (default 1 each: AST size)");
-  cmd->add_option("--egraph-json", o.egraph_json, "Write the saturated e-graph (egraph-serialize JSON); "
-                                                  "with several terms, FILE gets the term's index before its extension");
+  cmd->add_option("--egraph-json", o.egraph_json,
+                  "Write the saturated e-graph (egraph-serialize JSON); "
+                  "with several terms, FILE gets the term's index before its extension");
   cmd->add_option("--dot", o.dot, "Write the saturated e-graph as Graphviz (same naming as --egraph-json)");
 }
 
@@ -110,8 +112,8 @@ int run_eqsat(const EqsatOptions& opts) {
       if (progress) {
         runner.set_observer([&, ti](const EGraph&, const IterationReport& it) {
           std::cerr << "\r[term " << ti + 1 << "/" << terms->size() << ", phase " << phase.phase << "] iteration "
-                    << it.index + 1 << ": " << it.enodes << " e-nodes, " << it.eclasses << " e-classes, "
-                    << std::fixed << std::setprecision(1) << it.total_ms << " ms   " << std::flush;
+                    << it.index + 1 << ": " << it.enodes << " e-nodes, " << it.eclasses << " e-classes, " << std::fixed
+                    << std::setprecision(1) << it.total_ms << " ms   " << std::flush;
         });
       }
       RunReport rep = runner.run(g, phase.rewrites);
@@ -127,8 +129,11 @@ int run_eqsat(const EqsatOptions& opts) {
                             {"apply_ms", rep.apply_ms()},
                             {"rebuild_ms", rep.rebuild_ms()}});
       for (const RuleReport& r : rep.rules)
-        rule_json[r.name] = {{"matches", r.matches}, {"applications", r.applications}, {"changed", r.changed},
-                             {"rejected", r.rejected}, {"times_banned", r.times_banned}};
+        rule_json[r.name] = {{"matches", r.matches},
+                             {"applications", r.applications},
+                             {"changed", r.changed},
+                             {"rejected", r.rejected},
+                             {"times_banned", r.times_banned}};
     }
     if (progress) std::cerr << "\r\033[K" << std::flush;
 

@@ -22,8 +22,8 @@ struct EqsatOptions {
   bool quiet = false;
   bool const_fold = false;
   std::vector<std::string> op_costs;  // "OP=COST"
-  std::string egraph_json;           // write egraph-serialize JSON here
-  std::string dot;                   // write Graphviz here
+  std::string egraph_json;            // write egraph-serialize JSON here
+  std::string dot;                    // write Graphviz here
 };
 
 void add_eqsat_command(CLI::App& app, EqsatOptions& opts);

@@ -13,11 +13,11 @@ int main(int argc, char** argv) {
   EqsatOptions eqsat;
   add_eqsat_command(app, eqsat);
   // Verbs of DESIGN.md that later work fills in; they answer clearly now.
-  for (auto [verb, what] : {std::pair{"opt", "Optimize a model for a target."},
-                            std::pair{"run", "Run a model (interp, cpu, cuda)."},
-                            std::pair{"verify", "Prove rules with Z3."},
-                            std::pair{"extract", "Extract from an egraph-serialize JSON file."},
-                            std::pair{"dot", "Draw a model or an e-graph."}}) {
+  for (auto [verb, what] :
+       {std::pair{"opt", "Optimize a model for a target."}, std::pair{"run", "Run a model (interp, cpu, cuda)."},
+        std::pair{"verify", "Prove rules with Z3."},
+        std::pair{"extract", "Extract from an egraph-serialize JSON file."},
+        std::pair{"dot", "Draw a model or an e-graph."}}) {
     auto* cmd = app.add_subcommand(verb, std::string(what) + " (not available in this build yet)");
     cmd->allow_extras();
   }
