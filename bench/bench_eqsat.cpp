@@ -7,7 +7,7 @@
 // bench/compare_egglog.py runs the same AC cases in egglog (PyPI) and prints
 // the ratio; egg's published figure for the sum of 10 is printed beside ours.
 //
-//   bench_eqsat [--runs N] [--json] [--large] [--case NAME] [--source-dir DIR]
+//   bench_eqsat [--runs N] [--json] [--large] [--no-incremental] [--case NAME] [--source-dir DIR]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,11 +71,14 @@ struct Result {
   long peak_kb = 0;
 };
 
+bool g_incremental = true;
+
 Result run_once(const Case& c, const std::vector<egraph::Rewrite>& rules) {
   auto terms = rules::parse_terms(c.term, c.name);
   EGraph g;
   egraph::add_term(g, (*terms)[0]);
   Runner runner(c.limits, egraph::make_scheduler(c.scheduler));
+  runner.set_incremental(g_incremental);
   auto rep = runner.run(g, rules);
   Result r;
   r.ms = rep.total_ms;
@@ -155,6 +158,8 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--json")
       json = true;
+    else if (a == "--no-incremental")
+      g_incremental = false;
     else if (a == "--large")
       large = true;
     else if (a == "--case" && i + 1 < argc)
@@ -162,7 +167,8 @@ int main(int argc, char** argv) {
     else if (a == "--source-dir" && i + 1 < argc)
       source_dir = argv[++i];
     else {
-      std::cerr << "usage: bench_eqsat [--runs N] [--json] [--large] [--case NAME] [--source-dir DIR]\n";
+      std::cerr << "usage: bench_eqsat [--runs N] [--json] [--large] [--no-incremental] [--case NAME] "
+                   "[--source-dir DIR]\n";
       return 2;
     }
   }

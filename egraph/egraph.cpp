@@ -15,8 +15,9 @@ EClassId EGraph::add(Op op, std::span<const EClassId> children) {
   NodeId n = store_.push(op, scratch_);
   EClassId id = uf_.make_set();
   dead_.push_back(0);
+  stamp_.push_back(epoch_);
   classes_.emplace_back();
-  classes_.back().nodes.push_back(n);
+  classes_.back().nodes.push_back(ClassNode{n, 0});
   for (EClassId k : scratch_) {
     auto& ps = classes_[k.v].parents;
     if (ps.empty() || ps.back() != n) ps.push_back(n);
@@ -30,6 +31,12 @@ EClassId EGraph::add(Op op, std::span<const EClassId> children) {
 }
 
 std::optional<EClassId> EGraph::lookup(Op op, std::span<const EClassId> children) const {
+  auto n = lookup_node(op, children);
+  if (!n) return std::nullopt;
+  return uf_.find(EClassId(n->v));
+}
+
+std::optional<NodeId> EGraph::lookup_node(Op op, std::span<const EClassId> children) const {
   EClassId small[4];
   std::vector<EClassId> large;
   std::span<EClassId> kids;
@@ -40,8 +47,7 @@ std::optional<EClassId> EGraph::lookup(Op op, std::span<const EClassId> children
     kids = large;
   }
   for (std::size_t i = 0; i < children.size(); ++i) kids[i] = uf_.find(children[i]);
-  if (auto n = hashcons_.find(store_, op, kids, hash_node(op, kids))) return uf_.find(EClassId(n->v));
-  return std::nullopt;
+  return hashcons_.find(store_, op, kids, hash_node(op, kids));
 }
 
 void EGraph::prefetch(Op op, std::span<const EClassId> children) const {
@@ -64,6 +70,9 @@ bool EGraph::merge(EClassId a, EClassId b) {
 
   EClass from = std::move(classes_[b.v]);
   classes_[b.v] = EClass{};
+  // The absorbed class's nodes now sit in another class: matches through
+  // them may be new.
+  for (ClassNode& cn : from.nodes) cn.moved = epoch_;
   pending_.insert(pending_.end(), from.parents.begin(), from.parents.end());
   for (auto& an : analyses_) {
     DidMerge d = an->merge(a, b);
@@ -93,6 +102,7 @@ void EGraph::repair_node(NodeId n) {
   if (canonical) return;  // already repaired through another path
   hashcons_.erase(store_, n, store_.hash(n));
   for (EClassId& k : kids) k = uf_.find_mut(k);
+  stamp_[n.v] = epoch_;
   std::uint64_t h = store_.hash(n);
   EClassId cls = uf_.find_mut(EClassId(n.v));
   if (auto m = hashcons_.find(store_, store_.op(n), store_.children(n), h)) {
@@ -137,13 +147,13 @@ std::size_t EGraph::rebuild() {
 }
 
 void EGraph::rebuild_classes() {
-  auto by_node = [this](NodeId a, NodeId b) { return store_.less(a, b); };
+  auto by_node = [this](const ClassNode& a, const ClassNode& b) { return store_.less(a.id, b.id); };
   for (EClassId id : dirty_) {
     if (!uf_.is_root(id)) continue;
     EClass& c = classes_[id.v];
     if (!c.dirty) continue;
     c.dirty = false;
-    std::erase_if(c.nodes, [this](NodeId n) { return dead_[n.v] != 0; });
+    std::erase_if(c.nodes, [this](const ClassNode& cn) { return dead_[cn.id.v] != 0; });
     std::sort(c.nodes.begin(), c.nodes.end(), by_node);
     std::erase_if(c.parents, [this](NodeId n) { return dead_[n.v] != 0; });
     std::sort(c.parents.begin(), c.parents.end());
@@ -158,8 +168,8 @@ void EGraph::rebuild_classes() {
   needs_class_rebuild_ = false;
 }
 
-std::span<const NodeId> EGraph::nodes_with_op(EClassId id, Op op) const {
-  std::span<const NodeId> ns = classes_[id.v].nodes;
+std::span<const ClassNode> EGraph::nodes_with_op(EClassId id, Op op) const {
+  std::span<const ClassNode> ns = classes_[id.v].nodes;
   if (ns.size() <= 8) {
     std::size_t i = 0;
     while (i < ns.size() && store_.op(ns[i]) < op) ++i;
@@ -167,8 +177,8 @@ std::span<const NodeId> EGraph::nodes_with_op(EClassId id, Op op) const {
     while (j < ns.size() && store_.op(ns[j]) == op) ++j;
     return ns.subspan(i, j - i);
   }
-  auto lo = std::partition_point(ns.begin(), ns.end(), [&](NodeId n) { return store_.op(n) < op; });
-  auto hi = std::partition_point(lo, ns.end(), [&](NodeId n) { return store_.op(n) == op; });
+  auto lo = std::partition_point(ns.begin(), ns.end(), [&](const ClassNode& n) { return store_.op(n.id) < op; });
+  auto hi = std::partition_point(lo, ns.end(), [&](const ClassNode& n) { return store_.op(n.id) == op; });
   return {lo, hi};
 }
 
@@ -178,8 +188,8 @@ std::span<const EClassId> EGraph::classes_with_op(Op op) const {
     by_op_used_.clear();
     for (EClassId c : roots_) {
       Op last{0xFFFFFFFFu};
-      for (NodeId n : classes_[c.v].nodes) {
-        Op o = store_.op(n);
+      for (const ClassNode& n : classes_[c.v].nodes) {
+        Op o = store_.op(n.id);
         if (o == last) continue;
         last = o;
         if (by_op_.size() <= o.id) by_op_.resize(o.id + 1);
@@ -201,9 +211,10 @@ std::optional<Op> EGraph::literal(EClassId id) const {
 
 std::size_t EGraph::memory_bytes() const {
   std::size_t bytes = store_.memory_bytes() + hashcons_.memory_bytes() + uf_.size() * 4 + dead_.capacity() +
-                      classes_.capacity() * sizeof(EClass) + (pending_.capacity() + analysis_pending_.capacity()) * 4 +
-                      roots_.capacity() * 4;
-  for (const EClass& c : classes_) bytes += (c.nodes.capacity() + c.parents.capacity()) * sizeof(NodeId);
+                      stamp_.capacity() * 4 + classes_.capacity() * sizeof(EClass) +
+                      (pending_.capacity() + analysis_pending_.capacity()) * 4 + roots_.capacity() * 4;
+  for (const EClass& c : classes_)
+    bytes += c.nodes.capacity() * sizeof(ClassNode) + c.parents.capacity() * sizeof(NodeId);
   return bytes;
 }
 
@@ -215,11 +226,11 @@ std::string EGraph::check_invariants() const {
   for (EClassId c : roots_) {
     const EClass& cls = classes_[c.v];
     for (std::size_t i = 0; i < cls.nodes.size(); ++i) {
-      NodeId n = cls.nodes[i];
+      NodeId n = cls.nodes[i].id;
       if (dead_[n.v]) err << "class " << c.v << " lists retired node " << n.v << "; ";
       if (uf_.find(EClassId(n.v)) != c)
         err << "node " << n.v << " is listed in class " << c.v << " but belongs elsewhere; ";
-      if (i && store_.less(n, cls.nodes[i - 1])) err << "class " << c.v << " nodes unsorted; ";
+      if (i && store_.less(n, cls.nodes[i - 1].id)) err << "class " << c.v << " nodes unsorted; ";
       for (EClassId k : store_.children(n))
         if (!uf_.is_root(k)) err << "node " << n.v << " has non-canonical child " << k.v << "; ";
       auto hit = hashcons_.find(store_, store_.op(n), store_.children(n), store_.hash(n));

@@ -29,6 +29,16 @@
 
 namespace saturn::egraph {
 
+// An entry of a class's node list: the node, and the epoch in which it last
+// moved into this class by a merge (0: it founded or was added to it). Kept
+// beside the id so that a merge stamps the absorbed nodes with sequential
+// writes into the list it appends anyway, not scattered writes by node id.
+struct ClassNode {
+  NodeId id;
+  std::uint32_t moved = 0;
+  operator NodeId() const { return id; }  // NOLINT(google-explicit-constructor)
+};
+
 class EGraph {
  public:
   EGraph() = default;
@@ -68,15 +78,26 @@ class EGraph {
   // Canonical class ids in increasing order. Valid after rebuild().
   std::span<const EClassId> class_ids() const { return roots_; }
   // Live nodes of a canonical class, sorted by (op, children).
-  std::span<const NodeId> nodes(EClassId id) const { return classes_[id.v].nodes; }
+  std::span<const ClassNode> nodes(EClassId id) const { return classes_[id.v].nodes; }
   // Nodes having this canonical class as a child; may repeat entries.
   std::span<const NodeId> parents(EClassId id) const { return classes_[id.v].parents; }
   Op op(NodeId n) const { return store_.op(n); }
   std::span<const EClassId> children(NodeId n) const { return store_.children(n); }
   bool is_live(NodeId n) const { return !dead_[n.v]; }
 
+  // Epochs and stamps (for semi-naive matching). A node's stamp is the epoch
+  // in which it was added or re-canonicalized; the epoch in which it last
+  // moved class is its ClassNode::moved. A node with both at or before epoch
+  // E sat, unchanged and in the same class, in the e-graph as it was at E.
+  // The runner advances the epoch once per iteration, just before searching.
+  std::uint32_t epoch() const { return epoch_; }
+  void advance_epoch() { ++epoch_; }
+  std::uint32_t stamp(NodeId n) const { return stamp_[n.v]; }
+  // Like lookup, but returns the node found.
+  std::optional<NodeId> lookup_node(Op op, std::span<const EClassId> children) const;
+
   // The subrange of nodes(id) whose operator is `op`.
-  std::span<const NodeId> nodes_with_op(EClassId id, Op op) const;
+  std::span<const ClassNode> nodes_with_op(EClassId id, Op op) const;
   // Canonical classes holding at least one node with operator `op`. Valid
   // after rebuild(); computed on first use after each rebuild.
   std::span<const EClassId> classes_with_op(Op op) const;
@@ -109,7 +130,7 @@ class EGraph {
 
  private:
   struct EClass {
-    std::vector<NodeId> nodes;
+    std::vector<ClassNode> nodes;
     std::vector<NodeId> parents;
     bool dirty = false;  // nodes unsorted or parents with retired entries
   };
@@ -122,6 +143,8 @@ class EGraph {
   HashCons hashcons_;
   std::vector<EClass> classes_;
   std::vector<std::uint8_t> dead_;
+  std::vector<std::uint32_t> stamp_;
+  std::uint32_t epoch_ = 1;
   std::vector<NodeId> pending_;
   std::vector<NodeId> analysis_pending_;
   std::vector<EClassId> roots_;

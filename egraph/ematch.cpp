@@ -11,15 +11,23 @@ std::uint32_t copy_sub(const Pattern& from, std::uint32_t node, Pattern& to) {
   return to.push(n.op, std::move(kids));
 }
 
-std::optional<EClassId> lookup_ground(const EGraph& g, const Pattern& p, std::uint32_t node) {
+std::optional<EClassId> lookup_ground(const EGraph& g, const Pattern& p, std::uint32_t node, std::uint32_t& newest) {
   const PatternNode& n = p.nodes[node];
   std::vector<EClassId> kids;
   for (auto c : n.children) {
-    auto k = lookup_ground(g, p, c);
+    auto k = lookup_ground(g, p, c, newest);
     if (!k) return std::nullopt;
     kids.push_back(*k);
   }
-  return g.lookup(n.op, kids);
+  auto found = g.lookup_node(n.op, kids);
+  if (!found) return std::nullopt;
+  // If the term's class was absorbed since, its id changed and so may the
+  // outcome of a check against it: absorbing stamps every member as moved.
+  EClassId cls = g.find(EClassId(found->v));
+  newest = std::max(newest, g.stamp(*found));
+  for (const ClassNode& cn : g.nodes(cls))
+    if (cn.id == *found) newest = std::max(newest, cn.moved);
+  return cls;
 }
 }  // namespace
 
@@ -92,13 +100,13 @@ void Matcher::compile(const Pattern& p, std::uint32_t node, std::uint32_t reg, s
   for (auto [c, r] : deferred) compile(p, c, r, var_reg);
 }
 
-std::optional<std::vector<EClassId>> Matcher::resolve_ground(const EGraph& g) const {
-  std::vector<EClassId> out;
-  out.reserve(ground_.size());
+std::optional<Matcher::Ground> Matcher::resolve_ground(const EGraph& g) const {
+  Ground out;
+  out.classes.reserve(ground_.size());
   for (const Pattern& gp : ground_) {
-    auto id = lookup_ground(g, gp, gp.root());
+    auto id = lookup_ground(g, gp, gp.root(), out.newest);
     if (!id) return std::nullopt;
-    out.push_back(*id);
+    out.classes.push_back(*id);
   }
   return out;
 }

@@ -40,19 +40,25 @@ class Matcher {
   // Variables this pattern binds (not bound before it).
   std::span<const std::pair<VarId, std::uint32_t>> binds() const { return out_vars_; }
 
+  struct Ground {
+    std::vector<EClassId> classes;  // per ground subterm
+    std::uint32_t newest = 0;       // newest stamp among their nodes
+  };
   // Looks up the ground subterms; nullopt when one is absent from the e-graph
   // (then nothing can match).
-  std::optional<std::vector<EClassId>> resolve_ground(const EGraph& g) const;
+  std::optional<Ground> resolve_ground(const EGraph& g) const;
+  bool has_ground() const { return !ground_.empty(); }
 
   // Matches at canonical class `root`. For each match, writes the pattern's
-  // variables into `subst` and calls sink(), which returns false to stop.
-  // Returns false when the sink stopped the search.
+  // variables into `subst` and calls sink(newest), where `newest` is the
+  // newest stamp (EGraph::stamp) among the e-nodes the match traversed and
+  // `newest_in`; the sink returns false to stop. Returns false when stopped.
   template <class Sink>
   bool run(const EGraph& g, EClassId root, std::span<EClassId> subst, std::span<const EClassId> ground,
-           std::vector<EClassId>& regs, Sink&& sink) const {
+           std::vector<EClassId>& regs, std::uint32_t newest_in, Sink&& sink) const {
     regs.resize(num_regs_);
     regs[0] = root;
-    return exec(g, 0, regs.data(), subst, ground, sink);
+    return exec(g, 0, regs.data(), subst, ground, newest_in, sink);
   }
 
  private:
@@ -72,16 +78,17 @@ class Matcher {
 
   template <class Sink>
   bool exec(const EGraph& g, std::size_t pc, EClassId* regs, std::span<EClassId> subst,
-            std::span<const EClassId> ground, Sink& sink) const {
+            std::span<const EClassId> ground, std::uint32_t newest, Sink& sink) const {
     for (; pc < prog_.size(); ++pc) {
       const Instr& in = prog_[pc];
       switch (in.kind) {
         case Kind::Bind: {
-          for (NodeId n : g.nodes_with_op(regs[in.reg], in.op)) {
-            auto kids = g.children(n);
+          for (const ClassNode& cn : g.nodes_with_op(regs[in.reg], in.op)) {
+            auto kids = g.children(cn.id);
             if (kids.size() != in.arity) continue;
             std::copy(kids.begin(), kids.end(), regs + in.arg);
-            if (!exec(g, pc + 1, regs, subst, ground, sink)) return false;
+            std::uint32_t seen = std::max(newest, std::max(g.stamp(cn.id), cn.moved));
+            if (!exec(g, pc + 1, regs, subst, ground, seen, sink)) return false;
           }
           return true;
         }
@@ -97,7 +104,7 @@ class Matcher {
       }
     }
     for (auto [v, r] : out_vars_) subst[v] = regs[r];
-    return sink();
+    return sink(newest);
   }
 
   std::vector<Instr> prog_;

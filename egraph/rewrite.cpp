@@ -33,6 +33,15 @@ std::string Rewrite::make(Rewrite& out, std::string name, std::vector<Pattern> l
   out.num_lhs_vars_ = num_lhs_vars;
   out.prepare_ = std::move(prepare);
   out.matchers_ = std::move(matchers);
+  out.incremental_ = !out.prepare_;
+  {
+    std::vector<bool> seen(nvars, false);
+    for (std::size_t i = 0; i < out.lhs_.size(); ++i) {
+      const Matcher& m = out.matchers_[i];
+      if (m.root_kind() == Matcher::RootKind::Variable && !seen[m.root_var()]) out.incremental_ = false;
+      for (VarId v : out.lhs_[i].vars()) seen[v] = true;
+    }
+  }
   out.prefetch_.clear();
   for (const Pattern& p : out.rhs_) {
     PrefetchPlan plan;
@@ -65,7 +74,8 @@ std::string Rewrite::to_string() const {
   return s;
 }
 
-void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
+void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit, std::uint32_t since) const {
+  if (!incremental_) since = 0;
   const std::size_t n = matchers_.size();
   out.roots_per_match = n;
   out.stride = n + num_lhs_vars_;
@@ -73,7 +83,8 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
   for (std::size_t i = 0; i < n; ++i) {
     auto gr = matchers_[i].resolve_ground(g);
     if (!gr) return;  // a ground subterm is absent: nothing can match
-    ground[i] = std::move(*gr);
+    ground[i] = std::move(gr->classes);
+    if (gr->newest > since) since = 0;  // a ground class changed: every match may be new
   }
   std::vector<EClassId> subst(num_lhs_vars_);
   std::vector<EClassId> roots(n);
@@ -82,7 +93,7 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
   std::size_t found = 0;
 
   // Returns false once the limit is exceeded.
-  auto level = [&](auto& self, std::size_t i) -> bool {
+  auto level = [&](auto& self, std::size_t i, std::uint32_t newest_in) -> bool {
     const Matcher& m = matchers_[i];
     std::span<const EClassId> candidates;
     std::vector<EClassId> own;
@@ -118,8 +129,9 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
     }
     for (EClassId c : candidates) {
       roots[i] = c;
-      bool go_on = m.run(g, c, subst, ground[i], regs[i], [&]() -> bool {
-        if (i + 1 < n) return self(self, i + 1);
+      bool go_on = m.run(g, c, subst, ground[i], regs[i], newest_in, [&](std::uint32_t newest) -> bool {
+        if (i + 1 < n) return self(self, i + 1, newest);
+        if (since != 0 && newest <= since) return true;  // applied before, when all of it was there
         out.data.insert(out.data.end(), roots.begin(), roots.end());
         out.data.insert(out.data.end(), subst.begin(), subst.end());
         return ++found <= limit;
@@ -128,7 +140,7 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit) const {
     }
     return true;
   };
-  level(level, 0);
+  level(level, 0, 0);
 }
 
 namespace {

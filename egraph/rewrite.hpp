@@ -57,7 +57,16 @@ class Rewrite {
 
   // Appends matches to `out` (on a rebuilt e-graph); stops once more than
   // `limit` are found, so a caller can tell "over the limit" from "at it".
-  void search(const EGraph& g, Matches& out, std::size_t limit = static_cast<std::size_t>(-1)) const;
+  // With `since` > 0 (semi-naive search), only matches that traverse an
+  // e-node stamped after epoch `since` are reported: the caller promises every
+  // match of the e-graph as it was at `since` has been applied, so the others
+  // would change nothing. Rules that are not incremental() ignore `since`.
+  void search(const EGraph& g, Matches& out, std::size_t limit = static_cast<std::size_t>(-1),
+              std::uint32_t since = 0) const;
+  // Whether skipping old matches is exact for this rule: not when a guard
+  // could accept later a match it once rejected, nor when a pattern's root is
+  // an unbound variable (new classes would match without a new node).
+  bool incremental() const { return incremental_; }
   // Applies matches in order; stops early once the e-graph holds more than
   // `node_budget` e-nodes (so one rule cannot overshoot a node limit).
   ApplyStats apply(EGraph& g, const Matches& matches, std::size_t node_budget = static_cast<std::size_t>(-1)) const;
@@ -71,6 +80,7 @@ class Rewrite {
   VarId num_lhs_vars_ = 0;
   Prepare prepare_;
   std::vector<Matcher> matchers_;
+  bool incremental_ = false;
   // Per RHS, the first node with only variable children: apply() prefetches
   // its hash-cons slot a few matches ahead of use.
   struct PrefetchPlan {

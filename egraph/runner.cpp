@@ -57,6 +57,9 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
   };
 
   std::vector<Matches> matches(rules.size());
+  // Per rule: every match of the e-graph as it was at this epoch is applied.
+  std::vector<std::uint32_t> applied_through(rules.size(), 0);
+  std::vector<bool> complete(rules.size(), false);
   for (;;) {
     std::optional<StopReason> stop = check_limits();
     if (stop) {
@@ -77,12 +80,15 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
     const auto it_start = Clock::now();
     const std::size_t nodes_before = g.num_nodes(), classes_before = g.num_classes();
 
-    // Search every rule on the rebuilt e-graph.
+    // Search every rule on the rebuilt e-graph. Changes made from here on
+    // are stamped with the next epoch.
+    const std::uint32_t search_epoch = g.epoch();
+    g.advance_epoch();
     auto t = Clock::now();
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       auto rt = Clock::now();
       matches[r].data.clear();
-      scheduler_->search(it.index, r, rules[r], g, matches[r]);
+      complete[r] = scheduler_->search(it.index, r, rules[r], g, matches[r], incremental_ ? applied_through[r] : 0);
       report.rules[r].search_ms += ms_since(rt);
       report.rules[r].matches += matches[r].size();
       it.matches += matches[r].size();
@@ -96,6 +102,7 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       auto rt = Clock::now();
       ApplyStats s = rules[r].apply(g, matches[r], limits_.node_limit);
+      if (complete[r] && !s.over_budget) applied_through[r] = search_epoch;
       report.rules[r].apply_ms += ms_since(rt);
       report.rules[r].applications += s.applied;
       report.rules[r].changed += s.changed;

@@ -10,6 +10,14 @@
 // limit is also checked between the matches of one rule, because a single
 // rule's application can multiply the e-graph (seen: 10k -> 231k e-nodes).
 // Node counts before a rebuild include nodes the rebuild will merge away.
+//
+// Semi-naive search (on by default): a rule whose every match of some
+// earlier search was applied only looks for matches that traverse an e-node
+// added or changed since (Rewrite::search). Re-applying an old match is a
+// no-op, since e-graphs only grow, so saturated e-graphs are identical with
+// it on or off; it saves the re-application of every old match each
+// iteration. Rules with guards, and patterns whose root is an unbound
+// variable, always search in full. Statistics count the matches reported.
 #pragma once
 
 #include <chrono>
@@ -78,6 +86,8 @@ class Runner {
   explicit Runner(RunnerLimits limits = {}, std::unique_ptr<Scheduler> scheduler = nullptr);
 
   void add_hook(Hook h) { hooks_.push_back(std::move(h)); }
+  // Off: every search reports every match, as in egg.
+  void set_incremental(bool on) { incremental_ = on; }
   void set_observer(Observer o) { observer_ = std::move(o); }
   const Scheduler& scheduler() const { return *scheduler_; }
 
@@ -88,6 +98,7 @@ class Runner {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<Hook> hooks_;
   Observer observer_;
+  bool incremental_ = true;
 };
 
 }  // namespace saturn::egraph

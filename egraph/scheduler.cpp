@@ -12,20 +12,21 @@ std::size_t shl_saturating(std::size_t v, std::size_t by) {
 }
 }  // namespace
 
-void BackoffScheduler::search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g,
-                              Matches& out) {
+bool BackoffScheduler::search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g,
+                              Matches& out, std::uint32_t since) {
   RuleState& s = state(index);
-  if (iteration < s.banned_until) return;
+  if (iteration < s.banned_until) return false;
   std::size_t threshold = shl_saturating(match_limit_, s.times_banned);
-  rw.search(g, out, threshold);
+  rw.search(g, out, threshold, since);
   if (out.size() > threshold) {
     std::size_t ban = shl_saturating(ban_length_, s.times_banned);
     s.times_banned += 1;
     s.banned_until = iteration + ban;
     out.data.clear();
-    return;
+    return false;
   }
   s.times_applied += 1;
+  return true;
 }
 
 bool BackoffScheduler::can_stop(std::size_t iteration) {

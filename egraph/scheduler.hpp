@@ -21,10 +21,14 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string name() const = 0;
-  // Searches rule `index` in `iteration`; leaves `out` empty to skip it.
-  virtual void search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g, Matches& out) {
+  // Searches rule `index` in `iteration` for matches new since epoch
+  // `since` (see Rewrite::search). Returns true when `out` holds every such
+  // match, false when the scheduler skipped the rule or dropped its matches.
+  virtual bool search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g, Matches& out,
+                      std::uint32_t since) {
     (void)iteration, (void)index;
-    rw.search(g, out);
+    rw.search(g, out, static_cast<std::size_t>(-1), since);
+    return true;
   }
   // May the runner stop as saturated after `iteration`?
   virtual bool can_stop(std::size_t iteration) {
@@ -48,7 +52,8 @@ class BackoffScheduler final : public Scheduler {
   explicit BackoffScheduler(std::size_t match_limit = 1000, std::size_t ban_length = 5)
       : match_limit_(match_limit), ban_length_(ban_length) {}
   std::string name() const override { return "backoff"; }
-  void search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g, Matches& out) override;
+  bool search(std::size_t iteration, std::size_t index, const Rewrite& rw, const EGraph& g, Matches& out,
+              std::uint32_t since) override;
   bool can_stop(std::size_t iteration) override;
   std::size_t times_banned(std::size_t index) const override {
     return index < stats_.size() ? stats_[index].times_banned : 0;

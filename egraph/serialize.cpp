@@ -8,7 +8,7 @@ namespace saturn::egraph {
 std::string to_serialized_json(const EGraph& g, std::span<const EClassId> roots, const NodeCost& cost) {
   using nlohmann::json;
   json nodes = json::object();
-  auto representative = [&](EClassId c) { return std::to_string(g.nodes(g.find(c)).front().v); };
+  auto representative = [&](EClassId c) { return std::to_string(g.nodes(g.find(c)).front().id.v); };
   for (EClassId c : g.class_ids()) {
     for (NodeId n : g.nodes(c)) {
       json kids = json::array();
@@ -39,7 +39,7 @@ std::string to_dot(const EGraph& g) {
       auto kids = g.children(n);
       for (std::size_t i = 0; i < kids.size(); ++i) {
         EClassId k = g.find(kids[i]);
-        o << "  n" << n.v << " -> n" << g.nodes(k).front().v << " [lhead=cluster_" << k.v;
+        o << "  n" << n.v << " -> n" << g.nodes(k).front().id.v << " [lhead=cluster_" << k.v;
         if (kids.size() > 1) o << ", label=\"" << i << "\"";
         o << "];\n";
       }

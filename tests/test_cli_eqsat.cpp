@@ -86,12 +86,15 @@ TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
   auto rules =
       write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json");
-  REQUIRE(r.status == 0);
-  auto j = nlohmann::json::parse(r.out);
-  CHECK(j["enodes"] == 6058);
-  CHECK(j["eclasses"] == 255);
-  CHECK(j["stop_reason"] == "saturated");
+  for (std::string mode : {"", " --no-incremental"}) {
+    Result r = saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    INFO("mode:" << mode);
+    CHECK(j["enodes"] == 6058);
+    CHECK(j["eclasses"] == 255);
+    CHECK(j["stop_reason"] == "saturated");
+  }
 }
 
 TEST_CASE("hitting a limit is reported") {

@@ -32,6 +32,9 @@ void add_eqsat_command(CLI::App& app, EqsatOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print one JSON object per term");
   cmd->add_flag("--quiet,-q", o.quiet, "No progress on the terminal");
+  cmd->add_flag("--no-incremental", o.no_incremental,
+                "Search every match every iteration, as egg does (default: semi-naive, only matches through new "
+                "e-nodes; same results)");
   cmd->add_flag("--const-fold", o.const_fold, "Enable the constant-folding analysis (+ - * / pow min max abs neg)");
   cmd->add_option("--cost", o.op_costs, "Per-operator extraction cost OP=COST (default 1 each: AST size)");
   cmd->add_option("--egraph-json", o.egraph_json,
@@ -109,6 +112,7 @@ int run_eqsat(const EqsatOptions& opts) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       RunnerLimits limits{o.iter_limit, o.node_limit, std::max(0.0, o.time_limit_s - elapsed)};
       Runner runner(limits, make_scheduler(o.scheduler));
+      runner.set_incremental(!o.no_incremental);
       if (progress) {
         runner.set_observer([&, ti](const EGraph&, const IterationReport& it) {
           std::cerr << "\r[term " << ti + 1 << "/" << terms->size() << ", phase " << phase.phase << "] iteration "

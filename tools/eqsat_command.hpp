@@ -21,6 +21,7 @@ struct EqsatOptions {
   bool json = false;
   bool quiet = false;
   bool const_fold = false;
+  bool no_incremental = false;
   std::vector<std::string> op_costs;  // "OP=COST"
   std::string egraph_json;            // write egraph-serialize JSON here
   std::string dot;                    // write Graphviz here
