@@ -69,6 +69,7 @@ struct Result {
   std::size_t enodes = 0, eclasses = 0, iterations = 0;
   std::string stop;
   long peak_kb = 0;
+  double egraph_mb = 0;  // EGraph::memory_bytes() at the end
 };
 
 bool g_incremental = true;
@@ -89,6 +90,7 @@ Result run_once(const Case& c, const std::vector<egraph::Rewrite>& rules) {
   r.eclasses = g.num_classes();
   r.iterations = rep.iterations.size();
   r.stop = egraph::to_string(rep.stop_reason);
+  r.egraph_mb = static_cast<double>(g.memory_bytes()) / (1024.0 * 1024.0);
   return r;
 }
 
@@ -112,9 +114,9 @@ bool run_case(const Case& c, int runs, Result& median) {
     getrusage(RUSAGE_SELF, &ru);
     m.peak_kb = ru.ru_maxrss;
     nlohmann::json j = {
-        {"ms", m.ms},          {"search_ms", m.search_ms}, {"apply_ms", m.apply_ms},     {"rebuild_ms", m.rebuild_ms},
-        {"enodes", m.enodes},  {"eclasses", m.eclasses},   {"iterations", m.iterations}, {"stop", m.stop},
-        {"peak_kb", m.peak_kb}};
+        {"ms", m.ms},           {"search_ms", m.search_ms}, {"apply_ms", m.apply_ms},     {"rebuild_ms", m.rebuild_ms},
+        {"enodes", m.enodes},   {"eclasses", m.eclasses},   {"iterations", m.iterations}, {"stop", m.stop},
+        {"peak_kb", m.peak_kb}, {"egraph_mb", m.egraph_mb}};
     std::string s = j.dump();
     if (write(fd[1], s.data(), s.size()) != static_cast<ssize_t>(s.size())) _exit(4);
     _exit(0);
@@ -138,6 +140,7 @@ bool run_case(const Case& c, int runs, Result& median) {
   median.iterations = j["iterations"];
   median.stop = j["stop"];
   median.peak_kb = j["peak_kb"];
+  median.egraph_mb = j["egraph_mb"];
   return true;
 }
 
@@ -190,8 +193,8 @@ int main(int argc, char** argv) {
   cases.push_back({"ac-sum-13-1M", kAC, sum_of(13), "simple", RunnerLimits{1000, 1'000'000, 600}, true});
 
   if (!json)
-    std::printf("%-24s %9s %9s %5s %10s %9s %9s %9s %9s %11s %8s  %s\n", "case", "e-nodes", "e-classes", "iters",
-                "median ms", "search", "apply", "rebuild", "runs", "e-nodes/s", "peak MB", "stop");
+    std::printf("%-24s %9s %9s %5s %10s %9s %9s %9s %5s %11s %8s %9s  %s\n", "case", "e-nodes", "e-classes", "iters",
+                "median ms", "search", "apply", "rebuild", "runs", "e-nodes/s", "peak MB", "egraph MB", "stop");
   for (const Case& c : cases) {
     if (!only.empty() && c.name != only) continue;
     if (c.large && !large && only != c.name) continue;
@@ -214,12 +217,13 @@ int main(int argc, char** argv) {
                           {"runs", n},
                           {"enodes_per_s", rate},
                           {"peak_mb", r.peak_kb / 1024.0},
+                          {"egraph_mb", r.egraph_mb},
                           {"stop_reason", r.stop}};
       std::cout << j.dump() << std::endl;
     } else {
-      std::printf("%-24s %9zu %9zu %5zu %10.1f %9.1f %9.1f %9.1f %9d %11.0f %8.1f  %s\n", c.name.c_str(), r.enodes,
-                  r.eclasses, r.iterations, r.ms, r.search_ms, r.apply_ms, r.rebuild_ms, n, rate, r.peak_kb / 1024.0,
-                  r.stop.c_str());
+      std::printf("%-24s %9zu %9zu %5zu %10.1f %9.1f %9.1f %9.1f %5d %11.0f %8.1f %9.1f  %s\n", c.name.c_str(),
+                  r.enodes, r.eclasses, r.iterations, r.ms, r.search_ms, r.apply_ms, r.rebuild_ms, n, rate,
+                  r.peak_kb / 1024.0, r.egraph_mb, r.stop.c_str());
       if (c.name == "ac-sum-10")
         std::printf(
             "%-24s egg (published figure for this machine): 1100-1300 ms for the same 57,012 e-nodes -> "

@@ -1,5 +1,9 @@
 #include "egraph/runner.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 namespace saturn::egraph {
 
 const char* to_string(StopReason r) {
@@ -12,10 +16,23 @@ const char* to_string(StopReason r) {
       return "node_limit";
     case StopReason::TimeLimit:
       return "time_limit";
+    case StopReason::MemoryLimit:
+      return "memory_limit";
     case StopReason::Other:
       return "other";
   }
   return "other";
+}
+
+std::size_t resident_memory_mb() {
+  // Linux: the second field of /proc/self/statm is resident pages.
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<std::size_t>(resident) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / (1024 * 1024);
 }
 
 double RunReport::search_ms() const {
@@ -49,10 +66,19 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
   const auto start = Clock::now();
   g.rebuild();
 
+  // Reading resident memory costs a few microseconds: at most every 5 ms.
+  double memory_checked_at = -1e9;
   auto check_limits = [&]() -> std::optional<StopReason> {
     if (report.iterations.size() >= limits_.iter_limit) return StopReason::IterLimit;
     if (g.num_nodes() > limits_.node_limit) return StopReason::NodeLimit;
     if (ms_since(start) > limits_.time_limit_s * 1000.0) return StopReason::TimeLimit;
+    if (limits_.memory_limit_mb) {
+      double now = ms_since(start);
+      if (now - memory_checked_at >= 5.0) {
+        memory_checked_at = now;
+        if (resident_memory_mb() > limits_.memory_limit_mb) return StopReason::MemoryLimit;
+      }
+    }
     return std::nullopt;
   };
 

@@ -35,14 +35,20 @@
 
 namespace saturn::egraph {
 
-enum class StopReason { Saturated, IterLimit, NodeLimit, TimeLimit, Other };
+enum class StopReason { Saturated, IterLimit, NodeLimit, TimeLimit, MemoryLimit, Other };
 const char* to_string(StopReason r);
 
 struct RunnerLimits {
   std::size_t iter_limit = 30;
   std::size_t node_limit = 10000;
   double time_limit_s = 5.0;
+  // Resident memory of the whole process, in MiB (0: no limit); checked
+  // where the node limit is, except between the matches of a rule.
+  std::size_t memory_limit_mb = 0;
 };
+
+// The process's resident memory now, in MiB (0 where it cannot be read).
+std::size_t resident_memory_mb();
 
 struct IterationReport {
   std::size_t index = 0;

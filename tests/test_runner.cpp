@@ -166,3 +166,18 @@ TEST_CASE("semi-naive search skips old matches") {
   // finds none there.
   CHECK(total[1] < total[0] * 3 / 4);
 }
+
+TEST_CASE("memory limit") {
+  REQUIRE(resident_memory_mb() > 0);
+  EGraph g;
+  add_term(g, term_from(saturn::test::sum_of_vars(10)));
+  auto rules = rules_from(saturn::test::kAssocComm);
+  // A limit just above what the process holds now is passed within a few
+  // iterations of the sum of 10 (which peaks near 90 MB).
+  RunnerLimits limits{1000, 100000000, 600, resident_memory_mb() + 8};
+  Runner runner(limits, std::make_unique<SimpleScheduler>());
+  RunReport r = runner.run(g, rules);
+  CHECK(r.stop_reason == StopReason::MemoryLimit);
+  CHECK(std::string(to_string(r.stop_reason)) == "memory_limit");
+  CHECK(g.num_nodes() < 57012);
+}

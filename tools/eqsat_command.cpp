@@ -1,5 +1,7 @@
 #include "tools/eqsat_command.hpp"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "egraph/constant_folding.hpp"
 #include "egraph/runner.hpp"
@@ -27,6 +30,8 @@ void add_eqsat_command(CLI::App& app, EqsatOptions& o) {
   cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
       ->capture_default_str();
   cmd->add_option("--time-limit", o.time_limit_s, "Stop after S seconds of saturation")->capture_default_str();
+  cmd->add_option("--memory-limit", o.memory_limit_mb,
+                  "Stop once the process holds more than MB MiB of memory (default: half of physical memory)");
   cmd->add_option("--scheduler", o.scheduler, "Rule scheduler")
       ->check(CLI::IsMember({"simple", "backoff"}))
       ->capture_default_str();
@@ -93,6 +98,10 @@ int run_eqsat(const EqsatOptions& opts) {
     costs.set(Op::symbol(spec.substr(0, eq)), c);
   }
 
+  if (o.memory_limit_mb == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    o.memory_limit_mb = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page / (2 * 1024 * 1024) : 0;
+  }
   const bool progress = !o.quiet && stderr_is_terminal();
   bool conflict = false;
   for (std::size_t ti = 0; ti < terms->size(); ++ti) {
@@ -110,7 +119,7 @@ int run_eqsat(const EqsatOptions& opts) {
     const auto t0 = std::chrono::steady_clock::now();
     for (rules::Phase& phase : *phases) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      RunnerLimits limits{o.iter_limit, o.node_limit, std::max(0.0, o.time_limit_s - elapsed)};
+      RunnerLimits limits{o.iter_limit, o.node_limit, std::max(0.0, o.time_limit_s - elapsed), o.memory_limit_mb};
       Runner runner(limits, make_scheduler(o.scheduler));
       runner.set_incremental(!o.no_incremental);
       if (progress) {
@@ -166,16 +175,23 @@ int run_eqsat(const EqsatOptions& opts) {
                           {"rules", rule_json}};
       std::cout << j.dump() << "\n";
     } else {
-      std::cout << "term " << ti + 1 << ": " << term.to_string() << "\n"
-                << "  best:   " << (best ? best->to_string() : "(none)") << "  (cost " << best_cost << ")\n"
-                << "  " << iterations << " iterations, " << g.num_nodes() << " e-nodes, " << g.num_classes()
-                << " e-classes, stopped: " << stop << ", " << std::fixed << std::setprecision(2) << runner_ms
-                << " ms\n";
+      if (ti == 0)
+        std::cout << std::left << std::setw(4) << "#" << std::right << std::setw(6) << "iters" << std::setw(10)
+                  << "e-nodes" << std::setw(10) << "e-classes"
+                  << "  " << std::left << std::setw(11) << "stop" << std::right << std::setw(10) << "time ms"
+                  << std::setw(8) << "cost"
+                  << "  term => best\n";
+      std::ostringstream cost;
+      cost << best_cost;
+      std::cout << std::left << std::setw(4) << ti + 1 << std::right << std::setw(6) << iterations << std::setw(10)
+                << g.num_nodes() << std::setw(10) << g.num_classes() << "  " << std::left << std::setw(11) << stop
+                << std::right << std::setw(10) << std::fixed << std::setprecision(2) << runner_ms << std::setw(8)
+                << cost.str() << "  " << term.to_string() << "  =>  " << (best ? best->to_string() : "(none)") << "\n";
       std::cout.unsetf(std::ios::floatfield);
     }
     if (stop != "saturated" && !o.json)
       std::cerr << "saturn: note: term " << ti + 1 << " stopped at its " << stop
-                << " before saturating (raise --iter-limit / --node-limit / --time-limit)\n";
+                << " before saturating (raise --iter-limit / --node-limit / --time-limit / --memory-limit)\n";
     if (cf && !cf->conflicts().empty()) {
       conflict = true;
       for (const auto& c : cf->conflicts()) std::cerr << "saturn: error: term " << ti + 1 << ": " << c << "\n";

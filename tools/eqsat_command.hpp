@@ -17,6 +17,7 @@ struct EqsatOptions {
   std::size_t iter_limit = 30;
   std::size_t node_limit = 10000;
   double time_limit_s = 5.0;
+  std::size_t memory_limit_mb = 0;  // 0: half of physical memory
   std::string scheduler = "backoff";
   bool json = false;
   bool quiet = false;
