@@ -72,8 +72,6 @@ class EGraph {
   // Live (canonical) e-nodes: the hash-cons's size.
   std::size_t num_nodes() const { return hashcons_.size(); }
   std::size_t num_classes() const { return num_classes_; }
-  // Every node ever created, live or retired.
-  std::size_t total_nodes_created() const { return store_.size(); }
 
   // Canonical class ids in increasing order. Valid after rebuild().
   std::span<const EClassId> class_ids() const { return roots_; }

@@ -161,11 +161,6 @@ EClassId instantiate_with(EGraph& g, const Pattern& p, std::span<const EClassId>
 }
 }  // namespace
 
-EClassId Rewrite::instantiate(EGraph& g, std::size_t i, std::span<const EClassId> bindings) const {
-  std::vector<EClassId> ids, kids;
-  return instantiate_with(g, rhs_[i], bindings, ids, kids);
-}
-
 void Rewrite::prefetch_near(const EGraph& g, std::span<const EClassId> b) const {
   EClassId args[4];
   for (std::size_t i = 0; i < rhs_.size(); ++i) {

@@ -70,8 +70,6 @@ class Rewrite {
   // Applies matches in order; stops early once the e-graph holds more than
   // `node_budget` e-nodes (so one rule cannot overshoot a node limit).
   ApplyStats apply(EGraph& g, const Matches& matches, std::size_t node_budget = static_cast<std::size_t>(-1)) const;
-  // Adds the RHS pattern i under the bindings; returns its class.
-  EClassId instantiate(EGraph& g, std::size_t i, std::span<const EClassId> bindings) const;
 
  private:
   std::string name_;

@@ -95,7 +95,6 @@ class Runner {
   // Off: every search reports every match, as in egg.
   void set_incremental(bool on) { incremental_ = on; }
   void set_observer(Observer o) { observer_ = std::move(o); }
-  const Scheduler& scheduler() const { return *scheduler_; }
 
   RunReport run(EGraph& g, std::span<const Rewrite> rules);
 

@@ -25,7 +25,6 @@ bool BackoffScheduler::search(std::size_t iteration, std::size_t index, const Re
     out.data.clear();
     return false;
   }
-  s.times_applied += 1;
   return true;
 }
 

@@ -61,7 +61,6 @@ class BackoffScheduler final : public Scheduler {
 
  private:
   struct RuleState {
-    std::size_t times_applied = 0;
     std::size_t banned_until = 0;
     std::size_t times_banned = 0;
   };

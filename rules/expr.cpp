@@ -291,13 +291,6 @@ const Builtin* BuiltinRegistry::find(const std::string& name) const {
   return it == table_.end() ? nullptr : it->second.get();
 }
 
-std::vector<const Builtin*> BuiltinRegistry::all() const {
-  std::vector<const Builtin*> out;
-  for (auto& [_, b] : table_) out.push_back(b.get());
-  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  return out;
-}
-
 Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::VarId>(const std::string&)>& var_id,
                    const BuiltinRegistry& registry) {
   Expr x;

@@ -97,7 +97,6 @@ class BuiltinRegistry {
   // Adds or replaces a built-in.
   void add(Builtin b);
   const Builtin* find(const std::string& name) const;
-  std::vector<const Builtin*> all() const;
 
  private:
   std::unordered_map<std::string, std::unique_ptr<Builtin>> table_;

@@ -166,3 +166,13 @@ TEST_CASE("text output is a table with a header and one row per term") {
   CHECK(row1.find("(* (+ 0 a) 1)  =>  a") != std::string::npos);
   CHECK(row2.find("(+ b c)  =>  (+ b c)") != std::string::npos);
 }
+
+TEST_CASE("an unsound rule caught by constant folding exits 1") {
+  // (+ 1 1) folds to 2; the wrong rule below equates it with 3.
+  auto rules = write("unsound.rules", "(rule wrong (+ ?a ?a) => (+ ?a (+ ?a ?a)))\n");
+  auto terms = write("unsound.terms", "(+ 1 1)\n");
+  Result r = saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
+  CHECK(r.status == 1);
+  CHECK(r.err.find("merged classes with different constants") != std::string::npos);
+  CHECK(saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status == 0);  // without folding: no check
+}
