@@ -21,7 +21,7 @@
 
 #include "egraph/rewrite.hpp"
 #include "egraph/term.hpp"
-#include "rules/diagnostic.hpp"
+#include "ir/diagnostic.hpp"
 #include "rules/expr.hpp"
 #include "rules/sexpr.hpp"
 

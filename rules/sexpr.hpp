@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "egraph/op.hpp"
-#include "rules/diagnostic.hpp"
+#include "ir/diagnostic.hpp"
 
 namespace saturn::rules {
 

@@ -9,6 +9,7 @@ packages=(
   catch2               # Catch2 2.13 (tests)
   nlohmann-json3-dev   # JSON for reports and egraph-serialize files
   libcli11-dev         # command-line parsing for `saturn`
+  libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import/export
 )
 
 missing=()

@@ -1,15 +1,17 @@
-// Errors as values at library borders.
+// Errors as values at library borders, shared by every module (ir/ depends on
+// nothing of Saturn, and the others may depend on ir/).
 //
-// A Diagnostic carries the place (file:line:col) and what was expected;
-// Expected<T> is a value or a Diagnostic. Parsers may throw internally but
-// every public entry point returns Expected, so no exception reaches the CLI.
+// A Diagnostic carries the place (file:line:col, or a file and an ONNX node)
+// and what was expected; Expected<T> is a value or a Diagnostic. Parsers may
+// throw internally but every public entry point returns Expected, so no
+// exception reaches the CLI.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <variant>
 
-namespace saturn::rules {
+namespace saturn {
 
 struct SourceLoc {
   std::string file;
@@ -27,8 +29,8 @@ struct Diagnostic {
   }
 };
 
-// Thrown inside the rules module only; caught and turned into Diagnostic at
-// each public entry point.
+// Thrown inside a module only; caught and turned into a Diagnostic at each
+// public entry point.
 struct DiagnosticError {
   Diagnostic diag;
 };
@@ -49,4 +51,4 @@ class Expected {
   std::variant<T, Diagnostic> v_;
 };
 
-}  // namespace saturn::rules
+}  // namespace saturn

@@ -1,0 +1,790 @@
+#include "ir/onnx_import.hpp"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace saturn::ir {
+
+namespace {
+
+constexpr const char* kRuntimeShapeHint = "values computed at run time are not supported; bind the input to a value";
+
+[[noreturn]] void fail(const std::string& where, const std::string& msg) {
+  throw DiagnosticError{Diagnostic{SourceLoc{where, 0, 0}, msg}};
+}
+
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, const std::string& what) {
+  auto dt = dtype_from_onnx(p.data_type());
+  if (!dt) fail(where, what + ": tensor element type " + onnx_type_name(p.data_type()) + " is not supported");
+  if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0)
+    fail(where, what + ": tensors stored in external data files are not supported");
+  std::vector<std::int64_t> dims(p.dims().begin(), p.dims().end());
+  // Check the element count against the data present before allocating: a
+  // corrupt or mistyped file must be an error, never a huge allocation.
+  std::size_t n = 1;
+  for (auto d : dims) {
+    if (d < 0) fail(where, what + ": negative dimension");
+    if (d != 0 && n > (std::size_t{1} << 40) / static_cast<std::size_t>(d))
+      fail(where, what + ": dimensions too large");
+    n *= static_cast<std::size_t>(d);
+  }
+  const std::size_t available = !p.raw_data().empty() ? p.raw_data().size() / dtype_size(*dt)
+                                : *dt == DType::F32   ? static_cast<std::size_t>(p.float_data_size())
+                                : *dt == DType::F64   ? static_cast<std::size_t>(p.double_data_size())
+                                : *dt == DType::I64   ? static_cast<std::size_t>(p.int64_data_size())
+                                                      : static_cast<std::size_t>(p.int32_data_size());
+  if (available != n || (!p.raw_data().empty() && p.raw_data().size() % dtype_size(*dt) != 0))
+    fail(where, what + ": holds " + std::to_string(available) + " values, its shape needs " + std::to_string(n));
+  Tensor t(*dt, dims);
+  if (!p.raw_data().empty()) {
+    std::memcpy(t.bytes(), p.raw_data().data(), t.nbytes());
+    return t;
+  }
+  auto check = [&](int have) {
+    if (static_cast<std::size_t>(have) != n)
+      fail(where, what + ": holds " + std::to_string(have) + " values, shape needs " + std::to_string(n));
+  };
+  switch (*dt) {
+    case DType::F32:
+      check(p.float_data_size());
+      for (std::size_t i = 0; i < n; ++i) t.set(i, p.float_data(static_cast<int>(i)));
+      break;
+    case DType::F64:
+      check(p.double_data_size());
+      for (std::size_t i = 0; i < n; ++i) t.set(i, p.double_data(static_cast<int>(i)));
+      break;
+    case DType::I64:
+      check(p.int64_data_size());
+      for (std::size_t i = 0; i < n; ++i) t.set_int(i, p.int64_data(static_cast<int>(i)));
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      check(p.int32_data_size());
+      for (std::size_t i = 0; i < n; ++i) {
+        auto bits = static_cast<std::uint16_t>(p.int32_data(static_cast<int>(i)));
+        std::memcpy(t.bytes() + 2 * i, &bits, 2);
+      }
+      break;
+    }
+    default:
+      check(p.int32_data_size());
+      for (std::size_t i = 0; i < n; ++i) t.set_int(i, p.int32_data(static_cast<int>(i)));
+      break;
+  }
+  return t;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(dtype_to_onnx(t.dtype()));
+  for (auto d : t.dims()) p.add_dims(d);
+  p.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes()), t.nbytes()));
+  return p;
+}
+
+class Importer {
+ public:
+  Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
+
+  Graph run(const onnx::ModelProto& m) {
+    for (const auto& o : m.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx")
+        opset_ = static_cast<int>(o.version());
+      else if (o.domain() != "ai.onnx.ml")
+        domains_.insert(o.domain());
+    }
+    if (opset_ == 0) opset_ = 1;
+    // 7-22 is the documented range; 6 differs only by legacy broadcast
+    // attributes (rejected per node), and 23-27 only widen the types of the
+    // ops imported here (checked by the conformance suite).
+    if (opset_ < 6 || opset_ > 27)
+      fail(source_, "opset " + std::to_string(opset_) + " is outside the supported range 7-22 (6 and 23-27 accepted)");
+    const onnx::GraphProto& gp = m.graph();
+    g_.name = gp.name();
+    g_.source = source_;
+    for (const auto& init : gp.initializer()) {
+      Tensor t = tensor_from_proto(init, source_, "initializer '" + init.name() + "'");
+      types_[init.name()] = ValueType{t.dtype(), shape_of(t.dims())};
+      consts_[init.name()] = std::move(t);
+    }
+    if (gp.sparse_initializer_size() > 0) fail(source_, "sparse initializers are not supported");
+    int unknown = 0;
+    for (const auto& in : gp.input()) {
+      if (consts_.count(in.name())) continue;  // IR < 4 lists initializers as inputs
+      if (auto b = options_.bind.find(in.name()); b != options_.bind.end()) {
+        types_[in.name()] = ValueType{b->second.dtype(), shape_of(b->second.dims())};
+        consts_[in.name()] = b->second;
+        g_.bound_inputs.push_back(in.name());
+        continue;
+      }
+      if (!in.type().has_tensor_type())
+        fail(source_,
+             "graph input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+      const auto& tt = in.type().tensor_type();
+      auto dt = dtype_from_onnx(tt.elem_type());
+      if (!dt)
+        fail(source_,
+             "graph input '" + in.name() + "': element type " + onnx_type_name(tt.elem_type()) + " is not supported");
+      Shape s;
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value())
+          s.push_back(Dim::of(d.dim_value()));
+        else if (d.has_dim_param() && !d.dim_param().empty())
+          s.push_back(Dim::symbol(d.dim_param()));
+        else
+          s.push_back(Dim::symbol("_d" + std::to_string(unknown++)));
+      }
+      g_.inputs.push_back(GraphValue{in.name(), ValueType{*dt, s}});
+      types_[in.name()] = ValueType{*dt, s};
+    }
+    for (const auto& node : gp.node()) import_node(node);
+    for (const auto& out : gp.output()) g_.outputs.push_back(out.name());
+    // Keep the constants that remaining nodes or the outputs use.
+    std::set<std::string> used(g_.outputs.begin(), g_.outputs.end());
+    for (const Node& n : g_.nodes) used.insert(n.inputs.begin(), n.inputs.end());
+    for (const auto& name : used) {
+      auto it = consts_.find(name);
+      if (it != consts_.end()) g_.initializers[name] = it->second;
+    }
+    for (const std::string& o : g_.outputs)
+      if (!types_.count(o)) fail(source_, "graph output '" + o + "' is not produced by any node");
+    return std::move(g_);
+  }
+
+  // --- what op importers use ---
+  int opset() const { return opset_; }
+  const onnx::NodeProto& node() const { return *node_; }
+  std::string where() const {
+    return "node '" + node_->name() + "' (" + node_->op_type() + ", opset " + std::to_string(opset_) + ")";
+  }
+  [[noreturn]] void unsupported(const std::string& what) const { fail(source_, where() + ": " + what); }
+
+  std::string in(int i) const { return i < node_->input_size() ? node_->input(i) : std::string(); }
+  bool has_in(int i) const { return !in(i).empty(); }
+  std::string out(int i) const { return i < node_->output_size() ? node_->output(i) : std::string(); }
+  int num_out() const {
+    int n = node_->output_size();
+    while (n > 0 && node_->output(n - 1).empty()) --n;
+    return n;
+  }
+
+  const onnx::AttributeProto* attr(const std::string& name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  std::int64_t ai(const std::string& name, std::int64_t fallback) const {
+    auto* a = attr(name);
+    return a ? a->i() : fallback;
+  }
+  double af(const std::string& name, double fallback) const {
+    auto* a = attr(name);
+    return a ? a->f() : fallback;
+  }
+  std::string as(const std::string& name, const std::string& fallback) const {
+    auto* a = attr(name);
+    return a ? a->s() : fallback;
+  }
+  std::vector<std::int64_t> aints(const std::string& name) const {
+    auto* a = attr(name);
+    return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : std::vector<std::int64_t>{};
+  }
+  bool has_attr(const std::string& name) const { return attr(name) != nullptr; }
+
+  // Copies the named ONNX attributes (those present) as they are.
+  Attrs copy(std::initializer_list<const char*> names) const {
+    Attrs at;
+    for (const char* n : names) {
+      auto* a = attr(n);
+      if (!a) continue;
+      switch (a->type()) {
+        case onnx::AttributeProto::INT:
+          at.set(n, a->i());
+          break;
+        case onnx::AttributeProto::FLOAT:
+          at.set(n, static_cast<double>(a->f()));
+          break;
+        case onnx::AttributeProto::STRING:
+          at.set(n, a->s());
+          break;
+        case onnx::AttributeProto::INTS:
+          at.set(n, std::vector<std::int64_t>(a->ints().begin(), a->ints().end()));
+          break;
+        case onnx::AttributeProto::FLOATS:
+          at.set(n, std::vector<double>(a->floats().begin(), a->floats().end()));
+          break;
+        case onnx::AttributeProto::TENSOR:
+          at.set(n, tensor_from_proto(a->t(), source_, where()));
+          break;
+        default:
+          unsupported(std::string("attribute '") + n + "' has an unsupported kind");
+      }
+    }
+    return at;
+  }
+
+  const Tensor* const_value(const std::string& name) const {
+    auto it = consts_.find(name);
+    return it == consts_.end() ? nullptr : &it->second;
+  }
+  const ValueType& type_of(const std::string& name) {
+    auto it = types_.find(name);
+    if (it == types_.end()) unsupported("operand '" + name + "' is not defined before it is used");
+    return it->second;
+  }
+  // Operand i must be a constant (folded at import); its values as integers.
+  std::vector<std::int64_t> const_ints(int i, const char* what) { return const_tensor(i, what).to_ints(); }
+  const Tensor& const_tensor(int i, const char* what) {
+    const Tensor* t = const_value(in(i));
+    if (!t) unsupported(std::string(what) + " (operand '" + in(i) + "') must be a constant: " + kRuntimeShapeHint);
+    return *t;
+  }
+
+  std::string fresh(const std::string& base) { return base + "__" + std::to_string(counter_++); }
+
+  // Adds a node (or folds it when every operand is constant).
+  void emit(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+            Attrs attrs = {}) {
+    const OpDef* def = OpRegistry::get().find(op);
+    if (!def) unsupported("internal: no op '" + op + "'");
+    Node n{node_->name(), op, std::move(inputs), std::move(outputs), std::move(attrs), node_->op_type()};
+    std::vector<TypedInput> ins;
+    bool all_const = true;
+    for (const std::string& name : n.inputs) {
+      if (name.empty()) {
+        ins.push_back(TypedInput{{}, nullptr, false});
+        continue;
+      }
+      const Tensor* c = const_value(name);
+      all_const &= c != nullptr;
+      ins.push_back(TypedInput{type_of(name), c, true});
+    }
+    std::vector<ValueType> outs;
+    try {
+      outs = def->infer(n.attrs, ins, n.outputs.size());
+    } catch (const ShapeError& e) {
+      fail(source_, where() + ": " + e.message);
+    }
+    for (std::size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
+      if (!n.outputs[k].empty()) types_[n.outputs[k]] = outs[k];
+    // Shape of a statically shaped value is a constant, whatever the value.
+    if (op == "shape" && is_static(ins[0].type.shape)) {
+      auto dims = static_dims(ins[0].type.shape);
+      auto rank = static_cast<std::int64_t>(dims.size());
+      std::int64_t b = n.attrs.i("start", 0), e = n.attrs.i("end", rank);
+      if (b < 0) b += rank;
+      if (e < 0) e += rank;
+      b = std::clamp<std::int64_t>(b, 0, rank);
+      e = std::clamp<std::int64_t>(e, b, rank);
+      consts_[n.outputs[0]] =
+          Tensor::of_ints(DType::I64, {e - b}, std::vector<std::int64_t>(dims.begin() + b, dims.begin() + e));
+      return;
+    }
+    if (all_const) {
+      std::vector<Tensor> args;
+      auto given = std::make_unique<bool[]>(n.inputs.size() + 1);
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        given[k] = !n.inputs[k].empty();
+        args.push_back(given[k] ? *const_value(n.inputs[k]) : Tensor());
+      }
+      try {
+        auto res = def->eval(n.attrs, args, std::span<const bool>(given.get(), n.inputs.size()), n.outputs.size());
+        for (std::size_t k = 0; k < n.outputs.size() && k < res.size(); ++k)
+          if (!n.outputs[k].empty()) consts_[n.outputs[k]] = std::move(res[k]);
+        return;
+      } catch (const ShapeError& e) {
+        fail(source_, where() + ": " + e.message);
+      }
+    }
+    g_.nodes.push_back(std::move(n));
+  }
+  void emit1(const std::string& op, std::vector<std::string> inputs, Attrs attrs = {}) {
+    emit(op, std::move(inputs), {out(0)}, std::move(attrs));
+  }
+  void add_const(const std::string& name, Tensor t) {
+    types_[name] = ValueType{t.dtype(), shape_of(t.dims())};
+    consts_[name] = std::move(t);
+  }
+
+ private:
+  void import_node(const onnx::NodeProto& n);
+
+  std::string source_;
+  const ImportOptions& options_;
+  int opset_ = 0;
+  std::set<std::string> domains_;
+  Graph g_;
+  std::map<std::string, ValueType> types_;
+  std::map<std::string, Tensor> consts_;
+  const onnx::NodeProto* node_ = nullptr;
+  int counter_ = 0;
+};
+
+using ImportFn = std::function<void(Importer&)>;
+
+std::string onnx_dtype_name(Importer& im, std::int64_t code) {
+  auto dt = dtype_from_onnx(static_cast<int>(code));
+  if (!dt) im.unsupported("cast to " + onnx_type_name(static_cast<int>(code)) + " is not supported");
+  return dtype_name(*dt);
+}
+
+// Reductions: axes is an attribute before opset 13 (ReduceSum) / 18 (others),
+// an optional operand after; noop_with_empty_axes turns "no axes" into identity.
+ImportFn reduce(const char* op, int axes_input_since) {
+  return [op, axes_input_since](Importer& im) {
+    Attrs a;
+    a.set("keepdims", im.ai("keepdims", 1));
+    std::vector<std::int64_t> axes;
+    if (im.opset() >= axes_input_since) {
+      if (im.has_in(1)) axes = im.const_ints(1, "axes");
+    } else {
+      axes = im.aints("axes");
+    }
+    if (axes.empty() && im.ai("noop_with_empty_axes", 0)) {
+      im.emit1("identity", {im.in(0)});
+      return;
+    }
+    a.set("axes", axes);
+    im.emit1(op, {im.in(0)}, std::move(a));
+  };
+}
+
+ImportFn unary(const char* op, std::initializer_list<const char*> attrs = {}) {
+  std::vector<const char*> names(attrs);
+  return [op, names](Importer& im) {
+    Attrs a;
+    for (const char* n : names) {
+      Attrs c = im.copy({n});
+      for (auto& [k, v] : c.all()) a.set(k, v);
+    }
+    im.emit1(op, {im.in(0)}, std::move(a));
+  };
+}
+
+ImportFn binary(const char* op, std::initializer_list<const char*> attrs = {}) {
+  std::vector<const char*> names(attrs);
+  return [op, names](Importer& im) {
+    if (im.has_attr("broadcast") && im.ai("broadcast", 0) && im.has_attr("axis"))
+      im.unsupported("legacy broadcast with an axis attribute is not supported");
+    Attrs a;
+    for (const char* n : names) {
+      Attrs c = im.copy({n});
+      for (auto& [k, v] : c.all()) a.set(k, v);
+    }
+    im.emit1(op, {im.in(0), im.in(1)}, std::move(a));
+  };
+}
+
+// Max/Min/Sum/Mean of any number of operands, as a chain of binary ops.
+ImportFn variadic(const char* op, bool mean) {
+  return [op, mean](Importer& im) {
+    int n = im.node().input_size();
+    if (n == 0) im.unsupported("needs at least one operand");
+    std::string acc = im.in(0);
+    for (int i = 1; i < n; ++i) {
+      std::string next = (i == n - 1 && !mean) ? im.out(0) : im.fresh(im.out(0));
+      im.emit(op, {acc, im.in(i)}, {next});
+      acc = next;
+    }
+    if (mean) {
+      std::string cnt = im.fresh(im.out(0) + "_count");
+      im.add_const(cnt, Tensor::scalar(im.type_of(im.in(0)).dtype, n));
+      im.emit("div", {acc, cnt}, {im.out(0)});
+    } else if (n == 1) {
+      im.emit("identity", {acc}, {im.out(0)});
+    }
+  };
+}
+
+// Softmax before opset 13 normalizes over the flattened axes [axis, rank).
+ImportFn softmax(const char* op) {
+  return [op](Importer& im) {
+    std::int64_t axis = im.ai("axis", im.opset() >= 13 ? -1 : 1);
+    if (im.opset() >= 13) {
+      Attrs a;
+      a.set("axis", axis);
+      im.emit1(op, {im.in(0)}, std::move(a));
+      return;
+    }
+    const Shape& s = im.type_of(im.in(0)).shape;
+    if (!is_static(s)) im.unsupported("needs a static shape before opset 13");
+    auto dims = static_dims(s);
+    auto rank = static_cast<std::int64_t>(dims.size());
+    if (axis < 0) axis += rank;
+    std::int64_t lo = 1, hi = 1;
+    for (std::int64_t i = 0; i < rank; ++i) (i < axis ? lo : hi) *= dims[static_cast<std::size_t>(i)];
+    std::string flat = im.fresh(im.out(0)), sm = im.fresh(im.out(0));
+    Attrs r1, r2, a;
+    r1.set("shape", std::vector<std::int64_t>{lo, hi});
+    im.emit("reshape", {im.in(0)}, {flat}, std::move(r1));
+    a.set("axis", std::int64_t{1});
+    im.emit(op, {flat}, {sm}, std::move(a));
+    r2.set("shape", dims);
+    im.emit("reshape", {sm}, {im.out(0)}, std::move(r2));
+  };
+}
+
+const std::unordered_map<std::string, ImportFn>& importers() {
+  static const std::unordered_map<std::string, ImportFn> table = [] {
+    std::unordered_map<std::string, ImportFn> t;
+    for (auto [onnx_op, op] : std::initializer_list<std::pair<const char*, const char*>>{{"Abs", "abs"},
+                                                                                         {"Ceil", "ceil"},
+                                                                                         {"Cos", "cos"},
+                                                                                         {"Erf", "erf"},
+                                                                                         {"Exp", "exp"},
+                                                                                         {"Floor", "floor"},
+                                                                                         {"Log", "log"},
+                                                                                         {"Neg", "neg"},
+                                                                                         {"Reciprocal", "recip"},
+                                                                                         {"Relu", "relu"},
+                                                                                         {"Sigmoid", "sigmoid"},
+                                                                                         {"Sign", "sign"},
+                                                                                         {"Sin", "sin"},
+                                                                                         {"Sqrt", "sqrt"},
+                                                                                         {"Tanh", "tanh"},
+                                                                                         {"Not", "not"},
+                                                                                         {"Identity", "identity"},
+                                                                                         {"Softplus", "softplus"},
+                                                                                         {"HardSwish", "hard_swish"}})
+      t[onnx_op] = unary(op);
+    t["Elu"] = unary("elu", {"alpha"});
+    t["LeakyRelu"] = unary("leaky_relu", {"alpha"});
+    t["Selu"] = unary("selu", {"alpha", "gamma"});
+    t["HardSigmoid"] = unary("hard_sigmoid", {"alpha", "beta"});
+    t["Gelu"] = unary("gelu", {"approximate"});
+    for (auto [onnx_op, op] :
+         std::initializer_list<std::pair<const char*, const char*>>{{"Add", "add"},
+                                                                    {"Sub", "sub"},
+                                                                    {"Mul", "mul"},
+                                                                    {"Div", "div"},
+                                                                    {"Pow", "pow"},
+                                                                    {"And", "and"},
+                                                                    {"Or", "or"},
+                                                                    {"Xor", "xor"},
+                                                                    {"Equal", "equal"},
+                                                                    {"Greater", "greater"},
+                                                                    {"GreaterOrEqual", "greater_equal"},
+                                                                    {"Less", "less"},
+                                                                    {"LessOrEqual", "less_equal"},
+                                                                    {"PRelu", "prelu"}})
+      t[onnx_op] = binary(op);
+    t["Mod"] = binary("mod", {"fmod"});
+    t["Max"] = variadic("max", false);
+    t["Min"] = variadic("min", false);
+    t["Sum"] = variadic("add", false);
+    t["Mean"] = variadic("add", true);
+    t["Where"] = [](Importer& im) { im.emit1("where", {im.in(0), im.in(1), im.in(2)}); };
+    t["Cast"] = [](Importer& im) {
+      Attrs a;
+      a.set("to", onnx_dtype_name(im, im.ai("to", 0)));
+      im.emit1("cast", {im.in(0)}, std::move(a));
+    };
+    t["Clip"] = [](Importer& im) {
+      Attrs a;
+      if (im.opset() < 11) {
+        if (im.has_attr("min")) a.set("min", im.af("min", 0));
+        if (im.has_attr("max")) a.set("max", im.af("max", 0));
+      } else {
+        bool integral = !is_float(im.type_of(im.in(0)).dtype);
+        auto bound = [&](int i, const char* name) {
+          if (!im.has_in(i)) return;
+          const Tensor& v = im.const_tensor(i, name);
+          if (integral)
+            a.set(name, v.at_int(0));
+          else
+            a.set(name, v.at(0));
+        };
+        bound(1, "min");
+        bound(2, "max");
+      }
+      im.emit1("clip", {im.in(0)}, std::move(a));
+    };
+    t["Dropout"] = [](Importer& im) {
+      if (im.opset() >= 12 && im.has_in(2)) {
+        const Tensor* mode = im.const_value(im.in(2));
+        if (!mode || mode->at_int(0) != 0) im.unsupported("training mode is not supported (inference only)");
+      }
+      im.emit("identity", {im.in(0)}, {im.out(0)});
+      if (im.num_out() > 1) {
+        const Shape& s = im.type_of(im.in(0)).shape;
+        if (!is_static(s)) im.unsupported("the mask output needs a static shape");
+        Attrs a;
+        a.set("shape", static_dims(s));
+        a.set("value", Tensor::scalar(DType::Bool, 1));
+        im.emit("fill", {}, {im.out(1)}, std::move(a));
+      }
+    };
+    t["ReduceSum"] = reduce("reduce_sum", 13);
+    t["ReduceMean"] = reduce("reduce_mean", 18);
+    t["ReduceMax"] = reduce("reduce_max", 18);
+    t["ReduceMin"] = reduce("reduce_min", 18);
+    t["ReduceProd"] = reduce("reduce_prod", 18);
+    t["ReduceL1"] = reduce("reduce_l1", 18);
+    t["ReduceL2"] = reduce("reduce_l2", 18);
+    t["ReduceLogSum"] = reduce("reduce_log_sum", 18);
+    t["ReduceLogSumExp"] = reduce("reduce_log_sum_exp", 18);
+    t["ReduceSumSquare"] = reduce("reduce_sum_square", 18);
+    t["ArgMax"] = unary("argmax", {"axis", "keepdims", "select_last_index"});
+    t["ArgMin"] = unary("argmin", {"axis", "keepdims", "select_last_index"});
+    t["Softmax"] = softmax("softmax");
+    t["LogSoftmax"] = softmax("log_softmax");
+    t["Reshape"] = [](Importer& im) {
+      Attrs a;
+      a.set("shape", im.const_ints(1, "the target shape"));
+      a.set("allowzero", im.ai("allowzero", 0));
+      im.emit1("reshape", {im.in(0)}, std::move(a));
+    };
+    t["Transpose"] = unary("transpose", {"perm"});
+    t["Flatten"] = unary("flatten", {"axis"});
+    auto axes_op = [](const char* op, bool required) {
+      return [op, required](Importer& im) {
+        Attrs a;
+        if (im.opset() >= 13) {
+          if (im.has_in(1)) a.set("axes", im.const_ints(1, "axes"));
+        } else {
+          a.set("axes", im.aints("axes"));
+        }
+        if (required && a.ints("axes").empty()) im.unsupported("needs axes");
+        im.emit1(op, {im.in(0)}, std::move(a));
+      };
+    };
+    t["Squeeze"] = axes_op("squeeze", false);
+    t["Unsqueeze"] = axes_op("unsqueeze", true);
+    t["Concat"] = [](Importer& im) {
+      std::vector<std::string> ins(im.node().input().begin(), im.node().input().end());
+      im.emit1("concat", ins, im.copy({"axis"}));
+    };
+    t["Split"] = [](Importer& im) {
+      Attrs a;
+      a.set("axis", im.ai("axis", 0));
+      if (im.opset() >= 13) {
+        if (im.has_in(1)) a.set("split", im.const_ints(1, "split"));
+      } else {
+        a.set("split", im.aints("split"));
+      }
+      std::vector<std::string> outs(im.node().output().begin(), im.node().output().end());
+      if (im.opset() >= 18 && im.has_attr("num_outputs") && !im.has_in(1)) {
+        // Equal parts, the last possibly smaller (ceil), as many as num_outputs.
+        std::int64_t k = im.ai("num_outputs", 1);
+        const Shape& s = im.type_of(im.in(0)).shape;
+        auto axis = static_cast<std::size_t>(normalize_axis(im.ai("axis", 0), static_cast<std::int64_t>(s.size())));
+        if (!s[axis].is_static()) im.unsupported("needs a static split axis");
+        std::int64_t n = s[axis].k, each = (n + k - 1) / k;
+        std::vector<std::int64_t> sizes;
+        for (std::int64_t i = 0; i < k; ++i) sizes.push_back(std::max<std::int64_t>(0, std::min(each, n - each * i)));
+        a.set("split", sizes);
+      }
+      im.emit("split", {im.in(0)}, outs, std::move(a));
+    };
+    t["Slice"] = [](Importer& im) {
+      Attrs a;
+      if (im.opset() < 10) {
+        a.set("starts", im.aints("starts"));
+        a.set("ends", im.aints("ends"));
+        if (im.has_attr("axes")) a.set("axes", im.aints("axes"));
+      } else {
+        a.set("starts", im.const_ints(1, "starts"));
+        a.set("ends", im.const_ints(2, "ends"));
+        if (im.has_in(3)) a.set("axes", im.const_ints(3, "axes"));
+        if (im.has_in(4)) a.set("steps", im.const_ints(4, "steps"));
+      }
+      // Clamp the int64 extremes ONNX uses for "to the end" to keep arithmetic safe.
+      for (const char* k : {"starts", "ends"}) {
+        auto v = a.ints(k);
+        for (auto& x : v) x = std::clamp<std::int64_t>(x, -(std::int64_t{1} << 62), std::int64_t{1} << 62);
+        a.set(k, v);
+      }
+      im.emit1("slice", {im.in(0)}, std::move(a));
+    };
+    t["Expand"] = [](Importer& im) {
+      Attrs a;
+      a.set("shape", im.const_ints(1, "the target shape"));
+      im.emit1("expand", {im.in(0)}, std::move(a));
+    };
+    t["Tile"] = [](Importer& im) {
+      Attrs a;
+      a.set("repeats", im.const_ints(1, "repeats"));
+      im.emit1("tile", {im.in(0)}, std::move(a));
+    };
+    t["Gather"] = [](Importer& im) { im.emit1("gather", {im.in(0), im.in(1)}, im.copy({"axis"})); };
+    t["Shape"] = [](Importer& im) { im.emit1("shape", {im.in(0)}, im.copy({"start", "end"})); };
+    t["Size"] = [](Importer& im) { im.emit1("size", {im.in(0)}); };
+    t["Range"] = [](Importer& im) {
+      for (int i = 0; i < 3; ++i) im.const_tensor(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
+      im.emit1("range", {im.in(0), im.in(1), im.in(2)});
+    };
+    t["Constant"] = [](Importer& im) {
+      const auto& n = im.node();
+      if (n.attribute_size() != 1) im.unsupported("expects exactly one value attribute");
+      const auto& a = n.attribute(0);
+      Tensor v;
+      if (a.name() == "value")
+        v = im.copy({"value"}).tensor("value") ? *im.copy({"value"}).tensor("value") : Tensor();
+      else if (a.name() == "value_float")
+        v = Tensor::scalar(DType::F32, a.f());
+      else if (a.name() == "value_int")
+        v = Tensor::of_ints(DType::I64, {}, {a.i()});
+      else if (a.name() == "value_floats")
+        v = Tensor::of_doubles(DType::F32, {a.floats_size()},
+                               std::vector<double>(a.floats().begin(), a.floats().end()));
+      else if (a.name() == "value_ints")
+        v = Tensor::of_ints(DType::I64, {a.ints_size()}, std::vector<std::int64_t>(a.ints().begin(), a.ints().end()));
+      else
+        im.unsupported("value attribute '" + a.name() + "' is not supported");
+      im.add_const(im.out(0), std::move(v));
+    };
+    t["ConstantOfShape"] = [](Importer& im) {
+      Attrs a;
+      a.set("shape", im.const_ints(0, "the shape"));
+      Attrs v = im.copy({"value"});
+      a.set("value", v.tensor("value") ? *v.tensor("value") : Tensor::scalar(DType::F32, 0));
+      im.emit1("fill", {}, std::move(a));
+    };
+    t["Trilu"] = [](Importer& im) {
+      Attrs a;
+      a.set("upper", im.ai("upper", 1));
+      a.set("k", im.has_in(1) ? im.const_ints(1, "k")[0] : std::int64_t{0});
+      im.emit1("trilu", {im.in(0)}, std::move(a));
+    };
+    t["Pad"] = [](Importer& im) {
+      Attrs a;
+      a.set("mode", im.as("mode", "constant"));
+      const std::size_t rank = im.type_of(im.in(0)).shape.size();
+      std::vector<std::int64_t> pads;
+      if (im.opset() < 11) {
+        pads = im.aints(im.opset() < 2 ? "paddings" : "pads");
+        a.set("value", im.af("value", 0.0));
+      } else {
+        pads = im.const_ints(1, "pads");
+        if (im.has_in(2)) a.set("value", im.const_tensor(2, "constant_value").at(0));
+        if (im.has_in(3)) {
+          auto axes = im.const_ints(3, "axes");
+          std::vector<std::int64_t> full(2 * rank, 0);
+          for (std::size_t k = 0; k < axes.size(); ++k) {
+            auto ax = static_cast<std::size_t>(normalize_axis(axes[k], static_cast<std::int64_t>(rank)));
+            full[ax] = pads[k];
+            full[ax + rank] = pads[k + axes.size()];
+          }
+          pads = full;
+        }
+      }
+      a.set("pads", pads);
+      im.emit1("pad", {im.in(0)}, std::move(a));
+    };
+    t["MatMul"] = [](Importer& im) { im.emit1("matmul", {im.in(0), im.in(1)}); };
+    t["Gemm"] = [](Importer& im) {
+      im.emit1("gemm", {im.in(0), im.in(1), im.in(2)}, im.copy({"alpha", "beta", "transA", "transB"}));
+    };
+    t["BatchNormalization"] = [](Importer& im) {
+      if (im.num_out() > 1 || im.ai("training_mode", 0))
+        im.unsupported("training mode is not supported (inference only)");
+      im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
+    };
+    t["InstanceNormalization"] = [](Importer& im) {
+      im.emit1("instance_norm", {im.in(0), im.in(1), im.in(2)}, im.copy({"epsilon"}));
+    };
+    t["LayerNormalization"] = [](Importer& im) {
+      if (im.num_out() > 1) im.unsupported("the Mean and InvStdDev outputs are not supported");
+      im.emit1("layer_norm", {im.in(0), im.in(1), im.in(2)}, im.copy({"axis", "epsilon"}));
+    };
+    t["LRN"] = unary("lrn", {"size", "alpha", "beta", "bias"});
+    t["Conv"] = [](Importer& im) {
+      im.emit1("conv", {im.in(0), im.in(1), im.in(2)},
+               im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+    };
+    t["MaxPool"] = [](Importer& im) {
+      if (im.num_out() > 1) im.unsupported("the Indices output is not supported");
+      if (im.ai("storage_order", 0) != 0) im.unsupported("storage_order 1 is not supported");
+      im.emit1("max_pool", {im.in(0)},
+               im.copy({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"}));
+    };
+    t["AveragePool"] = [](Importer& im) {
+      im.emit1("avg_pool", {im.in(0)},
+               im.copy({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}));
+    };
+    t["GlobalAveragePool"] = unary("global_avg_pool");
+    t["GlobalMaxPool"] = unary("global_max_pool");
+    return t;
+  }();
+  return table;
+}
+
+void Importer::import_node(const onnx::NodeProto& n) {
+  node_ = &n;
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    unsupported("ops of domain '" + n.domain() + "' are not supported");
+  auto it = importers().find(n.op_type());
+  if (it == importers().end()) unsupported("op " + n.op_type() + " is not supported");
+  it->second(*this);
+}
+
+}  // namespace
+
+std::string input_needed_as_constant(const Diagnostic& d) {
+  const std::string key = "(operand '";
+  auto p = d.message.find(key);
+  if (p == std::string::npos || d.message.find(kRuntimeShapeHint) == std::string::npos) return {};
+  auto q = d.message.find("')", p + key.size());
+  return q == std::string::npos ? std::string() : d.message.substr(p + key.size(), q - p - key.size());
+}
+
+Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source, const ImportOptions& options) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes))
+    return Diagnostic{SourceLoc{source, 0, 0}, "not a valid ONNX model (malformed or truncated protobuf)"};
+  if (!m.has_graph()) return Diagnostic{SourceLoc{source, 0, 0}, "the model has no graph"};
+  try {
+    return Importer(source, options).run(m);
+  } catch (const DiagnosticError& e) {
+    return e.diag;
+  } catch (const std::exception& e) {
+    return Diagnostic{SourceLoc{source, 0, 0}, std::string("invalid model: ") + e.what()};
+  }
+}
+
+Expected<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return import_onnx_bytes(ss.str(), path, options);
+}
+
+Expected<Tensor> read_tensor_pb(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
+  onnx::TensorProto p;
+  if (!p.ParseFromIstream(&in))
+    return Diagnostic{SourceLoc{path, 0, 0}, "not a valid TensorProto (malformed or truncated)"};
+  try {
+    return tensor_from_proto(p, path, "tensor");
+  } catch (const DiagnosticError& e) {
+    return e.diag;
+  } catch (const std::exception& e) {
+    return Diagnostic{SourceLoc{path, 0, 0}, std::string("invalid tensor: ") + e.what()};
+  }
+}
+
+Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const std::string& name) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !tensor_to_proto(t, name).SerializeToOstream(&out))
+    return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
+  return true;
+}
+
+Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
+  (void)g;
+  return Diagnostic{SourceLoc{path, 0, 0}, "ONNX export is not implemented yet"};
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,89 @@
+#include "ir/op.hpp"
+
+#include <algorithm>
+
+namespace saturn::ir {
+
+void shape_error(std::string message) { throw ShapeError{std::move(message)}; }
+
+namespace {
+template <class T>
+const T* get_as(const std::map<std::string, AttrValue>& m, const std::string& name) {
+  auto it = m.find(name);
+  if (it == m.end()) return nullptr;
+  const T* v = std::get_if<T>(&it->second);
+  if (!v) shape_error("attribute '" + name + "' has the wrong type");
+  return v;
+}
+}  // namespace
+
+std::int64_t Attrs::i(const std::string& name, std::int64_t fallback) const {
+  auto it = m_.find(name);
+  if (it == m_.end()) return fallback;
+  if (auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
+  if (auto* d = std::get_if<double>(&it->second)) return static_cast<std::int64_t>(*d);
+  shape_error("attribute '" + name + "' must be an integer");
+}
+double Attrs::f(const std::string& name, double fallback) const {
+  auto it = m_.find(name);
+  if (it == m_.end()) return fallback;
+  if (auto* v = std::get_if<double>(&it->second)) return *v;
+  if (auto* n = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*n);
+  shape_error("attribute '" + name + "' must be a number");
+}
+std::string Attrs::s(const std::string& name, const std::string& fallback) const {
+  auto* v = get_as<std::string>(m_, name);
+  return v ? *v : fallback;
+}
+std::vector<std::int64_t> Attrs::ints(const std::string& name, std::vector<std::int64_t> fallback) const {
+  auto* v = get_as<std::vector<std::int64_t>>(m_, name);
+  return v ? *v : fallback;
+}
+std::vector<double> Attrs::floats(const std::string& name, std::vector<double> fallback) const {
+  auto* v = get_as<std::vector<double>>(m_, name);
+  return v ? *v : fallback;
+}
+const Tensor* Attrs::tensor(const std::string& name) const { return get_as<Tensor>(m_, name); }
+
+const OpRegistry& OpRegistry::get() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    register_elementwise_ops(r);
+    register_reduce_ops(r);
+    register_movement_ops(r);
+    register_nn_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+const OpDef* OpRegistry::find(const std::string& name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpDef*> OpRegistry::all() const {
+  std::vector<const OpDef*> out;
+  for (auto& [_, d] : ops_) out.push_back(d.get());
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  return out;
+}
+
+void OpRegistry::add(OpDef def) {
+  std::string name = def.name;
+  ops_[name] = std::make_unique<OpDef>(std::move(def));
+}
+
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what) {
+  if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1))
+    shape_error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<std::int64_t> static_shape(const TypedInput& in, const char* what) {
+  if (!is_static(in.type.shape))
+    shape_error(std::string(what) + " needs a static shape, got " + to_string(in.type.shape));
+  return static_dims(in.type.shape);
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,605 @@
+// Movement and shape ops. Shape-like operands of ONNX (Reshape's shape,
+// Slice's starts, ...) are attributes here: the importer folds them to
+// constants, and a graph whose shapes are computed at run time is rejected
+// at import with the node named.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ir/op.hpp"
+
+namespace saturn::ir {
+
+namespace {
+
+using Args = std::span<const Tensor>;
+using Given = std::span<const bool>;
+using Inputs = std::span<const TypedInput>;
+
+// Coordinates of flat index i in dims.
+std::vector<std::int64_t> coords(std::int64_t i, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> c(dims.size());
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    c[d] = dims[d] ? i % dims[d] : 0;
+    i = dims[d] ? i / dims[d] : 0;
+  }
+  return c;
+}
+std::int64_t flat(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& strides) {
+  std::int64_t o = 0;
+  for (std::size_t d = 0; d < c.size(); ++d) o += c[d] * strides[d];
+  return o;
+}
+void copy_elem(Tensor& out, std::size_t o, const Tensor& in, std::size_t i) {
+  if (is_float(in.dtype()))
+    out.set(o, in.at(i));
+  else
+    out.set_int(o, in.at_int(i));
+}
+
+OpDef make(const char* name, OpKind kind, int min_in, int max_in, const char* doc) {
+  OpDef d;
+  d.name = name;
+  d.kind = kind;
+  d.min_inputs = min_in;
+  d.max_inputs = max_in;
+  d.doc = doc;
+  return d;
+}
+
+Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& spec, bool allowzero) {
+  Shape out;
+  std::int64_t infer_at = -1, known = 1;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    std::int64_t s = spec[i];
+    if (s == -1) {
+      if (infer_at >= 0) shape_error("reshape: more than one -1 in the target shape");
+      infer_at = static_cast<std::int64_t>(i);
+      out.push_back(Dim::of(1));
+    } else if (s == 0 && !allowzero) {
+      if (i >= in.size())
+        shape_error("reshape: 0 at position " + std::to_string(i) + " has no input dimension to copy");
+      out.push_back(in[i]);
+      if (in[i].is_static()) known *= in[i].k;
+    } else if (s < -1) {
+      shape_error("reshape: invalid target dimension " + std::to_string(s));
+    } else {
+      out.push_back(Dim::of(s));
+      known *= s;
+    }
+  }
+  if (is_static(in)) {
+    std::int64_t total = numel(static_dims(in));
+    if (infer_at >= 0) {
+      if (known == 0 || total % known != 0)
+        shape_error("reshape: cannot reshape " + to_string(in) + " to " + to_string(out) + " (-1 does not divide)");
+      out[static_cast<std::size_t>(infer_at)] = Dim::of(total / known);
+    } else if (is_static(out) && numel(static_dims(out)) != total) {
+      shape_error("reshape: " + to_string(in) + " has " + std::to_string(total) + " elements, target " +
+                  to_string(out) + " has " + std::to_string(numel(static_dims(out))));
+    }
+  } else if (infer_at >= 0) {
+    shape_error("reshape: -1 with a symbolic input shape " + to_string(in) + " is not supported");
+  }
+  return out;
+}
+
+struct SliceSpec {
+  std::vector<std::int64_t> start, step, count;  // per input axis
+};
+
+SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  auto starts = a.ints("starts"), ends = a.ints("ends"), axes = a.ints("axes"), steps = a.ints("steps");
+  if (axes.empty())
+    for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || starts.size() != axes.size() || starts.size() != steps.size())
+    shape_error("slice: starts, ends, axes and steps differ in length");
+  SliceSpec s;
+  s.start.assign(dims.size(), 0);
+  s.step.assign(dims.size(), 1);
+  s.count = dims;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    auto ax = static_cast<std::size_t>(normalize_axis(axes[k], rank));
+    std::int64_t n = dims[ax], st = steps[k];
+    if (st == 0) shape_error("slice: step 0");
+    std::int64_t b = starts[k], e = ends[k];
+    if (b < 0) b += n;
+    if (e < 0) e += n;
+    if (st > 0) {
+      b = std::clamp<std::int64_t>(b, 0, n);
+      e = std::clamp<std::int64_t>(e, 0, n);
+      s.count[ax] = e > b ? (e - b + st - 1) / st : 0;
+    } else {
+      b = std::clamp<std::int64_t>(b, -1, n - 1);
+      e = std::clamp<std::int64_t>(e, -1, n - 1);
+      s.count[ax] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+    }
+    s.start[ax] = b;
+    s.step[ax] = st;
+  }
+  return s;
+}
+
+}  // namespace
+
+void register_movement_ops(OpRegistry& r) {
+  {
+    OpDef d = make("reshape", OpKind::Primitive, 1, 1, "reshape to attribute `shape` (0 copies, -1 infers)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      return std::vector<ValueType>{
+          {in[0].type.dtype, reshape_shape(in[0].type.shape, a.ints("shape"), a.i("allowzero", 0) != 0)}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto s = reshape_shape(shape_of(x[0].dims()), a.ints("shape"), a.i("allowzero", 0) != 0);
+      return std::vector<Tensor>{x[0].reshaped(static_dims(s))};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("transpose", OpKind::Primitive, 1, 1, "permute axes by attribute `perm` (default: reverse)");
+    auto perm_of = [](const Attrs& a, std::size_t rank) {
+      auto p = a.ints("perm");
+      if (p.empty())
+        for (std::size_t i = rank; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
+      if (p.size() != rank)
+        shape_error("transpose: perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rank));
+      std::vector<bool> seen(rank, false);
+      for (auto& v : p) {
+        v = normalize_axis(v, static_cast<std::int64_t>(rank), "perm entry");
+        if (seen[static_cast<std::size_t>(v)]) shape_error("transpose: perm repeats axis " + std::to_string(v));
+        seen[static_cast<std::size_t>(v)] = true;
+      }
+      return p;
+    };
+    d.infer = [perm_of](const Attrs& a, Inputs in, std::size_t) {
+      auto p = perm_of(a, in[0].type.shape.size());
+      Shape out;
+      for (auto v : p) out.push_back(in[0].type.shape[static_cast<std::size_t>(v)]);
+      return std::vector<ValueType>{{in[0].type.dtype, out}};
+    };
+    d.eval = [perm_of](const Attrs& a, Args x, Given, std::size_t) {
+      auto p = perm_of(a, x[0].rank());
+      std::vector<std::int64_t> od;
+      for (auto v : p) od.push_back(x[0].dims()[static_cast<std::size_t>(v)]);
+      Tensor out(x[0].dtype(), od);
+      auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), od);
+        std::int64_t off = 0;
+        for (std::size_t k = 0; k < p.size(); ++k) off += c[k] * is[static_cast<std::size_t>(p[k])];
+        copy_elem(out, i, x[0], static_cast<std::size_t>(off));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  // Ops that only change the shape, as reshape does: flatten, squeeze, unsqueeze.
+  auto view_op = [&](const char* name, const char* doc, std::function<Shape(const Attrs&, const Shape&)> f) {
+    OpDef d = make(name, OpKind::Composite, 1, 1, doc);
+    d.infer = [f](const Attrs& a, Inputs in, std::size_t) {
+      return std::vector<ValueType>{{in[0].type.dtype, f(a, in[0].type.shape)}};
+    };
+    d.eval = [f](const Attrs& a, Args x, Given, std::size_t) {
+      return std::vector<Tensor>{x[0].reshaped(static_dims(f(a, shape_of(x[0].dims()))))};
+    };
+    r.add(std::move(d));
+  };
+  view_op("flatten", "flatten to 2-D around attribute `axis` (default 1)", [](const Attrs& a, const Shape& s) {
+    auto rank = static_cast<std::int64_t>(s.size());
+    std::int64_t axis = a.i("axis", 1);
+    if (axis < -rank || axis > rank)
+      shape_error("flatten: axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    if (axis < 0) axis += rank;
+    if (!is_static(s)) shape_error("flatten needs a static shape, got " + to_string(s));
+    auto dims = static_dims(s);
+    std::int64_t lo = 1, hi = 1;
+    for (std::int64_t i = 0; i < rank; ++i) (i < axis ? lo : hi) *= dims[static_cast<std::size_t>(i)];
+    return Shape{Dim::of(lo), Dim::of(hi)};
+  });
+  view_op("squeeze", "remove size-1 axes listed in `axes` (all size-1 axes when empty)",
+          [](const Attrs& a, const Shape& s) {
+            auto axes = a.ints("axes");
+            std::vector<bool> drop(s.size(), false);
+            if (axes.empty()) {
+              for (std::size_t i = 0; i < s.size(); ++i) drop[i] = s[i].is_static() && s[i].k == 1;
+            }
+            for (auto ax : axes) {
+              auto i = static_cast<std::size_t>(normalize_axis(ax, static_cast<std::int64_t>(s.size())));
+              if (!(s[i].is_static() && s[i].k == 1))
+                shape_error("squeeze: axis " + std::to_string(ax) + " has size " + s[i].to_string() + ", not 1");
+              drop[i] = true;
+            }
+            Shape out;
+            for (std::size_t i = 0; i < s.size(); ++i)
+              if (!drop[i]) out.push_back(s[i]);
+            return out;
+          });
+  view_op("unsqueeze", "insert size-1 axes at the positions `axes` of the result", [](const Attrs& a, const Shape& s) {
+    auto axes = a.ints("axes");
+    auto rank = static_cast<std::int64_t>(s.size() + axes.size());
+    std::vector<bool> ins(static_cast<std::size_t>(rank), false);
+    for (auto ax : axes) {
+      auto i = static_cast<std::size_t>(normalize_axis(ax, rank));
+      if (ins[i]) shape_error("unsqueeze: axis " + std::to_string(ax) + " given twice");
+      ins[i] = true;
+    }
+    Shape out;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < ins.size(); ++i) out.push_back(ins[i] ? Dim::of(1) : s[k++]);
+    return out;
+  });
+  {
+    OpDef d = make("concat", OpKind::Composite, 1, -1, "concatenate along attribute `axis`");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      Shape out = in[0].type.shape;
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(out.size())));
+      for (std::size_t k = 1; k < in.size(); ++k) {
+        const Shape& s = in[k].type.shape;
+        if (in[k].type.dtype != in[0].type.dtype) shape_error("concat: operand types differ");
+        if (s.size() != out.size())
+          shape_error("concat: operand " + std::to_string(k) + " has rank " + std::to_string(s.size()) + ", expected " +
+                      std::to_string(out.size()));
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          if (d == axis) continue;
+          if (!(s[d] == out[d]))
+            shape_error("concat: operand " + std::to_string(k) + " has shape " + to_string(s) +
+                        ", which differs from " + to_string(out) + " outside axis " + std::to_string(axis));
+        }
+        if (out[axis].is_static() && s[axis].is_static())
+          out[axis].k += s[axis].k;
+        else if (out[axis].sym == s[axis].sym || s[axis].is_static() || out[axis].is_static()) {
+          Dim sum = out[axis];
+          if (!s[axis].is_static() && sum.is_static()) {
+            sum.sym = s[axis].sym;
+            sum.c = s[axis].c;
+          } else if (!s[axis].is_static())
+            sum.c += s[axis].c;
+          sum.k += s[axis].k;
+          out[axis] = sum;
+        } else
+          shape_error("concat: cannot add symbolic dimensions " + out[axis].to_string() + " and " +
+                      s[axis].to_string());
+      }
+      return std::vector<ValueType>{{in[0].type.dtype, out}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      auto od = x[0].dims();
+      od[axis] = 0;
+      for (const Tensor& t : x) od[axis] += t.dims()[axis];
+      Tensor out(x[0].dtype(), od);
+      auto os = out.strides();
+      std::int64_t base = 0;
+      for (const Tensor& t : x) {
+        for (std::size_t i = 0; i < t.numel(); ++i) {
+          auto c = coords(static_cast<std::int64_t>(i), t.dims());
+          c[axis] += base;
+          copy_elem(out, static_cast<std::size_t>(flat(c, os)), t, i);
+        }
+        base += t.dims()[axis];
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("split", OpKind::Composite, 1, 1,
+                   "split along `axis` into parts of sizes `split` (equal parts when empty)");
+    d.num_outputs = -1;
+    auto sizes_of = [](const Attrs& a, std::int64_t n, std::size_t outs) {
+      auto sizes = a.ints("split");
+      if (sizes.empty()) {
+        std::int64_t each = (n + static_cast<std::int64_t>(outs) - 1) / static_cast<std::int64_t>(outs);
+        for (std::size_t k = 0; k < outs; ++k) sizes.push_back(std::min(each, n - each * static_cast<std::int64_t>(k)));
+      }
+      if (sizes.size() != outs)
+        shape_error("split: " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs");
+      if (std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}) != n)
+        shape_error("split: sizes do not add up to " + std::to_string(n));
+      return sizes;
+    };
+    d.infer = [sizes_of](const Attrs& a, Inputs in, std::size_t outs) {
+      auto dims = static_shape(in[0], "split");
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(dims.size())));
+      std::vector<ValueType> res;
+      for (auto s : sizes_of(a, dims[axis], outs)) {
+        auto od = dims;
+        od[axis] = s;
+        res.push_back({in[0].type.dtype, shape_of(od)});
+      }
+      return res;
+    };
+    d.eval = [sizes_of](const Attrs& a, Args x, Given, std::size_t outs) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      std::vector<Tensor> res;
+      std::int64_t base = 0;
+      auto is = x[0].strides();
+      for (auto s : sizes_of(a, x[0].dims()[axis], outs)) {
+        auto od = x[0].dims();
+        od[axis] = s;
+        Tensor out(x[0].dtype(), od);
+        for (std::size_t i = 0; i < out.numel(); ++i) {
+          auto c = coords(static_cast<std::int64_t>(i), od);
+          c[axis] += base;
+          copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
+        }
+        base += s;
+        res.push_back(std::move(out));
+      }
+      return res;
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("slice", OpKind::Primitive, 1, 1, "slice by attributes starts, ends, axes, steps (ONNX semantics)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      auto s = slice_spec(a, static_shape(in[0], "slice"));
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(s.count)}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto s = slice_spec(a, x[0].dims());
+      Tensor out(x[0].dtype(), s.count);
+      auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), s.count);
+        for (std::size_t d2 = 0; d2 < c.size(); ++d2) c[d2] = s.start[d2] + c[d2] * s.step[d2];
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("expand", OpKind::Primitive, 1, 1, "broadcast to attribute `shape` (numpy rules, both ways)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      auto b = broadcast(in[0].type.shape, shape_of(a.ints("shape")));
+      if (!b)
+        shape_error("expand: " + to_string(in[0].type.shape) + " does not broadcast to " +
+                    to_string(shape_of(a.ints("shape"))));
+      return std::vector<ValueType>{{in[0].type.dtype, *b}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto od = static_dims(*broadcast(shape_of(x[0].dims()), shape_of(a.ints("shape"))));
+      Tensor out(x[0].dtype(), od);
+      auto is = x[0].strides();
+      std::size_t off = od.size() - x[0].rank();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), od);
+        std::int64_t o = 0;
+        for (std::size_t d2 = 0; d2 < x[0].rank(); ++d2) o += (x[0].dims()[d2] == 1 ? 0 : c[off + d2]) * is[d2];
+        copy_elem(out, i, x[0], static_cast<std::size_t>(o));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("tile", OpKind::Composite, 1, 1, "repeat along each axis by attribute `repeats`");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      auto dims = static_shape(in[0], "tile");
+      auto rep = a.ints("repeats");
+      if (rep.size() != dims.size())
+        shape_error("tile: repeats has " + std::to_string(rep.size()) + " entries for rank " +
+                    std::to_string(dims.size()));
+      for (std::size_t i = 0; i < dims.size(); ++i) dims[i] *= rep[i];
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(dims)}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto rep = a.ints("repeats");
+      auto od = x[0].dims();
+      for (std::size_t i = 0; i < od.size(); ++i) od[i] *= rep[i];
+      Tensor out(x[0].dtype(), od);
+      auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), od);
+        for (std::size_t d2 = 0; d2 < c.size(); ++d2) c[d2] %= x[0].dims()[d2];
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("gather", OpKind::Composite, 2, 2, "gather(data, indices) along attribute `axis`");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      const Shape& ds = in[0].type.shape;
+      if (in[1].type.dtype != DType::I64 && in[1].type.dtype != DType::I32)
+        shape_error("gather: indices must be i32 or i64");
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(ds.size())));
+      Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
+      out.insert(out.end(), in[1].type.shape.begin(), in[1].type.shape.end());
+      out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
+      return std::vector<ValueType>{{in[0].type.dtype, out}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      const auto& dd = x[0].dims();
+      std::vector<std::int64_t> od(dd.begin(), dd.begin() + static_cast<std::ptrdiff_t>(axis));
+      od.insert(od.end(), x[1].dims().begin(), x[1].dims().end());
+      od.insert(od.end(), dd.begin() + static_cast<std::ptrdiff_t>(axis) + 1, dd.end());
+      Tensor out(x[0].dtype(), od);
+      auto is = x[0].strides(), ids = x[1].strides();
+      const std::size_t ir = x[1].rank();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), od);
+        std::int64_t idx_off = 0;
+        for (std::size_t k = 0; k < ir; ++k) idx_off += c[axis + k] * ids[k];
+        std::int64_t idx = x[1].at_int(static_cast<std::size_t>(idx_off));
+        if (idx < 0) idx += dd[axis];
+        if (idx < 0 || idx >= dd[axis])
+          shape_error("gather: index " + std::to_string(idx) + " out of range for axis of size " +
+                      std::to_string(dd[axis]));
+        std::vector<std::int64_t> src;
+        for (std::size_t k = 0; k < axis; ++k) src.push_back(c[k]);
+        src.push_back(idx);
+        for (std::size_t k = axis + ir; k < c.size(); ++k) src.push_back(c[k]);
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(src, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("shape", OpKind::Composite, 1, 1, "the operand's shape as i64, dims [start, end)");
+    auto range_of = [](const Attrs& a, std::int64_t rank) {
+      std::int64_t s = a.i("start", 0), e = a.i("end", rank);
+      if (s < 0) s += rank;
+      if (e < 0) e += rank;
+      s = std::clamp<std::int64_t>(s, 0, rank);
+      e = std::clamp<std::int64_t>(e, 0, rank);
+      return std::pair{s, std::max(s, e)};
+    };
+    d.infer = [range_of](const Attrs& a, Inputs in, std::size_t) {
+      auto [s, e] = range_of(a, static_cast<std::int64_t>(in[0].type.shape.size()));
+      return std::vector<ValueType>{{DType::I64, shape_of({e - s})}};
+    };
+    d.eval = [range_of](const Attrs& a, Args x, Given, std::size_t) {
+      auto [s, e] = range_of(a, static_cast<std::int64_t>(x[0].rank()));
+      std::vector<std::int64_t> v(x[0].dims().begin() + s, x[0].dims().begin() + e);
+      return std::vector<Tensor>{Tensor::of_ints(DType::I64, {e - s}, v)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("size", OpKind::Composite, 1, 1, "the operand's element count as an i64 scalar");
+    d.infer = [](const Attrs&, Inputs, std::size_t) { return std::vector<ValueType>{{DType::I64, {}}}; };
+    d.eval = [](const Attrs&, Args x, Given, std::size_t) {
+      return std::vector<Tensor>{Tensor::of_ints(DType::I64, {}, {static_cast<std::int64_t>(x[0].numel())})};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("const", OpKind::Primitive, 0, 0, "the tensor in attribute `value`");
+    d.infer = [](const Attrs& a, Inputs, std::size_t) {
+      const Tensor* t = a.tensor("value");
+      if (!t) shape_error("const: no value");
+      return std::vector<ValueType>{{t->dtype(), shape_of(t->dims())}};
+    };
+    d.eval = [](const Attrs& a, Args, Given, std::size_t) { return std::vector<Tensor>{*a.tensor("value")}; };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("range", OpKind::Composite, 3, 3, "range(start, limit, delta): 1-D, as numpy.arange");
+    auto count = [](double s, double l, double dl) {
+      if (dl == 0) shape_error("range: delta is 0");
+      return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((l - s) / dl)));
+    };
+    d.infer = [count](const Attrs&, Inputs in, std::size_t) {
+      for (const TypedInput& t : in)
+        if (!t.value) shape_error("range: start, limit and delta must be constants");
+      return std::vector<ValueType>{
+          {in[0].type.dtype, shape_of({count(in[0].value->at(0), in[1].value->at(0), in[2].value->at(0))})}};
+    };
+    d.eval = [count](const Attrs&, Args x, Given, std::size_t) {
+      double s = x[0].at(0), dl = x[2].at(0);
+      std::int64_t n = count(s, x[1].at(0), dl);
+      Tensor out(x[0].dtype(), {n});
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (is_float(x[0].dtype()))
+          out.set(static_cast<std::size_t>(i), s + static_cast<double>(i) * dl);
+        else
+          out.set_int(static_cast<std::size_t>(i), x[0].at_int(0) + i * x[2].at_int(0));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d =
+        make("fill", OpKind::Composite, 0, 0, "a tensor of attribute `shape` filled with the one element of `value`");
+    d.infer = [](const Attrs& a, Inputs, std::size_t) {
+      const Tensor* v = a.tensor("value");
+      return std::vector<ValueType>{{v ? v->dtype() : DType::F32, shape_of(a.ints("shape"))}};
+    };
+    d.eval = [](const Attrs& a, Args, Given, std::size_t) {
+      const Tensor* v = a.tensor("value");
+      Tensor out(v ? v->dtype() : DType::F32, a.ints("shape"));
+      for (std::size_t i = 0; i < out.numel() && v; ++i) copy_elem(out, i, *v, 0);
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("trilu", OpKind::Composite, 1, 1,
+                   "keep the upper (`upper`=1) or lower triangle of the last two axes, offset `k`");
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      if (in[0].type.shape.size() < 2) shape_error("trilu needs rank >= 2");
+      return std::vector<ValueType>{in[0].type};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      Tensor out(x[0].dtype(), x[0].dims());
+      bool upper = a.i("upper", 1) != 0;
+      std::int64_t k = a.i("k", 0);
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), x[0].dims());
+        std::int64_t row = c[c.size() - 2], col = c[c.size() - 1];
+        bool keep = upper ? col - row >= k : col - row <= k;
+        if (keep) copy_elem(out, i, x[0], i);
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("pad", OpKind::Primitive, 1, 1,
+                   "pad by `pads` (all begins, then all ends); mode constant|reflect|edge|wrap; `value`");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      auto dims = static_shape(in[0], "pad");
+      auto p = a.ints("pads");
+      if (p.size() != 2 * dims.size())
+        shape_error("pad: pads has " + std::to_string(p.size()) + " entries for rank " + std::to_string(dims.size()));
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        dims[i] += p[i] + p[i + dims.size()];
+        if (dims[i] < 0) shape_error("pad: negative result dimension");
+      }
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(dims)}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto p = a.ints("pads");
+      const std::size_t rank = x[0].rank();
+      auto od = x[0].dims();
+      for (std::size_t i = 0; i < rank; ++i) od[i] += p[i] + p[i + rank];
+      Tensor out(x[0].dtype(), od);
+      std::string mode = a.s("mode", "constant");
+      double value = a.f("value", 0.0);
+      auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = coords(static_cast<std::int64_t>(i), od);
+        bool inside = true;
+        for (std::size_t d2 = 0; d2 < rank; ++d2) {
+          std::int64_t n = x[0].dims()[d2], v = c[d2] - p[d2];
+          if (v < 0 || v >= n) {
+            if (mode == "constant" || n == 0) {
+              inside = false;
+              break;
+            }
+            if (mode == "edge")
+              v = std::clamp<std::int64_t>(v, 0, n - 1);
+            else if (mode == "wrap")
+              v = ((v % n) + n) % n;
+            else {  // reflect
+              std::int64_t period = 2 * (n - 1);
+              if (period == 0)
+                v = 0;
+              else {
+                v = ((v % period) + period) % period;
+                if (v >= n) v = period - v;
+              }
+            }
+          }
+          c[d2] = v;
+        }
+        if (inside)
+          copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
+        else
+          out.set(i, value);
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,466 @@
+// Neural-network composites: matmul, gemm, normalizations, convolution,
+// pooling, LRN. Reference loops: plain and obviously correct, not fast.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/op.hpp"
+
+namespace saturn::ir {
+
+namespace {
+
+using Args = std::span<const Tensor>;
+using Given = std::span<const bool>;
+using Inputs = std::span<const TypedInput>;
+
+OpDef make(const char* name, int min_in, int max_in, const char* doc) {
+  OpDef d;
+  d.name = name;
+  d.kind = OpKind::Composite;
+  d.min_inputs = min_in;
+  d.max_inputs = max_in;
+  d.doc = doc;
+  return d;
+}
+
+void need_float(Inputs in, const char* op) {
+  if (!is_float(in[0].type.dtype))
+    shape_error(std::string(op) + " needs a floating operand, got " + dtype_name(in[0].type.dtype));
+}
+
+// numpy matmul shapes: 1-D operands are promoted and the promoted axis dropped.
+Shape matmul_shape(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) shape_error("matmul: operands must have rank >= 1");
+  Shape A = a, B = b;
+  if (A.size() == 1) A.insert(A.begin(), Dim::of(1));
+  if (B.size() == 1) B.push_back(Dim::of(1));
+  const Dim& k1 = A.back();
+  const Dim& k2 = B[B.size() - 2];
+  if (!(k1 == k2)) shape_error("matmul: inner dimensions differ: " + to_string(a) + " x " + to_string(b));
+  Shape ba(A.begin(), A.end() - 2), bb(B.begin(), B.end() - 2);
+  auto batch = broadcast(ba, bb);
+  if (!batch) shape_error("matmul: batch dimensions " + to_string(ba) + " and " + to_string(bb) + " do not broadcast");
+  Shape out = *batch;
+  if (a.size() > 1) out.push_back(A[A.size() - 2]);
+  if (b.size() > 1) out.push_back(B.back());
+  return out;
+}
+
+struct Window {
+  std::vector<std::int64_t> kernel, strides, dilations, pads_begin, pads_end, out;
+};
+
+// Spatial geometry shared by conv and pooling over the trailing dims.
+Window window(const Attrs& a, const std::vector<std::int64_t>& spatial, std::vector<std::int64_t> kernel,
+              bool ceil_mode) {
+  const std::size_t n = spatial.size();
+  Window w;
+  w.kernel = std::move(kernel);
+  if (w.kernel.size() != n)
+    shape_error("kernel has " + std::to_string(w.kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
+  w.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
+  w.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
+  auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
+  if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
+    shape_error("strides/dilations/pads do not match the spatial rank");
+  std::string autopad = a.s("auto_pad", "NOTSET");
+  w.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
+  w.pads_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (w.strides[i] <= 0 || w.dilations[i] <= 0) shape_error("strides and dilations must be positive");
+    std::int64_t ext = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+      std::int64_t o = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * w.strides[i] + ext - spatial[i]);
+      w.pads_begin[i] = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pads_end[i] = total - w.pads_begin[i];
+    } else if (autopad == "VALID") {
+      w.pads_begin[i] = w.pads_end[i] = 0;
+    }
+    std::int64_t span = spatial[i] + w.pads_begin[i] + w.pads_end[i] - ext;
+    if (span < 0) shape_error("the window is larger than the padded input");
+    std::int64_t o = ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] + 1 : span / w.strides[i] + 1;
+    // With ceil_mode the last window must start inside the input or its left padding.
+    if (ceil_mode && (o - 1) * w.strides[i] >= spatial[i] + w.pads_begin[i]) --o;
+    w.out.push_back(o);
+  }
+  return w;
+}
+
+std::vector<std::int64_t> unflatten(std::int64_t i, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> c(dims.size());
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    c[d] = dims[d] ? i % dims[d] : 0;
+    i = dims[d] ? i / dims[d] : 0;
+  }
+  return c;
+}
+
+// Calls f(input spatial coordinates, in_bounds) for each kernel position of
+// output position `o`.
+template <class F>
+void for_window(const Window& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial, F&& f) {
+  std::int64_t total = 1;
+  for (auto k : w.kernel) total *= k;
+  std::vector<std::int64_t> pos(w.kernel.size());
+  for (std::int64_t kk = 0; kk < total; ++kk) {
+    auto kc = unflatten(kk, w.kernel);
+    bool inside = true;
+    for (std::size_t d = 0; d < kc.size(); ++d) {
+      pos[d] = o[d] * w.strides[d] - w.pads_begin[d] + kc[d] * w.dilations[d];
+      if (pos[d] < 0 || pos[d] >= spatial[d]) inside = false;
+    }
+    f(pos, kc, inside);
+  }
+}
+
+std::int64_t offset(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& dims) {
+  std::int64_t o = 0;
+  for (std::size_t d = 0; d < c.size(); ++d) o = o * dims[d] + c[d];
+  return o;
+}
+
+void pool(OpRegistry& r, const char* name, bool is_max) {
+  OpDef d =
+      make(name, 1, 1,
+           "pooling over `kernel_shape` with strides, pads, dilations, ceil_mode (count_include_pad for average)");
+  auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& dims) {
+    if (dims.size() < 3) shape_error("pooling needs rank >= 3 (N, C, spatial...)");
+    std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
+    return window(a, spatial, a.ints("kernel_shape"), a.i("ceil_mode", 0) != 0);
+  };
+  d.infer = [geometry, name](const Attrs& a, Inputs in, std::size_t) {
+    need_float(in, name);
+    auto dims = static_shape(in[0], name);
+    Window w = geometry(a, dims);
+    std::vector<std::int64_t> od{dims[0], dims[1]};
+    od.insert(od.end(), w.out.begin(), w.out.end());
+    return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
+  };
+  d.eval = [geometry, is_max](const Attrs& a, Args x, Given, std::size_t) {
+    const auto& dims = x[0].dims();
+    Window w = geometry(a, dims);
+    std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
+    std::vector<std::int64_t> od{dims[0], dims[1]};
+    od.insert(od.end(), w.out.begin(), w.out.end());
+    Tensor out(x[0].dtype(), od);
+    const bool include_pad = a.i("count_include_pad", 0) != 0;
+    std::int64_t plane = numel(spatial), oplane = numel(w.out);
+    for (std::int64_t nc = 0; nc < dims[0] * dims[1]; ++nc) {
+      for (std::int64_t op = 0; op < oplane; ++op) {
+        auto o = unflatten(op, w.out);
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        std::int64_t count = 0;
+        for_window(w, o, spatial,
+                   [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>&, bool inside) {
+                     bool in_padded = true;
+                     for (std::size_t k = 0; k < pos.size(); ++k)
+                       if (pos[k] < -w.pads_begin[k] || pos[k] >= spatial[k] + w.pads_end[k]) in_padded = false;
+                     if (inside) {
+                       double v = x[0].at(static_cast<std::size_t>(nc * plane + offset(pos, spatial)));
+                       acc = is_max ? std::max(acc, v) : acc + v;
+                       ++count;
+                     } else if (include_pad && in_padded) {
+                       ++count;
+                     }
+                   });
+        out.set(static_cast<std::size_t>(nc * oplane + op),
+                is_max ? acc : (count ? acc / static_cast<double>(count) : 0.0));
+      }
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+  r.add(std::move(d));
+}
+
+void global_pool(OpRegistry& r, const char* name, bool is_max) {
+  OpDef d = make(name, 1, 1, "pool over all spatial dims, keeping them as 1");
+  d.infer = [name](const Attrs&, Inputs in, std::size_t) {
+    need_float(in, name);
+    Shape s = in[0].type.shape;
+    if (s.size() < 2) shape_error(std::string(name) + " needs rank >= 2");
+    for (std::size_t i = 2; i < s.size(); ++i) s[i] = Dim::of(1);
+    return std::vector<ValueType>{{in[0].type.dtype, s}};
+  };
+  d.eval = [is_max](const Attrs&, Args x, Given, std::size_t) {
+    auto od = x[0].dims();
+    std::int64_t plane = 1;
+    for (std::size_t i = 2; i < od.size(); ++i) {
+      plane *= od[i];
+      od[i] = 1;
+    }
+    Tensor out(x[0].dtype(), od);
+    for (std::size_t nc = 0; nc < out.numel(); ++nc) {
+      double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (std::int64_t k = 0; k < plane; ++k) {
+        double v = x[0].at(nc * static_cast<std::size_t>(plane) + static_cast<std::size_t>(k));
+        acc = is_max ? std::max(acc, v) : acc + v;
+      }
+      out.set(nc, is_max ? acc : acc / static_cast<double>(plane));
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+  r.add(std::move(d));
+}
+
+}  // namespace
+
+void register_nn_ops(OpRegistry& r) {
+  {
+    OpDef d = make("matmul", 2, 2, "numpy matmul with batch broadcasting");
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      if (in[0].type.dtype != in[1].type.dtype) shape_error("matmul: operand types differ");
+      if (in[0].type.dtype == DType::Bool) shape_error("matmul does not take bool operands");
+      return std::vector<ValueType>{{in[0].type.dtype, matmul_shape(in[0].type.shape, in[1].type.shape)}};
+    };
+    d.eval = [](const Attrs&, Args x, Given, std::size_t) {
+      auto ad = x[0].dims(), bd = x[1].dims();
+      if (ad.size() == 1) ad.insert(ad.begin(), 1);
+      if (bd.size() == 1) bd.push_back(1);
+      const std::int64_t M = ad[ad.size() - 2], K = ad.back(), N = bd.back();
+      std::vector<std::int64_t> ba(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
+      auto batch = static_dims(*broadcast(shape_of(ba), shape_of(bb)));
+      std::vector<std::int64_t> full = batch;
+      full.push_back(M);
+      full.push_back(N);
+      Tensor out(x[0].dtype(), static_dims(matmul_shape(shape_of(x[0].dims()), shape_of(x[1].dims()))));
+      const bool fl = is_float(x[0].dtype());
+      auto batch_off = [&](const std::vector<std::int64_t>& bc, const std::vector<std::int64_t>& own) {
+        std::int64_t o = 0;
+        std::size_t off = bc.size() - own.size();
+        for (std::size_t i = 0; i < own.size(); ++i) o = o * own[i] + (own[i] == 1 ? 0 : bc[off + i]);
+        return o;
+      };
+      std::int64_t nb = numel(batch);
+      for (std::int64_t b = 0; b < nb; ++b) {
+        auto bc = unflatten(b, batch);
+        std::int64_t ao = batch_off(bc, ba) * M * K, bo = batch_off(bc, bb) * K * N;
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t j = 0; j < N; ++j) {
+            auto o = static_cast<std::size_t>((b * M + i) * N + j);
+            if (fl) {
+              double acc = 0;
+              for (std::int64_t k = 0; k < K; ++k)
+                acc += x[0].at(static_cast<std::size_t>(ao + i * K + k)) *
+                       x[1].at(static_cast<std::size_t>(bo + k * N + j));
+              out.set(o, acc);
+            } else {
+              std::int64_t acc = 0;
+              for (std::int64_t k = 0; k < K; ++k)
+                acc += x[0].at_int(static_cast<std::size_t>(ao + i * K + k)) *
+                       x[1].at_int(static_cast<std::size_t>(bo + k * N + j));
+              out.set_int(o, acc);
+            }
+          }
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("gemm", 2, 3, "alpha * op(A) op(B) + beta * C, op = transpose when transA/transB");
+    auto dims2 = [](const Shape& s, bool t, const char* which) {
+      if (s.size() != 2) shape_error(std::string("gemm: ") + which + " must be 2-D, got " + to_string(s));
+      return t ? std::pair{s[1], s[0]} : std::pair{s[0], s[1]};
+    };
+    d.infer = [dims2](const Attrs& a, Inputs in, std::size_t) {
+      auto [m, k1] = dims2(in[0].type.shape, a.i("transA", 0) != 0, "A");
+      auto [k2, n] = dims2(in[1].type.shape, a.i("transB", 0) != 0, "B");
+      if (!(k1 == k2)) shape_error("gemm: inner dimensions differ (" + k1.to_string() + " vs " + k2.to_string() + ")");
+      Shape out{m, n};
+      if (in.size() > 2 && in[2].present && !broadcast(in[2].type.shape, out))
+        shape_error("gemm: C of shape " + to_string(in[2].type.shape) + " does not broadcast to " + to_string(out));
+      return std::vector<ValueType>{{in[0].type.dtype, out}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given given, std::size_t) {
+      bool ta = a.i("transA", 0) != 0, tb = a.i("transB", 0) != 0;
+      double alpha = a.f("alpha", 1.0), beta = a.f("beta", 1.0);
+      std::int64_t M = ta ? x[0].dims()[1] : x[0].dims()[0], K = ta ? x[0].dims()[0] : x[0].dims()[1];
+      std::int64_t N = tb ? x[1].dims()[0] : x[1].dims()[1];
+      Tensor out(x[0].dtype(), {M, N});
+      const bool has_c = x.size() > 2 && given[2];
+      std::vector<std::int64_t> cd = has_c ? x[2].dims() : std::vector<std::int64_t>{};
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          double acc = 0;
+          for (std::int64_t k = 0; k < K; ++k) {
+            double av = x[0].at(static_cast<std::size_t>(ta ? k * M + i : i * K + k));
+            double bv = x[1].at(static_cast<std::size_t>(tb ? j * K + k : k * N + j));
+            acc += av * bv;
+          }
+          double c = 0;
+          if (has_c) {
+            std::int64_t ci = 0, cj = 0;
+            if (cd.size() == 2) {
+              ci = cd[0] == 1 ? 0 : i;
+              cj = cd[1] == 1 ? 0 : j;
+              c = x[2].at(static_cast<std::size_t>(ci * cd[1] + cj));
+            } else if (cd.size() == 1) {
+              c = x[2].at(static_cast<std::size_t>(cd[0] == 1 ? 0 : j));
+            } else {
+              c = x[2].at(0);
+            }
+          }
+          out.set(static_cast<std::size_t>(i * N + j), alpha * acc + beta * c);
+        }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d =
+        make("batch_norm", 5, 5,
+             "inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias per channel (axis 1)");
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      need_float(in, "batch_norm");
+      if (in[0].type.shape.size() < 2) shape_error("batch_norm needs rank >= 2");
+      return std::vector<ValueType>{in[0].type};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      double eps = a.f("epsilon", 1e-5);
+      Tensor out(x[0].dtype(), x[0].dims());
+      std::int64_t C = x[0].dims()[1], inner = 1;
+      for (std::size_t i = 2; i < x[0].rank(); ++i) inner *= x[0].dims()[i];
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = static_cast<std::size_t>((static_cast<std::int64_t>(i) / inner) % C);
+        out.set(i, (x[0].at(i) - x[3].at(c)) / std::sqrt(x[4].at(c) + eps) * x[1].at(c) + x[2].at(c));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    // Normalizes over a block of trailing axes [axis, rank) per group.
+    auto norm = [&](const char* name, const char* doc, bool instance) {
+      OpDef d = make(name, instance ? 3 : 1, 3, doc);
+      d.infer = [name](const Attrs&, Inputs in, std::size_t) {
+        need_float(in, name);
+        return std::vector<ValueType>{in[0].type};
+      };
+      d.eval = [instance](const Attrs& a, Args x, Given given, std::size_t) {
+        const auto& dims = x[0].dims();
+        const auto rank = static_cast<std::int64_t>(dims.size());
+        std::int64_t axis = instance ? 2 : normalize_axis(a.i("axis", -1), rank);
+        double eps = a.f("epsilon", 1e-5);
+        std::int64_t inner = 1;
+        for (std::int64_t i = axis; i < rank; ++i) inner *= dims[static_cast<std::size_t>(i)];
+        std::int64_t groups = inner ? static_cast<std::int64_t>(x[0].numel()) / inner : 0;
+        Tensor out(x[0].dtype(), dims);
+        std::int64_t C = instance && rank > 1 ? dims[1] : 1;
+        for (std::int64_t g = 0; g < groups; ++g) {
+          double mean = 0, var = 0;
+          for (std::int64_t k = 0; k < inner; ++k) mean += x[0].at(static_cast<std::size_t>(g * inner + k));
+          mean /= static_cast<double>(inner);
+          for (std::int64_t k = 0; k < inner; ++k) {
+            double dv = x[0].at(static_cast<std::size_t>(g * inner + k)) - mean;
+            var += dv * dv;
+          }
+          var /= static_cast<double>(inner);
+          for (std::int64_t k = 0; k < inner; ++k) {
+            auto i = static_cast<std::size_t>(g * inner + k);
+            double v = (x[0].at(i) - mean) / std::sqrt(var + eps);
+            // instance norm: per-channel scale/bias; layer norm: per element of the normalized block (broadcast)
+            auto pi = static_cast<std::size_t>(instance ? g % C : k);
+            auto pick = [&](const Tensor& t) { return t.numel() == 1 ? t.at(0) : t.at(pi % t.numel()); };
+            if (x.size() > 1 && given[1]) v *= pick(x[1]);
+            if (x.size() > 2 && given[2]) v += pick(x[2]);
+            out.set(i, v);
+          }
+        }
+        return std::vector<Tensor>{std::move(out)};
+      };
+      r.add(std::move(d));
+    };
+    norm("layer_norm", "normalize over axes [axis, rank) then scale and bias (layer_norm(x, scale, bias))", false);
+    norm("instance_norm", "normalize each (n, c) plane, then per-channel scale and bias", true);
+  }
+  {
+    OpDef d = make("conv", 2, 3, "N-d convolution: conv(x, w, bias?) with strides, pads, dilations, group, auto_pad");
+    auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& xd, const std::vector<std::int64_t>& wd) {
+      if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv: x and w must have the same rank >= 3");
+      std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
+      auto ks = a.ints("kernel_shape", std::vector<std::int64_t>(wd.begin() + 2, wd.end()));
+      return window(a, spatial, ks, false);
+    };
+    d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
+      need_float(in, "conv");
+      auto xd = static_shape(in[0], "conv"), wd = static_shape(in[1], "conv");
+      std::int64_t g = a.i("group", 1);
+      if (g <= 0 || xd[1] % g != 0 || wd[0] % g != 0)
+        shape_error("conv: group " + std::to_string(g) + " does not divide the channels");
+      if (xd[1] / g != wd[1])
+        shape_error("conv: x has " + std::to_string(xd[1]) + " channels, w expects " + std::to_string(wd[1] * g));
+      Window w = geometry(a, xd, wd);
+      std::vector<std::int64_t> od{xd[0], wd[0]};
+      od.insert(od.end(), w.out.begin(), w.out.end());
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
+    };
+    d.eval = [geometry](const Attrs& a, Args x, Given given, std::size_t) {
+      const auto &xd = x[0].dims(), &wd = x[1].dims();
+      Window w = geometry(a, xd, wd);
+      std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
+      std::int64_t N = xd[0], Cin = xd[1], M = wd[0], G = a.i("group", 1), cpg = Cin / G, mpg = M / G;
+      std::vector<std::int64_t> od{N, M};
+      od.insert(od.end(), w.out.begin(), w.out.end());
+      Tensor out(x[0].dtype(), od);
+      std::int64_t plane = numel(spatial), oplane = numel(w.out), kplane = numel(w.kernel);
+      const bool has_bias = x.size() > 2 && given[2];
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < M; ++m) {
+          std::int64_t g = m / mpg;
+          for (std::int64_t op = 0; op < oplane; ++op) {
+            auto o = unflatten(op, w.out);
+            double acc = has_bias ? x[2].at(static_cast<std::size_t>(m)) : 0.0;
+            for (std::int64_t c = 0; c < cpg; ++c) {
+              std::int64_t cin = g * cpg + c;
+              for_window(w, o, spatial,
+                         [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>& kc, bool inside) {
+                           if (!inside) return;
+                           double xv =
+                               x[0].at(static_cast<std::size_t>((n * Cin + cin) * plane + offset(pos, spatial)));
+                           double wv = x[1].at(static_cast<std::size_t>((m * cpg + c) * kplane + offset(kc, w.kernel)));
+                           acc += xv * wv;
+                         });
+            }
+            out.set(static_cast<std::size_t>((n * M + m) * oplane + op), acc);
+          }
+        }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  pool(r, "max_pool", true);
+  pool(r, "avg_pool", false);
+  global_pool(r, "global_max_pool", true);
+  global_pool(r, "global_avg_pool", false);
+  {
+    OpDef d = make("lrn", 1, 1, "local response normalization across channels: size, alpha, beta, bias");
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      need_float(in, "lrn");
+      return std::vector<ValueType>{in[0].type};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      const auto& dims = x[0].dims();
+      std::int64_t size = a.i("size", 1), C = dims[1], inner = 1;
+      double alpha = a.f("alpha", 1e-4), beta = a.f("beta", 0.75), bias = a.f("bias", 1.0);
+      for (std::size_t i = 2; i < dims.size(); ++i) inner *= dims[i];
+      Tensor out(x[0].dtype(), dims);
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        std::int64_t c = (static_cast<std::int64_t>(i) / inner) % C;
+        std::int64_t base = static_cast<std::int64_t>(i) - c * inner;
+        double sq = 0;
+        std::int64_t lo = std::max<std::int64_t>(0, c - (size - 1) / 2), hi = std::min(C - 1, c + size / 2);
+        for (std::int64_t k = lo; k <= hi; ++k) {
+          double v = x[0].at(static_cast<std::size_t>(base + k * inner));
+          sq += v * v;
+        }
+        out.set(i, x[0].at(i) / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,232 @@
+// Reductions over a set of axes (attribute `axes`, empty = all; `keepdims`,
+// default 1), arg-reductions and softmax-style normalizations.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/op.hpp"
+
+namespace saturn::ir {
+
+namespace {
+
+using Args = std::span<const Tensor>;
+using Given = std::span<const bool>;
+using Inputs = std::span<const TypedInput>;
+
+std::vector<bool> reduced_axes(const Attrs& a, std::size_t rank) {
+  std::vector<bool> red(rank, false);
+  auto axes = a.ints("axes");
+  if (axes.empty()) std::fill(red.begin(), red.end(), true);
+  for (auto ax : axes) red[static_cast<std::size_t>(normalize_axis(ax, static_cast<std::int64_t>(rank)))] = true;
+  return red;
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<bool>& red, bool keep) {
+  Shape out;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (!red[d])
+      out.push_back(in[d]);
+    else if (keep)
+      out.push_back(Dim::of(1));
+  }
+  return out;
+}
+
+// For every input element, the flat index of the output element it feeds.
+std::vector<std::size_t> output_index(const Tensor& x, const std::vector<bool>& red) {
+  auto dims = x.dims();
+  std::vector<std::int64_t> out_strides(dims.size(), 0);
+  std::int64_t s = 1;
+  for (std::size_t d = dims.size(); d-- > 0;)
+    if (!red[d]) {
+      out_strides[d] = s;
+      s *= dims[d];
+    }
+  auto in_strides = x.strides();
+  std::vector<std::size_t> map(x.numel());
+  for (std::size_t i = 0; i < x.numel(); ++i) {
+    std::int64_t o = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      o += ((static_cast<std::int64_t>(i) / in_strides[d]) % dims[d]) * out_strides[d];
+    map[i] = static_cast<std::size_t>(o);
+  }
+  return map;
+}
+
+enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
+  OpDef d;
+  d.name = name;
+  d.kind = kind;
+  d.doc = "reduce over `axes` (all when empty), keeping reduced axes as 1 when keepdims";
+  d.infer = [name, how](const Attrs& a, Inputs in, std::size_t) {
+    if (in[0].type.dtype == DType::Bool) shape_error(std::string(name) + " does not take bool operands");
+    auto red = reduced_axes(a, in[0].type.shape.size());
+    (void)how;
+    return std::vector<ValueType>{{in[0].type.dtype, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
+  };
+  d.eval = [how](const Attrs& a, Args x, Given, std::size_t) {
+    auto red = reduced_axes(a, x[0].rank());
+    auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
+    Tensor out(x[0].dtype(), out_shape);
+    const std::size_t n = out.numel();
+    auto map = output_index(x[0], red);
+    std::size_t count = n ? x[0].numel() / n : 0;
+    const bool integral = !is_float(x[0].dtype());
+    if (integral && (how == Red::Sum || how == Red::Max || how == Red::Min || how == Red::Prod)) {
+      std::vector<std::int64_t> acc(n, how == Red::Prod  ? 1
+                                       : how == Red::Max ? std::numeric_limits<std::int64_t>::min()
+                                       : how == Red::Min ? std::numeric_limits<std::int64_t>::max()
+                                                         : 0);
+      for (std::size_t i = 0; i < x[0].numel(); ++i) {
+        std::int64_t v = x[0].at_int(i);
+        std::int64_t& t = acc[map[i]];
+        if (how == Red::Sum)
+          t += v;
+        else if (how == Red::Prod)
+          t *= v;
+        else if (how == Red::Max)
+          t = std::max(t, v);
+        else
+          t = std::min(t, v);
+      }
+      for (std::size_t o = 0; o < n; ++o) out.set_int(o, acc[o]);
+      return std::vector<Tensor>{std::move(out)};
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> acc(n, how == Red::Prod ? 1.0 : how == Red::Max ? -inf : how == Red::Min ? inf : 0.0);
+    std::vector<double> top(n, -inf);
+    if (how == Red::LogSumExp)
+      for (std::size_t i = 0; i < x[0].numel(); ++i) top[map[i]] = std::max(top[map[i]], x[0].at(i));
+    for (std::size_t i = 0; i < x[0].numel(); ++i) {
+      double v = x[0].at(i);
+      double& t = acc[map[i]];
+      switch (how) {
+        case Red::Sum:
+        case Red::Mean:
+        case Red::LogSum:
+          t += v;
+          break;
+        case Red::Max:
+          t = (std::isnan(v) || std::isnan(t)) ? NAN : std::max(t, v);
+          break;
+        case Red::Min:
+          t = (std::isnan(v) || std::isnan(t)) ? NAN : std::min(t, v);
+          break;
+        case Red::Prod:
+          t *= v;
+          break;
+        case Red::L1:
+          t += std::fabs(v);
+          break;
+        case Red::L2:
+        case Red::SumSquare:
+          t += v * v;
+          break;
+        case Red::LogSumExp:
+          t += std::exp(v - top[map[i]]);
+          break;
+      }
+    }
+    for (std::size_t o = 0; o < n; ++o) {
+      double v = acc[o];
+      if (how == Red::Mean) v /= static_cast<double>(count);
+      if (how == Red::L2) v = std::sqrt(v);
+      if (how == Red::LogSum) v = std::log(v);
+      if (how == Red::LogSumExp) v = std::isinf(top[o]) ? top[o] : std::log(v) + top[o];
+      out.set(o, v);
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+  r.add(std::move(d));
+}
+
+void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
+  OpDef d;
+  d.name = name;
+  d.doc = "index of the largest/smallest element along `axis` (first one, or last with select_last_index)";
+  d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+    auto rank = static_cast<std::int64_t>(in[0].type.shape.size());
+    std::vector<bool> red(in[0].type.shape.size(), false);
+    if (rank) red[static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank))] = true;
+    return std::vector<ValueType>{{DType::I64, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
+  };
+  d.eval = [is_max](const Attrs& a, Args x, Given, std::size_t) {
+    auto rank = static_cast<std::int64_t>(x[0].rank());
+    auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank));
+    std::vector<bool> red(x[0].rank(), false);
+    red[axis] = true;
+    auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
+    Tensor out(DType::I64, out_shape);
+    auto map = output_index(x[0], red);
+    const bool last = a.i("select_last_index", 0) != 0;
+    std::vector<double> best(out.numel(), NAN);
+    std::vector<bool> seen(out.numel(), false);
+    auto strides = x[0].strides();
+    for (std::size_t i = 0; i < x[0].numel(); ++i) {
+      double v = x[0].at(i);
+      std::size_t o = map[i];
+      auto pos = (static_cast<std::int64_t>(i) / strides[axis]) % x[0].dims()[axis];
+      bool better =
+          !seen[o] || (is_max ? (v > best[o] || (last && v == best[o])) : (v < best[o] || (last && v == best[o])));
+      if (better) {
+        seen[o] = true;
+        best[o] = v;
+        out.set_int(o, pos);
+      }
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+  r.add(std::move(d));
+}
+
+void softmax_like(OpRegistry& r, const char* name, bool log) {
+  OpDef d;
+  d.name = name;
+  d.doc = "softmax along `axis` (default -1)";
+  d.infer = [name](const Attrs& a, Inputs in, std::size_t) {
+    if (!is_float(in[0].type.dtype)) shape_error(std::string(name) + " needs a floating operand");
+    normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(in[0].type.shape.size()));
+    return std::vector<ValueType>{in[0].type};
+  };
+  d.eval = [log](const Attrs& a, Args x, Given, std::size_t) {
+    auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(x[0].rank())));
+    std::vector<bool> red(x[0].rank(), false);
+    red[axis] = true;
+    auto map = output_index(x[0], red);
+    std::size_t groups = x[0].numel() ? x[0].numel() / static_cast<std::size_t>(x[0].dims()[axis]) : 0;
+    std::vector<double> top(groups, -std::numeric_limits<double>::infinity()), sum(groups, 0.0);
+    for (std::size_t i = 0; i < x[0].numel(); ++i) top[map[i]] = std::max(top[map[i]], x[0].at(i));
+    for (std::size_t i = 0; i < x[0].numel(); ++i) sum[map[i]] += std::exp(x[0].at(i) - top[map[i]]);
+    Tensor out(x[0].dtype(), x[0].dims());
+    for (std::size_t i = 0; i < x[0].numel(); ++i) {
+      double z = x[0].at(i) - top[map[i]];
+      out.set(i, log ? z - std::log(sum[map[i]]) : std::exp(z) / sum[map[i]]);
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+  r.add(std::move(d));
+}
+
+}  // namespace
+
+void register_reduce_ops(OpRegistry& r) {
+  reduction(r, "reduce_sum", OpKind::Primitive, Red::Sum);
+  reduction(r, "reduce_max", OpKind::Primitive, Red::Max);
+  reduction(r, "reduce_mean", OpKind::Composite, Red::Mean);
+  reduction(r, "reduce_min", OpKind::Composite, Red::Min);
+  reduction(r, "reduce_prod", OpKind::Composite, Red::Prod);
+  reduction(r, "reduce_l1", OpKind::Composite, Red::L1);
+  reduction(r, "reduce_l2", OpKind::Composite, Red::L2);
+  reduction(r, "reduce_log_sum", OpKind::Composite, Red::LogSum);
+  reduction(r, "reduce_log_sum_exp", OpKind::Composite, Red::LogSumExp);
+  reduction(r, "reduce_sum_square", OpKind::Composite, Red::SumSquare);
+  arg_reduction(r, "argmax", true);
+  arg_reduction(r, "argmin", false);
+  softmax_like(r, "softmax", false);
+  softmax_like(r, "log_softmax", true);
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,70 @@
+#include "ir/shape.hpp"
+
+namespace saturn::ir {
+
+std::string Dim::to_string() const {
+  if (is_static()) return std::to_string(k);
+  std::string s = c == 1 ? sym : (c == -1 ? "-" + sym : std::to_string(c) + "*" + sym);
+  if (k > 0) s += "+" + std::to_string(k);
+  if (k < 0) s += std::to_string(k);
+  return s;
+}
+
+std::string to_string(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ' ';
+    out += s[i].to_string();
+  }
+  return out + "]";
+}
+
+bool is_static(const Shape& s) {
+  for (const Dim& d : s)
+    if (!d.is_static()) return false;
+  return true;
+}
+
+std::vector<std::int64_t> static_dims(const Shape& s) {
+  std::vector<std::int64_t> out;
+  out.reserve(s.size());
+  for (const Dim& d : s) out.push_back(d.k);
+  return out;
+}
+
+Shape shape_of(const std::vector<std::int64_t>& dims) {
+  Shape s;
+  s.reserve(dims.size());
+  for (auto d : dims) s.push_back(Dim::of(d));
+  return s;
+}
+
+std::int64_t numel(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  std::size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Dim* x = i < n - a.size() ? nullptr : &a[i - (n - a.size())];
+    const Dim* y = i < n - b.size() ? nullptr : &b[i - (n - b.size())];
+    if (!x)
+      out[i] = *y;
+    else if (!y)
+      out[i] = *x;
+    else if (*x == *y)
+      out[i] = *x;
+    else if (x->is_static() && x->k == 1)
+      out[i] = *y;
+    else if (y->is_static() && y->k == 1)
+      out[i] = *x;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,42 @@
+// Shapes with static and symbolic dimensions.
+//
+// A dimension is an affine expression c*SYM + k over at most one named
+// symbol (a static dimension has no symbol): enough for batch sizes and
+// sequence lengths (N, 2*M) while keeping equality decidable by comparing
+// the three fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace saturn::ir {
+
+struct Dim {
+  std::int64_t k = 0;  // constant term
+  std::int64_t c = 0;  // coefficient of the symbol
+  std::string sym;     // empty: a static dimension
+
+  static Dim of(std::int64_t v) { return Dim{v, 0, {}}; }
+  static Dim symbol(std::string name, std::int64_t coeff = 1, std::int64_t offset = 0) {
+    return Dim{offset, coeff, std::move(name)};
+  }
+  bool is_static() const { return sym.empty(); }
+  std::int64_t value() const { return k; }  // static dimensions only
+  friend bool operator==(const Dim& a, const Dim& b) { return a.k == b.k && a.c == b.c && a.sym == b.sym; }
+  std::string to_string() const;
+};
+
+using Shape = std::vector<Dim>;
+
+std::string to_string(const Shape& s);  // "[2 N 2*M+1]"
+bool is_static(const Shape& s);
+std::vector<std::int64_t> static_dims(const Shape& s);  // precondition: is_static
+Shape shape_of(const std::vector<std::int64_t>& dims);
+std::int64_t numel(const std::vector<std::int64_t>& dims);
+
+// Numpy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<Shape> broadcast(const Shape& a, const Shape& b);
+
+}  // namespace saturn::ir

@@ -1,0 +1,182 @@
+#include "ir/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace saturn::ir {
+
+Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::move(dims)) {
+  numel_ = 1;
+  for (auto d : dims_) {
+    if (d < 0) throw std::invalid_argument("negative dimension");
+    numel_ *= static_cast<std::size_t>(d);
+  }
+  bytes_.assign(numel_ * dtype_size(t), 0);
+}
+
+namespace {
+template <class T>
+T load(const std::uint8_t* p, std::size_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <class T>
+void store(std::uint8_t* p, std::size_t i, T v) {
+  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+}
+}  // namespace
+
+double Tensor::at(std::size_t i) const {
+  const std::uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::F32:
+      return load<float>(p, i);
+    case DType::F16:
+      return half_to_float(load<std::uint16_t>(p, i));
+    case DType::BF16:
+      return bf16_to_float(load<std::uint16_t>(p, i));
+    case DType::F64:
+      return load<double>(p, i);
+    case DType::I64:
+      return static_cast<double>(load<std::int64_t>(p, i));
+    case DType::I32:
+      return load<std::int32_t>(p, i);
+    case DType::I8:
+      return load<std::int8_t>(p, i);
+    case DType::U8:
+      return load<std::uint8_t>(p, i);
+    case DType::Bool:
+      return load<std::uint8_t>(p, i) != 0;
+  }
+  return 0;
+}
+
+std::int64_t Tensor::at_int(std::size_t i) const {
+  const std::uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::I64:
+      return load<std::int64_t>(p, i);
+    case DType::I32:
+      return load<std::int32_t>(p, i);
+    case DType::I8:
+      return load<std::int8_t>(p, i);
+    case DType::U8:
+      return load<std::uint8_t>(p, i);
+    case DType::Bool:
+      return load<std::uint8_t>(p, i) != 0;
+    default: {
+      double v = at(i);
+      if (std::isnan(v)) return 0;
+      if (v >= 9.2e18) return INT64_MAX;
+      if (v <= -9.2e18) return INT64_MIN;
+      return static_cast<std::int64_t>(v);
+    }
+  }
+}
+
+void Tensor::set(std::size_t i, double v) {
+  std::uint8_t* p = bytes_.data();
+  auto to_int = [](double x) -> std::int64_t {
+    if (std::isnan(x)) return 0;
+    if (x >= 9.2e18) return INT64_MAX;
+    if (x <= -9.2e18) return INT64_MIN;
+    return static_cast<std::int64_t>(x);
+  };
+  switch (dtype_) {
+    case DType::F32:
+      store<float>(p, i, static_cast<float>(v));
+      return;
+    case DType::F16:
+      store<std::uint16_t>(p, i, float_to_half(static_cast<float>(v)));
+      return;
+    case DType::BF16:
+      store<std::uint16_t>(p, i, float_to_bf16(static_cast<float>(v)));
+      return;
+    case DType::F64:
+      store<double>(p, i, v);
+      return;
+    case DType::Bool:
+      store<std::uint8_t>(p, i, v != 0);
+      return;
+    default:
+      set_int(i, to_int(v));
+      return;
+  }
+}
+
+void Tensor::set_int(std::size_t i, std::int64_t v) {
+  std::uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::I64:
+      store<std::int64_t>(p, i, v);
+      return;
+    case DType::I32:
+      store<std::int32_t>(p, i, static_cast<std::int32_t>(v));
+      return;
+    case DType::I8:
+      store<std::int8_t>(p, i, static_cast<std::int8_t>(v));
+      return;
+    case DType::U8:
+      store<std::uint8_t>(p, i, static_cast<std::uint8_t>(v));
+      return;
+    case DType::Bool:
+      store<std::uint8_t>(p, i, v != 0);
+      return;
+    default:
+      set(i, static_cast<double>(v));
+      return;
+  }
+}
+
+std::vector<std::int64_t> Tensor::strides() const {
+  std::vector<std::int64_t> s(dims_.size(), 1);
+  for (std::size_t i = dims_.size(); i-- > 1;) s[i - 1] = s[i] * dims_[i];
+  return s;
+}
+
+std::vector<std::int64_t> Tensor::to_ints() const {
+  std::vector<std::int64_t> out(numel_);
+  for (std::size_t i = 0; i < numel_; ++i) out[i] = at_int(i);
+  return out;
+}
+
+Tensor Tensor::reshaped(std::vector<std::int64_t> dims) const {
+  Tensor t = *this;
+  std::size_t n = 1;
+  for (auto d : dims) n *= static_cast<std::size_t>(d);
+  if (n != numel_) throw std::invalid_argument("reshape changes the element count");
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Tensor Tensor::scalar(DType t, double v) {
+  Tensor x(t, {});
+  x.set(0, v);
+  return x;
+}
+
+Tensor Tensor::of_ints(DType t, std::vector<std::int64_t> dims, const std::vector<std::int64_t>& values) {
+  Tensor x(t, std::move(dims));
+  for (std::size_t i = 0; i < x.numel(); ++i) x.set_int(i, values[i]);
+  return x;
+}
+
+Tensor Tensor::of_doubles(DType t, std::vector<std::int64_t> dims, const std::vector<double>& values) {
+  Tensor x(t, std::move(dims));
+  for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, values[i]);
+  return x;
+}
+
+std::string Tensor::summary() const {
+  std::string s = dtype_name(dtype_);
+  s += '[';
+  for (std::size_t i = 0; i < dims_.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(dims_[i]);
+  }
+  return s + ']';
+}
+
+}  // namespace saturn::ir

@@ -1,0 +1,202 @@
+// ONNX backend conformance: every case of ../shared/onnx-tests (node, simple,
+// pytorch-converted, pytorch-operator) is imported and run through the
+// reference interpreter. A case whose import fails is "unsupported" (the
+// reason is recorded); a supported case must match its expected outputs
+// (rtol 1e-3, atol 1e-7, as ONNX's backend tests), or the suite fails.
+// Prints passed / failed / unsupported per folder and per op.
+#include <onnx/onnx_pb.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "ir/onnx_import.hpp"
+#include "runtime/interp.hpp"
+
+namespace fs = std::filesystem;
+using namespace saturn;
+
+namespace {
+
+fs::path tests_root() {
+  if (const char* env = std::getenv("SATURN_ONNX_TESTS")) return env;
+  const char* src = std::getenv("SATURN_SOURCE_DIR");
+  return fs::path(src ? src : ".") / ".." / "shared" / "onnx-tests";
+}
+
+// Empty when equal within tolerance, else a description of the worst element.
+std::string compare(const ir::Tensor& got, const ir::Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return std::string("dtype ") + ir::dtype_name(got.dtype()) + " != " + ir::dtype_name(want.dtype());
+  if (got.dims() != want.dims()) return "shape " + got.summary() + " != " + want.summary();
+  for (std::size_t i = 0; i < got.numel(); ++i) {
+    if (ir::is_float(want.dtype())) {
+      double a = got.at(i), b = want.at(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (std::isinf(a) || std::isinf(b)) {
+        if (a == b) continue;
+      } else if (std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b)) {
+        continue;
+      }
+      return "element " + std::to_string(i) + ": " + std::to_string(a) + " != " + std::to_string(b);
+    }
+    if (got.at_int(i) != want.at_int(i))
+      return "element " + std::to_string(i) + ": " + std::to_string(got.at_int(i)) +
+             " != " + std::to_string(want.at_int(i));
+  }
+  return {};
+}
+
+struct ModelInfo {
+  std::set<std::string> ops;
+  std::vector<std::string> inputs;  // graph inputs that are not initializers, in order
+};
+
+ModelInfo model_info(const fs::path& model) {
+  onnx::ModelProto m;
+  std::ifstream in(model, std::ios::binary);
+  ModelInfo info;
+  if (!m.ParseFromIstream(&in)) return info;
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  for (const auto& n : m.graph().node()) info.ops.insert(n.op_type());
+  for (const auto& i : m.graph().input())
+    if (!inits.count(i.name())) info.inputs.push_back(i.name());
+  return info;
+}
+
+// Imports the model, binding graph inputs that feed shape operands to their
+// values in this data set (as `saturn run` does).
+Expected<ir::Graph> import_for(const fs::path& model, const ModelInfo& info, const std::vector<ir::Tensor>& inputs) {
+  ir::ImportOptions opts;
+  for (;;) {
+    auto g = ir::import_onnx_file(model.string(), opts);
+    if (g) return g;
+    std::string name = ir::input_needed_as_constant(g.error());
+    auto it = std::find(info.inputs.begin(), info.inputs.end(), name);
+    if (name.empty() || it == info.inputs.end() || opts.bind.count(name)) return g;
+    auto idx = static_cast<std::size_t>(it - info.inputs.begin());
+    if (idx >= inputs.size()) return g;
+    opts.bind[name] = inputs[idx];
+  }
+}
+
+struct Counts {
+  int passed = 0, failed = 0, unsupported = 0;
+};
+
+}  // namespace
+
+TEST_CASE("ONNX backend conformance through the reference interpreter") {
+  const fs::path root = tests_root();
+  if (!fs::exists(root)) {
+    WARN("ONNX test data not found at " << root.string() << " (set SATURN_ONNX_TESTS): conformance not run");
+    return;
+  }
+  std::map<std::string, Counts> by_folder, by_op;
+  std::map<std::string, int> reasons;
+  std::vector<std::string> failures;
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
+    if (!fs::exists(root / folder)) continue;
+    std::vector<fs::path> cases;
+    for (const auto& e : fs::directory_iterator(root / folder))
+      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    for (const fs::path& c : cases) {
+      ModelInfo info = model_info(c / "model.onnx");
+      auto record = [&](int Counts::*field) {
+        ++(by_folder[folder].*field);
+        for (const auto& op : info.ops) ++(by_op[op].*field);
+      };
+      std::string problem, unsupported;
+      auto reason = [](const Diagnostic& d) {
+        auto colon = d.message.find("): ");
+        return colon == std::string::npos ? d.message : d.message.substr(colon + 3);
+      };
+      // Unsupported for a reason that binding inputs cannot cure: no data needed.
+      if (auto g0 = ir::import_onnx_file((c / "model.onnx").string());
+          !g0 && ir::input_needed_as_constant(g0.error()).empty()) {
+        record(&Counts::unsupported);
+        ++reasons[reason(g0.error())];
+        continue;
+      }
+      for (const auto& ds : fs::directory_iterator(c)) {
+        if (!ds.is_directory() || ds.path().filename().string().rfind("test_data_set", 0) != 0) continue;
+        std::vector<ir::Tensor> inputs, expected;
+        for (std::size_t i = 0;; ++i) {
+          auto p = ds.path() / ("input_" + std::to_string(i) + ".pb");
+          if (!fs::exists(p)) break;
+          auto t = ir::read_tensor_pb(p.string());
+          if (!t) {
+            (t.error().message.find("not supported") != std::string::npos ? unsupported : problem) = t.error().message;
+            break;
+          }
+          inputs.push_back(*t);
+        }
+        for (std::size_t i = 0;; ++i) {
+          auto p = ds.path() / ("output_" + std::to_string(i) + ".pb");
+          if (!fs::exists(p)) break;
+          auto t = ir::read_tensor_pb(p.string());
+          if (!t) {
+            (t.error().message.find("not supported") != std::string::npos ? unsupported : problem) = t.error().message;
+            break;
+          }
+          expected.push_back(*t);
+        }
+        if (!problem.empty() || !unsupported.empty()) break;
+        auto g = import_for(c / "model.onnx", info, inputs);
+        if (!g) {
+          unsupported = reason(g.error());
+          break;
+        }
+        std::vector<ir::Tensor> run_inputs;
+        for (std::size_t k = 0; k < inputs.size() && k < info.inputs.size(); ++k)
+          if (std::find(g->bound_inputs.begin(), g->bound_inputs.end(), info.inputs[k]) == g->bound_inputs.end())
+            run_inputs.push_back(inputs[k]);
+        auto got = runtime::interpret(*g, run_inputs);
+        if (!got) {
+          problem = got.error().message;
+          break;
+        }
+        if (got->size() != expected.size()) {
+          problem = std::to_string(got->size()) + " outputs, expected " + std::to_string(expected.size());
+          break;
+        }
+        for (std::size_t k = 0; k < expected.size() && problem.empty(); ++k) {
+          std::string diff = compare((*got)[k], expected[k]);
+          if (!diff.empty()) problem = "output " + std::to_string(k) + ": " + diff;
+        }
+        if (!problem.empty()) break;
+      }
+      if (!unsupported.empty()) {
+        record(&Counts::unsupported);
+        ++reasons[unsupported];
+      } else if (problem.empty()) {
+        record(&Counts::passed);
+      } else {
+        record(&Counts::failed);
+        failures.push_back(std::string(folder) + "/" + c.filename().string() + ": " + problem);
+      }
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "\nONNX conformance (" << secs << " s): passed / failed / unsupported\n";
+  for (const auto& [f, n] : by_folder)
+    std::cout << "  " << f << ": " << n.passed << " / " << n.failed << " / " << n.unsupported << "\n";
+  if (std::getenv("SATURN_CONFORMANCE_VERBOSE")) {
+    std::cout << "per op:\n";
+    for (const auto& [op, n] : by_op)
+      std::cout << "  " << op << ": " << n.passed << " / " << n.failed << " / " << n.unsupported << "\n";
+    std::cout << "unsupported because:\n";
+    for (const auto& [r, n] : reasons) std::cout << "  " << n << "  " << r << "\n";
+  }
+  for (const auto& f : failures) std::cout << "  FAILED " << f << "\n";
+  CHECK(failures.empty());
+}
