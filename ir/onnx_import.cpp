@@ -104,11 +104,12 @@ class Importer {
         domains_.insert(o.domain());
     }
     if (opset_ == 0) opset_ = 1;
-    // 7-22 is the documented range; 6 differs only by legacy broadcast
-    // attributes (rejected per node), and 23-27 only widen the types of the
-    // ops imported here (checked by the conformance suite).
-    if (opset_ < 6 || opset_ > 27)
-      fail(source_, "opset " + std::to_string(opset_) + " is outside the supported range 7-22 (6 and 23-27 accepted)");
+    // 7-22 is the documented range. Older models are accepted for the ops
+    // whose definition is unchanged (legacy forms - consumed_inputs, broadcast
+    // with axis, Reshape's shape attribute - are handled or rejected per
+    // node); 23-27 only widen the types of the ops imported here (checked by
+    // the conformance suite).
+    if (opset_ > 27) fail(source_, "opset " + std::to_string(opset_) + " is newer than this importer knows (27)");
     const onnx::GraphProto& gp = m.graph();
     g_.name = gp.name();
     g_.source = source_;
@@ -489,6 +490,11 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("to", onnx_dtype_name(im, im.ai("to", 0)));
       im.emit1("cast", {im.in(0)}, std::move(a));
     };
+    t["CastLike"] = [](Importer& im) {
+      Attrs a;
+      a.set("to", std::string(dtype_name(im.type_of(im.in(1)).dtype)));
+      im.emit1("cast", {im.in(0)}, std::move(a));
+    };
     t["Clip"] = [](Importer& im) {
       Attrs a;
       if (im.opset() < 11) {
@@ -540,7 +546,7 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     t["LogSoftmax"] = softmax("log_softmax");
     t["Reshape"] = [](Importer& im) {
       Attrs a;
-      a.set("shape", im.const_ints(1, "the target shape"));
+      a.set("shape", im.opset() < 5 ? im.aints("shape") : im.const_ints(1, "the target shape"));
       a.set("allowzero", im.ai("allowzero", 0));
       im.emit1("reshape", {im.in(0)}, std::move(a));
     };
@@ -694,19 +700,30 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       im.emit1("instance_norm", {im.in(0), im.in(1), im.in(2)}, im.copy({"epsilon"}));
     };
     t["LayerNormalization"] = [](Importer& im) {
-      if (im.num_out() > 1) im.unsupported("the Mean and InvStdDev outputs are not supported");
-      im.emit1("layer_norm", {im.in(0), im.in(1), im.in(2)}, im.copy({"axis", "epsilon"}));
+      if (im.ai("stash_type", 1) != 1) im.unsupported("stash_type other than float is not supported");
+      std::vector<std::string> outs;
+      for (int i = 0; i < im.num_out(); ++i) outs.push_back(im.out(i));
+      im.emit("layer_norm", {im.in(0), im.in(1), im.in(2)}, outs, im.copy({"axis", "epsilon"}));
     };
     t["LRN"] = unary("lrn", {"size", "alpha", "beta", "bias"});
     t["Conv"] = [](Importer& im) {
       im.emit1("conv", {im.in(0), im.in(1), im.in(2)},
                im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
     };
+    t["ConvTranspose"] = [](Importer& im) {
+      im.emit1("conv_transpose", {im.in(0), im.in(1), im.in(2)},
+               im.copy({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                        "strides"}));
+    };
+    t["Einsum"] = [](Importer& im) {
+      std::vector<std::string> ins(im.node().input().begin(), im.node().input().end());
+      im.emit1("einsum", ins, im.copy({"equation"}));
+    };
     t["MaxPool"] = [](Importer& im) {
-      if (im.num_out() > 1) im.unsupported("the Indices output is not supported");
-      if (im.ai("storage_order", 0) != 0) im.unsupported("storage_order 1 is not supported");
-      im.emit1("max_pool", {im.in(0)},
-               im.copy({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"}));
+      std::vector<std::string> outs;
+      for (int k = 0; k < im.num_out(); ++k) outs.push_back(im.out(k));
+      im.emit("max_pool", {im.in(0)}, outs,
+              im.copy({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "storage_order"}));
     };
     t["AveragePool"] = [](Importer& im) {
       im.emit1("avg_pool", {im.in(0)},
@@ -721,6 +738,7 @@ const std::unordered_map<std::string, ImportFn>& importers() {
 
 void Importer::import_node(const onnx::NodeProto& n) {
   node_ = &n;
+  if (has_attr("consumed_inputs")) unsupported("the legacy consumed_inputs attribute (opset < 6) is not supported");
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     unsupported("ops of domain '" + n.domain() + "' are not supported");
   auto it = importers().find(n.op_type());

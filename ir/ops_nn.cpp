@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "ir/op.hpp"
 
@@ -121,6 +122,25 @@ std::int64_t offset(const std::vector<std::int64_t>& c, const std::vector<std::i
   return o;
 }
 
+// MaxPool's Indices: the flat index of the maximum in the whole input (n, c,
+// spatial...), row-major for storage_order 0 and column-major for 1.
+std::int64_t argmax_index(std::int64_t nc, const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>& dims,
+                          bool column_major) {
+  std::vector<std::int64_t> full{nc / dims[1], nc % dims[1]};
+  full.insert(full.end(), pos.begin(), pos.end());
+  std::int64_t flat = 0;
+  if (!column_major) {
+    for (std::size_t k = 0; k < full.size(); ++k) flat = flat * dims[k] + full[k];
+  } else {
+    std::int64_t stride = 1;
+    for (std::size_t k = 0; k < full.size(); ++k) {
+      flat += full[k] * stride;
+      stride *= dims[k];
+    }
+  }
+  return flat;
+}
+
 void pool(OpRegistry& r, const char* name, bool is_max) {
   OpDef d =
       make(name, 1, 1,
@@ -130,28 +150,34 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
     std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
     return window(a, spatial, a.ints("kernel_shape"), a.i("ceil_mode", 0) != 0);
   };
-  d.infer = [geometry, name](const Attrs& a, Inputs in, std::size_t) {
-    need_float(in, name);
+  d.infer = [geometry, name, is_max](const Attrs& a, Inputs in, std::size_t outs) {
+    if (is_max ? in[0].type.dtype == DType::Bool : !is_float(in[0].type.dtype))
+      shape_error(std::string(name) + " does not take " + dtype_name(in[0].type.dtype) + " operands");
     auto dims = static_shape(in[0], name);
     Window w = geometry(a, dims);
     std::vector<std::int64_t> od{dims[0], dims[1]};
     od.insert(od.end(), w.out.begin(), w.out.end());
-    return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
+    std::vector<ValueType> res{{in[0].type.dtype, shape_of(od)}};
+    if (is_max && outs > 1) res.push_back({DType::I64, shape_of(od)});
+    if (outs > res.size()) shape_error(std::string(name) + " has " + std::to_string(res.size()) + " results");
+    return res;
   };
-  d.eval = [geometry, is_max](const Attrs& a, Args x, Given, std::size_t) {
+  d.eval = [geometry, is_max](const Attrs& a, Args x, Given, std::size_t outs) {
     const auto& dims = x[0].dims();
     Window w = geometry(a, dims);
     std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
     std::vector<std::int64_t> od{dims[0], dims[1]};
     od.insert(od.end(), w.out.begin(), w.out.end());
     Tensor out(x[0].dtype(), od);
+    Tensor indices(DType::I64, od);
+    const bool column_major = a.i("storage_order", 0) != 0;
     const bool include_pad = a.i("count_include_pad", 0) != 0;
     std::int64_t plane = numel(spatial), oplane = numel(w.out);
     for (std::int64_t nc = 0; nc < dims[0] * dims[1]; ++nc) {
       for (std::int64_t op = 0; op < oplane; ++op) {
         auto o = unflatten(op, w.out);
         double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-        std::int64_t count = 0;
+        std::int64_t count = 0, arg = -1;
         for_window(w, o, spatial,
                    [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>&, bool inside) {
                      bool in_padded = true;
@@ -159,6 +185,7 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
                        if (pos[k] < -w.pads_begin[k] || pos[k] >= spatial[k] + w.pads_end[k]) in_padded = false;
                      if (inside) {
                        double v = x[0].at(static_cast<std::size_t>(nc * plane + offset(pos, spatial)));
+                       if (is_max && (arg < 0 || v > acc)) arg = argmax_index(nc, pos, dims, column_major);
                        acc = is_max ? std::max(acc, v) : acc + v;
                        ++count;
                      } else if (include_pad && in_padded) {
@@ -167,9 +194,12 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
                    });
         out.set(static_cast<std::size_t>(nc * oplane + op),
                 is_max ? acc : (count ? acc / static_cast<double>(count) : 0.0));
+        indices.set_int(static_cast<std::size_t>(nc * oplane + op), arg);
       }
     }
-    return std::vector<Tensor>{std::move(out)};
+    std::vector<Tensor> res{std::move(out)};
+    if (is_max && outs > 1) res.push_back(std::move(indices));
+    return res;
   };
   r.add(std::move(d));
 }
@@ -334,11 +364,22 @@ void register_nn_ops(OpRegistry& r) {
     // Normalizes over a block of trailing axes [axis, rank) per group.
     auto norm = [&](const char* name, const char* doc, bool instance) {
       OpDef d = make(name, instance ? 3 : 1, 3, doc);
-      d.infer = [name](const Attrs&, Inputs in, std::size_t) {
+      if (!instance) d.num_outputs = -1;  // Y, and optionally Mean and InvStdDev
+      d.infer = [name, instance](const Attrs& a, Inputs in, std::size_t outs) {
         need_float(in, name);
-        return std::vector<ValueType>{in[0].type};
+        std::vector<ValueType> res{in[0].type};
+        if (!instance && outs > 1) {
+          Shape stat = in[0].type.shape;
+          auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(stat.size())));
+          for (std::size_t i = axis; i < stat.size(); ++i) stat[i] = Dim::of(1);
+          res.push_back({in[0].type.dtype, stat});
+          res.push_back({in[0].type.dtype, stat});
+        }
+        if (outs > res.size())
+          shape_error(std::string(name) + " has at most " + std::to_string(res.size()) + " results");
+        return res;
       };
-      d.eval = [instance](const Attrs& a, Args x, Given given, std::size_t) {
+      d.eval = [instance](const Attrs& a, Args x, Given given, std::size_t outs) {
         const auto& dims = x[0].dims();
         const auto rank = static_cast<std::int64_t>(dims.size());
         std::int64_t axis = instance ? 2 : normalize_axis(a.i("axis", -1), rank);
@@ -348,6 +389,9 @@ void register_nn_ops(OpRegistry& r) {
         std::int64_t groups = inner ? static_cast<std::int64_t>(x[0].numel()) / inner : 0;
         Tensor out(x[0].dtype(), dims);
         std::int64_t C = instance && rank > 1 ? dims[1] : 1;
+        std::vector<std::int64_t> stat_dims = dims;
+        for (auto i = static_cast<std::size_t>(axis); i < stat_dims.size(); ++i) stat_dims[i] = 1;
+        Tensor mean_out(x[0].dtype(), stat_dims), inv_out(x[0].dtype(), stat_dims);
         for (std::int64_t g = 0; g < groups; ++g) {
           double mean = 0, var = 0;
           for (std::int64_t k = 0; k < inner; ++k) mean += x[0].at(static_cast<std::size_t>(g * inner + k));
@@ -357,6 +401,10 @@ void register_nn_ops(OpRegistry& r) {
             var += dv * dv;
           }
           var /= static_cast<double>(inner);
+          if (!instance) {
+            mean_out.set(static_cast<std::size_t>(g), mean);
+            inv_out.set(static_cast<std::size_t>(g), 1.0 / std::sqrt(var + eps));
+          }
           for (std::int64_t k = 0; k < inner; ++k) {
             auto i = static_cast<std::size_t>(g * inner + k);
             double v = (x[0].at(i) - mean) / std::sqrt(var + eps);
@@ -368,7 +416,12 @@ void register_nn_ops(OpRegistry& r) {
             out.set(i, v);
           }
         }
-        return std::vector<Tensor>{std::move(out)};
+        std::vector<Tensor> res{std::move(out)};
+        if (!instance && outs > 1) {
+          res.push_back(std::move(mean_out));
+          res.push_back(std::move(inv_out));
+        }
+        return res;
       };
       r.add(std::move(d));
     };
@@ -426,6 +479,225 @@ void register_nn_ops(OpRegistry& r) {
             out.set(static_cast<std::size_t>((n * M + m) * oplane + op), acc);
           }
         }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("conv_transpose", 2, 3,
+                   "transposed convolution: strides, pads, dilations, group, output_padding, output_shape, auto_pad");
+    struct Geometry {
+      std::vector<std::int64_t> kernel, strides, dilations, begin, out;
+    };
+    auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& xd, const std::vector<std::int64_t>& wd) {
+      if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
+      const std::size_t n = xd.size() - 2;
+      Geometry g;
+      g.kernel = a.ints("kernel_shape", std::vector<std::int64_t>(wd.begin() + 2, wd.end()));
+      g.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
+      g.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
+      auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
+      auto outpad = a.ints("output_padding", std::vector<std::int64_t>(n, 0));
+      auto oshape = a.ints("output_shape");
+      std::string autopad = a.s("auto_pad", "NOTSET");
+      if (g.kernel.size() != n || g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n ||
+          outpad.size() != n)
+        shape_error("conv_transpose: attributes do not match the spatial rank");
+      if (oshape.size() > n)
+        oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+        std::int64_t target = -1;
+        if (!oshape.empty())
+          target = oshape[i];
+        else if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER")
+          target = xd[i + 2] * g.strides[i];
+        if (target >= 0) {
+          // ONNX's reference divides with Python's floor division; the total
+          // is negative when output_shape asks for extra trailing outputs.
+          std::int64_t total = full - target;
+          std::int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+          bool upper = autopad == "SAME_UPPER";
+          g.begin.push_back(upper ? half : total - half);
+          g.out.push_back(target);
+        } else {
+          std::int64_t b = autopad == "VALID" ? 0 : pads[i], e = autopad == "VALID" ? 0 : pads[i + n];
+          g.begin.push_back(b);
+          g.out.push_back(full - b - e);
+        }
+        if (g.out.back() <= 0) shape_error("conv_transpose: non-positive output size");
+      }
+      return g;
+    };
+    d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
+      need_float(in, "conv_transpose");
+      auto xd = static_shape(in[0], "conv_transpose"), wd = static_shape(in[1], "conv_transpose");
+      std::int64_t grp = a.i("group", 1);
+      if (grp <= 0 || xd[1] != wd[0] || xd[1] % grp != 0)
+        shape_error("conv_transpose: x has " + std::to_string(xd[1]) + " channels, w expects " + std::to_string(wd[0]));
+      auto g = geometry(a, xd, wd);
+      std::vector<std::int64_t> od{xd[0], wd[1] * grp};
+      od.insert(od.end(), g.out.begin(), g.out.end());
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
+    };
+    d.eval = [geometry](const Attrs& a, Args x, Given given, std::size_t) {
+      const auto &xd = x[0].dims(), &wd = x[1].dims();
+      auto g = geometry(a, xd, wd);
+      std::int64_t N = xd[0], C = xd[1], G = a.i("group", 1), cpg = C / G, mpg = wd[1], M = mpg * G;
+      std::vector<std::int64_t> od{N, M};
+      od.insert(od.end(), g.out.begin(), g.out.end());
+      std::vector<double> acc(static_cast<std::size_t>(numel(od)), 0.0);
+      std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
+      std::int64_t plane = numel(spatial), oplane = numel(g.out), kplane = numel(g.kernel);
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < C; ++c) {
+          std::int64_t grp = c / cpg;
+          for (std::int64_t ip = 0; ip < plane; ++ip) {
+            auto ic = unflatten(ip, spatial);
+            double xv = x[0].at(static_cast<std::size_t>((n * C + c) * plane + ip));
+            for (std::int64_t kp = 0; kp < kplane; ++kp) {
+              auto kc = unflatten(kp, g.kernel);
+              std::vector<std::int64_t> oc(kc.size());
+              bool inside = true;
+              for (std::size_t dd = 0; dd < kc.size(); ++dd) {
+                oc[dd] = ic[dd] * g.strides[dd] - g.begin[dd] + kc[dd] * g.dilations[dd];
+                if (oc[dd] < 0 || oc[dd] >= g.out[dd]) inside = false;
+              }
+              if (!inside) continue;
+              for (std::int64_t mm = 0; mm < mpg; ++mm) {
+                std::int64_t m = grp * mpg + mm;
+                double wv = x[1].at(static_cast<std::size_t>((c * mpg + mm) * kplane + kp));
+                acc[static_cast<std::size_t>((n * M + m) * oplane + offset(oc, g.out))] += xv * wv;
+              }
+            }
+          }
+        }
+      Tensor out(x[0].dtype(), od);
+      const bool has_bias = x.size() > 2 && given[2];
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        std::int64_t m = (static_cast<std::int64_t>(i) / oplane) % M;
+        out.set(i, acc[i] + (has_bias ? x[2].at(static_cast<std::size_t>(m)) : 0.0));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d = make("einsum", 1, -1, "Einstein summation over attribute `equation` (explicit or implicit output, ...)");
+    struct Plan {
+      std::vector<std::string> terms;  // letters per operand, ellipsis expanded
+      std::string out;
+      std::map<char, std::int64_t> size;
+    };
+    auto plan_of = [](const Attrs& a, const std::vector<std::vector<std::int64_t>>& shapes) {
+      std::string eq;
+      for (char ch : a.s("equation", ""))
+        if (ch != ' ') eq += ch;
+      Plan p;
+      std::string lhs = eq, rhs;
+      bool explicit_out = false;
+      if (auto arrow = eq.find("->"); arrow != std::string::npos) {
+        lhs = eq.substr(0, arrow);
+        rhs = eq.substr(arrow + 2);
+        explicit_out = true;
+      }
+      std::vector<std::string> raw;
+      for (std::size_t b = 0;;) {
+        auto comma = lhs.find(',', b);
+        raw.push_back(lhs.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
+        if (comma == std::string::npos) break;
+        b = comma + 1;
+      }
+      if (raw.size() != shapes.size())
+        shape_error("einsum: the equation has " + std::to_string(raw.size()) + " operands, given " +
+                    std::to_string(shapes.size()));
+      // Ellipsis dimensions get the reserved letters '0'...'9' (right-aligned).
+      std::size_t ell_rank = 0;
+      for (std::size_t k = 0; k < raw.size(); ++k)
+        if (raw[k].find("...") != std::string::npos)
+          ell_rank = std::max(ell_rank, shapes[k].size() - (raw[k].size() - 3));
+      auto ell = [&](std::size_t n) {
+        std::string s;
+        for (std::size_t i = ell_rank - n; i < ell_rank; ++i) s += static_cast<char>('0' + i);
+        return s;
+      };
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        std::string t = raw[k];
+        if (auto e = t.find("..."); e != std::string::npos)
+          t = t.substr(0, e) + ell(shapes[k].size() - (t.size() - 3)) + t.substr(e + 3);
+        if (t.size() != shapes[k].size())
+          shape_error("einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k].size()) +
+                      ", the equation says " + std::to_string(t.size()));
+        for (std::size_t i = 0; i < t.size(); ++i) {
+          std::int64_t n = shapes[k][i];
+          auto [it, fresh] = p.size.emplace(t[i], n);
+          if (!fresh && it->second != n) {
+            if (it->second == 1)
+              it->second = n;
+            else if (n != 1)
+              shape_error(std::string("einsum: index '") + t[i] + "' has sizes " + std::to_string(it->second) +
+                          " and " + std::to_string(n));
+          }
+        }
+        p.terms.push_back(t);
+      }
+      if (explicit_out) {
+        if (auto e = rhs.find("..."); e != std::string::npos)
+          rhs = rhs.substr(0, e) + ell(ell_rank) + rhs.substr(e + 3);
+        p.out = rhs;
+      } else {
+        std::map<char, int> count;
+        for (auto& t : p.terms)
+          for (char ch : t) ++count[ch];
+        p.out = ell(ell_rank);
+        for (auto& [ch, n] : count)
+          if (n == 1 && !(ch >= '0' && ch <= '9')) p.out += ch;
+      }
+      for (char ch : p.out)
+        if (!p.size.count(ch))
+          shape_error(std::string("einsum: output index '") + ch + "' does not appear in the operands");
+      return p;
+    };
+    d.infer = [plan_of](const Attrs& a, Inputs in, std::size_t) {
+      std::vector<std::vector<std::int64_t>> shapes;
+      for (const auto& t : in) shapes.push_back(static_shape(t, "einsum"));
+      auto p = plan_of(a, shapes);
+      std::vector<std::int64_t> od;
+      for (char ch : p.out) od.push_back(p.size[ch]);
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
+    };
+    d.eval = [plan_of](const Attrs& a, Args x, Given, std::size_t) {
+      std::vector<std::vector<std::int64_t>> shapes;
+      for (const auto& t : x) shapes.push_back(t.dims());
+      auto p = plan_of(a, shapes);
+      std::string letters;
+      std::vector<std::int64_t> sizes;
+      for (auto& [ch, n] : p.size) {
+        letters += ch;
+        sizes.push_back(n);
+      }
+      std::vector<std::int64_t> od;
+      for (char ch : p.out) od.push_back(p.size[ch]);
+      std::vector<double> acc(static_cast<std::size_t>(numel(od)), 0.0);
+      auto pos = [&](char ch) { return letters.find(ch); };
+      std::int64_t total = numel(sizes);
+      for (std::int64_t it = 0; it < total; ++it) {
+        auto idx = unflatten(it, sizes);
+        double prod = 1;
+        for (std::size_t k = 0; k < x.size(); ++k) {
+          std::int64_t off = 0;
+          for (std::size_t i = 0; i < p.terms[k].size(); ++i) {
+            std::int64_t dim = shapes[k][i];
+            off = off * dim + (dim == 1 ? 0 : idx[pos(p.terms[k][i])]);
+          }
+          prod *= x[k].at(static_cast<std::size_t>(off));
+        }
+        std::int64_t o = 0;
+        for (std::size_t i = 0; i < p.out.size(); ++i) o = o * od[i] + idx[pos(p.out[i])];
+        acc[static_cast<std::size_t>(o)] += prod;
+      }
+      Tensor out(x[0].dtype(), od);
+      for (std::size_t i = 0; i < out.numel(); ++i) out.set(i, acc[i]);
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));

@@ -62,7 +62,8 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
   d.kind = kind;
   d.doc = "reduce over `axes` (all when empty), keeping reduced axes as 1 when keepdims";
   d.infer = [name, how](const Attrs& a, Inputs in, std::size_t) {
-    if (in[0].type.dtype == DType::Bool) shape_error(std::string(name) + " does not take bool operands");
+    if (in[0].type.dtype == DType::Bool && how != Red::Max && how != Red::Min)
+      shape_error(std::string(name) + " does not take bool operands");
     auto red = reduced_axes(a, in[0].type.shape.size());
     (void)how;
     return std::vector<ValueType>{{in[0].type.dtype, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
@@ -74,7 +75,7 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
     const std::size_t n = out.numel();
     auto map = output_index(x[0], red);
     std::size_t count = n ? x[0].numel() / n : 0;
-    const bool integral = !is_float(x[0].dtype());
+    const bool integral = !is_float(x[0].dtype());  // bool too: max is "any", min is "all"
     if (integral && (how == Red::Sum || how == Red::Max || how == Red::Min || how == Red::Prod)) {
       std::vector<std::int64_t> acc(n, how == Red::Prod  ? 1
                                        : how == Red::Max ? std::numeric_limits<std::int64_t>::min()
