@@ -35,7 +35,8 @@ struct Graph {
   std::map<std::string, Tensor> initializers;
   std::vector<Node> nodes;
   std::vector<std::string> outputs;
-  std::vector<std::string> bound_inputs;  // inputs specialized to constants at import
+  std::vector<std::string> bound_inputs;     // inputs specialized to constants at import
+  std::vector<std::string> declared_inputs;  // every input the model declares, bound or not, in order
 };
 
 // "node 'conv1' (Conv)": how messages name a node.

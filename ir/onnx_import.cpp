@@ -122,6 +122,7 @@ class Importer {
     int unknown = 0;
     for (const auto& in : gp.input()) {
       if (consts_.count(in.name())) continue;  // IR < 4 lists initializers as inputs
+      g_.declared_inputs.push_back(in.name());
       if (auto b = options_.bind.find(in.name()); b != options_.bind.end()) {
         types_[in.name()] = ValueType{b->second.dtype(), shape_of(b->second.dims())};
         consts_[in.name()] = b->second;
@@ -776,6 +777,51 @@ Expected<Graph> import_onnx_file(const std::string& path, const ImportOptions& o
   std::stringstream ss;
   ss << in.rdbuf();
   return import_onnx_bytes(ss.str(), path, options);
+}
+
+Expected<Graph> import_onnx_for_inputs(const std::string& path, const std::vector<Tensor>& inputs) {
+  ImportOptions opts;
+  std::vector<std::string> names;
+  for (;;) {
+    auto g = import_onnx_file(path, opts);
+    if (g) return g;
+    std::string name = input_needed_as_constant(g.error());
+    if (name.empty()) return g;
+    if (names.empty()) {
+      // The declared input order, from a plain import of the structure.
+      onnx::ModelProto m;
+      std::ifstream in(path, std::ios::binary);
+      if (!m.ParseFromIstream(&in)) return g;
+      std::set<std::string> inits;
+      for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+      for (const auto& i : m.graph().input())
+        if (!inits.count(i.name())) names.push_back(i.name());
+    }
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end() && !opts.bind.count(name)) {
+      auto idx = static_cast<std::size_t>(it - names.begin());
+      if (idx >= inputs.size()) return g;
+      opts.bind[name] = inputs[idx];
+      continue;
+    }
+    bool added = false;
+    for (std::size_t k = 0; k < names.size() && k < inputs.size(); ++k)
+      if (!is_float(inputs[k].dtype()) && inputs[k].dtype() != DType::Bool && !opts.bind.count(names[k])) {
+        opts.bind[names[k]] = inputs[k];
+        added = true;
+      }
+    if (!added) return g;
+  }
+}
+
+std::vector<Tensor> runtime_inputs(const Graph& g, const std::vector<Tensor>& declared) {
+  std::vector<Tensor> out;
+  for (std::size_t k = 0; k < declared.size(); ++k) {
+    bool bound = k < g.declared_inputs.size() &&
+                 std::find(g.bound_inputs.begin(), g.bound_inputs.end(), g.declared_inputs[k]) != g.bound_inputs.end();
+    if (!bound) out.push_back(declared[k]);
+  }
+  return out;
 }
 
 Expected<Tensor> read_tensor_pb(const std::string& path) {

@@ -33,6 +33,14 @@ Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& s
 // constant, the name of that input; else empty.
 std::string input_needed_as_constant(const Diagnostic& d);
 
+// Imports the model specialized to these input values (in declared order)
+// where it needs them at compile time: an input feeding a shape operand is
+// bound; a shape operand computed from inputs binds every integer input.
+Expected<Graph> import_onnx_for_inputs(const std::string& path, const std::vector<Tensor>& inputs);
+
+// The inputs a graph still takes at run time (drops the bound ones).
+std::vector<Tensor> runtime_inputs(const Graph& g, const std::vector<Tensor>& declared);
+
 // A TensorProto (.pb) file, as the ONNX test data stores inputs and outputs.
 Expected<Tensor> read_tensor_pb(const std::string& path);
 Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const std::string& name = "");

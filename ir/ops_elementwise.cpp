@@ -79,7 +79,8 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::funct
   OpDef d;
   d.name = name;
   d.kind = kind;
-  d.doc = doc;
+  d.doc = *doc ? std::string(doc) : std::string("elementwise ") + name + "(x)" +
+                                        (acc == Accepts::Float ? " on floating types" : "");
   d.infer = [name, acc](const Attrs&, Inputs in, std::size_t) {
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{in[0].type};
@@ -107,6 +108,8 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
   d.name = name;
   d.kind = kind;
   d.min_inputs = d.max_inputs = 2;
+  d.doc = std::string("elementwise ") + name + "(a, b) with numpy broadcasting" +
+          (result == DType::Bool ? ", giving bool" : "");
   d.infer = [name, acc, result, mixed_types](const Attrs&, Inputs in, std::size_t) {
     if (!mixed_types) same_dtype(in, name);
     check_accepts(acc, in[0].type.dtype, name);

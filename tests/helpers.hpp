@@ -2,6 +2,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,16 @@
 #include "rules/rule_file.hpp"
 
 namespace saturn::test {
+
+// The source tree and the `saturn` binary (environment overrides build defaults).
+inline std::string source_dir() {
+  const char* env = std::getenv("SATURN_SOURCE_DIR");
+  return env ? env : SATURN_SOURCE_DIR_DEFAULT;
+}
+inline std::string saturn_bin() {
+  const char* env = std::getenv("SATURN_BIN");
+  return env ? env : SATURN_BIN_DEFAULT;
+}
 
 // Parses rules from text; fails the test with the diagnostic if they do not load.
 inline std::vector<egraph::Rewrite> rules_from(const std::string& text) {

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "helpers.hpp"
+
 namespace {
 
 struct Result {
@@ -36,11 +38,9 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-Result saturn(const std::string& args) {
-  const char* bin = std::getenv("SATURN_BIN");
-  REQUIRE(bin != nullptr);
+Result run_saturn(const std::string& args) {
   auto err = temp_dir() / "stderr.txt";
-  std::string cmd = std::string(bin) + " " + args + " 2>" + err.string();
+  std::string cmd = saturn::test::saturn_bin() + " " + args + " 2>" + err.string();
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -62,7 +62,7 @@ const char* kRules = R"(
 TEST_CASE("eqsat --json prints one object per term with the documented fields") {
   auto rules = write("s.rules", kRules);
   auto terms = write("s.terms", "; two terms\n(* (+ 0 a) 1)\n(+ b c)\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms + " --json");
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --json");
   INFO(r.err);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.out);
@@ -87,7 +87,7 @@ TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
       write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
   for (std::string mode : {"", " --no-incremental"}) {
-    Result r = saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
+    Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     INFO("mode:" << mode);
@@ -101,7 +101,7 @@ TEST_CASE("hitting a limit is reported") {
   auto rules =
       write("ac2.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac2.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
   REQUIRE(r.status == 0);
   CHECK(r.out.find(" node_limit ") != std::string::npos);
   CHECK(r.err.find("before saturating") != std::string::npos);
@@ -110,7 +110,7 @@ TEST_CASE("hitting a limit is reported") {
 TEST_CASE("a bad rule file exits 2 naming file:line:col") {
   auto rules = write("bad.rules", "(rule ok (f ?x) => ?x)\n(rule broken (g ?x) => (h ?y))\n");
   auto terms = write("t.terms", "(f a)\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms);
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
   CHECK(r.status == 2);
   CHECK(r.err.find("bad.rules:2:27: error: variable ?y") != std::string::npos);
   CHECK(r.out.empty());
@@ -119,18 +119,18 @@ TEST_CASE("a bad rule file exits 2 naming file:line:col") {
 TEST_CASE("bad terms, missing files and bad flags exit 2") {
   auto rules = write("ok.rules", kRules);
   auto terms = write("bad.terms", "(f a\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms);
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
   CHECK(r.status == 2);
   CHECK(r.err.find("bad.terms:1:1: error: unclosed '('") != std::string::npos);
-  CHECK(saturn("eqsat --rules /no/such.rules " + terms).status == 2);
-  CHECK(saturn("eqsat --rules " + rules + " " + write("g.terms", "(f a)\n") + " --scheduler fancy").status == 2);
-  CHECK(saturn("eqsat --rules " + rules + " " + write("g2.terms", "(f a)\n") + " --cost +=abc").status == 2);
-  CHECK(saturn("frobnicate").status == 2);
-  CHECK(saturn("opt model.onnx").status == 2);
+  CHECK(run_saturn("eqsat --rules /no/such.rules " + terms).status == 2);
+  CHECK(run_saturn("eqsat --rules " + rules + " " + write("g.terms", "(f a)\n") + " --scheduler fancy").status == 2);
+  CHECK(run_saturn("eqsat --rules " + rules + " " + write("g2.terms", "(f a)\n") + " --cost +=abc").status == 2);
+  CHECK(run_saturn("frobnicate").status == 2);
+  CHECK(run_saturn("opt model.onnx").status == 2);
 }
 
 TEST_CASE("eqsat help exits 0 and lists the flags") {
-  Result r = saturn("eqsat --help");
+  Result r = run_saturn("eqsat --help");
   CHECK(r.status == 0);
   for (const char* flag : {"--rules", "--iter-limit", "--node-limit", "--time-limit", "--scheduler", "--json"})
     CHECK(r.out.find(flag) != std::string::npos);
@@ -140,7 +140,7 @@ TEST_CASE("constant folding and writing the e-graph as JSON") {
   auto rules = write("cf.rules", "(rule mul0 (* ?x 0) => 0)\n");
   auto terms = write("cf.terms", "(+ (* 2 3) (* y (- 1 1)))\n");
   auto out = (temp_dir() / "eg.json").string();
-  Result r = saturn("eqsat --rules " + rules + " " + terms + " --const-fold --json --egraph-json " + out);
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --json --egraph-json " + out);
   INFO(r.err);
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -152,7 +152,7 @@ TEST_CASE("constant folding and writing the e-graph as JSON") {
 TEST_CASE("text output is a table with a header and one row per term") {
   auto rules = write("tbl.rules", kRules);
   auto terms = write("tbl.terms", "(* (+ 0 a) 1)\n(+ b c)\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms);
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.out);
   std::string header, row1, row2;
@@ -171,8 +171,8 @@ TEST_CASE("an unsound rule caught by constant folding exits 1") {
   // (+ 1 1) folds to 2; the wrong rule below equates it with 3.
   auto rules = write("unsound.rules", "(rule wrong (+ ?a ?a) => (+ ?a (+ ?a ?a)))\n");
   auto terms = write("unsound.terms", "(+ 1 1)\n");
-  Result r = saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
+  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
   CHECK(r.status == 1);
   CHECK(r.err.find("merged classes with different constants") != std::string::npos);
-  CHECK(saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status == 0);  // without folding: no check
+  CHECK(run_saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status == 0);  // without folding: no check
 }

@@ -4,6 +4,7 @@
 
 #include "tools/cli_common.hpp"
 #include "tools/eqsat_command.hpp"
+#include "tools/run_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace saturn::cli;
@@ -12,9 +13,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "saturn 0.1.0");
   EqsatOptions eqsat;
   add_eqsat_command(app, eqsat);
+  RunOptions run;
+  add_run_command(app, run);
   // Verbs of DESIGN.md that later work fills in; they answer clearly now.
   for (auto [verb, what] :
-       {std::pair{"opt", "Optimize a model for a target."}, std::pair{"run", "Run a model (interp, cpu, cuda)."},
+       {std::pair{"opt", "Optimize a model for a target."},
         std::pair{"verify", "Prove rules with Z3."},
         std::pair{"extract", "Extract from an egraph-serialize JSON file."},
         std::pair{"dot", "Draw a model or an e-graph."}}) {
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
+    if (app.got_subcommand("run")) return run_model(run);
     for (auto* sub : app.get_subcommands())
       return bad_input("'saturn " + sub->get_name() + "' is not available in this build yet");
   } catch (const std::bad_alloc&) {

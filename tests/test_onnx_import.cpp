@@ -1,0 +1,199 @@
+// ONNX import: models built in code, opset handling, constant folding of
+// shape subgraphs, errors that name node, op and opset, malformed files.
+#include <onnx/onnx_pb.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "ir/npy.hpp"
+#include "ir/onnx_import.hpp"
+#include "runtime/interp.hpp"
+
+using namespace saturn;
+using namespace saturn::ir;
+
+namespace {
+
+struct ModelBuilder {
+  onnx::ModelProto m;
+  explicit ModelBuilder(int opset) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+  }
+  void input(const std::string& name, int elem, std::vector<std::string> dims) {
+    auto* v = m.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    for (auto& d : dims) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+      else dim->set_dim_param(d);
+    }
+  }
+  void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs,
+                        const std::string& name = "") {
+    auto* n = m.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + outs[0] : name);
+    for (auto& i : ins) n->add_input(i);
+    for (auto& o : outs) n->add_output(o);
+    return n;
+  }
+  void init_ints(const std::string& name, std::vector<std::int64_t> v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(7);
+    t->add_dims(static_cast<std::int64_t>(v.size()));
+    for (auto x : v) t->add_int64_data(x);
+  }
+  Expected<Graph> import() const { return import_onnx_bytes(m.SerializeAsString(), "built.onnx"); }
+};
+
+void attr_int(onnx::NodeProto* n, const std::string& name, std::int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+}  // namespace
+
+TEST_CASE("a shape-computing subgraph folds into the reshape") {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1]))
+  ModelBuilder b(13);
+  b.input("x", 1, {"2", "3", "4"});
+  b.init_ints("zero", {0});
+  b.init_ints("minus1", {-1});
+  b.node("Shape", {"x"}, {"s"});
+  attr_int(b.node("Gather", {"s", "zero"}, {"d0"}), "axis", 0);
+  attr_int(b.node("Concat", {"d0", "minus1"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y");
+  auto g = b.import();
+  INFO((g ? "" : g.error().to_string()));
+  REQUIRE(g);
+  REQUIRE(g->nodes.size() == 1);  // only the reshape is left
+  CHECK(g->nodes[0].op == "reshape");
+  CHECK(g->nodes[0].attrs.ints("shape") == std::vector<std::int64_t>{2, -1});
+  auto types = infer_types(*g);
+  REQUIRE(types);
+  CHECK(to_string(types->at("y").shape) == "[2 12]");
+}
+
+TEST_CASE("errors name the node, the op and the opset") {
+  ModelBuilder b(17);
+  b.input("x", 1, {"2"});
+  b.node("Frobnicate", {"x"}, {"y"}, "weird");
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().to_string() == "built.onnx: error: node 'weird' (Frobnicate, opset 17): op Frobnicate is not supported");
+
+  ModelBuilder m(17);
+  m.input("a", 1, {"2", "3"});
+  m.input("b", 1, {"4", "5"});
+  m.node("MatMul", {"a", "b"}, {"y"}, "mm");
+  m.output("y");
+  auto bad = m.import();
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "node 'mm' (MatMul, opset 17): matmul: inner dimensions differ: [2 3] x [4 5]");
+}
+
+TEST_CASE("a reshape target computed from an input binds that input") {
+  ModelBuilder b(14);
+  b.input("x", 1, {"6"});
+  b.input("shape", 7, {"2"});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y");
+  auto plain = b.import();
+  REQUIRE_FALSE(plain);
+  CHECK(input_needed_as_constant(plain.error()) == "shape");
+  auto path = (std::filesystem::temp_directory_path() / "saturn-bind.onnx").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    b.m.SerializeToOstream(&out);
+  }
+  std::vector<Tensor> inputs{Tensor::of_doubles(DType::F32, {6}, {1, 2, 3, 4, 5, 6}),
+                             Tensor::of_ints(DType::I64, {2}, {3, 2})};
+  auto g = import_onnx_for_inputs(path, inputs);
+  REQUIRE(g);
+  CHECK(g->bound_inputs == std::vector<std::string>{"shape"});
+  auto out = runtime::interpret(*g, runtime_inputs(*g, inputs));
+  REQUIRE(out);
+  CHECK((*out)[0].dims() == std::vector<std::int64_t>{3, 2});
+}
+
+TEST_CASE("symbolic input dims bind consistently in the interpreter") {
+  ModelBuilder b(17);
+  b.input("a", 1, {"N", "2"});
+  b.input("c", 1, {"N", "2"});
+  b.node("Add", {"a", "c"}, {"y"});
+  b.output("y");
+  auto g = b.import();
+  REQUIRE(g);
+  CHECK(to_string(g->inputs[0].type.shape) == "[N 2]");
+  Tensor three(DType::F32, {3, 2}), four(DType::F32, {4, 2});
+  CHECK(runtime::interpret(*g, std::vector<Tensor>{three, three}));
+  auto bad = runtime::interpret(*g, std::vector<Tensor>{three, four});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "input 1 ('c'): symbol N is 3 elsewhere but 4 here");
+  auto wrong_type = runtime::interpret(*g, std::vector<Tensor>{Tensor(DType::F64, {3, 2}), three});
+  REQUIRE_FALSE(wrong_type);
+  CHECK(wrong_type.error().message == "input 0 ('a') is f64, the model expects f32");
+}
+
+TEST_CASE("malformed files are errors, never crashes") {
+  CHECK_FALSE(import_onnx_bytes("this is not protobuf", "junk.onnx"));
+  ModelBuilder b(17);
+  b.input("x", 1, {"2"});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  std::string bytes = b.m.SerializeAsString();
+  for (std::size_t cut = 1; cut < bytes.size(); cut += 3) {
+    auto g = import_onnx_bytes(bytes.substr(0, cut), "cut.onnx");
+    (void)g;  // either an error or a valid prefix model: must not crash
+  }
+  onnx::TensorProto t;
+  t.set_data_type(1);
+  t.add_dims(1000000000);
+  t.add_dims(1000000000);
+  auto path = (std::filesystem::temp_directory_path() / "saturn-huge.pb").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    t.SerializeToOstream(&out);
+  }
+  auto r = read_tensor_pb(path);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("too large") != std::string::npos);
+  CHECK_FALSE(read_npy(path));
+}
+
+TEST_CASE("opset-dependent attributes that became operands") {
+  // ReduceSum keeps axes as an attribute before opset 13, an operand after.
+  for (int opset : {11, 13}) {
+    ModelBuilder b(opset);
+    b.input("x", 1, {"2", "3"});
+    auto* n = b.node("ReduceSum", opset < 13 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "axes"}, {"y"});
+    if (opset < 13) {
+      auto* a = n->add_attribute();
+      a->set_name("axes");
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(1);
+    } else {
+      b.init_ints("axes", {1});
+    }
+    attr_int(n, "keepdims", 0);
+    b.output("y");
+    auto g = b.import();
+    INFO("opset " << opset);
+    REQUIRE(g);
+    auto types = infer_types(*g);
+    REQUIRE(types);
+    CHECK(to_string(types->at("y").shape) == "[2]");
+  }
+}

@@ -1,0 +1,165 @@
+// The op registry: every op is complete, and spot checks of semantics and of
+// shape errors that name the mismatching dims.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "helpers.hpp"
+#include "ir/op.hpp"
+
+using namespace saturn::ir;
+
+namespace {
+std::vector<Tensor> run(const std::string& op, std::vector<Tensor> args, Attrs a = {}, std::size_t outs = 1) {
+  const OpDef* d = OpRegistry::get().find(op);
+  REQUIRE(d != nullptr);
+  std::vector<TypedInput> ins;
+  for (auto& t : args) ins.push_back(TypedInput{{t.dtype(), shape_of(t.dims())}, &t, true});
+  auto types = d->infer(a, ins, outs);
+  bool given[8] = {true, true, true, true, true, true, true, true};
+  auto res = d->eval(a, args, std::span<const bool>(given, args.size()), outs);
+  REQUIRE(res.size() >= types.size());
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    // The shape rule and the semantics agree.
+    CHECK(res[k].dtype() == types[k].dtype);
+    CHECK(shape_of(res[k].dims()) == types[k].shape);
+  }
+  return res;
+}
+std::string shape_error_of(const std::string& op, std::vector<ValueType> types, Attrs a = {}) {
+  std::vector<TypedInput> ins;
+  for (auto& t : types) ins.push_back(TypedInput{t, nullptr, true});
+  try {
+    OpRegistry::get().find(op)->infer(a, ins, 1);
+  } catch (const ShapeError& e) {
+    return e.message;
+  }
+  return "(no error)";
+}
+Tensor f32(std::vector<std::int64_t> dims, std::vector<double> v) { return Tensor::of_doubles(DType::F32, std::move(dims), v); }
+}  // namespace
+
+TEST_CASE("every op has a shape rule, semantics and documentation") {
+  auto all = OpRegistry::get().all();
+  CHECK(all.size() >= 80);
+  int primitives = 0;
+  for (const OpDef* d : all) {
+    INFO(d->name);
+    CHECK(d->infer);
+    CHECK(d->eval);
+    CHECK_FALSE(d->doc.empty());
+    primitives += d->kind == OpKind::Primitive;
+  }
+  CHECK(primitives >= 20);
+  CHECK(primitives <= 30);
+}
+
+TEST_CASE("docs/ops.md lists every op of the registry") {
+  std::ifstream in(saturn::test::source_dir() + "/docs/ops.md");
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const OpDef* d : OpRegistry::get().all()) {
+    INFO(d->name);
+    CHECK(ss.str().find("| `" + d->name + "` |") != std::string::npos);
+  }
+}
+
+TEST_CASE("binary ops broadcast numpy-style") {
+  auto r = run("add", {f32({2, 1}, {1, 2}), f32({3}, {10, 20, 30})});
+  CHECK(r[0].dims() == std::vector<std::int64_t>{2, 3});
+  CHECK(r[0].at(0) == 11);
+  CHECK(r[0].at(5) == 32);
+  auto m = run("mod", {Tensor::of_ints(DType::I64, {2}, {-7, 7}), Tensor::of_ints(DType::I64, {2}, {3, -3})});
+  CHECK(m[0].at_int(0) == 2);   // floor modulo: sign of the divisor
+  CHECK(m[0].at_int(1) == -2);
+  auto eq = run("less", {f32({2}, {1, 5}), f32({1}, {3})});
+  CHECK(eq[0].dtype() == DType::Bool);
+  CHECK(eq[0].at_int(0) == 1);
+  CHECK(eq[0].at_int(1) == 0);
+  CHECK(shape_error_of("add", {{DType::F32, shape_of({2, 3})}, {DType::F32, shape_of({4})}}) ==
+        "add: shapes [2 3] and [4] do not broadcast");
+  CHECK(shape_error_of("add", {{DType::F32, shape_of({2})}, {DType::I64, shape_of({2})}}) ==
+        "add: operand types differ (f32 and i64)");
+}
+
+TEST_CASE("matmul, gemm and softmax") {
+  auto mm = run("matmul", {f32({2, 2}, {1, 2, 3, 4}), f32({2, 1}, {5, 6})});
+  CHECK(mm[0].at(0) == 17);
+  CHECK(mm[0].at(1) == 39);
+  auto batched = run("matmul", {f32({2, 1, 2}, {1, 0, 0, 1}), f32({2, 2}, {1, 2, 3, 4})});
+  CHECK(batched[0].dims() == std::vector<std::int64_t>{2, 1, 2});
+  CHECK(batched[0].at(2) == 3);
+  CHECK(shape_error_of("matmul", {{DType::F32, shape_of({2, 3})}, {DType::F32, shape_of({4, 5})}}) ==
+        "matmul: inner dimensions differ: [2 3] x [4 5]");
+  Attrs g;
+  g.set("transB", std::int64_t{1});
+  g.set("alpha", 2.0);
+  auto ge = run("gemm", {f32({1, 2}, {1, 1}), f32({1, 2}, {3, 4}), f32({1}, {0.5})}, g);
+  CHECK(ge[0].at(0) == 2 * 7 + 0.5);
+  auto sm = run("softmax", {f32({1, 3}, {1, 1, 1})});
+  CHECK(sm[0].at(1) == Approx(1.0 / 3));
+}
+
+TEST_CASE("movement ops") {
+  Attrs p;
+  p.set("perm", std::vector<std::int64_t>{1, 0});
+  auto t = run("transpose", {f32({2, 3}, {0, 1, 2, 3, 4, 5})}, p);
+  CHECK(t[0].at(1) == 3);
+  Attrs r;
+  r.set("shape", std::vector<std::int64_t>{0, -1});
+  CHECK(run("reshape", {f32({2, 3}, {0, 1, 2, 3, 4, 5})}, r)[0].dims() == std::vector<std::int64_t>{2, 3});
+  Attrs bad;
+  bad.set("shape", std::vector<std::int64_t>{4, 2});
+  CHECK(shape_error_of("reshape", {{DType::F32, shape_of({2, 3})}}, bad) ==
+        "reshape: [2 3] has 6 elements, target [4 2] has 8");
+  Attrs sl;
+  sl.set("starts", std::vector<std::int64_t>{-1});
+  sl.set("ends", std::vector<std::int64_t>{-4});
+  sl.set("steps", std::vector<std::int64_t>{-1});
+  auto s = run("slice", {f32({3}, {1, 2, 3})}, sl);
+  CHECK(s[0].dims() == std::vector<std::int64_t>{3});
+  CHECK(s[0].at(0) == 3);
+  CHECK(s[0].at(2) == 1);
+  Attrs pad;
+  pad.set("pads", std::vector<std::int64_t>{1, 1});
+  pad.set("mode", std::string("reflect"));
+  auto pd = run("pad", {f32({3}, {1, 2, 3})}, pad);
+  CHECK(pd[0].at(0) == 2);
+  CHECK(pd[0].at(4) == 2);
+}
+
+TEST_CASE("conv and pooling geometry") {
+  Attrs c;
+  c.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  Tensor x = f32({1, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}), w = f32({1, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1});
+  auto y = run("conv", {x, w}, c);
+  CHECK(y[0].dims() == std::vector<std::int64_t>{1, 1, 3, 3});
+  CHECK(y[0].at(0) == 4);  // corner sees 4 ones
+  CHECK(y[0].at(4) == 9);
+  Attrs p;
+  p.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+  p.set("ceil_mode", std::int64_t{1});
+  p.set("strides", std::vector<std::int64_t>{2, 2});
+  auto mp = run("max_pool", {x}, p, 2);
+  CHECK(mp[0].dims() == std::vector<std::int64_t>{1, 1, 2, 2});
+  CHECK(mp[1].dtype() == DType::I64);
+  CHECK(shape_error_of("conv", {{DType::F32, shape_of({1, 2, 5, 5})}, {DType::F32, shape_of({1, 3, 3, 3})}}) ==
+        "conv: x has 2 channels, w expects 3");
+}
+
+TEST_CASE("reductions and arg-reductions") {
+  Attrs a;
+  a.set("axes", std::vector<std::int64_t>{1});
+  a.set("keepdims", std::int64_t{0});
+  auto s = run("reduce_sum", {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, a);
+  CHECK(s[0].dims() == std::vector<std::int64_t>{2});
+  CHECK(s[0].at(1) == 15);
+  auto lse = run("reduce_log_sum_exp", {f32({2}, {1000, 1000})});
+  CHECK(lse[0].at(0) == Approx(1000 + std::log(2.0)));  // stable at large values
+  Attrs am;
+  am.set("axis", std::int64_t{0});
+  am.set("select_last_index", std::int64_t{1});
+  CHECK(run("argmax", {f32({3}, {5, 1, 5})}, am)[0].at_int(0) == 2);
+}

@@ -1,0 +1,142 @@
+#include "tools/run_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ir/npy.hpp"
+#include "ir/onnx_import.hpp"
+#include "runtime/interp.hpp"
+#include "tools/cli_common.hpp"
+
+namespace saturn::cli {
+
+void add_run_command(CLI::App& app, RunOptions& o) {
+  auto* cmd = app.add_subcommand("run", "Run a model on inputs; write its outputs or check them.");
+  cmd->add_option("model", o.model, "Model (.onnx)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--target", o.target, "Where to run it")->check(CLI::IsMember({"interp", "cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--inputs", o.inputs, "Input tensors (.pb TensorProto or .npy) in graph-input order")->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", o.out_dir, "Write outputs as output_0.pb, output_1.pb ... into this folder");
+  cmd->add_option("--check", o.check, "Expected outputs (.pb or .npy) to compare with; exit 1 on mismatch")->check(CLI::ExistingFile);
+  cmd->add_option("--rtol", o.rtol, "Relative tolerance of --check")->capture_default_str();
+  cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
+  cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
+  cmd->add_flag("--json", o.json, "Print the summary as JSON");
+}
+
+namespace {
+
+struct Mismatch {
+  bool ok = true;
+  std::string what;
+};
+
+// The worst element by how far it is outside atol + rtol * |expected|.
+Mismatch compare(const ir::Tensor& got, const ir::Tensor& want, double rtol, double atol) {
+  if (got.dtype() != want.dtype())
+    return {false, std::string("type ") + ir::dtype_name(got.dtype()) + ", expected " + ir::dtype_name(want.dtype())};
+  if (got.dims() != want.dims()) return {false, "shape " + got.summary() + ", expected " + want.summary()};
+  double worst = 0;
+  std::size_t at = 0;
+  bool bad = false;
+  for (std::size_t i = 0; i < got.numel(); ++i) {
+    double a = got.at(i), b = want.at(i);
+    if (!ir::is_float(want.dtype())) {
+      if (got.at_int(i) != want.at_int(i) && !bad) {
+        bad = true;
+        at = i;
+        worst = std::fabs(a - b);
+      }
+      continue;
+    }
+    if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+    double excess = std::fabs(a - b) - (atol + rtol * std::fabs(b));
+    if (std::isnan(excess) || std::isinf(a) || std::isinf(b)) excess = INFINITY;
+    if (excess > 0 && (!bad || excess > worst)) {
+      bad = true;
+      worst = excess;
+      at = i;
+    }
+  }
+  if (!bad) return {};
+  std::ostringstream s;
+  s << "worst element " << at << ": got " << std::setprecision(9) << got.at(at) << ", expected " << want.at(at)
+    << " (|diff| " << std::fabs(got.at(at) - want.at(at)) << ", rtol " << rtol << ", atol " << atol << ")";
+  return {false, s.str()};
+}
+
+}  // namespace
+
+int run_model(const RunOptions& o) {
+  if (o.target != "interp")
+    return bad_input("--target " + o.target + " is not available in this build yet (use --target interp)");
+  std::vector<ir::Tensor> inputs;
+  for (const std::string& p : o.inputs) {
+    auto t = ir::read_tensor_file(p);
+    if (!t) return bad_input(t.error().to_string());
+    inputs.push_back(std::move(*t));
+  }
+  auto g = ir::import_onnx_for_inputs(o.model, inputs);
+  if (!g) return bad_input(g.error().to_string());
+  auto run_inputs = ir::runtime_inputs(*g, inputs);
+  auto outs = runtime::interpret(*g, run_inputs);
+  if (!outs) return bad_input(outs.error().to_string());
+
+  nlohmann::json summary = {{"model", o.model}, {"target", o.target}, {"outputs", nlohmann::json::array()}};
+  for (std::size_t k = 0; k < outs->size(); ++k) {
+    const ir::Tensor& t = (*outs)[k];
+    summary["outputs"].push_back({{"name", g->outputs[k]}, {"type", t.summary()}});
+    if (!o.json) std::cout << "output " << k << " '" << g->outputs[k] << "': " << t.summary() << "\n";
+  }
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) return bad_input("cannot create " + o.out_dir + ": " + ec.message());
+    for (std::size_t k = 0; k < outs->size(); ++k) {
+      std::string path = (std::filesystem::path(o.out_dir) / ("output_" + std::to_string(k) + ".pb")).string();
+      auto w = ir::write_tensor_pb((*outs)[k], path, g->outputs[k]);
+      if (!w) return bad_input(w.error().to_string());
+    }
+  }
+  if (o.bench > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i <= o.bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = runtime::interpret(*g, run_inputs);
+      double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (i > 0) ms.push_back(dt);  // the first run warms up
+    }
+    std::sort(ms.begin(), ms.end());
+    summary["median_ms"] = ms[ms.size() / 2];
+    summary["min_ms"] = ms.front();
+    summary["runs"] = o.bench;
+    if (!o.json) std::cout << "latency over " << o.bench << " runs: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms\n";
+  }
+  int status = kOk;
+  if (!o.check.empty()) {
+    if (o.check.size() != outs->size())
+      return bad_input(std::to_string(o.check.size()) + " expected outputs given, the model has " + std::to_string(outs->size()));
+    nlohmann::json checks = nlohmann::json::array();
+    for (std::size_t k = 0; k < outs->size(); ++k) {
+      auto want = ir::read_tensor_file(o.check[k]);
+      if (!want) return bad_input(want.error().to_string());
+      Mismatch m = compare((*outs)[k], *want, o.rtol, o.atol);
+      checks.push_back({{"output", k}, {"ok", m.ok}, {"detail", m.what}});
+      if (!m.ok) {
+        status = kCheckFailed;
+        std::cerr << "saturn: check failed: output " << k << " '" << g->outputs[k] << "': " << m.what << "\n";
+      }
+    }
+    summary["check"] = checks;
+    if (!o.json && status == kOk) std::cout << "check: all " << outs->size() << " outputs match\n";
+  }
+  if (o.json) std::cout << summary.dump() << "\n";
+  return status;
+}
+
+}  // namespace saturn::cli

@@ -1,0 +1,28 @@
+// `saturn run`: run a model on inputs, write or check its outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace saturn::cli {
+
+struct RunOptions {
+  std::string model;
+  std::string target = "interp";
+  std::vector<std::string> inputs;
+  std::vector<std::string> check;
+  std::string out_dir;
+  double rtol = 1e-3;
+  double atol = 1e-7;
+  int bench = 0;
+  bool json = false;
+};
+
+void add_run_command(CLI::App& app, RunOptions& opts);
+int run_model(const RunOptions& opts);
+
+}  // namespace saturn::cli
