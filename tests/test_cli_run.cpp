@@ -1,0 +1,120 @@
+// End to end: `saturn run --target interp` on ONNX test models.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "helpers.hpp"
+#include "ir/onnx_import.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result run_saturn(const std::string& args) {
+  auto err = fs::temp_directory_path() / ("saturn-run-err-" + std::to_string(::getpid()));
+  std::string cmd = saturn::test::saturn_bin() + " " + args + " 2>" + err.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  std::ifstream e(err);
+  std::string errs((std::istreambuf_iterator<char>(e)), {});
+  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, errs};
+}
+
+fs::path case_dir(const std::string& name) {
+  return fs::path(saturn::test::source_dir()) / ".." / "shared" / "onnx-tests" / "node" / name;
+}
+
+// A .npy file written by hand (format 1.0).
+void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& data) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::ofstream out(p, std::ios::binary);
+  out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xFF)
+      << static_cast<char>(header.size() >> 8) << header << data;
+}
+
+}  // namespace
+
+TEST_CASE("run writes outputs and checks them against expected ones") {
+  fs::path c = case_dir("test_conv_with_strides_padding");
+  if (!fs::exists(c)) {
+    WARN("ONNX test data not found: skipped");
+    return;
+  }
+  std::string model = (c / "model.onnx").string(), ds = (c / "test_data_set_0").string();
+  std::string ins = " --inputs " + ds + "/input_0.pb " + ds + "/input_1.pb";
+  auto dir = fs::temp_directory_path() / ("saturn-run-out-" + std::to_string(::getpid()));
+  Result ok = run_saturn("run " + model + ins + " --check " + ds + "/output_0.pb -o " + dir.string());
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  CHECK(ok.out.find("output 0 'y': f32[1 1 4 3]") != std::string::npos);
+  CHECK(ok.out.find("check: all 1 outputs match") != std::string::npos);
+  // What was written is what was checked.
+  auto written = saturn::ir::read_tensor_pb((dir / "output_0.pb").string());
+  auto expected = saturn::ir::read_tensor_pb(ds + "/output_0.pb");
+  REQUIRE(written);
+  REQUIRE(expected);
+  for (std::size_t i = 0; i < written->numel(); ++i) CHECK(written->at(i) == Approx(expected->at(i)));
+
+  // A mismatch exits 1 and names the worst element.
+  auto other = fs::temp_directory_path() / ("saturn-run-wrong-" + std::to_string(::getpid()) + ".pb");
+  saturn::ir::Tensor wrong = *expected;
+  wrong.set(5, wrong.at(5) + 1);
+  REQUIRE(saturn::ir::write_tensor_pb(wrong, other.string()));
+  Result bad = run_saturn("run " + model + ins + " --check " + other.string());
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("worst element 5") != std::string::npos);
+  // Loosening the tolerance accepts it.
+  CHECK(run_saturn("run " + model + ins + " --check " + other.string() + " --atol 2").status == 0);
+}
+
+TEST_CASE("run reads .npy inputs") {
+  fs::path c = case_dir("test_relu");
+  if (!fs::exists(c)) {
+    WARN("ONNX test data not found: skipped");
+    return;
+  }
+  auto x = saturn::ir::read_tensor_pb((c / "test_data_set_0" / "input_0.pb").string());
+  REQUIRE(x);
+  auto npy = fs::temp_directory_path() / ("saturn-relu-" + std::to_string(::getpid()) + ".npy");
+  std::string shape = "(";
+  for (auto d : x->dims()) shape += std::to_string(d) + ", ";
+  shape += ")";
+  write_npy(npy, "<f4", shape, std::string(reinterpret_cast<const char*>(x->bytes()), x->nbytes()));
+  Result r = run_saturn("run " + (c / "model.onnx").string() + " --inputs " + npy.string() + " --check " +
+                        (c / "test_data_set_0" / "output_0.pb").string());
+  INFO(r.err);
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("bad input to run exits 2 with the place named") {
+  fs::path c = case_dir("test_relu");
+  if (!fs::exists(c)) {
+    WARN("ONNX test data not found: skipped");
+    return;
+  }
+  std::string model = (c / "model.onnx").string();
+  Result few = run_saturn("run " + model);
+  CHECK(few.status == 2);
+  CHECK(few.err.find("the model takes 1 inputs, given 0") != std::string::npos);
+  auto junk = fs::temp_directory_path() / ("saturn-junk-" + std::to_string(::getpid()) + ".onnx");
+  std::ofstream(junk) << "garbage";
+  Result j = run_saturn("run " + junk.string());
+  CHECK(j.status == 2);
+  CHECK(j.err.find(junk.string() + ": error: not a valid ONNX model") != std::string::npos);
+  CHECK(run_saturn("run " + model + " --target cuda").status == 2);
+  CHECK(run_saturn("run /no/such/model.onnx").status == 2);
+}
