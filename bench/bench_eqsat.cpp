@@ -145,7 +145,7 @@ bool run_case(const Case& c, int runs, Result& median) {
 }
 
 std::string read_text(const std::string& path) {
-  auto t = rules::read_file(path);
+  auto t = saturn::read_file(path);
   return t ? *t : std::string();
 }
 

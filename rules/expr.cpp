@@ -1,4 +1,5 @@
 #include "rules/expr.hpp"
+#include "rules/sexpr_number.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -300,7 +301,7 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
     case SExpr::Kind::Bracket: {
       std::vector<Number> items;
       for (const SExpr& item : e.items) {
-        auto n = item.number();
+        auto n = number_of(item);
         if (!n) fail_at(item.loc, "expected a number in a literal list, found '" + item.to_string() + "'");
         items.push_back(*n);
       }
@@ -317,7 +318,7 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
         x.var_ = *v;
         return x;
       }
-      if (auto n = e.number()) {
+      if (auto n = number_of(e)) {
         x.literal_ = Value::of_number(*n);
         return x;
       }
@@ -333,7 +334,7 @@ Expr Expr::compile(const SExpr& e, const std::function<std::optional<egraph::Var
   }
   if (e.items.empty()) fail_at(e.loc, "expected a function call, found '()'");
   const SExpr& head = e.items[0];
-  if (!head.is_atom() || head.is_var() || head.number())
+  if (!head.is_atom() || head.is_var() || number_of(head))
     fail_at(head.loc, "expected a function name, found '" + head.to_string() + "'");
   const std::string& f = head.text;
   const std::size_t nargs = e.items.size() - 1;

@@ -21,7 +21,7 @@
 
 #include "egraph/egraph.hpp"
 #include "egraph/pattern.hpp"
-#include "rules/sexpr.hpp"
+#include "ir/sexpr.hpp"
 
 namespace saturn::rules {
 

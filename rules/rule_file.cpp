@@ -1,4 +1,5 @@
 #include "rules/rule_file.hpp"
+#include "rules/sexpr_number.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -34,7 +35,7 @@ struct VarTable {
 Op literal_list(const SExpr& e) {
   std::vector<egraph::Number> items;
   for (const SExpr& item : e.items) {
-    auto n = item.number();
+    auto n = number_of(item);
     if (!n) fail_at(item.loc, "expected a number in a literal list, found '" + item.to_string() + "'");
     items.push_back(*n);
   }
@@ -72,14 +73,14 @@ class PatternBuilder {
         }
         if (e.is_keyword()) fail_at(e.loc, "expected a pattern, found the keyword " + e.text);
         if (e.is_atom("=>") || e.is_atom("<=>")) fail_at(e.loc, "expected a pattern, found '" + e.text + "'");
-        if (auto n = e.number()) return p.push(Op::number(*n));
+        if (auto n = number_of(e)) return p.push(Op::number(*n));
         check(e.text, 0, e.loc);
         return p.push(Op::symbol(e.text));
       }
       case SExpr::Kind::List: {
         if (e.items.empty()) fail_at(e.loc, "expected an operator application, found '()'");
         const SExpr& head = e.items[0];
-        if (!head.is_atom() || head.is_var() || head.number() || head.is_keyword())
+        if (!head.is_atom() || head.is_var() || number_of(head) || head.is_keyword())
           fail_at(head.loc, "expected an operator name, found '" + head.to_string() + "'");
         std::vector<std::uint32_t> kids;
         for (std::size_t i = 1; i < e.items.size(); ++i) kids.push_back(add(p, e.items[i]));
@@ -182,7 +183,7 @@ class FileParser {
         ++i;
       } else if (item.is_atom(":phase")) {
         if (i + 1 >= f.items.size()) fail_at(item.loc, "expected a phase number after :phase");
-        auto n = f.items[i + 1].number();
+        auto n = number_of(f.items[i + 1]);
         if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > 1000)
           fail_at(f.items[i + 1].loc,
                   "expected a phase number 0..1000 after :phase, found '" + f.items[i + 1].to_string() + "'");
@@ -364,12 +365,12 @@ std::uint32_t build_term(egraph::Term& t, const SExpr& e) {
       return t.push(literal_list(e));
     case SExpr::Kind::Atom:
       if (e.is_var()) fail_at(e.loc, "terms cannot contain pattern variables such as " + e.text);
-      if (auto n = e.number()) return t.push(Op::number(*n));
+      if (auto n = number_of(e)) return t.push(Op::number(*n));
       return t.push(Op::symbol(e.text));
     case SExpr::Kind::List: {
       if (e.items.empty()) fail_at(e.loc, "expected an operator application, found '()'");
       const SExpr& head = e.items[0];
-      if (!head.is_atom() || head.is_var() || head.number())
+      if (!head.is_atom() || head.is_var() || number_of(head))
         fail_at(head.loc, "expected an operator name, found '" + head.to_string() + "'");
       std::vector<std::uint32_t> kids;
       for (std::size_t i = 1; i < e.items.size(); ++i) kids.push_back(build_term(t, e.items[i]));

@@ -23,7 +23,7 @@
 #include "egraph/term.hpp"
 #include "ir/diagnostic.hpp"
 #include "rules/expr.hpp"
-#include "rules/sexpr.hpp"
+#include "ir/sexpr.hpp"
 
 namespace saturn::rules {
 

@@ -1,9 +1,9 @@
 // The s-expression reader: structure, positions and errors.
 #include <catch2/catch.hpp>
 
-#include "rules/sexpr.hpp"
+#include "ir/sexpr.hpp"
 
-using namespace saturn::rules;
+using namespace saturn;
 
 TEST_CASE("reads lists, brackets, strings and atoms with positions") {
   auto r = parse_sexprs("; comment\n(rule x\n  [1 -2 3.5] \"doc \\\"q\\\"\") atom", "f.rules");
@@ -19,8 +19,8 @@ TEST_CASE("reads lists, brackets, strings and atoms with positions") {
   CHECK(br.kind == SExpr::Kind::Bracket);
   CHECK(br.loc.line == 3);
   CHECK(br.loc.col == 3);
-  CHECK(br.items[1].number()->as_int() == -2);
-  CHECK(br.items[2].number()->as_real() == 3.5);
+  CHECK(std::get<std::int64_t>(*br.items[1].number()) == -2);
+  CHECK(std::get<double>(*br.items[2].number()) == 3.5);
   CHECK(list.items[3].kind == SExpr::Kind::String);
   CHECK(list.items[3].text == "doc \"q\"");
   CHECK((*r)[1].is_atom("atom"));
@@ -31,11 +31,11 @@ TEST_CASE("numbers and symbols are told apart") {
   auto r = parse_sexprs("3 -4 1e3 .5 - -x inf ?v :kw", "t");
   REQUIRE(r);
   auto& v = *r;
-  CHECK(v[0].number()->is_int());
-  CHECK(v[1].number()->as_int() == -4);
-  CHECK(v[2].number()->as_real() == 1000.0);
-  CHECK_FALSE(v[2].number()->is_int());
-  CHECK(v[3].number()->as_real() == 0.5);
+  CHECK(std::holds_alternative<std::int64_t>(*v[0].number()));
+  CHECK(std::get<std::int64_t>(*v[1].number()) == -4);
+  CHECK(std::get<double>(*v[2].number()) == 1000.0);
+  CHECK_FALSE(std::holds_alternative<std::int64_t>(*v[2].number()));
+  CHECK(std::get<double>(*v[3].number()) == 0.5);
   CHECK_FALSE(v[4].number().has_value());
   CHECK_FALSE(v[5].number().has_value());
   CHECK_FALSE(v[6].number().has_value());

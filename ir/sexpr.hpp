@@ -1,4 +1,5 @@
-// S-expressions with source positions: the syntax of .rules and terms files.
+// S-expressions with source positions: the syntax of .rules, terms and .sat
+// files (shared by rules/ and ir/).
 //
 // Atoms are runs of characters other than whitespace, parentheses, brackets,
 // '"' and ';'. "(" ... ")" is a list, "[" ... "]" a bracket list (literal
@@ -12,10 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "egraph/op.hpp"
+#include <cstdint>
+#include <variant>
+
 #include "ir/diagnostic.hpp"
 
-namespace saturn::rules {
+namespace saturn {
+
+// A number as written: "3" is an integer, "3.0" and "1e3" are reals.
+using ParsedNumber = std::variant<std::int64_t, double>;
 
 struct SExpr {
   enum class Kind { Atom, String, List, Bracket };
@@ -30,7 +36,7 @@ struct SExpr {
   bool is_var() const { return kind == Kind::Atom && text.size() > 1 && text[0] == '?'; }
   bool is_keyword() const { return kind == Kind::Atom && text.size() > 1 && text[0] == ':'; }
   // The atom read as a number ("3" is an integer, "3.0" and "1e3" reals).
-  std::optional<egraph::Number> number() const;
+  std::optional<ParsedNumber> number() const;
   // Text form, for messages.
   std::string to_string() const;
 };
@@ -43,4 +49,4 @@ Expected<std::string> read_file(const std::string& path);
 
 [[noreturn]] void fail_at(const SourceLoc& loc, std::string message);
 
-}  // namespace saturn::rules
+}  // namespace saturn

@@ -1,15 +1,15 @@
-#include "rules/sexpr.hpp"
+#include "ir/sexpr.hpp"
 
 #include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
 
-namespace saturn::rules {
+namespace saturn {
 
 void fail_at(const SourceLoc& loc, std::string message) { throw DiagnosticError{Diagnostic{loc, std::move(message)}}; }
 
-std::optional<egraph::Number> SExpr::number() const {
+std::optional<ParsedNumber> SExpr::number() const {
   if (kind != Kind::Atom || text.empty()) return std::nullopt;
   std::size_t i = (text[0] == '-') ? 1 : 0;
   if (i >= text.size()) return std::nullopt;
@@ -21,12 +21,12 @@ std::optional<egraph::Number> SExpr::number() const {
   if (text.find_first_of(".eE") == std::string::npos) {
     std::int64_t v = 0;
     auto r = std::from_chars(b, e, v);
-    if (r.ec == std::errc() && r.ptr == e) return egraph::Number(v);
+    if (r.ec == std::errc() && r.ptr == e) return ParsedNumber(v);
     return std::nullopt;
   }
   double d = 0;
   auto r = std::from_chars(b, e, d);
-  if (r.ec == std::errc() && r.ptr == e) return egraph::Number(d);
+  if (r.ec == std::errc() && r.ptr == e) return ParsedNumber(d);
   return std::nullopt;
 }
 
@@ -165,4 +165,4 @@ Expected<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace saturn::rules
+}  // namespace saturn
