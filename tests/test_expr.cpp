@@ -13,7 +13,7 @@ using saturn::egraph::Op;
 namespace {
 // Evaluates `text` with ?a bound to class `a`, ?b to `b`.
 std::optional<Value> eval(EGraph& g, const std::string& text, EClassId a = {}, EClassId b = {}) {
-  auto forms = parse_sexprs(text, "expr");
+  auto forms = saturn::parse_sexprs(text, "expr");
   REQUIRE(forms);
   REQUIRE(forms->size() == 1);
   auto vars = [](const std::string& n) -> std::optional<saturn::egraph::VarId> {
