@@ -41,23 +41,26 @@ Expected<Tensor> read_npy(const std::string& path) {
   const auto major = static_cast<unsigned char>(data[6]);
   std::size_t header_len = 0, offset = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(data[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(data[9])) << 8);
+    header_len =
+        static_cast<unsigned char>(data[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(data[9])) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
     if (data.size() < 12) return fail("truncated .npy header");
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<std::size_t>(static_cast<unsigned char>(data[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<std::size_t>(static_cast<unsigned char>(data[8 + i])) << (8 * i);
     offset = 12;
   } else {
     return fail("unsupported .npy version " + std::to_string(major));
   }
   if (offset + header_len > data.size()) return fail("truncated .npy header");
   const std::string header = data.substr(offset, header_len);
-  const std::string descr = field(header, "descr"), fortran = field(header, "fortran_order"), shape = field(header, "shape");
+  const std::string descr = field(header, "descr"), fortran = field(header, "fortran_order"),
+                    shape = field(header, "shape");
   if (descr.empty() || shape.empty()) return fail("malformed .npy header");
   if (fortran.find("True") != std::string::npos) return fail("Fortran-ordered arrays are not supported");
   static const std::pair<const char*, DType> kinds[] = {{"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-                                                         {"<i8", DType::I64}, {"<i4", DType::I32}, {"|i1", DType::I8},
-                                                         {"|u1", DType::U8},  {"|b1", DType::Bool}};
+                                                        {"<i8", DType::I64}, {"<i4", DType::I32}, {"|i1", DType::I8},
+                                                        {"|u1", DType::U8},  {"|b1", DType::Bool}};
   std::optional<DType> dt;
   for (auto [d, t] : kinds)
     if (descr == d) dt = t;
@@ -78,7 +81,8 @@ Expected<Tensor> read_npy(const std::string& path) {
   }
   const std::size_t body = offset + header_len;
   if (data.size() - body != n * dtype_size(*dt))
-    return fail("holds " + std::to_string(data.size() - body) + " bytes of data, its shape needs " + std::to_string(n * dtype_size(*dt)));
+    return fail("holds " + std::to_string(data.size() - body) + " bytes of data, its shape needs " +
+                std::to_string(n * dtype_size(*dt)));
   Tensor t(*dt, dims);
   std::memcpy(t.bytes(), data.data() + body, t.nbytes());
   return t;

@@ -79,8 +79,8 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::funct
   OpDef d;
   d.name = name;
   d.kind = kind;
-  d.doc = *doc ? std::string(doc) : std::string("elementwise ") + name + "(x)" +
-                                        (acc == Accepts::Float ? " on floating types" : "");
+  d.doc = *doc ? std::string(doc)
+               : std::string("elementwise ") + name + "(x)" + (acc == Accepts::Float ? " on floating types" : "");
   d.infer = [name, acc](const Attrs&, Inputs in, std::size_t) {
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{in[0].type};

@@ -22,8 +22,8 @@
 #include "egraph/rewrite.hpp"
 #include "egraph/term.hpp"
 #include "ir/diagnostic.hpp"
-#include "rules/expr.hpp"
 #include "ir/sexpr.hpp"
+#include "rules/expr.hpp"
 
 namespace saturn::rules {
 

@@ -87,7 +87,8 @@ TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
       write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
   for (std::string mode : {"", " --no-incremental"}) {
-    Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
+    Result r =
+        run_saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     INFO("mode:" << mode);
@@ -174,5 +175,6 @@ TEST_CASE("an unsound rule caught by constant folding exits 1") {
   Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
   CHECK(r.status == 1);
   CHECK(r.err.find("merged classes with different constants") != std::string::npos);
-  CHECK(run_saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status == 0);  // without folding: no check
+  CHECK(run_saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status ==
+        0);  // without folding: no check
 }

@@ -9,7 +9,8 @@
 using namespace saturn::ir;
 
 TEST_CASE("dtype names and ONNX codes round-trip") {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool}) {
+  for (DType t :
+       {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool}) {
     CHECK(dtype_from_name(dtype_name(t)) == t);
     CHECK(dtype_from_onnx(dtype_to_onnx(t)) == t);
   }
@@ -22,8 +23,8 @@ TEST_CASE("half and bfloat16 conversions round to nearest even") {
   CHECK(half_to_float(float_to_half(65504.0f)) == 65504.0f);
   CHECK(std::isinf(half_to_float(float_to_half(70000.0f))));
   CHECK(half_to_float(float_to_half(5.960464477539063e-08f)) == 5.960464477539063e-08f);  // smallest subnormal
-  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);                       // tie to even
-  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);         // tie to even (up)
+  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);                        // tie to even
+  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);          // tie to even (up)
   CHECK(bf16_to_float(float_to_bf16(3.140625f)) == 3.140625f);
   CHECK(bf16_to_float(float_to_bf16(1.00390625f)) == 1.0f);  // tie to even
   CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));

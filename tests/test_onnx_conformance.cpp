@@ -17,6 +17,7 @@
 #include <set>
 
 #include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
 
 namespace fs = std::filesystem;
@@ -239,6 +240,17 @@ TEST_CASE("ONNX backend conformance through the reference interpreter") {
         auto g = ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs);
         if (!g) {
           unsupported = reason(g.error());
+          break;
+        }
+        // Every imported graph round-trips through the .sat text exactly.
+        std::string text = ir::write_sat(*g);
+        auto reread = ir::read_sat(text, "roundtrip.sat");
+        if (!reread) {
+          problem = ".sat round trip: " + reread.error().to_string();
+          break;
+        }
+        if (ir::write_sat(*reread) != text) {
+          problem = ".sat round trip changed the text";
           break;
         }
         auto got = runtime::interpret(*g, ir::runtime_inputs(*g, inputs));

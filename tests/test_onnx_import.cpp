@@ -30,8 +30,10 @@ struct ModelBuilder {
     tt->set_elem_type(elem);
     for (auto& d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
-      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
-      else dim->set_dim_param(d);
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+        dim->set_dim_value(std::stoll(d));
+      else
+        dim->set_dim_param(d);
     }
   }
   void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
@@ -92,7 +94,8 @@ TEST_CASE("errors name the node, the op and the opset") {
   b.output("y");
   auto g = b.import();
   REQUIRE_FALSE(g);
-  CHECK(g.error().to_string() == "built.onnx: error: node 'weird' (Frobnicate, opset 17): op Frobnicate is not supported");
+  CHECK(g.error().to_string() ==
+        "built.onnx: error: node 'weird' (Frobnicate, opset 17): op Frobnicate is not supported");
 
   ModelBuilder m(17);
   m.input("a", 1, {"2", "3"});
@@ -178,7 +181,8 @@ TEST_CASE("opset-dependent attributes that became operands") {
   for (int opset : {11, 13}) {
     ModelBuilder b(opset);
     b.input("x", 1, {"2", "3"});
-    auto* n = b.node("ReduceSum", opset < 13 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "axes"}, {"y"});
+    auto* n =
+        b.node("ReduceSum", opset < 13 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "axes"}, {"y"});
     if (opset < 13) {
       auto* a = n->add_attribute();
       a->set_name("axes");

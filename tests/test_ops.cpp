@@ -37,7 +37,9 @@ std::string shape_error_of(const std::string& op, std::vector<ValueType> types, 
   }
   return "(no error)";
 }
-Tensor f32(std::vector<std::int64_t> dims, std::vector<double> v) { return Tensor::of_doubles(DType::F32, std::move(dims), v); }
+Tensor f32(std::vector<std::int64_t> dims, std::vector<double> v) {
+  return Tensor::of_doubles(DType::F32, std::move(dims), v);
+}
 }  // namespace
 
 TEST_CASE("every op has a shape rule, semantics and documentation") {
@@ -72,7 +74,7 @@ TEST_CASE("binary ops broadcast numpy-style") {
   CHECK(r[0].at(0) == 11);
   CHECK(r[0].at(5) == 32);
   auto m = run("mod", {Tensor::of_ints(DType::I64, {2}, {-7, 7}), Tensor::of_ints(DType::I64, {2}, {3, -3})});
-  CHECK(m[0].at_int(0) == 2);   // floor modulo: sign of the divisor
+  CHECK(m[0].at_int(0) == 2);  // floor modulo: sign of the divisor
   CHECK(m[0].at_int(1) == -2);
   auto eq = run("less", {f32({2}, {1, 5}), f32({1}, {3})});
   CHECK(eq[0].dtype() == DType::Bool);

@@ -11,6 +11,7 @@
 
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
 #include "tools/cli_common.hpp"
 
@@ -18,11 +19,15 @@ namespace saturn::cli {
 
 void add_run_command(CLI::App& app, RunOptions& o) {
   auto* cmd = app.add_subcommand("run", "Run a model on inputs; write its outputs or check them.");
-  cmd->add_option("model", o.model, "Model (.onnx)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", o.target, "Where to run it")->check(CLI::IsMember({"interp", "cpu", "cuda"}))->capture_default_str();
-  cmd->add_option("--inputs", o.inputs, "Input tensors (.pb TensorProto or .npy) in graph-input order")->check(CLI::ExistingFile);
+  cmd->add_option("model", o.model, "Model (.onnx or .sat)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--target", o.target, "Where to run it")
+      ->check(CLI::IsMember({"interp", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--inputs", o.inputs, "Input tensors (.pb TensorProto or .npy) in graph-input order")
+      ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", o.out_dir, "Write outputs as output_0.pb, output_1.pb ... into this folder");
-  cmd->add_option("--check", o.check, "Expected outputs (.pb or .npy) to compare with; exit 1 on mismatch")->check(CLI::ExistingFile);
+  cmd->add_option("--check", o.check, "Expected outputs (.pb or .npy) to compare with; exit 1 on mismatch")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--rtol", o.rtol, "Relative tolerance of --check")->capture_default_str();
   cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
   cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
@@ -81,7 +86,8 @@ int run_model(const RunOptions& o) {
     if (!t) return bad_input(t.error().to_string());
     inputs.push_back(std::move(*t));
   }
-  auto g = ir::import_onnx_for_inputs(o.model, inputs);
+  const bool sat = o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".sat") == 0;
+  auto g = sat ? ir::read_sat_file(o.model) : ir::import_onnx_for_inputs(o.model, inputs);
   if (!g) return bad_input(g.error().to_string());
   auto run_inputs = ir::runtime_inputs(*g, inputs);
   auto outs = runtime::interpret(*g, run_inputs);
@@ -115,12 +121,15 @@ int run_model(const RunOptions& o) {
     summary["median_ms"] = ms[ms.size() / 2];
     summary["min_ms"] = ms.front();
     summary["runs"] = o.bench;
-    if (!o.json) std::cout << "latency over " << o.bench << " runs: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms\n";
+    if (!o.json)
+      std::cout << "latency over " << o.bench << " runs: median " << ms[ms.size() / 2] << " ms, min " << ms.front()
+                << " ms\n";
   }
   int status = kOk;
   if (!o.check.empty()) {
     if (o.check.size() != outs->size())
-      return bad_input(std::to_string(o.check.size()) + " expected outputs given, the model has " + std::to_string(outs->size()));
+      return bad_input(std::to_string(o.check.size()) + " expected outputs given, the model has " +
+                       std::to_string(outs->size()));
     nlohmann::json checks = nlohmann::json::array();
     for (std::size_t k = 0; k < outs->size(); ++k) {
       auto want = ir::read_tensor_file(o.check[k]);

@@ -17,8 +17,7 @@ int main(int argc, char** argv) {
   add_run_command(app, run);
   // Verbs of DESIGN.md that later work fills in; they answer clearly now.
   for (auto [verb, what] :
-       {std::pair{"opt", "Optimize a model for a target."},
-        std::pair{"verify", "Prove rules with Z3."},
+       {std::pair{"opt", "Optimize a model for a target."}, std::pair{"verify", "Prove rules with Z3."},
         std::pair{"extract", "Extract from an egraph-serialize JSON file."},
         std::pair{"dot", "Draw a model or an e-graph."}}) {
     auto* cmd = app.add_subcommand(verb, std::string(what) + " (not available in this build yet)");

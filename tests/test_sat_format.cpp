@@ -1,0 +1,78 @@
+// The .sat text format: reading, writing, exact round trips, errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "ir/sat_format.hpp"
+#include "runtime/interp.hpp"
+
+using namespace saturn;
+using namespace saturn::ir;
+
+namespace {
+const char* kModel = R"((graph mlp
+  (input x f32 [N 3])
+  (init w f32 [3 2] [0.5 -1.0 2.0 0.25 1e-07 3.4028235e+38])
+  (init b f32 [2] [0.1 nan])
+  (node mm matmul (h) (x w))
+  (node "add bias" add (y) (h b))
+  (node "" relu (z) (y))
+  (output z))
+)";
+}
+
+TEST_CASE("a .sat graph reads, checks and runs") {
+  auto g = read_sat(kModel, "mlp.sat");
+  INFO((g ? "" : g.error().to_string()));
+  REQUIRE(g);
+  CHECK(g->nodes.size() == 3);
+  CHECK(g->nodes[1].name == "add bias");
+  CHECK(to_string(g->inputs[0].type.shape) == "[N 3]");
+  auto out = runtime::interpret(*g, std::vector<Tensor>{Tensor::of_doubles(DType::F32, {1, 3}, {1, 1, 1})});
+  REQUIRE(out);
+  CHECK((*out)[0].at(0) == Approx(0.5 + 2.0 + 1e-07 + 0.1));
+}
+
+TEST_CASE("write then read is exact, values included") {
+  auto g = read_sat(kModel, "mlp.sat");
+  REQUIRE(g);
+  std::string text = write_sat(*g);
+  auto again = read_sat(text, "again.sat");
+  REQUIRE(again);
+  CHECK(write_sat(*again) == text);
+  const Tensor& w = again->initializers.at("w");
+  CHECK(w.at(4) == static_cast<double>(1e-07f));  // the float, not a decimal approximation
+  CHECK(w.at(5) == static_cast<double>(3.4028235e+38f));
+  CHECK(std::isnan(again->initializers.at("b").at(1)));
+  // Attributes keep their kinds: integer, real, string, lists, tensors.
+  Graph a;
+  a.name = "attrs";
+  a.inputs.push_back(GraphValue{"x", ValueType{DType::F32, shape_of({1, 1, 4, 4})}});
+  Node n{"p", "max_pool", {"x"}, {"y"}, {}, ""};
+  n.attrs.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+  n.attrs.set("auto_pad", std::string("SAME_UPPER"));
+  n.attrs.set("ceil_mode", std::int64_t{0});
+  a.nodes.push_back(n);
+  a.outputs.push_back("y");
+  std::string t = write_sat(a);
+  CHECK(t.find(":kernel_shape [2 2]") != std::string::npos);
+  CHECK(t.find(":auto_pad \"SAME_UPPER\"") != std::string::npos);
+  auto ra = read_sat(t, "a.sat");
+  REQUIRE(ra);
+  CHECK(write_sat(*ra) == t);
+}
+
+TEST_CASE(".sat errors name file:line:col or the node") {
+  auto unknown = read_sat("(graph g\n  (input x f32 [2])\n  (node n frob (y) (x))\n  (output y))", "e.sat");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().to_string() == "e.sat:3:11: error: unknown op 'frob'");
+  auto count = read_sat("(graph g (init w f32 [2] [1.0]) (output w))", "c.sat");
+  REQUIRE_FALSE(count);
+  CHECK(count.error().to_string() == "c.sat:1:26: error: expected 2 values for shape [2], found 1");
+  auto shape = read_sat("(graph g (input a f32 [2]) (input b f32 [3]) (node n add (y) (a b)) (output y))", "s.sat");
+  REQUIRE_FALSE(shape);
+  CHECK(shape.error().to_string() == "s.sat: error: node 'n' (add): add: shapes [2] and [3] do not broadcast");
+  auto type = read_sat("(graph g (input x f128 [2]) (output x))", "t.sat");
+  REQUIRE_FALSE(type);
+  CHECK(type.error().loc.col == 19);
+  CHECK_FALSE(read_sat("(graph g (input x f32 [2])", "u.sat"));
+}
