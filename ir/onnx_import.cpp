@@ -83,14 +83,6 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, c
   return t;
 }
 
-onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
-  onnx::TensorProto p;
-  p.set_name(name);
-  p.set_data_type(dtype_to_onnx(t.dtype()));
-  for (auto d : t.dims()) p.add_dims(d);
-  p.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes()), t.nbytes()));
-  return p;
-}
 
 class Importer {
  public:
@@ -837,18 +829,6 @@ Expected<Tensor> read_tensor_pb(const std::string& path) {
   } catch (const std::exception& e) {
     return Diagnostic{SourceLoc{path, 0, 0}, std::string("invalid tensor: ") + e.what()};
   }
-}
-
-Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const std::string& name) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !tensor_to_proto(t, name).SerializeToOstream(&out))
-    return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
-  return true;
-}
-
-Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
-  (void)g;
-  return Diagnostic{SourceLoc{path, 0, 0}, "ONNX export is not implemented yet"};
 }
 
 }  // namespace saturn::ir

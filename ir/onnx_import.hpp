@@ -45,7 +45,9 @@ std::vector<Tensor> runtime_inputs(const Graph& g, const std::vector<Tensor>& de
 Expected<Tensor> read_tensor_pb(const std::string& path);
 Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const std::string& name = "");
 
-// Exports a graph as an ONNX model (opset 17; ops without an ONNX form are an error).
+// Exports a graph as an ONNX model (opset 20). Every registry op has an ONNX
+// form; shape attributes become initializer operands (onnx_export.cpp).
+Expected<std::string> export_onnx_bytes(const Graph& g);
 Expected<bool> export_onnx_file(const Graph& g, const std::string& path);
 
 }  // namespace saturn::ir

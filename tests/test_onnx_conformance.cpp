@@ -253,6 +253,27 @@ TEST_CASE("ONNX backend conformance through the reference interpreter") {
           problem = ".sat round trip changed the text";
           break;
         }
+        // And through ONNX export: the re-imported model must give the same outputs.
+        auto exported = ir::export_onnx_bytes(*g);
+        if (!exported) {
+          problem = "export: " + exported.error().to_string();
+          break;
+        }
+        auto back = ir::import_onnx_bytes(*exported, "exported.onnx");
+        if (!back) {
+          problem = "re-import of the export: " + back.error().to_string();
+          break;
+        }
+        auto got_back = runtime::interpret(*back, ir::runtime_inputs(*g, inputs));
+        if (!got_back) {
+          problem = "export: " + got_back.error().message;
+          break;
+        }
+        for (std::size_t k = 0; k < expected.size() && k < got_back->size() && problem.empty(); ++k) {
+          std::string diff = compare((*got_back)[k], expected[k]);
+          if (!diff.empty()) problem = "exported model, output " + std::to_string(k) + ": " + diff;
+        }
+        if (!problem.empty()) break;
         auto got = runtime::interpret(*g, ir::runtime_inputs(*g, inputs));
         if (!got) {
           problem = got.error().message;

@@ -1,0 +1,311 @@
+// Export: an ir::Graph as an ONNX model (opset 20), so an optimized graph
+// can be run by other tools. Each registry op maps back to ONNX; attributes
+// that ONNX takes as operands (shapes, axes, pads, ...) become initializers.
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <unordered_map>
+
+#include "ir/onnx_import.hpp"
+
+namespace saturn::ir {
+
+namespace {
+
+constexpr int kOpset = 20;
+
+onnx::TensorProto tensor_proto(const Tensor& t, const std::string& name) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(dtype_to_onnx(t.dtype()));
+  for (auto d : t.dims()) p.add_dims(d);
+  p.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes()), t.nbytes()));
+  return p;
+}
+
+void set_type(onnx::ValueInfoProto* v, const std::string& name, const ValueType& t) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(dtype_to_onnx(t.dtype));
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : t.shape) {
+    auto* dim = shape->add_dim();
+    if (d.is_static())
+      dim->set_dim_value(d.k);
+    else
+      dim->set_dim_param(d.to_string());
+  }
+}
+
+class Exporter {
+ public:
+  Exporter(const Graph& g, const std::map<std::string, ValueType>& types) : g_(g), types_(types) {}
+
+  onnx::ModelProto run() {
+    onnx::ModelProto m;
+    m.set_ir_version(9);
+    m.set_producer_name("saturn");
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(kOpset);
+    gp_ = m.mutable_graph();
+    gp_->set_name(g_.name.empty() ? "main" : g_.name);
+    for (const GraphValue& in : g_.inputs) set_type(gp_->add_input(), in.name, in.type);
+    for (const auto& [name, t] : g_.initializers) *gp_->add_initializer() = tensor_proto(t, name);
+    for (const Node& n : g_.nodes) node(n);
+    for (const std::string& out : g_.outputs) set_type(gp_->add_output(), out, types_.at(out));
+    return m;
+  }
+
+ private:
+  onnx::NodeProto* emit(const std::string& op, const Node& n, std::vector<std::string> ins,
+                        std::vector<std::string> outs) {
+    auto* p = gp_->add_node();
+    p->set_op_type(op);
+    p->set_name(n.name.empty() ? op + "_" + std::to_string(counter_++) : n.name);
+    for (auto& i : ins) p->add_input(i);
+    for (auto& o : outs) p->add_output(o);
+    return p;
+  }
+  std::string constant(const Tensor& t, const std::string& hint) {
+    std::string name = hint + "__c" + std::to_string(counter_++);
+    *gp_->add_initializer() = tensor_proto(t, name);
+    return name;
+  }
+  std::string ints(const std::vector<std::int64_t>& v, const std::string& hint) {
+    return constant(Tensor::of_ints(DType::I64, {static_cast<std::int64_t>(v.size())}, v), hint);
+  }
+  static void attr(onnx::NodeProto* p, const std::string& name, const AttrValue& v) {
+    auto* a = p->add_attribute();
+    a->set_name(name);
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::int64_t>) {
+            a->set_type(onnx::AttributeProto::INT);
+            a->set_i(x);
+          } else if constexpr (std::is_same_v<T, double>) {
+            a->set_type(onnx::AttributeProto::FLOAT);
+            a->set_f(static_cast<float>(x));
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            a->set_type(onnx::AttributeProto::STRING);
+            a->set_s(x);
+          } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+            a->set_type(onnx::AttributeProto::INTS);
+            for (auto i : x) a->add_ints(i);
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            a->set_type(onnx::AttributeProto::FLOATS);
+            for (auto f : x) a->add_floats(static_cast<float>(f));
+          } else {
+            a->set_type(onnx::AttributeProto::TENSOR);
+            *a->mutable_t() = tensor_proto(x, "");
+          }
+        },
+        v);
+  }
+  // Copies the attributes that keep their name and form in ONNX.
+  static void copy(onnx::NodeProto* p, const Node& n, std::initializer_list<const char*> names) {
+    for (const char* k : names)
+      if (n.attrs.has(k)) attr(p, k, n.attrs.all().at(k));
+  }
+  DType dtype_of(const std::string& v) const { return types_.at(v).dtype; }
+
+  void node(const Node& n);
+
+  const Graph& g_;
+  const std::map<std::string, ValueType>& types_;
+  onnx::GraphProto* gp_ = nullptr;
+  int counter_ = 0;
+};
+
+void Exporter::node(const Node& n) {
+  static const std::unordered_map<std::string, std::string> same = {{"abs", "Abs"},
+                                                                    {"ceil", "Ceil"},
+                                                                    {"cos", "Cos"},
+                                                                    {"erf", "Erf"},
+                                                                    {"exp", "Exp"},
+                                                                    {"floor", "Floor"},
+                                                                    {"log", "Log"},
+                                                                    {"neg", "Neg"},
+                                                                    {"recip", "Reciprocal"},
+                                                                    {"relu", "Relu"},
+                                                                    {"sigmoid", "Sigmoid"},
+                                                                    {"sign", "Sign"},
+                                                                    {"sin", "Sin"},
+                                                                    {"sqrt", "Sqrt"},
+                                                                    {"tanh", "Tanh"},
+                                                                    {"not", "Not"},
+                                                                    {"identity", "Identity"},
+                                                                    {"softplus", "Softplus"},
+                                                                    {"hard_swish", "HardSwish"},
+                                                                    {"add", "Add"},
+                                                                    {"sub", "Sub"},
+                                                                    {"mul", "Mul"},
+                                                                    {"div", "Div"},
+                                                                    {"pow", "Pow"},
+                                                                    {"and", "And"},
+                                                                    {"or", "Or"},
+                                                                    {"xor", "Xor"},
+                                                                    {"equal", "Equal"},
+                                                                    {"greater", "Greater"},
+                                                                    {"greater_equal", "GreaterOrEqual"},
+                                                                    {"less", "Less"},
+                                                                    {"less_equal", "LessOrEqual"},
+                                                                    {"prelu", "PRelu"},
+                                                                    {"max", "Max"},
+                                                                    {"min", "Min"},
+                                                                    {"where", "Where"},
+                                                                    {"matmul", "MatMul"},
+                                                                    {"size", "Size"},
+                                                                    {"range", "Range"},
+                                                                    {"global_avg_pool", "GlobalAveragePool"},
+                                                                    {"global_max_pool", "GlobalMaxPool"}};
+  const std::string& op = n.op;
+  if (auto it = same.find(op); it != same.end()) {
+    auto* p = emit(it->second, n, n.inputs, n.outputs);
+    copy(p, n, {"fmod"});
+    return;
+  }
+  static const std::unordered_map<std::string, std::pair<std::string, std::vector<const char*>>> with_attrs = {
+      {"leaky_relu", {"LeakyRelu", {"alpha"}}},
+      {"elu", {"Elu", {"alpha"}}},
+      {"selu", {"Selu", {"alpha", "gamma"}}},
+      {"hard_sigmoid", {"HardSigmoid", {"alpha", "beta"}}},
+      {"gelu", {"Gelu", {"approximate"}}},
+      {"mod", {"Mod", {"fmod"}}},
+      {"argmax", {"ArgMax", {"axis", "keepdims", "select_last_index"}}},
+      {"argmin", {"ArgMin", {"axis", "keepdims", "select_last_index"}}},
+      {"softmax", {"Softmax", {"axis"}}},
+      {"log_softmax", {"LogSoftmax", {"axis"}}},
+      {"transpose", {"Transpose", {"perm"}}},
+      {"flatten", {"Flatten", {"axis"}}},
+      {"concat", {"Concat", {"axis"}}},
+      {"gather", {"Gather", {"axis"}}},
+      {"shape", {"Shape", {"start", "end"}}},
+      {"gemm", {"Gemm", {"alpha", "beta", "transA", "transB"}}},
+      {"batch_norm", {"BatchNormalization", {"epsilon"}}},
+      {"instance_norm", {"InstanceNormalization", {"epsilon"}}},
+      {"layer_norm", {"LayerNormalization", {"axis", "epsilon"}}},
+      {"lrn", {"LRN", {"size", "alpha", "beta", "bias"}}},
+      {"conv", {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}}},
+      {"conv_transpose",
+       {"ConvTranspose",
+        {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}}},
+      {"max_pool",
+       {"MaxPool", {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "storage_order"}}},
+      {"avg_pool",
+       {"AveragePool", {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}}},
+      {"einsum", {"Einsum", {"equation"}}}};
+  if (auto it = with_attrs.find(op); it != with_attrs.end()) {
+    auto* p = emit(it->second.first, n, n.inputs, n.outputs);
+    for (const char* k : it->second.second)
+      if (n.attrs.has(k)) attr(p, k, n.attrs.all().at(k));
+    return;
+  }
+  const std::string& x = n.inputs.empty() ? std::string() : n.inputs[0];
+  const std::string& y = n.outputs[0];
+  if (op == "exp2" || op == "log2") {
+    Tensor two = Tensor::scalar(dtype_of(x), op == "exp2" ? 2.0 : std::log(2.0));
+    std::string c = constant(two, y);
+    if (op == "exp2") {
+      emit("Pow", n, {c, x}, {y});
+    } else {
+      std::string l = y + "__ln";
+      emit("Log", n, {x}, {l});
+      emit("Div", n, {l, c}, {y});
+    }
+  } else if (op == "cast") {
+    auto* p = emit("Cast", n, {x}, {y});
+    attr(p, "to", std::int64_t{dtype_to_onnx(*dtype_from_name(n.attrs.s("to", "f32")))});
+  } else if (op == "clip") {
+    DType t = dtype_of(x);
+    std::string lo = n.attrs.has("min") ? constant(Tensor::scalar(t, n.attrs.f("min", 0)), y) : std::string();
+    std::string hi = n.attrs.has("max") ? constant(Tensor::scalar(t, n.attrs.f("max", 0)), y) : std::string();
+    emit("Clip", n, {x, lo, hi}, {y});
+  } else if (op.rfind("reduce_", 0) == 0) {
+    static const std::unordered_map<std::string, std::string> names = {{"reduce_sum", "ReduceSum"},
+                                                                       {"reduce_max", "ReduceMax"},
+                                                                       {"reduce_mean", "ReduceMean"},
+                                                                       {"reduce_min", "ReduceMin"},
+                                                                       {"reduce_prod", "ReduceProd"},
+                                                                       {"reduce_l1", "ReduceL1"},
+                                                                       {"reduce_l2", "ReduceL2"},
+                                                                       {"reduce_log_sum", "ReduceLogSum"},
+                                                                       {"reduce_log_sum_exp", "ReduceLogSumExp"},
+                                                                       {"reduce_sum_square", "ReduceSumSquare"}};
+    auto axes = n.attrs.ints("axes");
+    auto* p = emit(names.at(op), n, {x, axes.empty() ? std::string() : ints(axes, y)}, {y});
+    copy(p, n, {"keepdims"});
+  } else if (op == "reshape") {
+    auto* p = emit("Reshape", n, {x, ints(n.attrs.ints("shape"), y)}, {y});
+    copy(p, n, {"allowzero"});
+  } else if (op == "squeeze" || op == "unsqueeze") {
+    auto axes = n.attrs.ints("axes");
+    emit(op == "squeeze" ? "Squeeze" : "Unsqueeze", n, {x, axes.empty() ? std::string() : ints(axes, y)}, {y});
+  } else if (op == "slice") {
+    std::vector<std::string> ins{x, ints(n.attrs.ints("starts"), y), ints(n.attrs.ints("ends"), y)};
+    if (n.attrs.has("axes") || n.attrs.has("steps")) {
+      auto axes = n.attrs.ints("axes");
+      if (axes.empty())
+        for (std::size_t i = 0; i < n.attrs.ints("starts").size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+      ins.push_back(ints(axes, y));
+      if (n.attrs.has("steps")) ins.push_back(ints(n.attrs.ints("steps"), y));
+    }
+    emit("Slice", n, ins, {y});
+  } else if (op == "expand") {
+    emit("Expand", n, {x, ints(n.attrs.ints("shape"), y)}, {y});
+  } else if (op == "tile") {
+    emit("Tile", n, {x, ints(n.attrs.ints("repeats"), y)}, {y});
+  } else if (op == "split") {
+    auto* p = emit("Split", n, {x, n.attrs.has("split") ? ints(n.attrs.ints("split"), y) : std::string()}, n.outputs);
+    copy(p, n, {"axis"});
+  } else if (op == "pad") {
+    std::string value =
+        n.attrs.has("value") ? constant(Tensor::scalar(dtype_of(x), n.attrs.f("value", 0)), y) : std::string();
+    auto* p = emit("Pad", n, {x, ints(n.attrs.ints("pads"), y), value}, {y});
+    copy(p, n, {"mode"});
+  } else if (op == "trilu") {
+    auto* p = emit("Trilu", n, {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("k", 0)}), y)}, {y});
+    copy(p, n, {"upper"});
+  } else if (op == "const") {
+    auto* p = emit("Constant", n, {}, {y});
+    attr(p, "value", *n.attrs.tensor("value"));
+  } else if (op == "fill") {
+    auto* p = emit("ConstantOfShape", n, {ints(n.attrs.ints("shape"), y)}, {y});
+    if (const Tensor* v = n.attrs.tensor("value")) attr(p, "value", *v);
+  } else {
+    throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0}, describe(n) + ": op " + op + " has no ONNX form"}};
+  }
+}
+
+}  // namespace
+
+Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const std::string& name) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !tensor_proto(t, name).SerializeToOstream(&out))
+    return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
+  return true;
+}
+
+Expected<std::string> export_onnx_bytes(const Graph& g) {
+  auto types = infer_types(g);
+  if (!types) return types.error();
+  try {
+    return Exporter(g, *types).run().SerializeAsString();
+  } catch (const DiagnosticError& e) {
+    return e.diag;
+  }
+}
+
+Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
+  auto bytes = export_onnx_bytes(g);
+  if (!bytes) return bytes.error();
+  std::ofstream out(path, std::ios::binary);
+  if (!out.write(bytes->data(), static_cast<std::streamsize>(bytes->size())))
+    return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
+  return true;
+}
+
+}  // namespace saturn::ir
