@@ -162,7 +162,8 @@ void Exporter::node(const Node& n) {
                                                                     {"range", "Range"},
                                                                     {"global_avg_pool", "GlobalAveragePool"},
                                                                     {"global_max_pool", "GlobalMaxPool"}};
-  const std::string& op = n.op;
+  // Library calls export as the op whose semantics they have.
+  const std::string op = n.op.find('.') != std::string::npos ? n.op.substr(n.op.find('.') + 1) : n.op;
   if (auto it = same.find(op); it != same.end()) {
     auto* p = emit(it->second, n, n.inputs, n.outputs);
     copy(p, n, {"fmod"});

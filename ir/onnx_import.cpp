@@ -83,7 +83,6 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, c
   return t;
 }
 
-
 class Importer {
  public:
   Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
@@ -172,10 +171,17 @@ class Importer {
     return n;
   }
 
+  // Every attribute an importer looks at is recorded: an attribute that no
+  // importer read is unsupported, an error rather than a silent skip.
   const onnx::AttributeProto* attr(const std::string& name) const {
+    read_attrs_.insert(name);
     for (const auto& a : node_->attribute())
       if (a.name() == name) return &a;
     return nullptr;
+  }
+  // Attributes that do not change what inference computes.
+  void ignore(std::initializer_list<const char*> names) const {
+    for (const char* n : names) read_attrs_.insert(n);
   }
   std::int64_t ai(const std::string& name, std::int64_t fallback) const {
     auto* a = attr(name);
@@ -322,6 +328,7 @@ class Importer {
   std::map<std::string, Tensor> consts_;
   const onnx::NodeProto* node_ = nullptr;
   int counter_ = 0;
+  mutable std::set<std::string> read_attrs_;
 };
 
 using ImportFn = std::function<void(Importer&)>;
@@ -344,7 +351,8 @@ ImportFn reduce(const char* op, int axes_input_since) {
     } else {
       axes = im.aints("axes");
     }
-    if (axes.empty() && im.ai("noop_with_empty_axes", 0)) {
+    const bool noop = im.ai("noop_with_empty_axes", 0) != 0;
+    if (axes.empty() && noop) {
       im.emit1("identity", {im.in(0)});
       return;
     }
@@ -479,11 +487,13 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     t["Mean"] = variadic("add", true);
     t["Where"] = [](Importer& im) { im.emit1("where", {im.in(0), im.in(1), im.in(2)}); };
     t["Cast"] = [](Importer& im) {
+      im.ignore({"saturate"});  // only affects float8 targets, which are not supported
       Attrs a;
       a.set("to", onnx_dtype_name(im, im.ai("to", 0)));
       im.emit1("cast", {im.in(0)}, std::move(a));
     };
     t["CastLike"] = [](Importer& im) {
+      im.ignore({"saturate"});
       Attrs a;
       a.set("to", std::string(dtype_name(im.type_of(im.in(1)).dtype)));
       im.emit1("cast", {im.in(0)}, std::move(a));
@@ -509,6 +519,9 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       im.emit1("clip", {im.in(0)}, std::move(a));
     };
     t["Dropout"] = [](Importer& im) {
+      im.ignore({"seed", "ratio"});  // inference: Dropout is the identity
+      if (im.has_attr("is_test") && im.ai("is_test", 1) == 0)
+        im.unsupported("training mode is not supported (inference only)");
       if (im.opset() >= 12 && im.has_in(2)) {
         const Tensor* mode = im.const_value(im.in(2));
         if (!mode || mode->at_int(0) != 0) im.unsupported("training mode is not supported (inference only)");
@@ -625,7 +638,7 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     t["Constant"] = [](Importer& im) {
       const auto& n = im.node();
       if (n.attribute_size() != 1) im.unsupported("expects exactly one value attribute");
-      const auto& a = n.attribute(0);
+      const auto& a = *im.attr(n.attribute(0).name());
       Tensor v;
       if (a.name() == "value")
         v = im.copy({"value"}).tensor("value") ? *im.copy({"value"}).tensor("value") : Tensor();
@@ -682,9 +695,13 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     };
     t["MatMul"] = [](Importer& im) { im.emit1("matmul", {im.in(0), im.in(1)}); };
     t["Gemm"] = [](Importer& im) {
+      im.ignore({"broadcast"});  // before opset 7; C broadcasts either way
       im.emit1("gemm", {im.in(0), im.in(1), im.in(2)}, im.copy({"alpha", "beta", "transA", "transB"}));
     };
     t["BatchNormalization"] = [](Importer& im) {
+      im.ignore({"momentum", "is_test"});  // running-statistics update: training only
+      if (im.has_attr("spatial") && im.ai("spatial", 1) == 0)
+        im.unsupported("spatial = 0 (per-element statistics) is not supported");
       if (im.num_out() > 1 || im.ai("training_mode", 0))
         im.unsupported("training mode is not supported (inference only)");
       im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
@@ -736,7 +753,10 @@ void Importer::import_node(const onnx::NodeProto& n) {
     unsupported("ops of domain '" + n.domain() + "' are not supported");
   auto it = importers().find(n.op_type());
   if (it == importers().end()) unsupported("op " + n.op_type() + " is not supported");
+  read_attrs_.clear();
   it->second(*this);
+  for (const auto& a : n.attribute())
+    if (!read_attrs_.count(a.name())) unsupported("attribute '" + a.name() + "' is not supported");
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
+void register_library_ops(OpRegistry& r);  // after the ops they mirror
 
 // Helpers shared by the families.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what = "axis");

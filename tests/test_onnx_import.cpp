@@ -201,3 +201,13 @@ TEST_CASE("opset-dependent attributes that became operands") {
     CHECK(to_string(types->at("y").shape) == "[2]");
   }
 }
+
+TEST_CASE("an attribute the importer does not understand is an error, not a silent skip") {
+  ModelBuilder b(17);
+  b.input("x", 1, {"2"});
+  attr_int(b.node("Relu", {"x"}, {"y"}, "r"), "mystery", 1);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message == "node 'r' (Relu, opset 17): attribute 'mystery' is not supported");
+}
