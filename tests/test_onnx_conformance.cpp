@@ -25,10 +25,14 @@ using namespace saturn;
 
 namespace {
 
+// $SATURN_ONNX_TESTS, else shared/ beside the checkout (as CI has it), else
+// a shared/ inside it.
 fs::path tests_root() {
   if (const char* env = std::getenv("SATURN_ONNX_TESTS")) return env;
   const char* src = std::getenv("SATURN_SOURCE_DIR");
-  return fs::path(src ? src : SATURN_SOURCE_DIR_DEFAULT) / ".." / "shared" / "onnx-tests";
+  fs::path root = src ? src : SATURN_SOURCE_DIR_DEFAULT;
+  if (fs::exists(root / ".." / "shared" / "onnx-tests")) return root / ".." / "shared" / "onnx-tests";
+  return root / "shared" / "onnx-tests";
 }
 
 // Empty when equal within tolerance, else a description of the worst element.
