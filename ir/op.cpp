@@ -87,4 +87,13 @@ std::vector<std::int64_t> static_shape(const TypedInput& in, const char* what) {
   return static_dims(in.type.shape);
 }
 
+std::vector<std::int64_t> unflatten(std::int64_t i, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> c(dims.size());
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    c[d] = dims[d] ? i % dims[d] : 0;
+    i = dims[d] ? i / dims[d] : 0;
+  }
+  return c;
+}
+
 }  // namespace saturn::ir

@@ -99,5 +99,7 @@ void register_library_ops(OpRegistry& r);  // after the ops they mirror
 // Helpers shared by the families.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what = "axis");
 std::vector<std::int64_t> static_shape(const TypedInput& in, const char* what);
+// Row-major coordinates of flat index i in dims.
+std::vector<std::int64_t> unflatten(std::int64_t i, const std::vector<std::int64_t>& dims);
 
 }  // namespace saturn::ir

@@ -16,15 +16,6 @@ using Args = std::span<const Tensor>;
 using Given = std::span<const bool>;
 using Inputs = std::span<const TypedInput>;
 
-// Coordinates of flat index i in dims.
-std::vector<std::int64_t> coords(std::int64_t i, const std::vector<std::int64_t>& dims) {
-  std::vector<std::int64_t> c(dims.size());
-  for (std::size_t d = dims.size(); d-- > 0;) {
-    c[d] = dims[d] ? i % dims[d] : 0;
-    i = dims[d] ? i / dims[d] : 0;
-  }
-  return c;
-}
 std::int64_t flat(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& strides) {
   std::int64_t o = 0;
   for (std::size_t d = 0; d < c.size(); ++d) o += c[d] * strides[d];
@@ -166,7 +157,7 @@ void register_movement_ops(OpRegistry& r) {
       Tensor out(x[0].dtype(), od);
       auto is = x[0].strides();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), od);
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
         std::int64_t off = 0;
         for (std::size_t k = 0; k < p.size(); ++k) off += c[k] * is[static_cast<std::size_t>(p[k])];
         copy_elem(out, i, x[0], static_cast<std::size_t>(off));
@@ -274,7 +265,7 @@ void register_movement_ops(OpRegistry& r) {
       std::int64_t base = 0;
       for (const Tensor& t : x) {
         for (std::size_t i = 0; i < t.numel(); ++i) {
-          auto c = coords(static_cast<std::int64_t>(i), t.dims());
+          auto c = unflatten(static_cast<std::int64_t>(i), t.dims());
           c[axis] += base;
           copy_elem(out, static_cast<std::size_t>(flat(c, os)), t, i);
         }
@@ -321,7 +312,7 @@ void register_movement_ops(OpRegistry& r) {
         od[axis] = s;
         Tensor out(x[0].dtype(), od);
         for (std::size_t i = 0; i < out.numel(); ++i) {
-          auto c = coords(static_cast<std::int64_t>(i), od);
+          auto c = unflatten(static_cast<std::int64_t>(i), od);
           c[axis] += base;
           copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
         }
@@ -343,7 +334,7 @@ void register_movement_ops(OpRegistry& r) {
       Tensor out(x[0].dtype(), s.count);
       auto is = x[0].strides();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), s.count);
+        auto c = unflatten(static_cast<std::int64_t>(i), s.count);
         for (std::size_t d2 = 0; d2 < c.size(); ++d2) c[d2] = s.start[d2] + c[d2] * s.step[d2];
         copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
       }
@@ -366,7 +357,7 @@ void register_movement_ops(OpRegistry& r) {
       auto is = x[0].strides();
       std::size_t off = od.size() - x[0].rank();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), od);
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
         std::int64_t o = 0;
         for (std::size_t d2 = 0; d2 < x[0].rank(); ++d2) o += (x[0].dims()[d2] == 1 ? 0 : c[off + d2]) * is[d2];
         copy_elem(out, i, x[0], static_cast<std::size_t>(o));
@@ -393,7 +384,7 @@ void register_movement_ops(OpRegistry& r) {
       Tensor out(x[0].dtype(), od);
       auto is = x[0].strides();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), od);
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
         for (std::size_t d2 = 0; d2 < c.size(); ++d2) c[d2] %= x[0].dims()[d2];
         copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
       }
@@ -423,7 +414,7 @@ void register_movement_ops(OpRegistry& r) {
       auto is = x[0].strides(), ids = x[1].strides();
       const std::size_t ir = x[1].rank();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), od);
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
         std::int64_t idx_off = 0;
         for (std::size_t k = 0; k < ir; ++k) idx_off += c[axis + k] * ids[k];
         std::int64_t idx = x[1].at_int(static_cast<std::size_t>(idx_off));
@@ -533,7 +524,7 @@ void register_movement_ops(OpRegistry& r) {
       bool upper = a.i("upper", 1) != 0;
       std::int64_t k = a.i("k", 0);
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), x[0].dims());
+        auto c = unflatten(static_cast<std::int64_t>(i), x[0].dims());
         std::int64_t row = c[c.size() - 2], col = c[c.size() - 1];
         bool keep = upper ? col - row >= k : col - row <= k;
         if (keep) copy_elem(out, i, x[0], i);
@@ -566,7 +557,7 @@ void register_movement_ops(OpRegistry& r) {
       double value = a.f("value", 0.0);
       auto is = x[0].strides();
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = coords(static_cast<std::int64_t>(i), od);
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
         bool inside = true;
         for (std::size_t d2 = 0; d2 < rank; ++d2) {
           std::int64_t n = x[0].dims()[d2], v = c[d2] - p[d2];

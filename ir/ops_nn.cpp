@@ -89,15 +89,6 @@ Window window(const Attrs& a, const std::vector<std::int64_t>& spatial, std::vec
   return w;
 }
 
-std::vector<std::int64_t> unflatten(std::int64_t i, const std::vector<std::int64_t>& dims) {
-  std::vector<std::int64_t> c(dims.size());
-  for (std::size_t d = dims.size(); d-- > 0;) {
-    c[d] = dims[d] ? i % dims[d] : 0;
-    i = dims[d] ? i / dims[d] : 0;
-  }
-  return c;
-}
-
 // Calls f(input spatial coordinates, in_bounds) for each kernel position of
 // output position `o`.
 template <class F>

@@ -16,6 +16,14 @@ Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::
 }
 
 namespace {
+// NaN becomes 0; out-of-range values saturate (C++ conversion would be UB).
+std::int64_t saturating_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return static_cast<std::int64_t>(v);
+}
+
 template <class T>
 T load(const std::uint8_t* p, std::size_t i) {
   T v;
@@ -39,18 +47,9 @@ double Tensor::at(std::size_t i) const {
       return bf16_to_float(load<std::uint16_t>(p, i));
     case DType::F64:
       return load<double>(p, i);
-    case DType::I64:
-      return static_cast<double>(load<std::int64_t>(p, i));
-    case DType::I32:
-      return load<std::int32_t>(p, i);
-    case DType::I8:
-      return load<std::int8_t>(p, i);
-    case DType::U8:
-      return load<std::uint8_t>(p, i);
-    case DType::Bool:
-      return load<std::uint8_t>(p, i) != 0;
+    default:
+      return static_cast<double>(at_int(i));
   }
-  return 0;
 }
 
 std::int64_t Tensor::at_int(std::size_t i) const {
@@ -66,24 +65,13 @@ std::int64_t Tensor::at_int(std::size_t i) const {
       return load<std::uint8_t>(p, i);
     case DType::Bool:
       return load<std::uint8_t>(p, i) != 0;
-    default: {
-      double v = at(i);
-      if (std::isnan(v)) return 0;
-      if (v >= 9.2e18) return INT64_MAX;
-      if (v <= -9.2e18) return INT64_MIN;
-      return static_cast<std::int64_t>(v);
-    }
+    default:
+      return saturating_int(at(i));
   }
 }
 
 void Tensor::set(std::size_t i, double v) {
   std::uint8_t* p = bytes_.data();
-  auto to_int = [](double x) -> std::int64_t {
-    if (std::isnan(x)) return 0;
-    if (x >= 9.2e18) return INT64_MAX;
-    if (x <= -9.2e18) return INT64_MIN;
-    return static_cast<std::int64_t>(x);
-  };
   switch (dtype_) {
     case DType::F32:
       store<float>(p, i, static_cast<float>(v));
@@ -101,7 +89,7 @@ void Tensor::set(std::size_t i, double v) {
       store<std::uint8_t>(p, i, v != 0);
       return;
     default:
-      set_int(i, to_int(v));
+      set_int(i, saturating_int(v));
       return;
   }
 }

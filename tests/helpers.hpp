@@ -1,8 +1,14 @@
 // Small helpers shared by the tests.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +19,14 @@
 
 namespace saturn::test {
 
+// Exit status, stdout and stderr of one `saturn` invocation.
+struct CliResult {
+  int status;
+  std::string out;
+  std::string err;
+};
+CliResult run_cli(const std::string& args);
+
 // The source tree and the `saturn` binary (environment overrides build defaults).
 inline std::string source_dir() {
   const char* env = std::getenv("SATURN_SOURCE_DIR");
@@ -21,6 +35,20 @@ inline std::string source_dir() {
 inline std::string saturn_bin() {
   const char* env = std::getenv("SATURN_BIN");
   return env ? env : SATURN_BIN_DEFAULT;
+}
+
+inline CliResult run_cli(const std::string& args) {
+  auto err = std::filesystem::temp_directory_path() / ("saturn-cli-err-" + std::to_string(::getpid()));
+  std::string cmd = saturn_bin() + " " + args + " 2>" + err.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  std::ifstream e(err);
+  std::string errs((std::istreambuf_iterator<char>(e)), {});
+  return CliResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, errs};
 }
 
 // Parses rules from text; fails the test with the diagnostic if they do not load.

@@ -13,12 +13,6 @@
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
-
 std::filesystem::path temp_dir() {
   auto d = std::filesystem::temp_directory_path() / ("saturn-cli-" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
@@ -38,17 +32,7 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-Result run_saturn(const std::string& args) {
-  auto err = temp_dir() / "stderr.txt";
-  std::string cmd = saturn::test::saturn_bin() + " " + args + " 2>" + err.string();
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err)};
-}
+saturn::test::CliResult run_saturn(const std::string& args) { return saturn::test::run_cli(args); }
 
 const char* kRules = R"(
 (defoptimizer simplify :phase 0
@@ -62,7 +46,7 @@ const char* kRules = R"(
 TEST_CASE("eqsat --json prints one object per term with the documented fields") {
   auto rules = write("s.rules", kRules);
   auto terms = write("s.terms", "; two terms\n(* (+ 0 a) 1)\n(+ b c)\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --json");
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms + " --json");
   INFO(r.err);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.out);
@@ -87,7 +71,7 @@ TEST_CASE("eqsat reports the AC sizes of egg with the simple scheduler") {
       write("ac.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
   for (std::string mode : {"", " --no-incremental"}) {
-    Result r =
+    auto r =
         run_saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 100000 --json" + mode);
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -102,7 +86,7 @@ TEST_CASE("hitting a limit is reported") {
   auto rules =
       write("ac2.rules", "(rule comm (+ ?a ?b) => (+ ?b ?a))\n(rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c))\n");
   auto terms = write("ac2.terms", "(+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8)))))))\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms + " --node-limit 100");
   REQUIRE(r.status == 0);
   CHECK(r.out.find(" node_limit ") != std::string::npos);
   CHECK(r.err.find("before saturating") != std::string::npos);
@@ -111,7 +95,7 @@ TEST_CASE("hitting a limit is reported") {
 TEST_CASE("a bad rule file exits 2 naming file:line:col") {
   auto rules = write("bad.rules", "(rule ok (f ?x) => ?x)\n(rule broken (g ?x) => (h ?y))\n");
   auto terms = write("t.terms", "(f a)\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms);
   CHECK(r.status == 2);
   CHECK(r.err.find("bad.rules:2:27: error: variable ?y") != std::string::npos);
   CHECK(r.out.empty());
@@ -120,7 +104,7 @@ TEST_CASE("a bad rule file exits 2 naming file:line:col") {
 TEST_CASE("bad terms, missing files and bad flags exit 2") {
   auto rules = write("ok.rules", kRules);
   auto terms = write("bad.terms", "(f a\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms);
   CHECK(r.status == 2);
   CHECK(r.err.find("bad.terms:1:1: error: unclosed '('") != std::string::npos);
   CHECK(run_saturn("eqsat --rules /no/such.rules " + terms).status == 2);
@@ -131,7 +115,7 @@ TEST_CASE("bad terms, missing files and bad flags exit 2") {
 }
 
 TEST_CASE("eqsat help exits 0 and lists the flags") {
-  Result r = run_saturn("eqsat --help");
+  auto r = run_saturn("eqsat --help");
   CHECK(r.status == 0);
   for (const char* flag : {"--rules", "--iter-limit", "--node-limit", "--time-limit", "--scheduler", "--json"})
     CHECK(r.out.find(flag) != std::string::npos);
@@ -141,7 +125,7 @@ TEST_CASE("constant folding and writing the e-graph as JSON") {
   auto rules = write("cf.rules", "(rule mul0 (* ?x 0) => 0)\n");
   auto terms = write("cf.terms", "(+ (* 2 3) (* y (- 1 1)))\n");
   auto out = (temp_dir() / "eg.json").string();
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --json --egraph-json " + out);
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --json --egraph-json " + out);
   INFO(r.err);
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -153,7 +137,7 @@ TEST_CASE("constant folding and writing the e-graph as JSON") {
 TEST_CASE("text output is a table with a header and one row per term") {
   auto rules = write("tbl.rules", kRules);
   auto terms = write("tbl.terms", "(* (+ 0 a) 1)\n(+ b c)\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms);
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.out);
   std::string header, row1, row2;
@@ -172,7 +156,7 @@ TEST_CASE("an unsound rule caught by constant folding exits 1") {
   // (+ 1 1) folds to 2; the wrong rule below equates it with 3.
   auto rules = write("unsound.rules", "(rule wrong (+ ?a ?a) => (+ ?a (+ ?a ?a)))\n");
   auto terms = write("unsound.terms", "(+ 1 1)\n");
-  Result r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms + " --const-fold --iter-limit 2");
   CHECK(r.status == 1);
   CHECK(r.err.find("merged classes with different constants") != std::string::npos);
   CHECK(run_saturn("eqsat --rules " + rules + " " + terms + " --iter-limit 2").status ==

@@ -13,24 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out, err;
-};
-
-Result run_saturn(const std::string& args) {
-  auto err = fs::temp_directory_path() / ("saturn-run-err-" + std::to_string(::getpid()));
-  std::string cmd = saturn::test::saturn_bin() + " " + args + " 2>" + err.string();
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  std::ifstream e(err);
-  std::string errs((std::istreambuf_iterator<char>(e)), {});
-  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, errs};
-}
+saturn::test::CliResult run_saturn(const std::string& args) { return saturn::test::run_cli(args); }
 
 fs::path case_dir(const std::string& name) {
   return fs::path(saturn::test::source_dir()) / ".." / "shared" / "onnx-tests" / "node" / name;
@@ -57,7 +40,7 @@ TEST_CASE("run writes outputs and checks them against expected ones") {
   std::string model = (c / "model.onnx").string(), ds = (c / "test_data_set_0").string();
   std::string ins = " --inputs " + ds + "/input_0.pb " + ds + "/input_1.pb";
   auto dir = fs::temp_directory_path() / ("saturn-run-out-" + std::to_string(::getpid()));
-  Result ok = run_saturn("run " + model + ins + " --check " + ds + "/output_0.pb -o " + dir.string());
+  auto ok = run_saturn("run " + model + ins + " --check " + ds + "/output_0.pb -o " + dir.string());
   INFO(ok.err);
   CHECK(ok.status == 0);
   CHECK(ok.out.find("output 0 'y': f32[1 1 4 3]") != std::string::npos);
@@ -74,7 +57,7 @@ TEST_CASE("run writes outputs and checks them against expected ones") {
   saturn::ir::Tensor wrong = *expected;
   wrong.set(5, wrong.at(5) + 1);
   REQUIRE(saturn::ir::write_tensor_pb(wrong, other.string()));
-  Result bad = run_saturn("run " + model + ins + " --check " + other.string());
+  auto bad = run_saturn("run " + model + ins + " --check " + other.string());
   CHECK(bad.status == 1);
   CHECK(bad.err.find("worst element 5") != std::string::npos);
   // Loosening the tolerance accepts it.
@@ -94,8 +77,8 @@ TEST_CASE("run reads .npy inputs") {
   for (auto d : x->dims()) shape += std::to_string(d) + ", ";
   shape += ")";
   write_npy(npy, "<f4", shape, std::string(reinterpret_cast<const char*>(x->bytes()), x->nbytes()));
-  Result r = run_saturn("run " + (c / "model.onnx").string() + " --inputs " + npy.string() + " --check " +
-                        (c / "test_data_set_0" / "output_0.pb").string());
+  auto r = run_saturn("run " + (c / "model.onnx").string() + " --inputs " + npy.string() + " --check " +
+                      (c / "test_data_set_0" / "output_0.pb").string());
   INFO(r.err);
   CHECK(r.status == 0);
 }
@@ -107,12 +90,12 @@ TEST_CASE("bad input to run exits 2 with the place named") {
     return;
   }
   std::string model = (c / "model.onnx").string();
-  Result few = run_saturn("run " + model);
+  auto few = run_saturn("run " + model);
   CHECK(few.status == 2);
   CHECK(few.err.find("the model takes 1 inputs, given 0") != std::string::npos);
   auto junk = fs::temp_directory_path() / ("saturn-junk-" + std::to_string(::getpid()) + ".onnx");
   std::ofstream(junk) << "garbage";
-  Result j = run_saturn("run " + junk.string());
+  auto j = run_saturn("run " + junk.string());
   CHECK(j.status == 2);
   CHECK(j.err.find(junk.string() + ": error: not a valid ONNX model") != std::string::npos);
   CHECK(run_saturn("run " + model + " --target cuda").status == 2);
