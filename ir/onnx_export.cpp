@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "ir/onnx_import.hpp"
+#include "ir/onnx_ops.hpp"
 
 namespace saturn::ir {
 
@@ -121,87 +122,16 @@ class Exporter {
 };
 
 void Exporter::node(const Node& n) {
-  static const std::unordered_map<std::string, std::string> same = {{"abs", "Abs"},
-                                                                    {"ceil", "Ceil"},
-                                                                    {"cos", "Cos"},
-                                                                    {"erf", "Erf"},
-                                                                    {"exp", "Exp"},
-                                                                    {"floor", "Floor"},
-                                                                    {"log", "Log"},
-                                                                    {"neg", "Neg"},
-                                                                    {"recip", "Reciprocal"},
-                                                                    {"relu", "Relu"},
-                                                                    {"sigmoid", "Sigmoid"},
-                                                                    {"sign", "Sign"},
-                                                                    {"sin", "Sin"},
-                                                                    {"sqrt", "Sqrt"},
-                                                                    {"tanh", "Tanh"},
-                                                                    {"not", "Not"},
-                                                                    {"identity", "Identity"},
-                                                                    {"softplus", "Softplus"},
-                                                                    {"hard_swish", "HardSwish"},
-                                                                    {"add", "Add"},
-                                                                    {"sub", "Sub"},
-                                                                    {"mul", "Mul"},
-                                                                    {"div", "Div"},
-                                                                    {"pow", "Pow"},
-                                                                    {"and", "And"},
-                                                                    {"or", "Or"},
-                                                                    {"xor", "Xor"},
-                                                                    {"equal", "Equal"},
-                                                                    {"greater", "Greater"},
-                                                                    {"greater_equal", "GreaterOrEqual"},
-                                                                    {"less", "Less"},
-                                                                    {"less_equal", "LessOrEqual"},
-                                                                    {"prelu", "PRelu"},
-                                                                    {"max", "Max"},
-                                                                    {"min", "Min"},
-                                                                    {"where", "Where"},
-                                                                    {"matmul", "MatMul"},
-                                                                    {"size", "Size"},
-                                                                    {"range", "Range"},
-                                                                    {"global_avg_pool", "GlobalAveragePool"},
-                                                                    {"global_max_pool", "GlobalMaxPool"}};
   // Library calls export as the op whose semantics they have.
   const std::string op = n.op.find('.') != std::string::npos ? n.op.substr(n.op.find('.') + 1) : n.op;
-  if (auto it = same.find(op); it != same.end()) {
-    auto* p = emit(it->second, n, n.inputs, n.outputs);
-    copy(p, n, {"fmod"});
-    return;
-  }
-  static const std::unordered_map<std::string, std::pair<std::string, std::vector<const char*>>> with_attrs = {
-      {"leaky_relu", {"LeakyRelu", {"alpha"}}},
-      {"elu", {"Elu", {"alpha"}}},
-      {"selu", {"Selu", {"alpha", "gamma"}}},
-      {"hard_sigmoid", {"HardSigmoid", {"alpha", "beta"}}},
-      {"gelu", {"Gelu", {"approximate"}}},
-      {"mod", {"Mod", {"fmod"}}},
-      {"argmax", {"ArgMax", {"axis", "keepdims", "select_last_index"}}},
-      {"argmin", {"ArgMin", {"axis", "keepdims", "select_last_index"}}},
-      {"softmax", {"Softmax", {"axis"}}},
-      {"log_softmax", {"LogSoftmax", {"axis"}}},
-      {"transpose", {"Transpose", {"perm"}}},
-      {"flatten", {"Flatten", {"axis"}}},
-      {"concat", {"Concat", {"axis"}}},
-      {"gather", {"Gather", {"axis"}}},
-      {"shape", {"Shape", {"start", "end"}}},
-      {"gemm", {"Gemm", {"alpha", "beta", "transA", "transB"}}},
-      {"batch_norm", {"BatchNormalization", {"epsilon"}}},
-      {"instance_norm", {"InstanceNormalization", {"epsilon"}}},
-      {"layer_norm", {"LayerNormalization", {"axis", "epsilon"}}},
-      {"lrn", {"LRN", {"size", "alpha", "beta", "bias"}}},
-      {"conv", {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}}},
-      {"conv_transpose",
-       {"ConvTranspose",
-        {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}}},
-      {"max_pool",
-       {"MaxPool", {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "storage_order"}}},
-      {"avg_pool",
-       {"AveragePool", {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}}},
-      {"einsum", {"Einsum", {"equation"}}}};
-  if (auto it = with_attrs.find(op); it != with_attrs.end()) {
-    auto* p = emit(it->second.first, n, n.inputs, n.outputs);
-    for (const char* k : it->second.second)
+  static const std::unordered_map<std::string, const OnnxOpName*> by_op = [] {
+    std::unordered_map<std::string, const OnnxOpName*> m;
+    for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
+    return m;
+  }();
+  if (auto it = by_op.find(op); it != by_op.end()) {
+    auto* p = emit(it->second->onnx, n, n.inputs, n.outputs);
+    for (const char* k : it->second->attrs)
       if (n.attrs.has(k)) attr(p, k, n.attrs.all().at(k));
     return;
   }

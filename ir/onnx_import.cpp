@@ -1,5 +1,7 @@
 #include "ir/onnx_import.hpp"
 
+#include "ir/onnx_ops.hpp"
+
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace saturn::ir {
@@ -202,7 +205,7 @@ class Importer {
   bool has_attr(const std::string& name) const { return attr(name) != nullptr; }
 
   // Copies the named ONNX attributes (those present) as they are.
-  Attrs copy(std::initializer_list<const char*> names) const {
+  Attrs copy(const std::vector<const char*>& names) const {
     Attrs at;
     for (const char* n : names) {
       auto* a = attr(n);
@@ -361,29 +364,17 @@ ImportFn reduce(const char* op, int axes_input_since) {
   };
 }
 
-ImportFn unary(const char* op, std::initializer_list<const char*> attrs = {}) {
-  std::vector<const char*> names(attrs);
-  return [op, names](Importer& im) {
-    Attrs a;
-    for (const char* n : names) {
-      Attrs c = im.copy({n});
-      for (auto& [k, v] : c.all()) a.set(k, v);
-    }
-    im.emit1(op, {im.in(0)}, std::move(a));
-  };
-}
-
-ImportFn binary(const char* op, std::initializer_list<const char*> attrs = {}) {
-  std::vector<const char*> names(attrs);
-  return [op, names](Importer& im) {
-    if (im.has_attr("broadcast") && im.ai("broadcast", 0) && im.has_attr("axis"))
+// A row of onnx_op_names(): every operand and result, attributes by name.
+ImportFn direct(const OnnxOpName& row) {
+  return [&row](Importer& im) {
+    if (im.has_attr("broadcast") && im.ai("broadcast", 0) && im.has_attr("axis") &&
+        std::find(row.attrs.begin(), row.attrs.end(), std::string_view("axis")) == row.attrs.end())
       im.unsupported("legacy broadcast with an axis attribute is not supported");
-    Attrs a;
-    for (const char* n : names) {
-      Attrs c = im.copy({n});
-      for (auto& [k, v] : c.all()) a.set(k, v);
-    }
-    im.emit1(op, {im.in(0), im.in(1)}, std::move(a));
+    im.ignore({"broadcast"});  // before opset 7: numpy broadcasting covers it
+    std::vector<std::string> ins(im.node().input().begin(), im.node().input().end());
+    std::vector<std::string> outs;
+    for (int k = 0; k < im.num_out(); ++k) outs.push_back(im.out(k));
+    im.emit(row.op, ins, outs, im.copy(row.attrs));
   };
 }
 
@@ -439,53 +430,12 @@ ImportFn softmax(const char* op) {
 const std::unordered_map<std::string, ImportFn>& importers() {
   static const std::unordered_map<std::string, ImportFn> table = [] {
     std::unordered_map<std::string, ImportFn> t;
-    for (auto [onnx_op, op] : std::initializer_list<std::pair<const char*, const char*>>{{"Abs", "abs"},
-                                                                                         {"Ceil", "ceil"},
-                                                                                         {"Cos", "cos"},
-                                                                                         {"Erf", "erf"},
-                                                                                         {"Exp", "exp"},
-                                                                                         {"Floor", "floor"},
-                                                                                         {"Log", "log"},
-                                                                                         {"Neg", "neg"},
-                                                                                         {"Reciprocal", "recip"},
-                                                                                         {"Relu", "relu"},
-                                                                                         {"Sigmoid", "sigmoid"},
-                                                                                         {"Sign", "sign"},
-                                                                                         {"Sin", "sin"},
-                                                                                         {"Sqrt", "sqrt"},
-                                                                                         {"Tanh", "tanh"},
-                                                                                         {"Not", "not"},
-                                                                                         {"Identity", "identity"},
-                                                                                         {"Softplus", "softplus"},
-                                                                                         {"HardSwish", "hard_swish"}})
-      t[onnx_op] = unary(op);
-    t["Elu"] = unary("elu", {"alpha"});
-    t["LeakyRelu"] = unary("leaky_relu", {"alpha"});
-    t["Selu"] = unary("selu", {"alpha", "gamma"});
-    t["HardSigmoid"] = unary("hard_sigmoid", {"alpha", "beta"});
-    t["Gelu"] = unary("gelu", {"approximate"});
-    for (auto [onnx_op, op] :
-         std::initializer_list<std::pair<const char*, const char*>>{{"Add", "add"},
-                                                                    {"Sub", "sub"},
-                                                                    {"Mul", "mul"},
-                                                                    {"Div", "div"},
-                                                                    {"Pow", "pow"},
-                                                                    {"And", "and"},
-                                                                    {"Or", "or"},
-                                                                    {"Xor", "xor"},
-                                                                    {"Equal", "equal"},
-                                                                    {"Greater", "greater"},
-                                                                    {"GreaterOrEqual", "greater_equal"},
-                                                                    {"Less", "less"},
-                                                                    {"LessOrEqual", "less_equal"},
-                                                                    {"PRelu", "prelu"}})
-      t[onnx_op] = binary(op);
-    t["Mod"] = binary("mod", {"fmod"});
+    for (const OnnxOpName& row : onnx_op_names())
+      if (row.import_directly) t[row.onnx] = direct(row);
     t["Max"] = variadic("max", false);
     t["Min"] = variadic("min", false);
     t["Sum"] = variadic("add", false);
     t["Mean"] = variadic("add", true);
-    t["Where"] = [](Importer& im) { im.emit1("where", {im.in(0), im.in(1), im.in(2)}); };
     t["Cast"] = [](Importer& im) {
       im.ignore({"saturate"});  // only affects float8 targets, which are not supported
       Attrs a;
@@ -546,8 +496,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     t["ReduceLogSum"] = reduce("reduce_log_sum", 18);
     t["ReduceLogSumExp"] = reduce("reduce_log_sum_exp", 18);
     t["ReduceSumSquare"] = reduce("reduce_sum_square", 18);
-    t["ArgMax"] = unary("argmax", {"axis", "keepdims", "select_last_index"});
-    t["ArgMin"] = unary("argmin", {"axis", "keepdims", "select_last_index"});
     t["Softmax"] = softmax("softmax");
     t["LogSoftmax"] = softmax("log_softmax");
     t["Reshape"] = [](Importer& im) {
@@ -556,8 +504,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("allowzero", im.ai("allowzero", 0));
       im.emit1("reshape", {im.in(0)}, std::move(a));
     };
-    t["Transpose"] = unary("transpose", {"perm"});
-    t["Flatten"] = unary("flatten", {"axis"});
     auto axes_op = [](const char* op, bool required) {
       return [op, required](Importer& im) {
         Attrs a;
@@ -572,10 +518,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     };
     t["Squeeze"] = axes_op("squeeze", false);
     t["Unsqueeze"] = axes_op("unsqueeze", true);
-    t["Concat"] = [](Importer& im) {
-      std::vector<std::string> ins(im.node().input().begin(), im.node().input().end());
-      im.emit1("concat", ins, im.copy({"axis"}));
-    };
     t["Split"] = [](Importer& im) {
       Attrs a;
       a.set("axis", im.ai("axis", 0));
@@ -628,9 +570,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("repeats", im.const_ints(1, "repeats"));
       im.emit1("tile", {im.in(0)}, std::move(a));
     };
-    t["Gather"] = [](Importer& im) { im.emit1("gather", {im.in(0), im.in(1)}, im.copy({"axis"})); };
-    t["Shape"] = [](Importer& im) { im.emit1("shape", {im.in(0)}, im.copy({"start", "end"})); };
-    t["Size"] = [](Importer& im) { im.emit1("size", {im.in(0)}); };
     t["Range"] = [](Importer& im) {
       for (int i = 0; i < 3; ++i) im.const_tensor(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
       im.emit1("range", {im.in(0), im.in(1), im.in(2)});
@@ -693,7 +632,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("pads", pads);
       im.emit1("pad", {im.in(0)}, std::move(a));
     };
-    t["MatMul"] = [](Importer& im) { im.emit1("matmul", {im.in(0), im.in(1)}); };
     t["Gemm"] = [](Importer& im) {
       im.ignore({"broadcast"});  // before opset 7; C broadcasts either way
       im.emit1("gemm", {im.in(0), im.in(1), im.in(2)}, im.copy({"alpha", "beta", "transA", "transB"}));
@@ -706,41 +644,12 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         im.unsupported("training mode is not supported (inference only)");
       im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
     };
-    t["InstanceNormalization"] = [](Importer& im) {
-      im.emit1("instance_norm", {im.in(0), im.in(1), im.in(2)}, im.copy({"epsilon"}));
-    };
     t["LayerNormalization"] = [](Importer& im) {
       if (im.ai("stash_type", 1) != 1) im.unsupported("stash_type other than float is not supported");
       std::vector<std::string> outs;
       for (int i = 0; i < im.num_out(); ++i) outs.push_back(im.out(i));
       im.emit("layer_norm", {im.in(0), im.in(1), im.in(2)}, outs, im.copy({"axis", "epsilon"}));
     };
-    t["LRN"] = unary("lrn", {"size", "alpha", "beta", "bias"});
-    t["Conv"] = [](Importer& im) {
-      im.emit1("conv", {im.in(0), im.in(1), im.in(2)},
-               im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
-    };
-    t["ConvTranspose"] = [](Importer& im) {
-      im.emit1("conv_transpose", {im.in(0), im.in(1), im.in(2)},
-               im.copy({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
-                        "strides"}));
-    };
-    t["Einsum"] = [](Importer& im) {
-      std::vector<std::string> ins(im.node().input().begin(), im.node().input().end());
-      im.emit1("einsum", ins, im.copy({"equation"}));
-    };
-    t["MaxPool"] = [](Importer& im) {
-      std::vector<std::string> outs;
-      for (int k = 0; k < im.num_out(); ++k) outs.push_back(im.out(k));
-      im.emit("max_pool", {im.in(0)}, outs,
-              im.copy({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "storage_order"}));
-    };
-    t["AveragePool"] = [](Importer& im) {
-      im.emit1("avg_pool", {im.in(0)},
-               im.copy({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}));
-    };
-    t["GlobalAveragePool"] = unary("global_avg_pool");
-    t["GlobalMaxPool"] = unary("global_max_pool");
     return t;
   }();
   return table;

@@ -101,3 +101,29 @@ TEST_CASE("bad input to run exits 2 with the place named") {
   CHECK(run_saturn("run " + model + " --target cuda").status == 2);
   CHECK(run_saturn("run /no/such/model.onnx").status == 2);
 }
+
+TEST_CASE("run takes .sat models, and a wrong count of expected outputs is bad input") {
+  auto dir = fs::temp_directory_path() / ("saturn-sat-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "m.sat") << "(graph m\n  (input x f32 [2])\n  (init k f32 [2] [1.5 -2.0])\n"
+                                  "  (node n mul (y) (x k))\n  (output y))\n";
+  REQUIRE(saturn::ir::write_tensor_pb(saturn::ir::Tensor::of_doubles(saturn::ir::DType::F32, {2}, {2, 3}),
+                                      (dir / "x.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(saturn::ir::Tensor::of_doubles(saturn::ir::DType::F32, {2}, {3, -6}),
+                                      (dir / "want.pb").string()));
+  std::string base = "run " + (dir / "m.sat").string() + " --inputs " + (dir / "x.pb").string();
+  auto ok = run_saturn(base + " --check " + (dir / "want.pb").string() + " -o " + (dir / "out").string());
+  INFO(ok.err);
+  CHECK(ok.status == 0);
+  auto got = saturn::ir::read_tensor_pb((dir / "out" / "output_0.pb").string());
+  REQUIRE(got);
+  CHECK(got->at(0) == 3.0);
+  CHECK(got->at(1) == -6.0);
+  auto two = run_saturn(base + " --check " + (dir / "want.pb").string() + " " + (dir / "want.pb").string());
+  CHECK(two.status == 2);
+  CHECK(two.err.find("2 expected outputs given, the model has 1") != std::string::npos);
+  std::ofstream(dir / "bad.sat") << "(graph m (input x f32 [2]) (node n nope (y) (x)) (output y))";
+  auto bad = run_saturn("run " + (dir / "bad.sat").string() + " --inputs " + (dir / "x.pb").string());
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("bad.sat:1:36: error: unknown op 'nope'") != std::string::npos);
+}

@@ -60,7 +60,6 @@ std::string compare(const ir::Tensor& got, const ir::Tensor& want) {
 
 struct ModelInfo {
   std::set<std::string> ops;
-  std::vector<std::string> inputs;  // graph inputs that are not initializers, in order
 };
 
 ModelInfo model_info(const fs::path& model) {
@@ -68,11 +67,7 @@ ModelInfo model_info(const fs::path& model) {
   std::ifstream in(model, std::ios::binary);
   ModelInfo info;
   if (!m.ParseFromIstream(&in)) return info;
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
   for (const auto& n : m.graph().node()) info.ops.insert(n.op_type());
-  for (const auto& i : m.graph().input())
-    if (!inits.count(i.name())) info.inputs.push_back(i.name());
   return info;
 }
 
