@@ -127,6 +127,7 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
     bool changed = false;
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       auto rt = Clock::now();
+      if (applying_ && !matches[r].data.empty()) applying_(&rules[r]);
       ApplyStats s = rules[r].apply(g, matches[r], limits_.node_limit);
       if (complete[r] && !s.over_budget) applied_through[r] = search_epoch;
       report.rules[r].apply_ms += ms_since(rt);
@@ -140,6 +141,7 @@ RunReport Runner::run(EGraph& g, std::span<const Rewrite> rules) {
     it.apply_ms = ms_since(t);
 
     t = Clock::now();
+    if (applying_) applying_(nullptr);
     it.rebuild_unions = g.rebuild();
     it.rebuild_ms = ms_since(t);
     it.enodes = g.num_nodes();

@@ -95,6 +95,9 @@ class Runner {
   // Off: every search reports every match, as in egg.
   void set_incremental(bool on) { incremental_ = on; }
   void set_observer(Observer o) { observer_ = std::move(o); }
+  // Told which rule is about to change the e-graph (nullptr: the rebuild),
+  // so that an analysis can name the rule behind a conflict.
+  void set_applying(std::function<void(const Rewrite*)> f) { applying_ = std::move(f); }
 
   RunReport run(EGraph& g, std::span<const Rewrite> rules);
 
@@ -103,6 +106,7 @@ class Runner {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<Hook> hooks_;
   Observer observer_;
+  std::function<void(const Rewrite*)> applying_;
   bool incremental_ = true;
 };
 

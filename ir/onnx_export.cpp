@@ -129,6 +129,14 @@ void Exporter::node(const Node& n) {
     for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
     return m;
   }();
+  if (op == "conv_relu") {  // a fused epilogue: the convolution, then Relu
+    Node conv = n;
+    conv.op = "conv";
+    conv.outputs = {n.outputs[0] + "__conv"};
+    node(conv);
+    emit("Relu", n, {conv.outputs[0]}, n.outputs);
+    return;
+  }
   if (auto it = by_op.find(op); it != by_op.end()) {
     auto* p = emit(it->second->onnx, n, n.inputs, n.outputs);
     for (const char* k : it->second->attrs)

@@ -1,6 +1,7 @@
 #include "ir/op.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace saturn::ir {
 
@@ -73,6 +74,30 @@ std::vector<const OpDef*> OpRegistry::all() const {
 void OpRegistry::add(OpDef def) {
   std::string name = def.name;
   ops_[name] = std::make_unique<OpDef>(std::move(def));
+}
+
+void OpRegistry::declare_attrs(const std::string& op, std::vector<AttrSpec> attrs) {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) throw std::logic_error("declare_attrs: unknown op " + op);
+  it->second->attrs = std::move(attrs);
+}
+
+void OpRegistry::declare_work(const std::string& op, decltype(OpDef::flops) work) {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) throw std::logic_error("declare_work: unknown op " + op);
+  it->second->flops = std::move(work);
+}
+
+double work_of(const OpDef& def, const Attrs& a, std::span<const ValueType> in, std::span<const ValueType> out) {
+  for (const ValueType& t : in)
+    if (!is_static(t.shape)) return 0;
+  for (const ValueType& t : out)
+    if (!is_static(t.shape)) return 0;
+  if (def.flops) return def.flops(a, in, out);
+  double most = 0;
+  for (const ValueType& t : in) most = std::max(most, static_cast<double>(numel(static_dims(t.shape))));
+  for (const ValueType& t : out) most = std::max(most, static_cast<double>(numel(static_dims(t.shape))));
+  return most;
 }
 
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what) {

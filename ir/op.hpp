@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,6 +64,30 @@ struct TypedInput {
 
 enum class OpKind { Primitive, Composite, Library };
 
+// An attribute as the e-graph sees it: attributes are an op's trailing
+// children, in the order of OpDef::attrs, so patterns can bind and test them.
+// A scalar attribute that is absent takes `fallback`; without one, absence is
+// the symbol `none`. A list attribute that is absent is the empty list (every
+// op reads an absent list and an empty one alike).
+enum class AttrType { Int, Real, Ints, Reals, String, Tensor };
+struct AttrSpec {
+  std::string name;
+  AttrType type = AttrType::Int;
+  std::optional<AttrValue> fallback;
+};
+inline AttrSpec attr_int(std::string n, std::optional<std::int64_t> fb = std::nullopt) {
+  return {std::move(n), AttrType::Int, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+}
+inline AttrSpec attr_real(std::string n, std::optional<double> fb = std::nullopt) {
+  return {std::move(n), AttrType::Real, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+}
+inline AttrSpec attr_string(std::string n, std::optional<std::string> fb = std::nullopt) {
+  return {std::move(n), AttrType::String, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+}
+inline AttrSpec attr_ints(std::string n) { return {std::move(n), AttrType::Ints, std::nullopt}; }
+inline AttrSpec attr_reals(std::string n) { return {std::move(n), AttrType::Reals, std::nullopt}; }
+inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Tensor, std::nullopt}; }
+
 struct OpDef {
   std::string name;
   OpKind kind = OpKind::Composite;
@@ -76,6 +101,12 @@ struct OpDef {
   std::function<std::vector<Tensor>(const Attrs&, std::span<const Tensor>, std::span<const bool> given,
                                     std::size_t num_outputs)>
       eval;
+  // Attributes in e-graph order (see AttrSpec).
+  std::vector<AttrSpec> attrs;
+  // Arithmetic work of one application, for cost models; when unset, one
+  // operation per result element (elementwise ops, movement, reductions read
+  // their input once: see work_of).
+  std::function<double(const Attrs&, std::span<const ValueType> in, std::span<const ValueType> out)> flops;
 };
 
 class OpRegistry {
@@ -84,6 +115,10 @@ class OpRegistry {
   const OpDef* find(const std::string& name) const;
   std::vector<const OpDef*> all() const;
   void add(OpDef def);
+  // Declares the attributes of an op added before (see AttrSpec).
+  void declare_attrs(const std::string& op, std::vector<AttrSpec> attrs);
+  // Declares the arithmetic work of an op added before (OpDef::flops).
+  void declare_work(const std::string& op, decltype(OpDef::flops) work);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;
@@ -95,6 +130,10 @@ void register_reduce_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_library_ops(OpRegistry& r);  // after the ops they mirror
+
+// Arithmetic operations of one application of `def` (OpDef::flops, or one
+// per element of the largest operand or result); 0 for unknown sizes.
+double work_of(const OpDef& def, const Attrs& a, std::span<const ValueType> in, std::span<const ValueType> out);
 
 // Helpers shared by the families.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what = "axis");

@@ -33,6 +33,26 @@ void register_library_ops(OpRegistry& r) {
     d.doc = std::string(c.doc) + "; semantics of `" + c.like + "`";
     r.add(std::move(d));
   }
+  // Convolutions with a fused ReLU epilogue (oneDNN post-op, cuDNN's fused
+  // conv-bias-activation): relu(conv(x, w, b)).
+  for (const char* name : {"dnnl.conv_relu", "cudnn.conv_relu"}) {
+    const OpDef* base = r.find("conv");
+    if (!base) continue;
+    OpDef d = *base;
+    d.name = name;
+    d.kind = OpKind::Library;
+    d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)" : "cuDNN convolution with fused bias and ReLU (CUDA)") +
+            "; semantics of `relu(conv(...))`";
+    auto conv = base->eval;
+    d.eval = [conv](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given, std::size_t n) {
+      auto out = conv(a, x, given, n);
+      for (Tensor& t : out)
+        for (std::size_t i = 0; i < t.numel(); ++i)
+          if (t.at(i) < 0) t.set(i, 0.0);
+      return out;
+    };
+    r.add(std::move(d));
+  }
 }
 
 }  // namespace saturn::ir

@@ -591,6 +591,24 @@ void register_movement_ops(OpRegistry& r) {
     };
     r.add(std::move(d));
   }
+
+  // Attributes, in e-graph order.
+  r.declare_attrs("reshape", {attr_ints("shape"), attr_int("allowzero", 0)});
+  r.declare_attrs("transpose", {attr_ints("perm")});
+  r.declare_attrs("flatten", {attr_int("axis", 1)});
+  r.declare_attrs("squeeze", {attr_ints("axes")});
+  r.declare_attrs("unsqueeze", {attr_ints("axes")});
+  r.declare_attrs("concat", {attr_int("axis", 0)});
+  r.declare_attrs("split", {attr_int("axis", 0), attr_ints("split")});
+  r.declare_attrs("slice", {attr_ints("starts"), attr_ints("ends"), attr_ints("axes"), attr_ints("steps")});
+  r.declare_attrs("expand", {attr_ints("shape")});
+  r.declare_attrs("tile", {attr_ints("repeats")});
+  r.declare_attrs("gather", {attr_int("axis", 0)});
+  r.declare_attrs("shape", {attr_int("start", 0), attr_int("end")});
+  r.declare_attrs("const", {attr_tensor("value")});
+  r.declare_attrs("fill", {attr_ints("shape"), attr_tensor("value")});
+  r.declare_attrs("trilu", {attr_int("upper", 1), attr_int("k", 0)});
+  r.declare_attrs("pad", {attr_ints("pads"), attr_string("mode", "constant"), attr_real("value", 0.0)});
 }
 
 }  // namespace saturn::ir

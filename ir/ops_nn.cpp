@@ -724,6 +724,58 @@ void register_nn_ops(OpRegistry& r) {
     };
     r.add(std::move(d));
   }
+
+  // Attributes, in e-graph order.
+  r.declare_attrs("gemm",
+                  {attr_real("alpha", 1.0), attr_real("beta", 1.0), attr_int("transA", 0), attr_int("transB", 0)});
+  r.declare_attrs("batch_norm", {attr_real("epsilon", 1e-5)});
+  r.declare_attrs("layer_norm", {attr_int("axis", -1), attr_real("epsilon", 1e-5)});
+  r.declare_attrs("instance_norm", {attr_real("epsilon", 1e-5)});
+  r.declare_attrs("conv", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
+                           attr_int("group", 1), attr_string("auto_pad", "NOTSET")});
+  r.declare_attrs("conv_transpose",
+                  {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
+                   attr_int("group", 1), attr_string("auto_pad", "NOTSET"), attr_ints("output_padding"),
+                   attr_ints("output_shape")});
+  r.declare_attrs("einsum", {attr_string("equation")});
+  for (const char* n : {"max_pool", "avg_pool"})
+    r.declare_attrs(n, {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
+                        attr_string("auto_pad", "NOTSET"), attr_int("ceil_mode", 0), attr_int("count_include_pad", 0),
+                        attr_int("storage_order", 0)});
+  r.declare_attrs("lrn", {attr_int("size", 1), attr_real("alpha", 1e-4), attr_real("beta", 0.75), attr_real("bias", 1.0)});
+
+  // Arithmetic work (multiply-adds count two), for the cost models.
+  using Types = std::span<const ValueType>;
+  auto elems = [](const ValueType& t) { return static_cast<double>(numel(static_dims(t.shape))); };
+  auto dim = [](const ValueType& t, std::size_t i) { return static_cast<double>(t.shape[i].value()); };
+  r.declare_work("matmul", [=](const Attrs&, Types in, Types out) {
+    // Each result element is a dot product along A's last axis.
+    return 2.0 * elems(out[0]) * dim(in[0], in[0].shape.size() - 1);
+  });
+  r.declare_work("gemm", [=](const Attrs& a, Types in, Types out) {
+    return 2.0 * elems(out[0]) * dim(in[0], a.i("transA", 0) ? 0 : 1) + elems(out[0]);
+  });
+  auto conv_work = [=](const Attrs& a, Types in, Types out) {
+    // Per result element: (C_in / group) * prod(kernel) multiply-adds.
+    double per = 1;
+    for (std::size_t d = 1; d < in[1].shape.size(); ++d) per *= dim(in[1], d);
+    (void)a;
+    return 2.0 * elems(out[0]) * per;
+  };
+  r.declare_work("conv", conv_work);
+  r.declare_work("conv_transpose", [=](const Attrs&, Types in, Types) {
+    double per = 1;
+    for (std::size_t d = 1; d < in[1].shape.size(); ++d) per *= dim(in[1], d);
+    return 2.0 * elems(in[0]) * per;
+  });
+  for (const char* n : {"max_pool", "avg_pool"})
+    r.declare_work(n, [=](const Attrs& a, Types, Types out) {
+      double per = 1;
+      for (std::int64_t k : a.ints("kernel_shape")) per *= static_cast<double>(k);
+      return elems(out[0]) * per;
+    });
+  for (const char* n : {"batch_norm", "instance_norm", "layer_norm"})
+    r.declare_work(n, [=](const Attrs&, Types in, Types) { return 8.0 * elems(in[0]); });
 }
 
 }  // namespace saturn::ir

@@ -227,6 +227,19 @@ void register_reduce_ops(OpRegistry& r) {
   arg_reduction(r, "argmin", false);
   softmax_like(r, "softmax", false);
   softmax_like(r, "log_softmax", true);
+
+  // Attributes, in e-graph order.
+  for (const char* n : {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_l1", "reduce_l2",
+                        "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"})
+    r.declare_attrs(n, {attr_ints("axes"), attr_int("keepdims", 1)});
+  for (const char* n : {"argmax", "argmin"})
+    r.declare_attrs(n, {attr_int("axis", 0), attr_int("keepdims", 1), attr_int("select_last_index", 0)});
+  for (const char* n : {"softmax", "log_softmax"}) r.declare_attrs(n, {attr_int("axis", -1)});
+  // exp, max, sum, subtract and divide per element.
+  for (const char* n : {"softmax", "log_softmax"})
+    r.declare_work(n, [](const Attrs&, std::span<const ValueType> in, std::span<const ValueType>) {
+      return 5.0 * static_cast<double>(numel(static_dims(in[0].shape)));
+    });
 }
 
 }  // namespace saturn::ir

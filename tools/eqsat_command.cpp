@@ -1,7 +1,5 @@
 #include "tools/eqsat_command.hpp"
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -18,6 +16,7 @@
 #include "extract/tree_greedy.hpp"
 #include "rules/rule_file.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/saturate.hpp"
 
 namespace saturn::cli {
 
@@ -98,10 +97,7 @@ int run_eqsat(const EqsatOptions& opts) {
     costs.set(Op::symbol(spec.substr(0, eq)), c);
   }
 
-  if (o.memory_limit_mb == 0) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    o.memory_limit_mb = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page / (2 * 1024 * 1024) : 0;
-  }
+  if (o.memory_limit_mb == 0) o.memory_limit_mb = default_memory_limit_mb();
   const bool progress = !o.quiet && stderr_is_terminal();
   bool conflict = false;
   for (std::size_t ti = 0; ti < terms->size(); ++ti) {
@@ -111,44 +107,12 @@ int run_eqsat(const EqsatOptions& opts) {
     EClassId root = add_term(g, term);
     g.rebuild();
 
-    std::size_t iterations = 0;
-    std::string stop = "saturated";
-    nlohmann::json phase_json = nlohmann::json::array();
-    nlohmann::json rule_json = nlohmann::json::object();
-    double runner_ms = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (rules::Phase& phase : *phases) {
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      RunnerLimits limits{o.iter_limit, o.node_limit, std::max(0.0, o.time_limit_s - elapsed), o.memory_limit_mb};
-      Runner runner(limits, make_scheduler(o.scheduler));
-      runner.set_incremental(!o.no_incremental);
-      if (progress) {
-        runner.set_observer([&, ti](const EGraph&, const IterationReport& it) {
-          std::cerr << "\r[term " << ti + 1 << "/" << terms->size() << ", phase " << phase.phase << "] iteration "
-                    << it.index + 1 << ": " << it.enodes << " e-nodes, " << it.eclasses << " e-classes, " << std::fixed
-                    << std::setprecision(1) << it.total_ms << " ms   " << std::flush;
-        });
-      }
-      RunReport rep = runner.run(g, phase.rewrites);
-      iterations += rep.iterations.size();
-      runner_ms += rep.total_ms;
-      if (stop == "saturated") stop = to_string(rep.stop_reason);
-      phase_json.push_back({{"phase", phase.phase},
-                            {"optimizers", phase.optimizers},
-                            {"iterations", rep.iterations.size()},
-                            {"stop_reason", to_string(rep.stop_reason)},
-                            {"time_ms", rep.total_ms},
-                            {"search_ms", rep.search_ms()},
-                            {"apply_ms", rep.apply_ms()},
-                            {"rebuild_ms", rep.rebuild_ms()}});
-      for (const RuleReport& r : rep.rules)
-        rule_json[r.name] = {{"matches", r.matches},
-                             {"applications", r.applications},
-                             {"changed", r.changed},
-                             {"rejected", r.rejected},
-                             {"times_banned", r.times_banned}};
-    }
-    if (progress) std::cerr << "\r\033[K" << std::flush;
+    SaturateOptions so{o.iter_limit, o.node_limit, o.time_limit_s, o.memory_limit_mb, o.scheduler, !o.no_incremental,
+                       progress, "term " + std::to_string(ti + 1) + "/" + std::to_string(terms->size())};
+    SaturateResult sat = saturate(g, *phases, so);
+    const std::size_t iterations = sat.iterations;
+    const std::string& stop = sat.stop;
+    const double runner_ms = sat.time_ms;
 
     extract::TreeGreedyExtractor ex(g, std::cref(costs));
     auto best = ex.extract(root);
@@ -171,8 +135,8 @@ int run_eqsat(const EqsatOptions& opts) {
                           {"time_ms", runner_ms},
                           {"best", best ? nlohmann::json(best->to_string()) : nlohmann::json(nullptr)},
                           {"best_cost", std::isfinite(best_cost) ? nlohmann::json(best_cost) : nlohmann::json(nullptr)},
-                          {"phases", phase_json},
-                          {"rules", rule_json}};
+                          {"phases", sat.phases},
+                          {"rules", sat.rules}};
       std::cout << j.dump() << "\n";
     } else {
       if (ti == 0)

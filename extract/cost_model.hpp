@@ -1,0 +1,62 @@
+// Cost models per target: modeled microseconds of one op application.
+//
+// A roofline per node: the larger of arithmetic time (OpDef work over the
+// target's throughput for that kind of op) and memory time (bytes read and
+// written over bandwidth), plus a fixed overhead per kernel or library call.
+// Library calls are priced from the measured throughput of the real library
+// (bench/calibrate_cpu; docs/cost-model.md says how each number was
+// obtained); a library call of another target, or an op the target cannot
+// lower, costs infinity. Views (reshape, squeeze, ...) move no data. A node
+// computable from constants alone costs nothing: it is evaluated once, at
+// load time, unless evaluating it would materialize a large broadcast.
+// Symbolic dimensions are priced at `symbol_size`.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/diagnostic.hpp"
+#include "ir/graph.hpp"
+#include "ir/op.hpp"
+
+namespace saturn::extract {
+
+struct TargetSpec {
+  std::string name;
+  double loop_gflops = 0;         // elementwise/reduction code we generate
+  double naive_contract_gflops = 0;// matmul/conv lowered as plain loop nests
+  double library_gflops = 0;      // the target's BLAS/DNN library
+  double gbytes_per_s = 0;        // memory bandwidth
+  double kernel_overhead_us = 0;  // per generated kernel (fused chains share it)
+  double call_overhead_us = 0;    // per library call
+  std::vector<std::string> libraries;  // op-name prefixes this target lowers ("blas.", "dnnl.")
+};
+
+class CostModel {
+ public:
+  explicit CostModel(TargetSpec spec) : spec_(std::move(spec)) {}
+  // "cpu" or "cuda"; nullopt for other names.
+  static std::optional<CostModel> for_target(const std::string& name);
+
+  const TargetSpec& spec() const { return spec_; }
+  double symbol_size = 16;
+
+  // Modeled microseconds; infinity when the target cannot run the op.
+  double cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+              const ir::ValueType& out, bool constant) const;
+  // Whether a node computable from constants is folded at load time (the
+  // same test fold_constant_nodes applies).
+  static bool is_folded(double in_elems, double out_elems) { return out_elems <= 2 * in_elems + 4096; }
+
+ private:
+  ir::ValueType priced(const ir::ValueType& t) const;
+  TargetSpec spec_;
+};
+
+// Modeled cost of a whole graph, each node once (infinity when the target
+// cannot run one of its nodes).
+Expected<double> graph_cost(const ir::Graph& g, const CostModel& m);
+
+}  // namespace saturn::extract

@@ -1,0 +1,243 @@
+// End to end: every bundled model, optimized for every target with the
+// shipped rulesets, computes what the original computes (reference
+// interpreter, random inputs); and the pieces `saturn opt` is made of.
+#include <filesystem>
+#include <random>
+
+#include "bench/models.hpp"
+#include "helpers.hpp"
+#include "ir/onnx_import.hpp"
+#include "rules/tensor_builtins.hpp"
+#include "rules/tensor_egraph.hpp"
+#include "runtime/interp.hpp"
+#include "tools/optimize.hpp"
+
+using namespace saturn;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<ir::Tensor> random_inputs(const ir::Graph& g, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  std::vector<ir::Tensor> out;
+  for (const ir::GraphValue& in : g.inputs) {
+    ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
+    for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Largest |a - b| / (atol + rtol |b|) over all elements (<= 1: close).
+double worst_error(const ir::Tensor& a, const ir::Tensor& b, double rtol = 1e-3, double atol = 1e-4) {
+  REQUIRE(a.dims() == b.dims());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::abs(a.at(i) - b.at(i)) / (atol + rtol * std::abs(b.at(i))));
+  return worst;
+}
+
+void check_same_outputs(const ir::Graph& original, const ir::Graph& optimized, std::uint32_t seed) {
+  auto inputs = random_inputs(original, seed);
+  auto want = runtime::interpret(original, inputs);
+  REQUIRE(want);
+  auto got = runtime::interpret(optimized, inputs);
+  if (!got) FAIL(got.error().to_string());
+  REQUIRE(got->size() == want->size());
+  for (std::size_t k = 0; k < want->size(); ++k) {
+    INFO("output " << k);
+    CHECK(worst_error((*got)[k], (*want)[k]) <= 1.0);
+  }
+}
+
+cli::OptimizeOptions shipped(const std::string& target) {
+  cli::OptimizeOptions o;
+  o.target = target;
+  o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", target);
+  return o;
+}
+
+std::string rules_file(const std::string& text) {
+  auto p = fs::temp_directory_path() / test::numbered("saturn-test-", static_cast<int>(::getpid()));
+  p += ".rules";
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("every bundled model optimizes to an equivalent, cheaper or equal program", "[opt][e2e]") {
+  const fs::path dir = fs::path(test::source_dir()) / "docs/examples/models";
+  std::vector<fs::path> models;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".onnx") models.push_back(e.path());
+  REQUIRE(models.size() >= 3);
+  for (const fs::path& m : models) {
+    for (const char* target : {"cpu", "cuda"}) {
+      INFO(m.filename().string() << " --target " << target);
+      auto g = ir::import_onnx_file(m.string());
+      REQUIRE(g);
+      auto res = cli::optimize(*g, shipped(target));
+      if (!res) FAIL(res.error().to_string());
+      REQUIRE_FALSE(res->unsound);
+      const auto& r = res->report;
+      for (const char* key : {"cost_before", "cost_after", "nodes_before", "nodes_after", "rules", "phases"})
+        CHECK(r.contains(key));
+      CHECK(r["cost_after"].get<double>() <= r["cost_before"].get<double>() * (1 + 1e-9));
+      for (const char* phase : {"import", "saturate", "extract"}) {
+        CHECK(r["phases"][phase]["time_ms"].get<double>() >= 0);
+        CHECK(r["phases"][phase].contains("stop_reason"));
+      }
+      // A target only ever gets its own library calls.
+      for (const ir::Node& n : res->graph.nodes) {
+        bool cpu_lib = n.op.rfind("blas.", 0) == 0 || n.op.rfind("dnnl.", 0) == 0;
+        bool cuda_lib = n.op.rfind("cublas.", 0) == 0 || n.op.rfind("cudnn.", 0) == 0;
+        CHECK_FALSE((std::string(target) == "cpu" ? cuda_lib : cpu_lib));
+      }
+      check_same_outputs(*g, res->graph, 7);
+      check_same_outputs(*g, res->graph, 8);
+      // The optimized graph survives export and re-import unchanged in meaning.
+      auto bytes = ir::export_onnx_bytes(res->graph);
+      REQUIRE(bytes);
+      auto back = ir::import_onnx_bytes(*bytes, "optimized");
+      if (!back) FAIL(back.error().to_string());
+      check_same_outputs(*g, *back, 9);
+    }
+  }
+}
+
+TEST_CASE("the main wins happen: BLAS/oneDNN calls, folded batchnorm, conv+relu fusion", "[opt][e2e]") {
+  auto cnn = models::resnet(16, {8, 16}, 1, 10);
+  auto res = cli::optimize(cnn, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  CHECK_FALSE(ops.contains("batch_norm"));  // folded into the convolutions' weights
+  CHECK(ops.value("dnnl.conv_relu", 0) > 0);
+  CHECK(res->report["cost_after"].get<double>() < res->report["cost_before"].get<double>() / 2);
+
+  auto mlp = models::mlp(64, {784, 1024, 1024, 10});
+  auto m = cli::optimize(mlp, shipped("cpu"));
+  REQUIRE(m);
+  CHECK(m->report["ops_after"].value("blas.gemm", 0) >= 2);  // matmul + bias add fused into sgemm
+  CHECK_FALSE(m->report["ops_after"].contains("add"));
+
+  auto gpu = cli::optimize(mlp, shipped("cuda"));
+  REQUIRE(gpu);
+  CHECK(gpu->report["ops_after"].value("cublas.gemm", 0) >= 2);
+}
+
+TEST_CASE("an unsound rule is caught at run time and named", "[opt]") {
+  // Dropping a transpose changes the shape: the analysis sees two types in
+  // one e-class and names the rule.
+  auto g = models::transformer(1, 1, 4, 8, 2, 16);
+  cli::OptimizeOptions o;
+  o.rule_files = {rules_file("(rule drop-transpose (transpose ?x ?p) => ?x)\n")};
+  auto res = cli::optimize(g, o);
+  REQUIRE(res);
+  REQUIRE(res->unsound);
+  CHECK_THAT(res->report["error"].get<std::string>(), Catch::Contains("drop-transpose"));
+  CHECK_THAT(res->report["error"].get<std::string>(), Catch::Contains("different types"));
+}
+
+TEST_CASE("rules that do not type-check are rejected at load time with their place", "[opt]") {
+  auto g = models::mlp(2, {4, 3});
+  auto load = [&](const std::string& text) {
+    cli::OptimizeOptions o;
+    o.rule_files = {rules_file(text)};
+    auto res = cli::optimize(g, o);
+    REQUIRE_FALSE(res);
+    return res.error().to_string();
+  };
+  CHECK_THAT(load("(rule r (frobnicate ?x) => ?x)"), Catch::Contains(":1:10: error: unknown op 'frobnicate'"));
+  CHECK_THAT(load("(rule r (transpose ?x) => ?x)"), Catch::Contains("its e-graph form is (transpose x0 perm)"));
+  CHECK_THAT(load("(rule r (relu ?x) => ?x :if (= (rank ?y) 2))"), Catch::Contains("?y"));
+  CHECK_THAT(load("(rule r (relu ?x) => ?x :if (rnak ?x))"), Catch::Contains("rnak"));
+}
+
+TEST_CASE("graph -> e-graph -> graph with the imported nodes is the same program", "[opt]") {
+  auto g = models::resnet(8, {4}, 1, 3);
+  auto t = rules::to_egraph(g);
+  REQUIRE(t);
+  // Each class's first node is the imported one here: nothing else was added.
+  auto back = rules::from_egraph(*t, [&](egraph::EClassId c) { return t->graph.nodes(t->graph.find(c))[0].id; });
+  if (!back) FAIL(back.error().to_string());
+  CHECK(back->outputs == g.outputs);
+  check_same_outputs(g, *back, 3);
+  // Types are known per class, and constants are marked constant.
+  const auto& out = t->analysis->data(t->outputs[0]);
+  CHECK(out.kind == rules::TensorInfo::Kind::Tensor);
+  CHECK(ir::to_string(out.type.shape) == "[1 3]");
+  CHECK_FALSE(out.constant);
+}
+
+TEST_CASE("tensor built-ins", "[opt][builtins]") {
+  rules::BuiltinRegistry& reg = rules::BuiltinRegistry::global();
+  rules::register_tensor_builtins(reg);
+  models::GraphBuilder b("t");
+  std::string x = b.input("x", {2, 3, 5});
+  std::string c = b.fill({1, 3, 1}, 1.0);
+  std::string z = b.fill({}, 0.0);
+  std::string y = b.op("mul", {x, c});
+  auto g = b.finish({y, b.op("add", {x, z})});
+  auto t = rules::to_egraph(g);
+  REQUIRE(t);
+  // Evaluate (f args...) with ?x ?c ?z bound to the classes of x, c and z.
+  auto eval = [&](const std::string& expr) {
+    std::vector<egraph::EClassId> bind;
+    for (const std::string& n : {x, c, z}) {
+      auto sym = egraph::Op::symbol(n);
+      std::optional<egraph::EClassId> cls;
+      for (egraph::EClassId k : t->graph.class_ids())
+        for (egraph::NodeId node : t->graph.nodes(k)) {
+          auto kids = t->graph.children(node);
+          if (kids.size() == 1) {
+            auto leaf = rules::leaf_symbol(t->graph, kids[0]);
+            if (leaf && (*leaf == sym || t->analysis->constants().name_of(*leaf) == n)) cls = k;
+          }
+        }
+      REQUIRE(cls);
+      bind.push_back(*cls);
+    }
+    auto parsed = parse_sexprs(expr, "expr");
+    REQUIRE(parsed);
+    std::vector<std::string> names = {"?x", "?c", "?z"};
+    auto e = rules::Expr::compile(
+        (*parsed)[0],
+        [&](const std::string& v) -> std::optional<egraph::VarId> {
+          for (std::size_t i = 0; i < names.size(); ++i)
+            if (v == names[i]) return static_cast<egraph::VarId>(i);
+          return std::nullopt;
+        },
+        reg);
+    rules::EvalContext ctx{t->graph, bind};
+    auto v = e.eval(ctx);
+    return v ? v->to_string() : std::string("fail");
+  };
+  CHECK(eval("(shape ?x)") == "[2 3 5]");
+  CHECK(eval("(rank ?x)") == "3");
+  CHECK(eval("(dtype ?x)") == "f32");
+  CHECK(eval("(dim ?x -1)") == "5");
+  CHECK(eval("(numel ?x)") == "30");
+  CHECK(eval("(is-one ?c)") == "true");
+  CHECK(eval("(is-zero ?c)") == "false");
+  CHECK(eval("(is-zero ?z)") == "true");
+  CHECK(eval("(is-const ?c)") == "true");
+  CHECK(eval("(is-const ?x)") == "false");
+  CHECK(eval("(broadcasts-to ?c ?x)") == "true");
+  CHECK(eval("(broadcasts-to ?x ?c)") == "false");
+  CHECK(eval("(channel-bias? ?c ?x)") == "true");
+  CHECK(eval("(perm-compose [1 2 0] [1 2 0])") == "[2 0 1]");
+  CHECK(eval("(perm-compose [1 0 2] [2 1 0])") == "[2 0 1]");
+  CHECK(eval("(perm-inverse [1 2 0])") == "[2 0 1]");
+  CHECK(eval("(perm-identity? (perm-compose [1 2 0] (perm-inverse [1 2 0])))") == "true");
+  CHECK(eval("(perm-of [] 3)") == "[2 1 0]");
+  CHECK(eval("(perm-compose [0 0 1] [0 1 2])") == "fail");  // not a permutation
+  CHECK(eval("(swap-last 4)") == "[0 1 3 2]");
+  CHECK(eval("(axes-from -2 4)") == "[2 3]");
+  CHECK(eval("(reduced-count ?x [0 2])") == "10");
+  CHECK(eval("(result-shape transpose ?x [2 0 1])") == "[5 2 3]");
+  CHECK(eval("(result-shape matmul ?x ?x)") == "fail");  // [2 3 5] x [2 3 5] does not fit
+  CHECK(eval("(leading-shape ?x)") == "[2 1 1]");
+  CHECK(eval("(channel-shape ?x)") == "[3 1]");
+}

@@ -1,0 +1,135 @@
+#include "tools/opt_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "extract/extractors.hpp"
+#include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/optimize.hpp"
+#include "tools/saturate.hpp"
+
+namespace saturn::cli {
+
+namespace fs = std::filesystem;
+
+void add_opt_command(CLI::App& app, OptOptions& o) {
+  auto* cmd = app.add_subcommand("opt", "Optimize a model for a target: saturate with rulesets, extract the cheapest.");
+  cmd->add_option("model", o.model, "Model (.onnx or .sat)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--target", o.target, "Target whose cost model picks the program")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--rules", o.rules, "More rule files or folders of .rules files (after the shipped ones)");
+  cmd->add_flag("--no-default-rules", o.no_default_rules, "Do not load the shipped rulesets/");
+  cmd->add_option("-o,--output", o.out, "Write the optimized model (.onnx or .sat)");
+  cmd->add_option("--report", o.report, "Write the report as JSON");
+  cmd->add_option("--extractor", o.extractor, std::string("Extractor: ") + extract::kExtractorNames)
+      ->capture_default_str();
+  cmd->add_option("--iter-limit", o.iter_limit, "Stop each phase after N iterations")->capture_default_str();
+  cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", o.time_limit_s, "Stop saturating after S seconds (all phases)")
+      ->capture_default_str();
+  cmd->add_option("--extract-time-limit", o.extract_time_limit_s,
+                  "Stop improving the DAG extraction after S seconds (reported)")
+      ->capture_default_str();
+  cmd->add_option("--memory-limit", o.memory_limit_mb,
+                  "Stop once the process holds more than MB MiB (default: half of physical memory)");
+  cmd->add_option("--scheduler", o.scheduler, "Rule scheduler")
+      ->check(CLI::IsMember({"simple", "backoff"}))
+      ->capture_default_str();
+  cmd->add_flag("--json", o.json, "Print the report as JSON on stdout");
+  cmd->add_flag("--quiet,-q", o.quiet, "No progress and no summary on stderr");
+}
+
+namespace {
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+int run_opt(const OptOptions& o) {
+  if (!o.out.empty() && !has_suffix(o.out, ".onnx") && !has_suffix(o.out, ".sat"))
+    return bad_input("-o: the optimized model must be a .onnx or .sat file, got '" + o.out + "'");
+  OptimizeOptions oo;
+  oo.target = o.target;
+  oo.extractor = o.extractor;
+  oo.iter_limit = o.iter_limit;
+  oo.node_limit = o.node_limit;
+  oo.time_limit_s = o.time_limit_s;
+  oo.extract_time_limit_s = o.extract_time_limit_s;
+  oo.memory_limit_mb = o.memory_limit_mb ? o.memory_limit_mb : default_memory_limit_mb();
+  oo.scheduler = o.scheduler;
+  oo.progress = !o.quiet && stderr_is_terminal();
+  if (!o.no_default_rules) {
+    oo.rule_files = rule_files_for(shipped_rulesets_dir(), o.target);
+    if (oo.rule_files.empty())
+      return bad_input("no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)");
+  }
+  for (const std::string& r : o.rules) {
+    if (fs::is_directory(r)) {
+      auto more = rule_files_for(r, o.target);
+      oo.rule_files.insert(oo.rule_files.end(), more.begin(), more.end());
+    } else if (fs::is_regular_file(r)) {
+      oo.rule_files.push_back(r);
+    } else {
+      return bad_input("--rules: no such file or folder '" + r + "'");
+    }
+  }
+  auto graph = has_suffix(o.model, ".sat") ? ir::read_sat_file(o.model) : ir::import_onnx_file(o.model);
+  if (!graph) return bad_input(graph.error().to_string());
+  auto res = optimize(*graph, oo);
+  if (!res) return bad_input(res.error().to_string());
+  nlohmann::json& report = res->report;
+  report["model"] = o.model;
+  if (!res->unsound && !o.out.empty()) {
+    auto t = std::chrono::steady_clock::now();
+    if (has_suffix(o.out, ".sat")) {
+      std::ofstream f(o.out, std::ios::binary);
+      f << ir::write_sat(res->graph);
+      if (!f) return bad_input("cannot write " + o.out);
+    } else {
+      auto w = ir::export_onnx_file(res->graph, o.out);
+      if (!w) return bad_input(w.error().to_string());
+    }
+    report["phases"]["export"] = {
+        {"time_ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count()},
+        {"stop_reason", "done"}};
+  }
+  if (!o.report.empty()) {
+    std::ofstream f(o.report);
+    f << report.dump(2) << "\n";
+    if (!f) return bad_input("cannot write " + o.report);
+  }
+  if (o.json) std::cout << report.dump() << "\n";
+  if (res->unsound) {
+    std::cerr << "saturn: error: unsound rewrite: " << report["error"].get<std::string>()
+              << "\nsaturn: note: a rule made two e-classes of different types equal, so it changes what the "
+                 "program computes (prove rules with `saturn verify`)\n";
+    return kCheckFailed;
+  }
+  if (!o.quiet) {
+    std::cerr << "saturn opt " << o.model << " --target " << o.target << "\n" << summarize(report);
+    if (report["phases"]["saturate"]["stop_reason"] != "saturated")
+      std::cerr << "saturn: note: saturation stopped at its "
+                << report["phases"]["saturate"]["stop_reason"].get<std::string>()
+                << " (raise --iter-limit / --node-limit / --time-limit / --memory-limit)\n";
+    if (report["phases"]["extract"]["stop_reason"] == "time_limit")
+      std::cerr << "saturn: note: extraction stopped at --extract-time-limit\n";
+  }
+  return kOk;
+}
+
+}  // namespace saturn::cli

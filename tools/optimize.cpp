@@ -1,0 +1,239 @@
+#include "tools/optimize.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "extract/cost_model.hpp"
+#include "extract/extractors.hpp"
+#include "rules/rule_file.hpp"
+#include "rules/tensor_builtins.hpp"
+#include "rules/tensor_egraph.hpp"
+#include "tools/saturate.hpp"
+
+#ifndef SATURN_RULESETS_DIR
+#define SATURN_RULESETS_DIR "rulesets"
+#endif
+
+namespace saturn::cli {
+
+namespace fs = std::filesystem;
+
+std::string shipped_rulesets_dir() {
+  if (const char* env = std::getenv("SATURN_RULESETS")) return env;
+  return SATURN_RULESETS_DIR;
+}
+
+std::vector<std::string> rule_files_for(const std::string& dir, const std::string& target) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file() || e.path().extension() != ".rules") continue;
+    std::string stem = e.path().stem().string();
+    bool cpu_only = stem == "blas" || stem == "dnnl", cuda_only = stem == "cublas" || stem == "cudnn";
+    if ((cpu_only && target != "cpu") || (cuda_only && target != "cuda")) continue;
+    out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+nlohmann::json ops_of(const ir::Graph& g) {
+  std::map<std::string, std::size_t> by;
+  for (const ir::Node& n : g.nodes) ++by[n.op];
+  return by;
+}
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions& o) {
+  auto fail = [](std::string msg) { return Diagnostic{SourceLoc{}, std::move(msg)}; };
+  auto model = extract::CostModel::for_target(o.target);
+  if (!model) return fail("unknown target '" + o.target + "' (cpu or cuda)");
+  nlohmann::json phases = nlohmann::json::object();
+
+  // Rules, checked against the op registry and the tensor built-ins.
+  auto t = Clock::now();
+  rules::BuiltinRegistry& builtins = rules::BuiltinRegistry::global();
+  rules::register_tensor_builtins(builtins);
+  std::vector<rules::RuleFile> files;
+  for (const std::string& p : o.rule_files) {
+    auto f = rules::load_rules(p, builtins, rules::check_tensor_op);
+    if (!f) return f.error();
+    files.push_back(std::move(*f));
+  }
+  auto rule_phases = rules::group_phases(std::move(files));
+  if (!rule_phases) return rule_phases.error();
+  std::map<std::string, rules::RuleInfo> info;
+  for (const rules::Phase& p : *rule_phases)
+    for (const rules::RuleInfo& i : p.info) info[i.name] = i;
+
+  // Import.
+  auto cost_before = extract::graph_cost(graph, *model);
+  if (!cost_before) return cost_before.error();
+  auto teg = rules::to_egraph(graph);
+  if (!teg) return teg.error();
+  phases["import"] = {{"time_ms", ms_since(t)}, {"stop_reason", "done"}};
+  const std::size_t enodes_start = teg->graph.num_nodes();
+
+  // Saturate.
+  t = Clock::now();
+  rules::TensorAnalysis& an = *teg->analysis;
+  SaturateOptions so{o.iter_limit, o.node_limit, o.time_limit_s, o.memory_limit_mb, o.scheduler, true, o.progress, {}};
+  SaturateResult sat = saturate(teg->graph, *rule_phases, so, [&](egraph::Runner& runner) {
+    runner.set_applying([&](const egraph::Rewrite* r) {
+      if (!r) {
+        an.set_context("congruence closure after the rules of one iteration");
+        return;
+      }
+      auto it = info.find(r->name());
+      an.set_context("rule '" + r->name() + "'" + (it != info.end() ? " (" + it->second.loc.to_string() + ")" : ""));
+    });
+    runner.add_hook([&](const egraph::EGraph&, const egraph::RunReport&) -> std::optional<std::string> {
+      if (an.conflict()) return "unsound rewrite: " + *an.conflict();
+      return std::nullopt;
+    });
+  });
+  phases["saturate"] = {{"time_ms", ms_since(t)}, {"stop_reason", sat.stop}, {"iterations", sat.iterations}};
+  for (const auto& p : sat.phases)
+    phases["saturate." + std::to_string(p["phase"].get<int>())] = {{"time_ms", p["time_ms"]},
+                                                                    {"stop_reason", p["stop_reason"]},
+                                                                    {"iterations", p["iterations"]},
+                                                                    {"optimizers", p["optimizers"]}};
+  OptimizeResult res;
+  nlohmann::json rules_json = nlohmann::json::object();
+  for (const auto& [name, r] : sat.rules.items()) {
+    rules_json[name] = r;
+    if (auto it = info.find(name); it != info.end()) rules_json[name]["at"] = it->second.loc.to_string();
+  }
+  res.report = {{"target", o.target},
+                {"cost_unit", "modeled microseconds"},
+                {"cost_before", finite_or_null(*cost_before)},
+                {"nodes_before", graph.nodes.size()},
+                {"ops_before", ops_of(graph)},
+                {"rule_files", o.rule_files},
+                {"rules", rules_json},
+                {"phases", phases},
+                {"rule_phases", sat.phases}};
+  if (an.conflict()) {
+    res.unsound = true;
+    res.report["error"] = *an.conflict();
+    res.graph = graph;
+    return res;
+  }
+
+  // Extract.
+  t = Clock::now();
+  const egraph::EGraph& eg = teg->graph;
+  auto node_cost = [&](const egraph::EGraph& g, egraph::NodeId n) -> double {
+    if (g.children(n).empty() || g.op(n).is_literal()) return 0;
+    if (g.op(n) == rules::TensorOps::get().input || g.op(n) == rules::TensorOps::get().constant) return 0;
+    const rules::TensorInfo& self = an.data(g.find(egraph::EClassId(n.v)));
+    if (self.kind != rules::TensorInfo::Kind::Tensor) return extract::kInfinity;
+    auto node = an.decode(g, n);
+    if (!node) return extract::kInfinity;
+    std::vector<ir::ValueType> in;
+    bool constant = true;
+    for (const auto& c : node->operands) {
+      if (!c) continue;
+      const rules::TensorInfo& ci = an.data(g.find(*c));
+      if (ci.kind != rules::TensorInfo::Kind::Tensor) return extract::kInfinity;
+      in.push_back(ci.type);
+      constant &= ci.constant;
+    }
+    return model->cost(*node->def, node->attrs, in, self.type, constant);
+  };
+  auto problem = extract::problem_from_egraph(eg, teg->outputs, node_cost);
+  auto ex = extract::extract_by_name(o.extractor, problem, o.extract_time_limit_s);
+  if (!ex) return fail("unknown extractor '" + o.extractor + "' (one of " + extract::kExtractorNames + ")");
+  if (!std::isfinite(ex->dag_cost)) {
+    // Name the first class without a finite program, and what it holds.
+    auto tree = extract::extract_tree_greedy(problem);
+    std::string what;
+    for (std::uint32_t c = 0; c < problem.classes.size() && what.empty(); ++c) {
+      if (tree.choice[c] >= 0) continue;
+      bool has_kids_ok = false;
+      for (std::uint32_t n : problem.classes[c]) has_kids_ok |= problem.nodes[n].cost < extract::kInfinity;
+      if (!has_kids_ok) {
+        what = "e-class " + std::to_string(problem.class_ids[c].v) + " holds only";
+        for (std::uint32_t n : problem.classes[c]) what += " " + problem.nodes[n].op;
+      }
+    }
+    return fail("target " + o.target + " cannot run this model: an output has no program the target can lower" +
+                (what.empty() ? std::string() : " (" + what + ")"));
+  }
+  auto optimized = rules::from_egraph(*teg, [&](egraph::EClassId c) {
+    return problem.node_ids[static_cast<std::size_t>(ex->choice[problem.class_index(eg.find(c))])];
+  });
+  if (!optimized) return optimized.error();
+  auto cost_after = extract::graph_cost(*optimized, *model);
+  if (!cost_after) return fail("internal: the extracted graph does not type-check: " + cost_after.error().to_string());
+  phases["extract"] = {{"time_ms", ms_since(t)},
+                       {"stop_reason", ex->budget_hit ? "time_limit" : "done"},
+                       {"extractor", o.extractor},
+                       {"passes", ex->passes}};
+  res.graph = std::move(*optimized);
+  res.report["cost_after"] = finite_or_null(*cost_after);
+  res.report["speedup"] = finite_or_null(*cost_before / std::max(*cost_after, 1e-9));
+  res.report["nodes_after"] = res.graph.nodes.size();
+  res.report["ops_after"] = ops_of(res.graph);
+  res.report["egraph"] = {{"enodes_start", enodes_start},
+                          {"enodes", eg.num_nodes()},
+                          {"eclasses", eg.num_classes()},
+                          {"iterations", sat.iterations}};
+  res.report["extraction"] = {{"extractor", o.extractor},
+                              {"tree_cost", finite_or_null(ex->tree_cost)},
+                              {"dag_cost", finite_or_null(ex->dag_cost)}};
+  res.report["phases"] = phases;
+  return res;
+}
+
+std::string summarize(const nlohmann::json& r) {
+  std::ostringstream s;
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); };
+  s << std::fixed << std::setprecision(1);
+  s << "  modeled cost: " << num(r["cost_before"]) << " us -> " << num(r.value("cost_after", nlohmann::json()))
+    << " us";
+  if (r.contains("speedup") && r["speedup"].is_number()) s << std::setprecision(2) << " (" << num(r["speedup"]) << "x)";
+  s << std::setprecision(1) << "\n  nodes: " << r["nodes_before"] << " -> " << r.value("nodes_after", nlohmann::json())
+    << "\n  ops changed:";
+  std::map<std::string, std::pair<std::size_t, std::size_t>> ops;
+  for (const auto& [op, c] : r["ops_before"].items()) ops[op].first = c.get<std::size_t>();
+  if (r.contains("ops_after"))
+    for (const auto& [op, c] : r["ops_after"].items()) ops[op].second = c.get<std::size_t>();
+  for (const auto& [op, c] : ops)
+    if (c.first != c.second) s << " " << op << " " << c.first << "->" << c.second;
+  s << "\n";
+  if (r.contains("egraph"))
+    s << "  e-graph: " << r["egraph"]["enodes_start"] << " -> " << r["egraph"]["enodes"] << " e-nodes in "
+      << r["egraph"]["iterations"] << " iterations, " << r["phases"]["saturate"]["stop_reason"].get<std::string>()
+      << "\n";
+  s << "  time:";
+  for (const auto& [name, p] : r["phases"].items())
+    if (name.find('.') == std::string::npos) s << " " << name << " " << p["time_ms"].get<double>() << " ms";
+  s << "\n";
+  std::vector<std::pair<std::size_t, std::string>> fired;
+  for (const auto& [name, x] : r["rules"].items())
+    if (x["applications"].get<std::size_t>() > 0) fired.emplace_back(x["applications"].get<std::size_t>(), name);
+  std::sort(fired.rbegin(), fired.rend());
+  s << "  rules applied:";
+  if (fired.empty()) s << " none";
+  for (std::size_t i = 0; i < fired.size() && i < 12; ++i) s << " " << fired[i].second << " x" << fired[i].first;
+  if (fired.size() > 12) s << " (+" << fired.size() - 12 << " more)";
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace saturn::cli

@@ -1,0 +1,61 @@
+#include "tools/saturate.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+namespace saturn::cli {
+
+std::size_t default_memory_limit_mb() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / (2 * 1024 * 1024)
+                               : 0;
+}
+
+SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, const SaturateOptions& o,
+                        const std::function<void(egraph::Runner&)>& configure) {
+  using namespace saturn::egraph;
+  SaturateResult res;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (rules::Phase& phase : phases) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RunnerLimits limits{o.iter_limit, o.node_limit, std::max(0.0, o.time_limit_s - elapsed), o.memory_limit_mb};
+    Runner runner(limits, make_scheduler(o.scheduler));
+    runner.set_incremental(o.incremental);
+    if (o.progress) {
+      runner.set_observer([&](const EGraph&, const IterationReport& it) {
+        std::cerr << "\r[" << o.label << (o.label.empty() ? "" : ", ") << "phase " << phase.phase << "] iteration "
+                  << it.index + 1 << ": " << it.enodes << " e-nodes, " << it.eclasses << " e-classes, " << std::fixed
+                  << std::setprecision(1) << it.total_ms << " ms   " << std::flush;
+      });
+    }
+    if (configure) configure(runner);
+    RunReport rep = runner.run(g, phase.rewrites);
+    res.iterations += rep.iterations.size();
+    res.time_ms += rep.total_ms;
+    if (res.stop == "saturated") res.stop = to_string(rep.stop_reason);
+    nlohmann::json pj = {{"phase", phase.phase},
+                         {"optimizers", phase.optimizers},
+                         {"iterations", rep.iterations.size()},
+                         {"stop_reason", to_string(rep.stop_reason)},
+                         {"time_ms", rep.total_ms},
+                         {"search_ms", rep.search_ms()},
+                         {"apply_ms", rep.apply_ms()},
+                         {"rebuild_ms", rep.rebuild_ms()}};
+    if (!rep.stop_message.empty()) pj["stop_message"] = rep.stop_message;
+    res.phases.push_back(std::move(pj));
+    for (const RuleReport& r : rep.rules)
+      res.rules[r.name] = {{"matches", r.matches},
+                           {"applications", r.applications},
+                           {"changed", r.changed},
+                           {"rejected", r.rejected},
+                           {"times_banned", r.times_banned}};
+    if (rep.stop_reason == StopReason::Other) break;
+  }
+  if (o.progress) std::cerr << "\r\033[K" << std::flush;
+  return res;
+}
+
+}  // namespace saturn::cli
