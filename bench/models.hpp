@@ -30,19 +30,16 @@ class GraphBuilder {
     std::uniform_real_distribution<double> u(-scale, scale);
     if (scale > 0)
       for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng_));
-    std::string name = "w" + std::to_string(g_.initializers.size());
-    g_.initializers.emplace(name, std::move(t));
-    return name;
+    return add_initializer(std::move(t));
   }
   std::string fill(std::vector<std::int64_t> dims, double value) {
     ir::Tensor t(ir::DType::F32, dims);
     for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, value);
-    std::string name = "w" + std::to_string(g_.initializers.size());
-    g_.initializers.emplace(name, std::move(t));
-    return name;
+    return add_initializer(std::move(t));
   }
   std::string op(const std::string& op, std::vector<std::string> inputs, ir::Attrs attrs = {}) {
-    std::string out = op + "_" + std::to_string(g_.nodes.size());
+    std::string out = op;
+    out.append("_").append(std::to_string(g_.nodes.size()));
     g_.nodes.push_back(ir::Node{out, op, std::move(inputs), {out}, std::move(attrs), op});
     return out;
   }
@@ -76,6 +73,12 @@ class GraphBuilder {
   }
 
  private:
+  std::string add_initializer(ir::Tensor t) {
+    std::string name("w");  // appended: GCC 12 warns falsely on "w" + s
+    name.append(std::to_string(g_.initializers.size()));
+    g_.initializers.emplace(name, std::move(t));
+    return name;
+  }
   ir::Graph g_;
   std::mt19937 rng_;
 };
