@@ -158,4 +158,34 @@ inline ir::Graph resnet(std::int64_t image, const std::vector<std::int64_t>& wid
   return b.finish({x});
 }
 
+// ResNet-18 (batch 1): 7x7/2 stem and 3x3/2 max pool, four stages of two
+// basic blocks (64, 128, 256, 512 channels), global pooling, 1000 classes.
+inline ir::Graph resnet18(std::int64_t image = 224, bool random_weights = true) {
+  GraphBuilder b("resnet18");
+  std::string x = b.input("x", {1, 3, image, image});
+  x = b.op("relu", {b.conv_bn(x, 3, 64, 7, 2, random_weights)});
+  ir::Attrs pool;
+  pool.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  pool.set("strides", std::vector<std::int64_t>{2, 2});
+  pool.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  x = b.op("max_pool", {x}, pool);
+  std::int64_t c = 64;
+  for (std::int64_t w : {64, 128, 256, 512}) {
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t stride = (w != 64 && i == 0) ? 2 : 1;
+      std::string y = b.op("relu", {b.conv_bn(x, c, w, 3, stride, random_weights)});
+      y = b.conv_bn(y, w, w, 3, 1, random_weights);
+      std::string skip = (stride != 1 || c != w) ? b.conv_bn(x, c, w, 1, stride, random_weights) : x;
+      x = b.op("relu", {b.op("add", {y, skip})});
+      c = w;
+    }
+  }
+  x = b.op("flatten", {b.op("global_avg_pool", {x})});
+  ir::Attrs g;
+  g.set("transB", std::int64_t{1});
+  double s = random_weights ? 1.0 / std::sqrt(512.0) : 0.0;
+  x = b.op("gemm", {x, b.weight({1000, 512}, s), b.weight({1000}, s)}, g);
+  return b.finish({x});
+}
+
 }  // namespace saturn::models

@@ -335,9 +335,13 @@ Expected<TensorEGraph> to_egraph(const ir::Graph& g) {
   if (!types) return types.error();
   TensorEGraph t;
   t.analysis = &t.graph.add_analysis<TensorAnalysis>();
-  t.source = g;
-  t.source.nodes.clear();
-  t.source.initializers.clear();
+  // Everything but the nodes and the weights (which the pool holds).
+  t.source.name = g.name;
+  t.source.source = g.source;
+  t.source.inputs = g.inputs;
+  t.source.outputs = g.outputs;
+  t.source.bound_inputs = g.bound_inputs;
+  t.source.declared_inputs = g.declared_inputs;
   EGraph& e = t.graph;
   TensorAnalysis& an = *t.analysis;
   const TensorOps& lang = TensorOps::get();
@@ -502,9 +506,9 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
       if (auto it = rename.find(s); it != rename.end()) s = it->second;
   }
   // Identity copies made above read the renamed values too.
-  auto folded = fold_constant_nodes(out);
+  auto folded = fold_constant_nodes(std::move(out));
   if (!folded) return folded.error();
-  return *folded;
+  return std::move(*folded);
 }
 
 Expected<ir::Graph> fold_constant_nodes(ir::Graph g) {

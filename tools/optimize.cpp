@@ -156,7 +156,9 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
     return model->cost(*node->def, node->attrs, in, self.type, constant);
   };
   auto problem = extract::problem_from_egraph(eg, teg->outputs, node_cost);
+  const double problem_ms = ms_since(t);
   auto ex = extract::extract_by_name(o.extractor, problem, o.extract_time_limit_s);
+  const double choose_ms = ms_since(t) - problem_ms;
   if (!ex) return fail("unknown extractor '" + o.extractor + "' (one of " + extract::kExtractorNames + ")");
   if (!std::isfinite(ex->dag_cost)) {
     // Name the first class without a finite program, and what it holds.
@@ -182,6 +184,8 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   if (!cost_after) return fail("internal: the extracted graph does not type-check: " + cost_after.error().to_string());
   phases["extract"] = {{"time_ms", ms_since(t)},
                        {"stop_reason", ex->budget_hit ? "time_limit" : "done"},
+                       {"pricing_ms", problem_ms},
+                       {"choosing_ms", choose_ms},
                        {"extractor", o.extractor},
                        {"passes", ex->passes}};
   res.graph = std::move(*optimized);
