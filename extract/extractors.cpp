@@ -47,46 +47,89 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
   return x;
 }
 
+namespace {
+
+// DAG cost of a choice, marking the classes it needs in `in` (resized).
+double selection(const ExtractionProblem& p, const std::vector<std::int32_t>& choice, std::vector<char>& in) {
+  in.assign(p.classes.size(), 0);
+  double total = dag_cost(p, choice);
+  if (total == kInfinity) return total;
+  std::vector<std::uint32_t> stack(p.roots.begin(), p.roots.end());
+  while (!stack.empty()) {
+    std::uint32_t c = stack.back();
+    stack.pop_back();
+    if (in[c]) continue;
+    in[c] = 1;
+    for (std::uint32_t k : p.nodes[static_cast<std::size_t>(choice[c])].children) stack.push_back(k);
+  }
+  return total;
+}
+
+}  // namespace
+
 Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Extraction x = extract_tree_greedy(p);
-  // Finite tree cost of each node (for skipping nodes that cannot be used).
-  std::vector<double> best(p.classes.size(), kInfinity);
-  for (std::size_t c = 0; c < p.classes.size(); ++c)
-    if (x.choice[c] >= 0) best[c] = 0;
   double current = x.dag_cost;
   if (current == kInfinity) return x;
+  std::vector<double> best(p.classes.size(), kInfinity);  // finite: the class has a program
+  for (std::size_t c = 0; c < p.classes.size(); ++c)
+    if (x.choice[c] >= 0) best[c] = 0;
+  std::vector<std::vector<std::uint32_t>> parents(p.classes.size());
+  for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
+    for (std::uint32_t k : p.nodes[n].children) parents[k].push_back(n);
+  auto usable = [&](std::uint32_t n) {
+    if (p.nodes[n].cost == kInfinity) return false;
+    for (std::uint32_t k : p.nodes[n].children)
+      if (best[k] == kInfinity) return false;
+    return true;
+  };
+  std::vector<char> in, in_after;
   for (;;) {
     ++x.passes;
     bool improved = false;
-    // The classes the current choice needs, children first.
+    selection(p, x.choice, in);
     std::vector<std::uint32_t> needed;
-    std::vector<bool> seen(p.classes.size(), false);
-    std::vector<std::uint32_t> stack(p.roots.begin(), p.roots.end());
-    while (!stack.empty()) {
-      std::uint32_t c = stack.back();
-      stack.pop_back();
-      if (seen[c]) continue;
-      seen[c] = true;
-      needed.push_back(c);
-      for (std::uint32_t k : p.nodes[static_cast<std::size_t>(x.choice[c])].children) stack.push_back(k);
-    }
+    for (std::uint32_t c = 0; c < p.classes.size(); ++c)
+      if (in[c]) needed.push_back(c);
     for (std::uint32_t c : needed) {
       if (p.classes[c].size() < 2) continue;
       for (std::uint32_t n : p.classes[c]) {
-        if (static_cast<std::int32_t>(n) == x.choice[c] || p.nodes[n].cost == kInfinity) continue;
-        bool usable = true;
-        for (std::uint32_t k : p.nodes[n].children) usable &= best[k] < kInfinity;
-        if (!usable) continue;
-        const std::int32_t old = x.choice[c];
+        if (static_cast<std::int32_t>(n) == x.choice[c] || !usable(n)) continue;
+        std::vector<std::pair<std::uint32_t, std::int32_t>> undo = {{c, x.choice[c]}};
         x.choice[c] = static_cast<std::int32_t>(n);
-        double cost = dag_cost(p, x.choice);
+        double cost = selection(p, x.choice, in_after);
+        if (cost != kInfinity && !(cost < current * (1 - 1e-12))) {
+          // A swap that brings in new classes may pay off once other needed
+          // classes reuse them (two projections sharing one merged product):
+          // follow up greedily through the new classes' parents.
+          for (std::uint32_t k = 0; k < p.classes.size(); ++k) {
+            if (!in_after[k] || in[k]) continue;
+            for (std::uint32_t q : parents[k]) {
+              const std::uint32_t qc = p.nodes[q].cls;
+              if (!in_after[qc] || qc == c || static_cast<std::int32_t>(q) == x.choice[qc] || !usable(q)) continue;
+              bool ready = true;
+              for (std::uint32_t kk : p.nodes[q].children) ready &= in_after[kk] != 0;
+              if (!ready) continue;
+              const std::int32_t before = x.choice[qc];
+              x.choice[qc] = static_cast<std::int32_t>(q);
+              double c2 = dag_cost(p, x.choice);
+              if (c2 < cost) {
+                cost = c2;
+                undo.emplace_back(qc, before);
+              } else {
+                x.choice[qc] = before;
+              }
+            }
+          }
+        }
         if (cost < current * (1 - 1e-12)) {
           current = cost;
           improved = true;
+          selection(p, x.choice, in);
         } else {
-          x.choice[c] = old;
+          for (auto it = undo.rbegin(); it != undo.rend(); ++it) x.choice[it->first] = it->second;
         }
       }
       if (std::chrono::duration<double>(Clock::now() - start).count() > time_budget_s) {

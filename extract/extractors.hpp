@@ -9,9 +9,13 @@
 // dag-greedy (the default): starts from tree-greedy's choice and improves
 // its DAG cost (each chosen class paid once) by local search: for each class
 // the current choice needs, try every other node of finite cost and keep the
-// swap when the DAG cost of the whole choice drops. A swap that would make a
-// cycle has infinite DAG cost, so the result is always acyclic and never
-// worse than tree-greedy's under DAG cost. It stops when a pass improves
+// swap when the DAG cost of the whole choice drops. A swap that brings new
+// classes into the program is followed up before it is judged: needed
+// classes with a node over the new classes switch to it where that is
+// cheaper, so two consumers can move to one shared producer together (the
+// merged matmul of TASO's rewrite), which single swaps never find. A swap
+// that would make a cycle has infinite DAG cost, so the result is always
+// acyclic and never worse than tree-greedy's under DAG cost. It stops when a pass improves
 // nothing, or at its time budget (reported).
 #pragma once
 
