@@ -1,0 +1,111 @@
+// `saturn opt` and `saturn extract` from the command line.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+
+using saturn::test::run_cli;
+using saturn::test::source_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp(const std::string& name) {
+  auto d = fs::temp_directory_path() / saturn::test::numbered("saturn-cli-opt-", static_cast<int>(::getpid()));
+  fs::create_directories(d);
+  return d / name;
+}
+
+}  // namespace
+
+TEST_CASE("opt writes the optimized model and a report with the documented keys") {
+  const std::string model = source_dir() + "/docs/examples/models/resnet_small.onnx";
+  for (const char* out : {"r.onnx", "r.sat"}) {
+    auto o = temp(out), rep = temp("r.json");
+    auto r = run_cli("opt " + model + " --target cpu -o " + o.string() + " --report " + rep.string());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.err, Catch::Contains("modeled cost:"));
+    CHECK(fs::file_size(o) > 0);
+    std::ifstream f(rep);
+    auto j = nlohmann::json::parse(f);
+    for (const char* key : {"cost_before", "cost_after", "nodes_before", "nodes_after", "rules", "phases"})
+      CHECK(j.contains(key));
+    CHECK(j["cost_after"].get<double>() < j["cost_before"].get<double>());
+    CHECK(j["rules"]["fold-bn-into-conv-nobias"]["applications"].get<int>() > 0);
+    CHECK(j["rules"]["fold-bn-into-conv-nobias"]["at"].get<std::string>().find("taso.rules:") != std::string::npos);
+    for (const char* phase : {"import", "saturate", "extract"}) CHECK(j["phases"][phase].contains("stop_reason"));
+    // The optimized model loads and runs (test_opt checks its values).
+    if (std::string(out) == "r.onnx") {
+      auto run = run_cli("run " + o.string() + " --target interp --json");
+      CHECK(run.status == 2);  // no inputs given: bad input, but the model itself loaded
+      CHECK_THAT(run.err, Catch::Contains("takes 1 inputs"));
+    }
+  }
+}
+
+TEST_CASE("opt: bad rules and bad flags exit 2 naming the place") {
+  const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
+  auto bad = temp("bad.rules");
+  std::ofstream(bad) << "(defoptimizer mine\n  (rule r (matmul ?a) => ?a))\n";
+  auto r = run_cli("opt " + model + " --rules " + bad.string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("bad.rules:2:12: error: 'matmul' has 1 children"));
+  CHECK(run_cli("opt " + model + " --target tpu").status == 2);
+  CHECK(run_cli("opt " + model + " --extractor magic").status == 2);
+  CHECK(run_cli("opt " + model + " -o out.txt").status == 2);
+  CHECK(run_cli("opt " + model + " --rules /no/such/dir").status == 2);
+}
+
+TEST_CASE("opt: an unsound user rule exits 1 and names the rule") {
+  const std::string model = source_dir() + "/docs/examples/models/transformer_layer.onnx";
+  auto bad = temp("unsound.rules");
+  std::ofstream(bad) << "(rule swap-matmul (matmul ?a ?b) => (matmul ?b ?a))\n";
+  auto r = run_cli("opt " + model + " --no-default-rules --rules " + bad.string());
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("swap-matmul"));
+}
+
+TEST_CASE("opt: user rules add to the shipped ones, limits are reported") {
+  const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
+  auto mine = temp("mine.rules");
+  std::ofstream(mine) << "(defoptimizer mine :phase 2 (rule relu-as-max (relu ?x) => (max ?x ?x)))\n";
+  auto r = run_cli("opt " + model + " --json --quiet --rules " + mine.string());
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["rules"].contains("relu-as-max"));
+  CHECK(j["rules"].contains("matmul-blas"));
+  auto lim = run_cli("opt " + model + " --json --quiet --iter-limit 1");
+  REQUIRE(lim.status == 0);
+  CHECK(nlohmann::json::parse(lim.out)["phases"]["saturate"]["stop_reason"] == "iter_limit");
+}
+
+TEST_CASE("extract reads egraph-serialize JSON and prints tree and DAG cost") {
+  auto g = temp("g.json");
+  std::ofstream(g) << R"({"nodes": {
+      "r": {"op": "f", "children": ["x", "y"], "eclass": "R", "cost": 1},
+      "x": {"op": "g", "children": ["s"], "eclass": "X", "cost": 1},
+      "x2": {"op": "a", "children": [], "eclass": "X", "cost": 4},
+      "y": {"op": "h", "children": ["s"], "eclass": "Y", "cost": 1},
+      "y2": {"op": "b", "children": [], "eclass": "Y", "cost": 4},
+      "s": {"op": "s", "children": [], "eclass": "S", "cost": 5}},
+    "root_eclasses": ["R"]})";
+  auto tree = run_cli("extract " + g.string() + " --extractor tree-greedy --json");
+  REQUIRE(tree.status == 0);
+  CHECK(nlohmann::json::parse(tree.out)["dag_cost"].get<double>() == 9.0);
+  auto dag = run_cli("extract " + g.string() + " --json");
+  REQUIRE(dag.status == 0);
+  auto j = nlohmann::json::parse(dag.out);
+  CHECK(j["extractor"] == "dag-greedy");
+  CHECK(j["dag_cost"].get<double>() == 8.0);
+  CHECK(j["tree_cost"].get<double>() == 13.0);
+  auto text = run_cli("extract " + g.string());
+  CHECK_THAT(text.out, Catch::Contains("tree cost 13, dag cost 8"));
+  auto bad = temp("bad.json");
+  std::ofstream(bad) << "{\"nodes\": 3}";
+  auto b = run_cli("extract " + bad.string());
+  CHECK(b.status == 2);
+  CHECK_THAT(b.err, Catch::Contains("bad.json"));
+  CHECK(run_cli("extract " + g.string() + " --extractor nope").status == 2);
+}
