@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
   int runs = 5;
   std::string only, only_target;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
-    else if (!std::strcmp(argv[i], "--target") && i + 1 < argc) only_target = argv[++i];
+    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--case") && i + 1 < argc)
+      only = argv[++i];
+    else if (!std::strcmp(argv[i], "--target") && i + 1 < argc)
+      only_target = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_opt [--runs N] [--case NAME] [--target cpu|cuda]\n");
       return 2;
@@ -42,7 +45,10 @@ int main(int argc, char** argv) {
     ir::Graph (*make)();
   };
   const Case cases[] = {
-      {"mlp", [] { return models::mlp(64, {784, 1024, 1024, 10}); }},
+      {"mlp",
+       [] {
+         return models::mlp(64, {784, 1024, 1024, 10});
+       }},
       {"bert_layer", [] { return models::transformer(1, 1, 128, 768, 12, 3072, false); }},
       {"bert12", [] { return models::transformer(12, 1, 128, 768, 12, 3072, false); }},
       {"resnet18", [] { return models::resnet18(224, false); }},
@@ -108,10 +114,11 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < fired.size() && i < 8; ++i)
         rules += " " + fired[i].second + " " + std::to_string(fired[i].first);
       const auto& ex = report["phases"]["extract"];
-      std::printf("%s\n    saturation: %s; extraction: pricing %.1f ms, choosing %.1f ms (%zu passes), rebuilding %.1f ms\n",
-                  rules.c_str(), report["phases"]["saturate"]["stop_reason"].get<std::string>().c_str(),
-                  ex["pricing_ms"].get<double>(), ex["choosing_ms"].get<double>(), ex["passes"].get<std::size_t>(),
-                  ex["time_ms"].get<double>() - ex["pricing_ms"].get<double>() - ex["choosing_ms"].get<double>());
+      std::printf(
+          "%s\n    saturation: %s; extraction: pricing %.1f ms, choosing %.1f ms (%zu passes), rebuilding %.1f ms\n",
+          rules.c_str(), report["phases"]["saturate"]["stop_reason"].get<std::string>().c_str(),
+          ex["pricing_ms"].get<double>(), ex["choosing_ms"].get<double>(), ex["passes"].get<std::size_t>(),
+          ex["time_ms"].get<double>() - ex["pricing_ms"].get<double>() - ex["choosing_ms"].get<double>());
     }
   }
   std::printf("(medians of %d runs; costs are modeled microseconds; TENSAT needed 0.2-11 s per model)\n", runs);

@@ -31,7 +31,8 @@ int main() {
   for (int n : {64, 128, 256, 512, 768, 1024}) {
     std::vector<float> a(static_cast<std::size_t>(n) * n, 1.0f), b(a), c(a);
     double s = median_s([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                  n);
     });
     std::printf("  n=%4d  %8.3f ms  %7.1f GFLOP/s\n", n, s * 1e3, 2.0 * n * n * n / s / 1e9);
   }
@@ -39,7 +40,8 @@ int main() {
     std::vector<float> a(64, 1.0f), b(a), c(a);
     double s = median_s([&] {
       for (int i = 0; i < 1000; ++i)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, a.data(), 8, b.data(), 8, 0.0f, c.data(), 8);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, a.data(), 8, b.data(), 8, 0.0f, c.data(),
+                    8);
     });
     std::printf("call overhead (8x8x8 sgemm): %.2f us\n", s / 1000 * 1e6);
   }

@@ -40,11 +40,28 @@ double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::
 
 // Arithmetic operations per element for ops dearer than one add.
 double unit_work(const std::string& op) {
-  static const std::map<std::string, double> dear = {
-      {"exp", 8},     {"log", 8},      {"exp2", 6},   {"log2", 6},      {"tanh", 10},     {"erf", 10},
-      {"sigmoid", 10}, {"gelu", 20},   {"softplus", 16}, {"sin", 10},   {"cos", 10},      {"pow", 20},
-      {"sqrt", 4},    {"div", 4},      {"recip", 4},  {"elu", 10},      {"selu", 10},     {"mod", 4},
-      {"reduce_log_sum_exp", 10}, {"reduce_l2", 2}, {"hard_swish", 4}, {"hard_sigmoid", 3}};
+  static const std::map<std::string, double> dear = {{"exp", 8},
+                                                     {"log", 8},
+                                                     {"exp2", 6},
+                                                     {"log2", 6},
+                                                     {"tanh", 10},
+                                                     {"erf", 10},
+                                                     {"sigmoid", 10},
+                                                     {"gelu", 20},
+                                                     {"softplus", 16},
+                                                     {"sin", 10},
+                                                     {"cos", 10},
+                                                     {"pow", 20},
+                                                     {"sqrt", 4},
+                                                     {"div", 4},
+                                                     {"recip", 4},
+                                                     {"elu", 10},
+                                                     {"selu", 10},
+                                                     {"mod", 4},
+                                                     {"reduce_log_sum_exp", 10},
+                                                     {"reduce_l2", 2},
+                                                     {"hard_swish", 4},
+                                                     {"hard_sigmoid", 3}};
   auto it = dear.find(op);
   return it == dear.end() ? 1.0 : it->second;
 }

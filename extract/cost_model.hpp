@@ -25,12 +25,12 @@ namespace saturn::extract {
 
 struct TargetSpec {
   std::string name;
-  double loop_gflops = 0;         // elementwise/reduction code we generate
-  double naive_contract_gflops = 0;// matmul/conv lowered as plain loop nests
-  double library_gflops = 0;      // the target's BLAS/DNN library
-  double gbytes_per_s = 0;        // memory bandwidth
-  double kernel_overhead_us = 0;  // per generated kernel (fused chains share it)
-  double call_overhead_us = 0;    // per library call
+  double loop_gflops = 0;              // elementwise/reduction code we generate
+  double naive_contract_gflops = 0;    // matmul/conv lowered as plain loop nests
+  double library_gflops = 0;           // the target's BLAS/DNN library
+  double gbytes_per_s = 0;             // memory bandwidth
+  double kernel_overhead_us = 0;       // per generated kernel (fused chains share it)
+  double call_overhead_us = 0;         // per library call
   std::vector<std::string> libraries;  // op-name prefixes this target lowers ("blas.", "dnnl.")
 };
 
@@ -44,8 +44,8 @@ class CostModel {
   double symbol_size = 16;
 
   // Modeled microseconds; infinity when the target cannot run the op.
-  double cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
-              const ir::ValueType& out, bool constant) const;
+  double cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in, const ir::ValueType& out,
+              bool constant) const;
   // Whether a node computable from constants is folded at load time (the
   // same test fold_constant_nodes applies).
   static bool is_folded(double in_elems, double out_elems) { return out_elems <= 2 * in_elems + 4096; }

@@ -353,7 +353,8 @@ void register_elementwise_ops(OpRegistry& r) {
   // Attributes, in e-graph order.
   r.declare_attrs("leaky_relu", {attr_real("alpha", 0.01)});
   r.declare_attrs("elu", {attr_real("alpha", 1.0)});
-  r.declare_attrs("selu", {attr_real("alpha", 1.67326319217681884765625), attr_real("gamma", 1.05070102214813232421875)});
+  r.declare_attrs("selu",
+                  {attr_real("alpha", 1.67326319217681884765625), attr_real("gamma", 1.05070102214813232421875)});
   r.declare_attrs("hard_sigmoid", {attr_real("alpha", 0.2), attr_real("beta", 0.5)});
   r.declare_attrs("gelu", {attr_string("approximate", "none")});
   r.declare_attrs("mod", {attr_int("fmod", 0)});

@@ -41,7 +41,8 @@ void register_library_ops(OpRegistry& r) {
     OpDef d = *base;
     d.name = name;
     d.kind = OpKind::Library;
-    d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)" : "cuDNN convolution with fused bias and ReLU (CUDA)") +
+    d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)"
+                                       : "cuDNN convolution with fused bias and ReLU (CUDA)") +
             "; semantics of `relu(conv(...))`";
     auto conv = base->eval;
     d.eval = [conv](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given, std::size_t n) {

@@ -733,16 +733,16 @@ void register_nn_ops(OpRegistry& r) {
   r.declare_attrs("instance_norm", {attr_real("epsilon", 1e-5)});
   r.declare_attrs("conv", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
                            attr_int("group", 1), attr_string("auto_pad", "NOTSET")});
-  r.declare_attrs("conv_transpose",
-                  {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
-                   attr_int("group", 1), attr_string("auto_pad", "NOTSET"), attr_ints("output_padding"),
-                   attr_ints("output_shape")});
+  r.declare_attrs("conv_transpose", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"),
+                                     attr_ints("dilations"), attr_int("group", 1), attr_string("auto_pad", "NOTSET"),
+                                     attr_ints("output_padding"), attr_ints("output_shape")});
   r.declare_attrs("einsum", {attr_string("equation")});
   for (const char* n : {"max_pool", "avg_pool"})
     r.declare_attrs(n, {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
                         attr_string("auto_pad", "NOTSET"), attr_int("ceil_mode", 0), attr_int("count_include_pad", 0),
                         attr_int("storage_order", 0)});
-  r.declare_attrs("lrn", {attr_int("size", 1), attr_real("alpha", 1e-4), attr_real("beta", 0.75), attr_real("bias", 1.0)});
+  r.declare_attrs("lrn",
+                  {attr_int("size", 1), attr_real("alpha", 1e-4), attr_real("beta", 0.75), attr_real("bias", 1.0)});
 
   // Arithmetic work (multiply-adds count two), for the cost models.
   using Types = std::span<const ValueType>;
@@ -755,11 +755,10 @@ void register_nn_ops(OpRegistry& r) {
   r.declare_work("gemm", [=](const Attrs& a, Types in, Types out) {
     return 2.0 * elems(out[0]) * dim(in[0], a.i("transA", 0) ? 0 : 1) + elems(out[0]);
   });
-  auto conv_work = [=](const Attrs& a, Types in, Types out) {
+  auto conv_work = [=](const Attrs&, Types in, Types out) {
     // Per result element: (C_in / group) * prod(kernel) multiply-adds.
     double per = 1;
     for (std::size_t d = 1; d < in[1].shape.size(); ++d) per *= dim(in[1], d);
-    (void)a;
     return 2.0 * elems(out[0]) * per;
   };
   r.declare_work("conv", conv_work);

@@ -229,8 +229,8 @@ void register_reduce_ops(OpRegistry& r) {
   softmax_like(r, "log_softmax", true);
 
   // Attributes, in e-graph order.
-  for (const char* n : {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_l1", "reduce_l2",
-                        "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"})
+  for (const char* n : {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_l1",
+                        "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"})
     r.declare_attrs(n, {attr_ints("axes"), attr_int("keepdims", 1)});
   for (const char* n : {"argmax", "argmin"})
     r.declare_attrs(n, {attr_int("axis", 0), attr_int("keepdims", 1), attr_int("select_last_index", 0)});

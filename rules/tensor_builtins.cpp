@@ -122,7 +122,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   if (!t || !i || !i->is_int()) return std::nullopt;
                   auto rank = static_cast<std::int64_t>(t->type.shape.size());
                   std::int64_t k = i->as_int() < 0 ? i->as_int() + rank : i->as_int();
-                  if (k < 0 || k >= rank || !t->type.shape[static_cast<std::size_t>(k)].is_static()) return std::nullopt;
+                  if (k < 0 || k >= rank || !t->type.shape[static_cast<std::size_t>(k)].is_static())
+                    return std::nullopt;
                   return Value::of_number(Number(t->type.shape[static_cast<std::size_t>(k)].value()));
                 }});
   r.add(Builtin{"numel", 1, 1, "number of elements (static shapes)", [](EvalContext& ctx, Args a) -> Result {
@@ -136,7 +137,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   if (!x || !y) return std::nullopt;
                   return Value::of_bool(x->type.shape == y->type.shape);
                 }});
-  r.add(Builtin{"broadcasts-to", 2, 2, "the first tensor broadcasts to the second's shape (a tensor or a list; numpy rules)",
+  r.add(Builtin{"broadcasts-to", 2, 2,
+                "the first tensor broadcasts to the second's shape (a tensor or a list; numpy rules)",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* x = tensor_of(ctx, a[0]);
                   auto y = shape_arg(ctx, a[1]);
@@ -162,7 +164,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                     if (t->value->at(i) != v) return std::nullopt;
                   return Value::of_number(Number(v));
                 }});
-  r.add(Builtin{"scalar", 2, 2, "a new rank-0 constant of the first tensor's dtype holding the number; gives the handle for (const ?h)",
+  r.add(Builtin{"scalar", 2, 2,
+                "a new rank-0 constant of the first tensor's dtype holding the number; gives the handle for (const ?h)",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);
                   auto v = ctx.as_number(a[1]);
@@ -182,10 +185,12 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   auto p = ints_of(ctx, a[0]);
                   if (!p || !is_perm(*p)) return std::nullopt;
                   std::vector<std::int64_t> out(p->size());
-                  for (std::size_t i = 0; i < p->size(); ++i) out[static_cast<std::size_t>((*p)[i])] = static_cast<std::int64_t>(i);
+                  for (std::size_t i = 0; i < p->size(); ++i)
+                    out[static_cast<std::size_t>((*p)[i])] = static_cast<std::int64_t>(i);
                   return list_of(out);
                 }});
-  r.add(Builtin{"perm-identity?", 1, 1, "the permutation leaves every axis in place", [](EvalContext& ctx, Args a) -> Result {
+  r.add(Builtin{"perm-identity?", 1, 1, "the permutation leaves every axis in place",
+                [](EvalContext& ctx, Args a) -> Result {
                   auto p = ints_of(ctx, a[0]);
                   if (!p || p->empty() || !is_perm(*p)) return Value::of_bool(false);
                   for (std::size_t i = 0; i < p->size(); ++i)
@@ -203,7 +208,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   if (static_cast<std::int64_t>(p->size()) != n->as_int() || !is_perm(*p)) return std::nullopt;
                   return list_of(*p);
                 }});
-  r.add(Builtin{"swap-last", 1, 1, "the permutation of rank n swapping the last two axes", [](EvalContext& ctx, Args a) -> Result {
+  r.add(Builtin{"swap-last", 1, 1, "the permutation of rank n swapping the last two axes",
+                [](EvalContext& ctx, Args a) -> Result {
                   auto n = ctx.as_number(a[0]);
                   if (!n || !n->is_int() || n->as_int() < 2 || n->as_int() > 64) return std::nullopt;
                   std::vector<std::int64_t> out;
@@ -252,7 +258,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   }
                   return Value::of_number(Number(count));
                 }});
-  r.add(Builtin{"channel-shape", 1, 1, "[C 1 ... 1] for a tensor [N C d1 ... dk]: per-channel parameters reshaped to broadcast",
+  r.add(Builtin{"channel-shape", 1, 1,
+                "[C 1 ... 1] for a tensor [N C d1 ... dk]: per-channel parameters reshaped to broadcast",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);
                   if (!t || t->type.shape.size() < 2 || !t->type.shape[1].is_static()) return std::nullopt;
@@ -260,7 +267,8 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   out[0] = t->type.shape[1].value();
                   return list_of(out);
                 }});
-  r.add(Builtin{"leading-shape", 1, 1, "[d0 1 ... 1] of the tensor's rank: a per-output-channel factor for weights [M C k...]",
+  r.add(Builtin{"leading-shape", 1, 1,
+                "[d0 1 ... 1] of the tensor's rank: a per-output-channel factor for weights [M C k...]",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);
                   if (!t || t->type.shape.empty() || !t->type.shape[0].is_static()) return std::nullopt;
@@ -268,7 +276,9 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   out[0] = t->type.shape[0].value();
                   return list_of(out);
                 }});
-  r.add(Builtin{"channel-bias?", 2, 2, "the first tensor is a per-channel bias of the second [N C ...] (a tensor or a shape list): all its dims are 1 but the channel's",
+  r.add(Builtin{"channel-bias?", 2, 2,
+                "the first tensor is a per-channel bias of the second [N C ...] (a tensor or a shape list): all its "
+                "dims are 1 but the channel's",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* b = tensor_of(ctx, a[0]);
                   auto ys = shape_arg(ctx, a[1]);
@@ -285,41 +295,43 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   }
                   return Value::of_bool(true);
                 }});
-  r.add(Builtin{"result-shape", 1, -1, "(result-shape OP child...): the static shape the op registry gives OP applied to these e-graph children",
-                [](EvalContext& ctx, Args a) -> Result {
-                  auto op = ctx.resolve(a[0]);
-                  if (!op || op->kind != Value::Kind::Symbol) return std::nullopt;
-                  const ir::OpDef* def = ir::OpRegistry::get().find(op->symbol.name());
-                  if (!def || def->num_outputs != 1 || a.size() < 1 + def->attrs.size()) return std::nullopt;
-                  const std::size_t nops = a.size() - 1 - def->attrs.size();
-                  std::vector<ir::TypedInput> ins;
-                  for (std::size_t i = 0; i < nops; ++i) {
-                    const TensorInfo* t = tensor_of(ctx, a[1 + i]);
-                    auto sym = t ? std::nullopt : ctx.resolve(a[1 + i]);
-                    if (!t && sym && sym->kind == Value::Kind::Symbol && sym->symbol.name() == "none") {
-                      ins.push_back(ir::TypedInput{{}, nullptr, false});  // an omitted optional operand
-                      continue;
-                    }
-                    if (!t) return std::nullopt;
-                    ins.push_back(ir::TypedInput{t->type, t->value.get(), true});
+  r.add(
+      Builtin{"result-shape", 1, -1,
+              "(result-shape OP child...): the static shape the op registry gives OP applied to these e-graph children",
+              [](EvalContext& ctx, Args a) -> Result {
+                auto op = ctx.resolve(a[0]);
+                if (!op || op->kind != Value::Kind::Symbol) return std::nullopt;
+                const ir::OpDef* def = ir::OpRegistry::get().find(op->symbol.name());
+                if (!def || def->num_outputs != 1 || a.size() < 1 + def->attrs.size()) return std::nullopt;
+                const std::size_t nops = a.size() - 1 - def->attrs.size();
+                std::vector<ir::TypedInput> ins;
+                for (std::size_t i = 0; i < nops; ++i) {
+                  const TensorInfo* t = tensor_of(ctx, a[1 + i]);
+                  auto sym = t ? std::nullopt : ctx.resolve(a[1 + i]);
+                  if (!t && sym && sym->kind == Value::Kind::Symbol && sym->symbol.name() == "none") {
+                    ins.push_back(ir::TypedInput{{}, nullptr, false});  // an omitted optional operand
+                    continue;
                   }
-                  ir::Attrs attrs;
-                  for (std::size_t i = 0; i < def->attrs.size(); ++i) {
-                    auto v = ctx.resolve(a[1 + nops + i]);
-                    if (v && v->kind == Value::Kind::Symbol && v->symbol.name() == "none") continue;
-                    if (v && v->kind == Value::Kind::List && v->list.empty()) continue;
-                    auto av = attr_value(ctx, a[1 + nops + i], def->attrs[i]);
-                    if (!av) return std::nullopt;
-                    attrs.set(def->attrs[i].name, *av);
-                  }
-                  try {
-                    auto outs = def->infer(attrs, ins, 1);
-                    if (outs.empty() || !ir::is_static(outs[0].shape)) return std::nullopt;
-                    return list_of(ir::static_dims(outs[0].shape));
-                  } catch (const ir::ShapeError&) {
-                    return std::nullopt;
-                  }
-                }});
+                  if (!t) return std::nullopt;
+                  ins.push_back(ir::TypedInput{t->type, t->value.get(), true});
+                }
+                ir::Attrs attrs;
+                for (std::size_t i = 0; i < def->attrs.size(); ++i) {
+                  auto v = ctx.resolve(a[1 + nops + i]);
+                  if (v && v->kind == Value::Kind::Symbol && v->symbol.name() == "none") continue;
+                  if (v && v->kind == Value::Kind::List && v->list.empty()) continue;
+                  auto av = attr_value(ctx, a[1 + nops + i], def->attrs[i]);
+                  if (!av) return std::nullopt;
+                  attrs.set(def->attrs[i].name, *av);
+                }
+                try {
+                  auto outs = def->infer(attrs, ins, 1);
+                  if (outs.empty() || !ir::is_static(outs[0].shape)) return std::nullopt;
+                  return list_of(ir::static_dims(outs[0].shape));
+                } catch (const ir::ShapeError&) {
+                  return std::nullopt;
+                }
+              }});
 }
 
 }  // namespace saturn::rules

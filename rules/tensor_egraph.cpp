@@ -41,8 +41,9 @@ Op ConstantPool::intern(Tensor t, const std::string& name) {
   if (small) {
     if (auto it = by_content_.find(key); it != by_content_.end()) return it->second;
   } else if (!name.empty()) {
-    if (auto it = by_name_.find(name); it != by_name_.end() && entries_.at(it->second).value->nbytes() == t.nbytes() &&
-                                       std::equal(t.bytes(), t.bytes() + t.nbytes(), entries_.at(it->second).value->bytes()))
+    if (auto it = by_name_.find(name);
+        it != by_name_.end() && entries_.at(it->second).value->nbytes() == t.nbytes() &&
+        std::equal(t.bytes(), t.bytes() + t.nbytes(), entries_.at(it->second).value->bytes()))
       return it->second;
   }
   Op h = Op::symbol("#c" + std::to_string(entries_.size()));
@@ -87,7 +88,8 @@ std::optional<std::string> check_tensor_op(const std::string& op, std::size_t ar
   }
   const std::size_t fixed = d->attrs.size() + result_children(*d);
   const std::size_t lo = static_cast<std::size_t>(d->min_inputs) + fixed;
-  const std::size_t hi = d->max_inputs < 0 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(d->max_inputs) + fixed;
+  const std::size_t hi =
+      d->max_inputs < 0 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(d->max_inputs) + fixed;
   if (arity >= lo && arity <= hi) return std::nullopt;
   std::string form = "(" + op;
   for (int i = 0; i < std::max(d->min_inputs, d->max_inputs); ++i) form += " x" + std::to_string(i);
@@ -126,7 +128,8 @@ std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std:
   for (std::size_t i = 0; i < nops; ++i) {
     EClassId c = g.find(kids[i]);
     if (data(c).kind == TensorInfo::Kind::Attr) {
-      if (leaf_symbol(g, c) != TensorOps::get().none) return fail(op.name() + ": operand " + std::to_string(i) + " is not a tensor");
+      if (leaf_symbol(g, c) != TensorOps::get().none)
+        return fail(op.name() + ": operand " + std::to_string(i) + " is not a tensor");
       t.operands.emplace_back(std::nullopt);
     } else {
       t.operands.emplace_back(c);
@@ -183,7 +186,8 @@ std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std:
   }
   if (result_children(*def)) {
     auto idx = g.literal(g.find(kids[kids.size() - 2])), cnt = g.literal(g.find(kids.back()));
-    if (!idx || !cnt || idx->kind() != OpKind::Int || cnt->kind() != OpKind::Int) return fail(op.name() + ": result index");
+    if (!idx || !cnt || idx->kind() != OpKind::Int || cnt->kind() != OpKind::Int)
+      return fail(op.name() + ": result index");
     auto i = idx->number()->as_int(), k = cnt->number()->as_int();
     if (k < 1 || i < 0 || i >= k) return fail(op.name() + ": result index out of range");
     t.result = static_cast<std::size_t>(i);
@@ -296,7 +300,8 @@ egraph::DidMerge TensorAnalysis::merge_data(TensorInfo& into, const TensorInfo& 
   if (into.kind != K::Tensor) return {false, false};
   if (into.type.dtype != from.type.dtype || into.type.shape != from.type.shape)
     conflict("merged tensors of different types: " + std::string(ir::dtype_name(into.type.dtype)) +
-             ir::to_string(into.type.shape) + " and " + ir::dtype_name(from.type.dtype) + ir::to_string(from.type.shape));
+             ir::to_string(into.type.shape) + " and " + ir::dtype_name(from.type.dtype) +
+             ir::to_string(from.type.shape));
   egraph::DidMerge d;
   if (from.constant && !into.constant) into.constant = d.into_changed = true;
   if (!from.constant && into.constant) d.from_changed = true;
@@ -447,7 +452,8 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
     } else if (op == lang.constant) {
       Op h = *leaf_symbol(e, e.children(n)[0]);
       name = an.constants().name_of(h);
-      if (name.empty() || (out.initializers.count(name) && out.initializers.at(name).nbytes() != an.constants().find(h)->nbytes()))
+      if (name.empty() ||
+          (out.initializers.count(name) && out.initializers.at(name).nbytes() != an.constants().find(h)->nbytes()))
         name = "c" + std::to_string(c.v);
       // Inputs keep their names; a constant never shadows one.
       for (const ir::GraphValue& in : out.inputs)

@@ -10,7 +10,8 @@ using namespace saturn::extract;
 namespace {
 
 // Classes 0..; nodes given as (class, cost, children).
-ExtractionProblem make(std::size_t classes, std::vector<std::tuple<std::uint32_t, double, std::vector<std::uint32_t>>> nodes,
+ExtractionProblem make(std::size_t classes,
+                       std::vector<std::tuple<std::uint32_t, double, std::vector<std::uint32_t>>> nodes,
                        std::vector<std::uint32_t> roots) {
   ExtractionProblem p;
   p.classes.resize(classes);
@@ -88,11 +89,14 @@ TEST_CASE("egraph-serialize JSON: read, extract, and errors name the entry") {
   CHECK(extract_dag_greedy(*p).dag_cost == 8.0);
 
   CHECK_THAT(read_serialized_json("{", "bad.json").error().to_string(), Catch::Contains("bad.json"));
-  CHECK_THAT(read_serialized_json(R"({"nodes": {"a": {"op": "f", "children": ["zz"], "eclass": "A"}}, "root_eclasses": ["A"]})", "b.json")
-                 .error()
-                 .to_string(),
-             Catch::Contains("node \"a\": child \"zz\" is not a node"));
-  CHECK_THAT(read_serialized_json(R"({"nodes": {"a": {"op": "f", "eclass": "A", "cost": -1}}, "root_eclasses": ["A"]})", "c.json")
+  CHECK_THAT(
+      read_serialized_json(
+          R"({"nodes": {"a": {"op": "f", "children": ["zz"], "eclass": "A"}}, "root_eclasses": ["A"]})", "b.json")
+          .error()
+          .to_string(),
+      Catch::Contains("node \"a\": child \"zz\" is not a node"));
+  CHECK_THAT(read_serialized_json(R"({"nodes": {"a": {"op": "f", "eclass": "A", "cost": -1}}, "root_eclasses": ["A"]})",
+                                  "c.json")
                  .error()
                  .to_string(),
              Catch::Contains("negative cost"));

@@ -202,14 +202,13 @@ TEST_CASE("tensor built-ins", "[opt][builtins]") {
     auto parsed = parse_sexprs(expr, "expr");
     REQUIRE(parsed);
     std::vector<std::string> names = {"?x", "?c", "?z"};
-    auto e = rules::Expr::compile(
-        (*parsed)[0],
-        [&](const std::string& v) -> std::optional<egraph::VarId> {
-          for (std::size_t i = 0; i < names.size(); ++i)
-            if (v == names[i]) return static_cast<egraph::VarId>(i);
-          return std::nullopt;
-        },
-        reg);
+    auto e = rules::Expr::compile((*parsed)[0],
+                                  [&](const std::string& v) -> std::optional<egraph::VarId> {
+                                    for (std::size_t i = 0; i < names.size(); ++i)
+                                      if (v == names[i]) return static_cast<egraph::VarId>(i);
+                                    return std::nullopt;
+                                  },
+                                  reg);
     rules::EvalContext ctx{t->graph, bind};
     auto v = e.eval(ctx);
     return v ? v->to_string() : std::string("fail");

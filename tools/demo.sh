@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Saturn's main job end to end on a bundled example: installs what the build
-# needs, builds, then saturates the bundled algebra terms with the bundled
-# algebra rules and prints the simplest form found for each. Pricing the
-# derivative operator `d` high asks for answers with the derivatives worked out.
+# needs, builds, optimizes the bundled transformer layer for the CPU with the
+# shipped rulesets (printing what changed and why), then runs the original
+# and the optimized model in the reference interpreter on the bundled input
+# and checks that they agree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target saturn
-./build/tools/saturn eqsat --rules docs/examples/math.rules docs/examples/math.terms --cost d=100 "$@"
+model=docs/examples/models/transformer_layer
+out=build/demo
+mkdir -p "$out"
+./build/tools/saturn opt "$model.onnx" --target cpu -o "$out/transformer_layer.opt.sat" --report "$out/report.json" "$@"
+echo "report: $out/report.json; optimized model: $out/transformer_layer.opt.sat"
+./build/tools/saturn run "$model.onnx" --inputs "$model.input.pb" -o "$out/reference"
+./build/tools/saturn run "$out/transformer_layer.opt.sat" --inputs "$model.input.pb" --check "$out/reference/output_0.pb"

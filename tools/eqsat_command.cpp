@@ -107,8 +107,10 @@ int run_eqsat(const EqsatOptions& opts) {
     EClassId root = add_term(g, term);
     g.rebuild();
 
-    SaturateOptions so{o.iter_limit, o.node_limit, o.time_limit_s, o.memory_limit_mb, o.scheduler, !o.no_incremental,
-                       progress, "term " + std::to_string(ti + 1) + "/" + std::to_string(terms->size())};
+    SaturateOptions so{o.iter_limit,   o.node_limit,
+                       o.time_limit_s, o.memory_limit_mb,
+                       o.scheduler,    !o.no_incremental,
+                       progress,       "term " + std::to_string(ti + 1) + "/" + std::to_string(terms->size())};
     SaturateResult sat = saturate(g, *phases, so);
     const std::size_t iterations = sat.iterations;
     const std::string& stop = sat.stop;
