@@ -225,6 +225,53 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                     if (ctx.graph.op(n) == k) return Value::of_bool(true);
                   return Value::of_bool(false);
                 }});
+  r.add(Builtin{
+      "slice-compose", 10, 10,
+      "(slice-compose starts|ends|axes ?x starts1 ends1 axes1 steps1 starts2 ends2 axes2 steps2): that attribute of "
+      "the one slice of ?x equal to the second slice applied to the first (unit steps, static shape); fails otherwise",
+      [](EvalContext& ctx, Args args) -> Result {
+        auto part = ctx.resolve(args[0]);
+        if (!part || part->kind != Value::Kind::Symbol) return std::nullopt;
+        const std::string which = part->symbol.name();
+        Args a = args.subspan(1);
+        const TensorInfo* t = tensor_of(ctx, a[0]);
+        if (!t || !ir::is_static(t->type.shape)) return std::nullopt;
+        auto dims = ir::static_dims(t->type.shape);
+        const auto rank = static_cast<std::int64_t>(dims.size());
+        std::vector<std::int64_t> lo(dims.size(), 0), hi = dims;  // the window so far, per axis
+        for (int k = 0; k < 2; ++k) {
+          auto starts = ints_of(ctx, a[1 + 4 * k]), ends = ints_of(ctx, a[2 + 4 * k]);
+          auto axes = ints_of(ctx, a[3 + 4 * k]), steps = ints_of(ctx, a[4 + 4 * k]);
+          if (!starts || !ends || !axes || !steps || starts->size() != ends->size()) return std::nullopt;
+          if (axes->empty())
+            for (std::int64_t i = 0; i < static_cast<std::int64_t>(starts->size()); ++i) axes->push_back(i);
+          if (axes->size() != starts->size()) return std::nullopt;
+          for (std::int64_t st : *steps)
+            if (st != 1) return std::nullopt;
+          for (std::size_t i = 0; i < axes->size(); ++i) {
+            std::int64_t ax = (*axes)[i] < 0 ? (*axes)[i] + rank : (*axes)[i];
+            if (ax < 0 || ax >= rank) return std::nullopt;
+            const auto u = static_cast<std::size_t>(ax);
+            const std::int64_t d = hi[u] - lo[u];  // extent the slice sees
+            auto clampd = [d](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + d : v, 0, d); };
+            const std::int64_t b = clampd((*starts)[i]), e = std::max(b, clampd((*ends)[i]));
+            hi[u] = lo[u] + e;
+            lo[u] += b;
+          }
+        }
+        std::vector<Number> s, e, ax;
+        for (std::size_t u = 0; u < dims.size(); ++u)
+          if (lo[u] != 0 || hi[u] != dims[u]) {
+            s.emplace_back(lo[u]);
+            e.emplace_back(hi[u]);
+            ax.emplace_back(static_cast<std::int64_t>(u));
+          }
+        if (s.empty()) return std::nullopt;  // the identity: nothing to slice
+        if (which == "starts") return Value::of_list(std::move(s));
+        if (which == "ends") return Value::of_list(std::move(e));
+        if (which == "axes") return Value::of_list(std::move(ax));
+        return std::nullopt;
+      }});
   r.add(Builtin{"tensor?", 1, 1, "the class is a tensor (not an omitted operand or an attribute)",
                 [](EvalContext& ctx, Args a) -> Result { return Value::of_bool(tensor_of(ctx, a[0]) != nullptr); }});
   r.add(Builtin{"contains", 2, 2, "the list holds the number", [](EvalContext& ctx, Args a) -> Result {

@@ -239,4 +239,26 @@ TEST_CASE("tensor built-ins", "[opt][builtins]") {
   CHECK(eval("(result-shape matmul ?x ?x)") == "fail");  // [2 3 5] x [2 3 5] does not fit
   CHECK(eval("(leading-shape ?x)") == "[2 1 1]");
   CHECK(eval("(channel-shape ?x)") == "[3 1]");
+  // x[2 3 5]: [:, 1:3, 1:] then [:, 1:, 2:-1] = [:, 2:3, 3:4].
+  CHECK(eval("(slice-compose starts ?x [1 1] [3 5] [1 2] [] [1 2] [5 -1] [1 2] [])") == "[2 3]");
+  CHECK(eval("(slice-compose ends ?x [1 1] [3 5] [1 2] [] [1 2] [5 -1] [1 2] [])") == "[3 4]");
+  CHECK(eval("(slice-compose axes ?x [1 1] [3 5] [1 2] [] [1 2] [5 -1] [1 2] [])") == "[1 2]");
+  CHECK(eval("(slice-compose starts ?x [0] [1] [0] [2] [0] [1] [0] [])") == "fail");  // a step of 2
+
+  SECTION("slice of slice computes the same as the composed slice") {
+    models::GraphBuilder s("slices");
+    std::string in = s.input("x", {4, 6});
+    ir::Attrs a1, a2;
+    a1.set("starts", std::vector<std::int64_t>{1, -5});
+    a1.set("ends", std::vector<std::int64_t>{4, 6});
+    a1.set("axes", std::vector<std::int64_t>{0, 1});
+    a2.set("starts", std::vector<std::int64_t>{1});
+    a2.set("ends", std::vector<std::int64_t>{-1});
+    a2.set("axes", std::vector<std::int64_t>{-1});
+    auto sg = s.finish({s.op("slice", {s.op("slice", {in}, a1)}, a2)});
+    auto res = cli::optimize(sg, shipped("cpu"));
+    REQUIRE(res);
+    CHECK(res->report["ops_after"]["slice"].get<int>() == 1);
+    check_same_outputs(sg, res->graph, 5);
+  }
 }
