@@ -44,6 +44,7 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
   }
   x.tree_cost = tree_cost(p, x.choice);
   x.dag_cost = dag_cost(p, x.choice);
+  x.class_tree_cost = std::move(best);
   return x;
 }
 
@@ -71,6 +72,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Extraction x = extract_tree_greedy(p);
+  x.class_tree_cost.clear();  // stale once the choice changes
   double current = x.dag_cost;
   if (current == kInfinity) return x;
   std::vector<double> best(p.classes.size(), kInfinity);  // finite: the class has a program

@@ -39,11 +39,12 @@ struct ExtractionProblem {
 
 // A choice of one node per needed class (-1: not chosen).
 struct Extraction {
-  std::vector<std::int32_t> choice;  // per class
-  double tree_cost = kInfinity;      // shared subterms paid once per use
-  double dag_cost = kInfinity;       // each chosen class paid once
-  std::size_t passes = 0;            // improvement passes (DAG extractor)
-  bool budget_hit = false;           // the DAG extractor stopped at its time budget
+  std::vector<std::int32_t> choice;     // per class
+  double tree_cost = kInfinity;         // shared subterms paid once per use
+  double dag_cost = kInfinity;          // each chosen class paid once
+  std::vector<double> class_tree_cost;  // per class, under this choice (tree-greedy only; else empty)
+  std::size_t passes = 0;               // improvement passes (DAG extractor)
+  bool budget_hit = false;              // the DAG extractor stopped at its time budget
 };
 
 // Cost of one live e-node (not counting its children); infinity: never pick.

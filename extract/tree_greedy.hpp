@@ -1,12 +1,7 @@
-// Tree-cost greedy extraction (egg's Extractor).
-//
-// The cost of a node is its operator's cost plus the best costs of its
-// children's classes; a class costs its cheapest node. Costs are computed to
-// a fixpoint, so cycles in the e-graph are harmless: a node on a cycle only
-// gets a finite cost through an acyclic way out, and the chosen nodes always
-// form a finite term. Ties go to the first node in the class's sorted order,
-// which makes extraction deterministic. Shared subterms are paid once per use
-// (tree cost); the DAG-aware extractor is the one that pays them once.
+// Tree-cost greedy extraction of terms (egg's Extractor) for symbolic
+// e-graphs priced per operator: extract_tree_greedy (extractors.hpp) on the
+// e-graph's ExtractionProblem, with the chosen nodes read back as a Term.
+// Shared subterms are paid once per use (tree cost).
 #pragma once
 
 #include <functional>
@@ -16,6 +11,7 @@
 
 #include "egraph/egraph.hpp"
 #include "egraph/term.hpp"
+#include "extract/problem.hpp"
 
 namespace saturn::extract {
 
@@ -57,9 +53,8 @@ class TreeGreedyExtractor {
 
  private:
   const egraph::EGraph& g_;
-  OpCost op_cost_;
-  std::vector<double> cost_;  // indexed by class id
-  std::vector<NodeId> best_;
+  ExtractionProblem problem_;
+  Extraction choice_;
 };
 
 }  // namespace saturn::extract

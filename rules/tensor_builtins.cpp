@@ -72,7 +72,6 @@ std::optional<ir::AttrValue> attr_value(EvalContext& ctx, const Value& v, const 
   switch (spec.type) {
     case ir::AttrType::Int:
     case ir::AttrType::Real:
-      if (r->kind == Value::Kind::Symbol) return std::nullopt;
       if (r->kind != Value::Kind::Number) return std::nullopt;
       if (r->number.is_int()) return ir::AttrValue(r->number.as_int());
       return ir::AttrValue(r->number.as_real());

@@ -107,6 +107,13 @@ const ir::ValueType* TensorAnalysis::input_type(const std::string& name) const {
   return it == inputs_.end() ? nullptr : &it->second;
 }
 
+const ir::OpDef* TensorAnalysis::def_of(Op op) const {
+  // Every e-node added is typed through here: look each operator up once.
+  auto [it, fresh] = defs_.try_emplace(op.id, nullptr);
+  if (fresh) it->second = OpRegistry::get().find(op.name());
+  return it->second;
+}
+
 std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std::string* why) const {
   auto fail = [&](std::string msg) -> std::optional<TensorNode> {
     if (why) *why = std::move(msg);
@@ -114,7 +121,7 @@ std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std:
   };
   const Op op = g.op(n);
   if (op.is_literal() || op == TensorOps::get().input || op == TensorOps::get().constant) return fail("not an op");
-  const OpDef* def = OpRegistry::get().find(op.name());
+  const OpDef* def = def_of(op);
   if (!def) return fail("unknown op '" + op.name() + "'");
   auto kids = g.children(n);
   const std::size_t fixed = def->attrs.size() + result_children(*def);

@@ -90,6 +90,9 @@ class TensorAnalysis : public egraph::TypedAnalysis<TensorInfo, TensorAnalysis> 
   std::optional<TensorNode> decode(const egraph::EGraph& g, NodeId n, std::string* why = nullptr) const;
 
  private:
+  const ir::OpDef* def_of(Op op) const;  // cached registry lookup
+
+  mutable std::unordered_map<std::uint32_t, const ir::OpDef*> defs_;
   ConstantPool constants_;
   std::map<std::string, ir::ValueType> inputs_;
   std::string context_ = "import";

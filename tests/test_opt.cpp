@@ -155,6 +155,31 @@ TEST_CASE("rules that do not type-check are rejected at load time with their pla
   CHECK_THAT(load("(rule r (relu ?x) => ?x :if (rnak ?x))"), Catch::Contains("rnak"));
 }
 
+TEST_CASE("models the target cannot run, or the e-graph cannot express, are errors naming what", "[opt]") {
+  // A cuDNN call has infinite cost on the CPU: nothing else computes it.
+  models::GraphBuilder b("gpu_only");
+  std::string x = b.input("x", {2, 3});
+  auto g = b.finish({b.op("cublas.matmul", {x, b.weight({3, 4}, 1.0)})});
+  cli::OptimizeOptions o;  // no rules: nothing can replace the call
+  auto res = cli::optimize(g, o);
+  REQUIRE_FALSE(res);
+  CHECK_THAT(res.error().to_string(), Catch::Contains("target cpu cannot run this model"));
+  CHECK_THAT(res.error().to_string(), Catch::Contains("cublas.matmul"));
+  o.target = "cuda";
+  CHECK(cli::optimize(g, o));
+
+  // An attribute the op does not declare would be lost in the e-graph.
+  models::GraphBuilder c("odd");
+  std::string y = c.input("y", {2, 3});
+  ir::Attrs odd;
+  odd.set("frobnication", std::int64_t{3});
+  auto h = c.finish({c.op("relu", {y}, odd)});
+  auto t = rules::to_egraph(h);
+  REQUIRE_FALSE(t);
+  CHECK_THAT(t.error().to_string(), Catch::Contains("node 'relu_0'"));
+  CHECK_THAT(t.error().to_string(), Catch::Contains("attribute 'frobnication' is not part of the e-graph form"));
+}
+
 TEST_CASE("graph -> e-graph -> graph with the imported nodes is the same program", "[opt]") {
   auto g = models::resnet(8, {4}, 1, 3);
   auto t = rules::to_egraph(g);

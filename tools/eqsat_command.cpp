@@ -1,7 +1,6 @@
 #include "tools/eqsat_command.hpp"
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -25,15 +24,7 @@ void add_eqsat_command(CLI::App& app, EqsatOptions& o) {
   cmd->add_option("--rules", o.rule_files, "Rule files (.rules)")->required()->check(CLI::ExistingFile);
   cmd->add_option("terms", o.terms_file, "File with one s-expression term per line (TERMS-FILE)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--iter-limit", o.iter_limit, "Stop after N iterations")->capture_default_str();
-  cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
-      ->capture_default_str();
-  cmd->add_option("--time-limit", o.time_limit_s, "Stop after S seconds of saturation")->capture_default_str();
-  cmd->add_option("--memory-limit", o.memory_limit_mb,
-                  "Stop once the process holds more than MB MiB of memory (default: half of physical memory)");
-  cmd->add_option("--scheduler", o.scheduler, "Rule scheduler")
-      ->check(CLI::IsMember({"simple", "backoff"}))
-      ->capture_default_str();
+  add_saturation_flags(*cmd, o.saturation, "Stop after N iterations", "Stop after S seconds of saturation");
   cmd->add_flag("--json", o.json, "Print one JSON object per term");
   cmd->add_flag("--quiet,-q", o.quiet, "No progress on the terminal");
   cmd->add_flag("--no-incremental", o.no_incremental,
@@ -97,7 +88,7 @@ int run_eqsat(const EqsatOptions& opts) {
     costs.set(Op::symbol(spec.substr(0, eq)), c);
   }
 
-  if (o.memory_limit_mb == 0) o.memory_limit_mb = default_memory_limit_mb();
+  if (o.saturation.memory_limit_mb == 0) o.saturation.memory_limit_mb = default_memory_limit_mb();
   const bool progress = !o.quiet && stderr_is_terminal();
   bool conflict = false;
   for (std::size_t ti = 0; ti < terms->size(); ++ti) {
@@ -107,10 +98,10 @@ int run_eqsat(const EqsatOptions& opts) {
     EClassId root = add_term(g, term);
     g.rebuild();
 
-    SaturateOptions so{o.iter_limit,   o.node_limit,
-                       o.time_limit_s, o.memory_limit_mb,
-                       o.scheduler,    !o.no_incremental,
-                       progress,       "term " + std::to_string(ti + 1) + "/" + std::to_string(terms->size())};
+    SaturateOptions so = o.saturation;
+    so.incremental = !o.no_incremental;
+    so.progress = progress;
+    so.label = "term " + std::to_string(ti + 1) + "/" + std::to_string(terms->size());
     SaturateResult sat = saturate(g, *phases, so);
     const std::size_t iterations = sat.iterations;
     const std::string& stop = sat.stop;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/saturate.hpp"
+
 namespace CLI {
 class App;
 }
@@ -14,15 +16,11 @@ namespace saturn::cli {
 struct EqsatOptions {
   std::vector<std::string> rule_files;
   std::string terms_file;
-  std::size_t iter_limit = 30;
-  std::size_t node_limit = 10000;
-  double time_limit_s = 5.0;
-  std::size_t memory_limit_mb = 0;  // 0: half of physical memory
-  std::string scheduler = "backoff";
+  SaturateOptions saturation;  // memory_limit_mb 0: half of physical memory
   bool json = false;
   bool quiet = false;
   bool const_fold = false;
-  bool no_incremental = false;
+  bool no_incremental = false;        // sets saturation.incremental
   std::vector<std::string> op_costs;  // "OP=COST"
   std::string egraph_json;            // write egraph-serialize JSON here
   std::string dot;                    // write Graphviz here

@@ -26,27 +26,19 @@ namespace fs = std::filesystem;
 void add_opt_command(CLI::App& app, OptOptions& o) {
   auto* cmd = app.add_subcommand("opt", "Optimize a model for a target: saturate with rulesets, extract the cheapest.");
   cmd->add_option("model", o.model, "Model (.onnx or .sat)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", o.target, "Target whose cost model picks the program")
+  cmd->add_option("--target", o.pipeline.target, "Target whose cost model picks the program")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--rules", o.rules, "More rule files or folders of .rules files (after the shipped ones)");
   cmd->add_flag("--no-default-rules", o.no_default_rules, "Do not load the shipped rulesets/");
   cmd->add_option("-o,--output", o.out, "Write the optimized model (.onnx or .sat)");
   cmd->add_option("--report", o.report, "Write the report as JSON");
-  cmd->add_option("--extractor", o.extractor, std::string("Extractor: ") + extract::kExtractorNames)
+  cmd->add_option("--extractor", o.pipeline.extractor, std::string("Extractor: ") + extract::kExtractorNames)
       ->capture_default_str();
-  cmd->add_option("--iter-limit", o.iter_limit, "Stop each phase after N iterations")->capture_default_str();
-  cmd->add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
-      ->capture_default_str();
-  cmd->add_option("--time-limit", o.time_limit_s, "Stop saturating after S seconds (all phases)")
-      ->capture_default_str();
-  cmd->add_option("--extract-time-limit", o.extract_time_limit_s,
+  add_saturation_flags(*cmd, o.pipeline.saturation, "Stop each rule phase after N iterations",
+                       "Stop saturating after S seconds (all phases)");
+  cmd->add_option("--extract-time-limit", o.pipeline.extract_time_limit_s,
                   "Stop improving the DAG extraction after S seconds (reported)")
-      ->capture_default_str();
-  cmd->add_option("--memory-limit", o.memory_limit_mb,
-                  "Stop once the process holds more than MB MiB (default: half of physical memory)");
-  cmd->add_option("--scheduler", o.scheduler, "Rule scheduler")
-      ->check(CLI::IsMember({"simple", "backoff"}))
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print the report as JSON on stdout");
   cmd->add_flag("--quiet,-q", o.quiet, "No progress and no summary on stderr");
@@ -63,24 +55,17 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 int run_opt(const OptOptions& o) {
   if (!o.out.empty() && !has_suffix(o.out, ".onnx") && !has_suffix(o.out, ".sat"))
     return bad_input("-o: the optimized model must be a .onnx or .sat file, got '" + o.out + "'");
-  OptimizeOptions oo;
-  oo.target = o.target;
-  oo.extractor = o.extractor;
-  oo.iter_limit = o.iter_limit;
-  oo.node_limit = o.node_limit;
-  oo.time_limit_s = o.time_limit_s;
-  oo.extract_time_limit_s = o.extract_time_limit_s;
-  oo.memory_limit_mb = o.memory_limit_mb ? o.memory_limit_mb : default_memory_limit_mb();
-  oo.scheduler = o.scheduler;
-  oo.progress = !o.quiet && stderr_is_terminal();
+  OptimizeOptions oo = o.pipeline;
+  if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = default_memory_limit_mb();
+  oo.saturation.progress = !o.quiet && stderr_is_terminal();
   if (!o.no_default_rules) {
-    oo.rule_files = rule_files_for(shipped_rulesets_dir(), o.target);
+    oo.rule_files = rule_files_for(shipped_rulesets_dir(), oo.target);
     if (oo.rule_files.empty())
       return bad_input("no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)");
   }
   for (const std::string& r : o.rules) {
     if (fs::is_directory(r)) {
-      auto more = rule_files_for(r, o.target);
+      auto more = rule_files_for(r, oo.target);
       oo.rule_files.insert(oo.rule_files.end(), more.begin(), more.end());
     } else if (fs::is_regular_file(r)) {
       oo.rule_files.push_back(r);
@@ -121,7 +106,7 @@ int run_opt(const OptOptions& o) {
     return kCheckFailed;
   }
   if (!o.quiet) {
-    std::cerr << "saturn opt " << o.model << " --target " << o.target << "\n" << summarize(report);
+    std::cerr << "saturn opt " << o.model << " --target " << oo.target << "\n" << summarize(report);
     if (report["phases"]["saturate"]["stop_reason"] != "saturated")
       std::cerr << "saturn: note: saturation stopped at its "
                 << report["phases"]["saturate"]["stop_reason"].get<std::string>()

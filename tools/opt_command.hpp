@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/optimize.hpp"
+
 namespace CLI {
 class App;
 }
@@ -14,18 +16,11 @@ namespace saturn::cli {
 
 struct OptOptions {
   std::string model;
-  std::string target = "cpu";
+  OptimizeOptions pipeline;        // target, extractor, limits; rule_files are filled from the two below
   std::vector<std::string> rules;  // files or directories, after the shipped ones
   bool no_default_rules = false;
   std::string out;
   std::string report;
-  std::string extractor = "dag-greedy";
-  std::size_t iter_limit = 30;
-  std::size_t node_limit = 200000;
-  double time_limit_s = 10.0;
-  double extract_time_limit_s = 10.0;
-  std::size_t memory_limit_mb = 0;
-  std::string scheduler = "backoff";
   bool json = false;
   bool quiet = false;
 };

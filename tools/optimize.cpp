@@ -91,8 +91,7 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   // Saturate.
   t = Clock::now();
   rules::TensorAnalysis& an = *teg->analysis;
-  SaturateOptions so{o.iter_limit, o.node_limit, o.time_limit_s, o.memory_limit_mb, o.scheduler, true, o.progress, {}};
-  SaturateResult sat = saturate(teg->graph, *rule_phases, so, [&](egraph::Runner& runner) {
+  SaturateResult sat = saturate(teg->graph, *rule_phases, o.saturation, [&](egraph::Runner& runner) {
     runner.set_applying([&](const egraph::Rewrite* r) {
       if (!r) {
         an.set_context("congruence closure after the rules of one iteration");

@@ -9,6 +9,7 @@
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
+#include "tools/saturate.hpp"
 
 namespace saturn::cli {
 
@@ -16,13 +17,9 @@ struct OptimizeOptions {
   std::string target = "cpu";
   std::vector<std::string> rule_files;  // in order; see rule_files_for
   std::string extractor = "dag-greedy";
-  std::size_t iter_limit = 30;
-  std::size_t node_limit = 200000;
-  double time_limit_s = 10.0;
+  // Limits over all rule phases together (memory_limit_mb 0: none).
+  SaturateOptions saturation{30, 200000, 10.0, 0, "backoff", true, false, {}};
   double extract_time_limit_s = 10.0;
-  std::size_t memory_limit_mb = 0;  // 0: none
-  std::string scheduler = "backoff";
-  bool progress = false;
 };
 
 struct OptimizeResult {
