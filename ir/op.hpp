@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ir/shape.hpp"
+#include "ir/symbolic.hpp"
 #include "ir/tensor.hpp"
 
 namespace saturn::ir {
@@ -101,6 +102,13 @@ struct OpDef {
   std::function<std::vector<Tensor>(const Attrs&, std::span<const Tensor>, std::span<const bool> given,
                                     std::size_t num_outputs)>
       eval;
+  // Symbolic semantics for `saturn verify` (ir/symbolic.hpp): set together
+  // with eval by set_kernel from one template. Ops that only copy elements
+  // (movement) set `traceable` instead and are traced through eval.
+  std::function<std::vector<SymTensor>(const Attrs&, std::span<const SymTensor>, std::span<const bool> given,
+                                       std::size_t num_outputs)>
+      symbolic;
+  bool traceable = false;
   // Attributes in e-graph order (see AttrSpec).
   std::vector<AttrSpec> attrs;
   // Arithmetic work of one application, for cost models; when unset, one
@@ -134,6 +142,24 @@ void register_library_ops(OpRegistry& r);  // after the ops they mirror
 // Arithmetic operations of one application of `def` (OpDef::flops, or one
 // per element of the largest operand or result); 0 for unknown sizes.
 double work_of(const OpDef& def, const Attrs& a, std::span<const ValueType> in, std::span<const ValueType> out);
+
+// Sets eval and symbolic from one kernel written over the tensor type
+// (`auto x` is a span of Tensor or of SymTensor; see ir/symbolic.hpp).
+template <class Kernel>
+void set_kernel(OpDef& d, Kernel k) {
+  d.eval = [k](const Attrs& a, std::span<const Tensor> x, std::span<const bool> g, std::size_t n) {
+    return k(a, x, g, n);
+  };
+  d.symbolic = [k](const Attrs& a, std::span<const SymTensor> x, std::span<const bool> g, std::size_t n) {
+    return k(a, x, g, n);
+  };
+}
+
+// Applies `d` to symbolic operands: its kernel, or for traceable ops, eval on
+// tagged values to see which operand element each result element copies.
+// Throws SymbolicUnsupported for ops with neither.
+std::vector<SymTensor> apply_symbolic(const OpDef& d, const Attrs& a, std::span<const SymTensor> x,
+                                      std::span<const bool> given, std::size_t num_outputs);
 
 // Helpers shared by the families.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what = "axis");

@@ -3,6 +3,8 @@
 // the result type; integer types compute in int64.
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <type_traits>
 
 #include "ir/op.hpp"
 
@@ -17,22 +19,23 @@ using Inputs = std::span<const TypedInput>;
 // Offsets of each operand for every output element, numpy-broadcast.
 class Broadcaster {
  public:
-  Broadcaster(const std::vector<std::int64_t>& out, std::vector<const Tensor*> ins) : out_(out) {
+  Broadcaster(const std::vector<std::int64_t>& out, const std::vector<std::vector<std::int64_t>>& ins) : out_(out) {
     const std::size_t r = out.size();
-    for (const Tensor* t : ins) {
+    for (const auto& dims : ins) {
       std::vector<std::int64_t> s(r, 0);
-      auto st = t->strides();
-      std::size_t off = r - t->rank();
-      for (std::size_t d = 0; d < t->rank(); ++d) s[off + d] = t->dims()[d] == 1 ? 0 : st[d];
+      std::vector<std::int64_t> st(dims.size(), 1);
+      for (std::size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
+      std::size_t off = r - dims.size();
+      for (std::size_t d = 0; d < dims.size(); ++d) s[off + d] = dims[d] == 1 ? 0 : st[d];
       strides_.push_back(std::move(s));
     }
     out_strides_.assign(r, 1);
     for (std::size_t d = r; d-- > 1;) out_strides_[d - 1] = out_strides_[d] * out[d];
   }
-  std::int64_t offset(std::size_t operand, std::int64_t i) const {
-    std::int64_t off = 0;
-    for (std::size_t d = 0; d < out_.size(); ++d) off += ((i / out_strides_[d]) % out_[d]) * strides_[operand][d];
-    return off;
+  std::size_t offset(std::size_t operand, std::size_t i) const {
+    std::int64_t off = 0, I = static_cast<std::int64_t>(i);
+    for (std::size_t d = 0; d < out_.size(); ++d) off += ((I / out_strides_[d]) % out_[d]) * strides_[operand][d];
+    return static_cast<std::size_t>(off);
   }
 
  private:
@@ -52,6 +55,7 @@ Shape broadcast_all(Inputs in, const char* op) {
   return s;
 }
 
+template <class Args>
 std::vector<std::int64_t> broadcast_dims(Args a) {
   Shape s = shape_of(a[0].dims());
   for (std::size_t k = 1; k < a.size(); ++k) s = *broadcast(s, shape_of(a[k].dims()));
@@ -73,8 +77,10 @@ void check_accepts(Accepts acc, DType t, const char* op) {
   if (!ok) shape_error(std::string(op) + " does not take " + dtype_name(t) + " operands");
 }
 
-// A unary op computing in double (and, when given, in int64 for integers).
-void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::function<double(double, const Attrs&)> f,
+// A unary op over floating values (in double, or symbolically: f is written
+// once over the scalar type) and, when given, over int64 for integers.
+template <class F>
+void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
            std::function<std::int64_t(std::int64_t)> fi = {}, const char* doc = "") {
   OpDef d;
   d.name = name;
@@ -85,23 +91,23 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::funct
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{in[0].type};
   };
-  d.eval = [f, fi](const Attrs& at, Args a, Given, std::size_t) {
-    Tensor out(a[0].dtype(), a[0].dims());
+  set_kernel(d, [f, fi](const Attrs& at, auto a, Given, std::size_t) {
+    auto out = like(a[0], a[0].dtype(), a[0].dims());
     for (std::size_t i = 0; i < out.numel(); ++i) {
       if (fi && !is_float(a[0].dtype()))
         out.set_int(i, fi(a[0].at_int(i)));
       else
         out.set(i, f(a[0].at(i), at));
     }
-    return std::vector<Tensor>{std::move(out)};
-  };
+    return std::vector<decltype(out)>{std::move(out)};
+  });
   r.add(std::move(d));
 }
 
 // A binary op with broadcasting; `result` fixes the result dtype (nullopt:
-// the operands' dtype).
-void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::optional<DType> result,
-            std::function<double(double, double, const Attrs&)> f,
+// the operands' dtype). f is written over the scalar type, as for unary.
+template <class F>
+void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::optional<DType> result, F f,
             std::function<std::optional<std::int64_t>(std::int64_t, std::int64_t, const Attrs&)> fi,
             bool mixed_types = false) {
   OpDef d;
@@ -115,27 +121,29 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{{result.value_or(in[0].type.dtype), broadcast_all(in, name)}};
   };
-  d.eval = [f, fi, result](const Attrs& at, Args a, Given, std::size_t) {
+  set_kernel(d, [f, fi, result, name](const Attrs& at, auto a, Given, std::size_t) {
     auto dims = broadcast_dims(a);
-    Tensor out(result.value_or(a[0].dtype()), dims);
-    Broadcaster b(dims, {&a[0], &a[1]});
+    auto out = like(a[0], result.value_or(a[0].dtype()), dims);
+    Broadcaster b(dims, {a[0].dims(), a[1].dims()});
     const bool integral = !is_float(a[0].dtype()) && fi;
     for (std::size_t i = 0; i < out.numel(); ++i) {
-      auto ia = b.offset(0, static_cast<std::int64_t>(i)), ib = b.offset(1, static_cast<std::int64_t>(i));
+      auto ia = b.offset(0, i), ib = b.offset(1, i);
       if (integral) {
-        auto v = fi(a[0].at_int(static_cast<std::size_t>(ia)), a[1].at_int(static_cast<std::size_t>(ib)), at);
+        auto v = fi(a[0].at_int(ia), a[1].at_int(ib), at);
         if (!v) shape_error("integer division by zero");
         out.set_int(i, *v);
       } else {
-        out.set(i, f(a[0].at(static_cast<std::size_t>(ia)), a[1].at(static_cast<std::size_t>(ib)), at));
+        auto x = a[0].at(ia), y = a[1].at(ib);
+        if constexpr (std::is_invocable_v<F, decltype(x), decltype(y), const Attrs&>)
+          out.set(i, f(x, y, at));
+        else
+          throw SymbolicUnsupported{std::string(name) + " has no symbolic form yet"};
       }
     }
-    return std::vector<Tensor>{std::move(out)};
-  };
+    return std::vector<decltype(out)>{std::move(out)};
+  });
   r.add(std::move(d));
 }
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
   std::int64_t m = a % b;
@@ -147,113 +155,120 @@ std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
 void register_elementwise_ops(OpRegistry& r) {
   using K = OpKind;
   using A = Accepts;
-  auto none = [](double x, const Attrs&) { return x; };
+  namespace S = scalar;
+  // The floating functors are generic (auto x): one definition serves the
+  // interpreter (double) and `saturn verify` (Sym).
+  auto none = [](auto x, const Attrs&) { return x; };
   // Primitives (DESIGN.md): neg recip sqrt exp2 log2 sin, and the others as composites.
   unary(
-      r, "neg", K::Primitive, A::Numeric, [](double x, const Attrs&) { return -x; }, [](std::int64_t x) { return -x; });
-  unary(r, "recip", K::Primitive, A::Float, [](double x, const Attrs&) { return 1.0 / x; });
-  unary(r, "sqrt", K::Primitive, A::Float, [](double x, const Attrs&) { return std::sqrt(x); });
-  unary(r, "exp2", K::Primitive, A::Float, [](double x, const Attrs&) { return std::exp2(x); });
-  unary(r, "log2", K::Primitive, A::Float, [](double x, const Attrs&) { return std::log2(x); });
-  unary(r, "sin", K::Primitive, A::Float, [](double x, const Attrs&) { return std::sin(x); });
-  unary(r, "cos", K::Composite, A::Float, [](double x, const Attrs&) { return std::cos(x); });
-  unary(r, "exp", K::Composite, A::Float, [](double x, const Attrs&) { return std::exp(x); });
-  unary(r, "log", K::Composite, A::Float, [](double x, const Attrs&) { return std::log(x); });
-  unary(r, "tanh", K::Composite, A::Float, [](double x, const Attrs&) { return std::tanh(x); });
-  unary(r, "erf", K::Composite, A::Float, [](double x, const Attrs&) { return std::erf(x); });
+      r, "neg", K::Primitive, A::Numeric, [](auto x, const Attrs&) { return -x; }, [](std::int64_t x) { return -x; });
+  unary(r, "recip", K::Primitive, A::Float, [](auto x, const Attrs&) { return 1.0 / x; });
+  unary(r, "sqrt", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::sqrt(x); });
+  unary(r, "exp2", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::exp2(x); });
+  unary(r, "log2", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::log2(x); });
+  unary(r, "sin", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::sin(x); });
+  unary(r, "cos", K::Composite, A::Float, [](auto x, const Attrs&) { return S::cos(x); });
+  unary(r, "exp", K::Composite, A::Float, [](auto x, const Attrs&) { return S::exp(x); });
+  unary(r, "log", K::Composite, A::Float, [](auto x, const Attrs&) { return S::log(x); });
+  unary(r, "tanh", K::Composite, A::Float, [](auto x, const Attrs&) { return S::tanh(x); });
+  unary(r, "erf", K::Composite, A::Float, [](auto x, const Attrs&) { return S::erf(x); });
   unary(
-      r, "abs", K::Composite, A::Numeric, [](double x, const Attrs&) { return std::fabs(x); },
+      r, "abs", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::abs(x); },
       [](std::int64_t x) { return x < 0 ? -x : x; });
   unary(
       r, "sign", K::Composite, A::Numeric,
-      [](double x, const Attrs&) { return static_cast<double>((x > 0) - (x < 0)); },
+      [](auto x, const Attrs&) { return S::select(x > 0.0, 1.0, S::select(x < 0.0, -1.0, 0.0)); },
       [](std::int64_t x) { return static_cast<std::int64_t>((x > 0) - (x < 0)); });
-  unary(r, "ceil", K::Composite, A::Float, [](double x, const Attrs&) { return std::ceil(x); });
-  unary(r, "floor", K::Composite, A::Float, [](double x, const Attrs&) { return std::floor(x); });
-  unary(r, "sigmoid", K::Composite, A::Float, [](double x, const Attrs&) { return sigmoid(x); });
+  unary(r, "ceil", K::Composite, A::Float, [](auto x, const Attrs&) { return S::ceil(x); });
+  unary(r, "floor", K::Composite, A::Float, [](auto x, const Attrs&) { return S::floor(x); });
+  unary(r, "sigmoid", K::Composite, A::Float, [](auto x, const Attrs&) { return 1.0 / (1.0 + S::exp(-x)); });
   unary(
-      r, "relu", K::Composite, A::Numeric, [](double x, const Attrs&) { return x > 0 ? x : 0.0; },
+      r, "relu", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::select(x > 0.0, x, 0.0); },
       [](std::int64_t x) { return x > 0 ? x : 0; });
   unary(r, "leaky_relu", K::Composite, A::Float,
-        [](double x, const Attrs& a) { return x >= 0 ? x : a.f("alpha", 0.01) * x; });
+        [](auto x, const Attrs& a) { return S::select(x >= 0.0, x, a.f("alpha", 0.01) * x); });
   unary(r, "elu", K::Composite, A::Float,
-        [](double x, const Attrs& a) { return x >= 0 ? x : a.f("alpha", 1.0) * (std::exp(x) - 1); });
-  unary(r, "selu", K::Composite, A::Float, [](double x, const Attrs& a) {
+        [](auto x, const Attrs& a) { return S::select(x >= 0.0, x, a.f("alpha", 1.0) * (S::exp(x) - 1.0)); });
+  unary(r, "selu", K::Composite, A::Float, [](auto x, const Attrs& a) {
     double alpha = a.f("alpha", 1.67326319217681884765625), gamma = a.f("gamma", 1.05070102214813232421875);
-    return gamma * (x > 0 ? x : alpha * (std::exp(x) - 1));
+    return gamma * S::select(x > 0.0, x, alpha * (S::exp(x) - 1.0));
   });
-  unary(r, "hard_sigmoid", K::Composite, A::Float, [](double x, const Attrs& a) {
-    return std::max(0.0, std::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5)));
+  unary(r, "hard_sigmoid", K::Composite, A::Float, [](auto x, const Attrs& a) {
+    return S::max(0.0, S::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5)));
   });
   unary(r, "hard_swish", K::Composite, A::Float,
-        [](double x, const Attrs&) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); });
+        [](auto x, const Attrs&) { return x * S::max(0.0, S::min(1.0, x / 6.0 + 0.5)); });
+  // Above 30, log1p(exp(x)) is x in double: the reference says so directly.
   unary(r, "softplus", K::Composite, A::Float,
-        [](double x, const Attrs&) { return x > 30 ? x : std::log1p(std::exp(x)); });
-  unary(r, "gelu", K::Composite, A::Float, [](double x, const Attrs& a) {
+        [](auto x, const Attrs&) { return S::select(x > 30.0, x, S::log1p(S::exp(x))); });
+  unary(r, "gelu", K::Composite, A::Float, [](auto x, const Attrs& a) {
     if (a.s("approximate", "none") == "tanh")
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+      return 0.5 * x * (1.0 + S::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + S::erf(x / std::sqrt(2.0)));
   });
   unary(r, "identity", K::Composite, A::Any, none, [](std::int64_t x) { return x; });
   unary(
-      r, "not", K::Composite, A::Bool, [](double x, const Attrs&) { return x == 0 ? 1.0 : 0.0; },
+      r, "not", K::Composite, A::Bool, [](auto x, const Attrs&) { return S::select(S::eq(x, 0.0), 1.0, 0.0); },
       [](std::int64_t x) { return static_cast<std::int64_t>(x == 0); });
 
   auto div0 = [](std::int64_t, std::int64_t b) { return b == 0; };
   binary(
-      r, "add", K::Primitive, A::Numeric, std::nullopt, [](double x, double y, const Attrs&) { return x + y; },
+      r, "add", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x + y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
         return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(y));
       });
   binary(
-      r, "sub", K::Composite, A::Numeric, std::nullopt, [](double x, double y, const Attrs&) { return x - y; },
+      r, "sub", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x - y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
         return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y));
       });
   binary(
-      r, "mul", K::Primitive, A::Numeric, std::nullopt, [](double x, double y, const Attrs&) { return x * y; },
+      r, "mul", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x * y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
         return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) * static_cast<std::uint64_t>(y));
       });
   binary(
-      r, "div", K::Primitive, A::Numeric, std::nullopt, [](double x, double y, const Attrs&) { return x / y; },
+      r, "div", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x / y; },
       [div0](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
         if (div0(x, y)) return std::nullopt;
         return x / y;  // truncation toward zero, as ONNX's integer Div
       });
   binary(
       r, "mod", K::Primitive, A::Numeric, std::nullopt,
-      [](double x, double y, const Attrs& a) { return a.i("fmod", 0) ? std::fmod(x, y) : x - y * std::floor(x / y); },
+      [](auto x, auto y, const Attrs& a) {
+        if (a.i("fmod", 0)) return S::fmod(x, y);
+        return x - y * S::floor(x / y);
+      },
       [div0](std::int64_t x, std::int64_t y, const Attrs& a) -> std::optional<std::int64_t> {
         if (div0(x, y)) return std::nullopt;
         return a.i("fmod", 0) ? x % y : floor_mod(x, y);
       });
   binary(
-      r, "pow", K::Composite, A::Numeric, std::nullopt, [](double x, double y, const Attrs&) { return std::pow(x, y); },
+      r, "pow", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::pow(x, y); },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
         return static_cast<std::int64_t>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       },
       /*mixed_types=*/true);
   binary(
-      r, "max", K::Primitive, A::Numeric, std::nullopt,
-      [](double x, double y, const Attrs&) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); },
+      r, "max", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::max(x, y); },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::max(x, y); });
   binary(
-      r, "min", K::Composite, A::Numeric, std::nullopt,
-      [](double x, double y, const Attrs&) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); },
+      r, "min", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::min(x, y); },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::min(x, y); });
   binary(
       r, "prelu", K::Composite, A::Numeric, std::nullopt,
-      [](double x, double s, const Attrs&) { return x < 0 ? s * x : x; },
+      [](auto x, auto s, const Attrs&) { return S::select(x < 0.0, s * x, x); },
       [](std::int64_t x, std::int64_t s, const Attrs&) -> std::optional<std::int64_t> { return x < 0 ? s * x : x; });
 
   auto cmp = [&](const char* name, OpKind kind, auto op) {
     binary(
         r, name, kind, Accepts::Any, DType::Bool,
-        [op](double x, double y, const Attrs&) { return op(x, y) ? 1.0 : 0.0; },
-        [op](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return op(x, y); });
+        [op](auto x, auto y, const Attrs&) { return S::select(op(x, y), 1.0, 0.0); },
+        [op](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
+          return static_cast<std::int64_t>(op(x, y));
+        });
   };
-  cmp("equal", K::Composite, [](auto x, auto y) { return x == y; });
+  cmp("equal", K::Composite, [](auto x, auto y) { return S::eq(x, y); });
   cmp("less", K::Primitive, [](auto x, auto y) { return x < y; });  // DESIGN's cmplt
   cmp("less_equal", K::Composite, [](auto x, auto y) { return x <= y; });
   cmp("greater", K::Composite, [](auto x, auto y) { return x > y; });
@@ -281,22 +296,20 @@ void register_elementwise_ops(OpRegistry& r) {
       if (in[1].type.dtype != in[2].type.dtype) shape_error("where: the two branches have different types");
       return std::vector<ValueType>{{in[1].type.dtype, broadcast_all(in, "where")}};
     };
-    d.eval = [](const Attrs&, Args a, Given, std::size_t) {
+    set_kernel(d, [](const Attrs&, auto a, Given, std::size_t) {
       auto dims = broadcast_dims(a);
-      Tensor out(a[1].dtype(), dims);
-      Broadcaster b(dims, {&a[0], &a[1], &a[2]});
+      auto out = like(a[1], a[1].dtype(), dims);
+      Broadcaster b(dims, {a[0].dims(), a[1].dims(), a[2].dims()});
       const bool fl = is_float(a[1].dtype());
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto I = static_cast<std::int64_t>(i);
-        const Tensor& src = a[0].at_int(static_cast<std::size_t>(b.offset(0, I))) ? a[1] : a[2];
-        auto off = static_cast<std::size_t>(b.offset(&src == &a[1] ? 1 : 2, I));
+        auto c = b.offset(0, i), x = b.offset(1, i), y = b.offset(2, i);
         if (fl)
-          out.set(i, src.at(off));
+          out.set(i, scalar::select(a[0].at(c), a[1].at(x), a[2].at(y)));
         else
-          out.set_int(i, src.at_int(off));
+          out.set_int(i, a[0].at_int(c) ? a[1].at_int(x) : a[2].at_int(y));
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {
@@ -304,6 +317,7 @@ void register_elementwise_ops(OpRegistry& r) {
     d.name = "cast";
     d.kind = OpKind::Primitive;
     d.doc = "cast(x) to the dtype named by attribute `to`";
+    d.traceable = true;  // a copy between floating types; other casts do not trace
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       auto t = dtype_from_name(a.s("to", ""));
       if (!t) shape_error("cast: unknown target type '" + a.s("to", "") + "'");
@@ -330,14 +344,14 @@ void register_elementwise_ops(OpRegistry& r) {
       check_accepts(Accepts::Numeric, in[0].type.dtype, "clip");
       return std::vector<ValueType>{in[0].type};
     };
-    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
-      Tensor out(x[0].dtype(), x[0].dims());
-      double lo = a.f("min", -std::numeric_limits<double>::infinity());
-      double hi = a.f("max", std::numeric_limits<double>::infinity());
+    set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
+      auto out = like(x[0], x[0].dtype(), x[0].dims());
       for (std::size_t i = 0; i < out.numel(); ++i) {
         if (is_float(x[0].dtype())) {
-          double v = x[0].at(i);
-          out.set(i, std::isnan(v) ? v : std::min(std::max(v, lo), hi));
+          auto v = x[0].at(i);  // max and min keep a NaN
+          if (a.has("min")) v = scalar::max(v, a.f("min", 0.0));
+          if (a.has("max")) v = scalar::min(v, a.f("max", 0.0));
+          out.set(i, v);
         } else {
           std::int64_t v = x[0].at_int(i);
           if (a.has("min")) v = std::max(v, a.i("min", 0));
@@ -345,8 +359,8 @@ void register_elementwise_ops(OpRegistry& r) {
           out.set_int(i, v);
         }
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
 

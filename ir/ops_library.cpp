@@ -44,14 +44,18 @@ void register_library_ops(OpRegistry& r) {
     d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)"
                                        : "cuDNN convolution with fused bias and ReLU (CUDA)") +
             "; semantics of `relu(conv(...))`";
-    auto conv = base->eval;
-    d.eval = [conv](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given, std::size_t n) {
-      auto out = conv(a, x, given, n);
-      for (Tensor& t : out)
-        for (std::size_t i = 0; i < t.numel(); ++i)
-          if (t.at(i) < 0) t.set(i, 0.0);
+    auto relu_after = [](auto out) {
+      for (auto& t : out)
+        for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, scalar::select(t.at(i) > 0.0, t.at(i), 0.0));
       return out;
     };
+    auto conv = base->eval;
+    auto conv_symbolic = base->symbolic;
+    d.eval = [conv, relu_after](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given,
+                                std::size_t n) { return relu_after(conv(a, x, given, n)); };
+    d.symbolic = [conv_symbolic, relu_after](const Attrs& a, std::span<const SymTensor> x,
+                                             std::span<const bool> given,
+                                             std::size_t n) { return relu_after(conv_symbolic(a, x, given, n)); };
     r.add(std::move(d));
   }
 }

@@ -35,6 +35,7 @@ OpDef make(const char* name, OpKind kind, int min_in, int max_in, const char* do
   d.min_inputs = min_in;
   d.max_inputs = max_in;
   d.doc = doc;
+  d.traceable = true;  // ops here copy elements: `saturn verify` traces them through eval
   return d;
 }
 

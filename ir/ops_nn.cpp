@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <type_traits>
 
 #include "ir/op.hpp"
 
@@ -153,45 +154,52 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
     if (outs > res.size()) shape_error(std::string(name) + " has " + std::to_string(res.size()) + " results");
     return res;
   };
-  d.eval = [geometry, is_max](const Attrs& a, Args x, Given, std::size_t outs) {
+  set_kernel(d, [geometry, is_max](const Attrs& a, auto x, Given, std::size_t outs) {
     const auto& dims = x[0].dims();
     Window w = geometry(a, dims);
     std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
     std::vector<std::int64_t> od{dims[0], dims[1]};
     od.insert(od.end(), w.out.begin(), w.out.end());
-    Tensor out(x[0].dtype(), od);
-    Tensor indices(DType::I64, od);
+    auto out = like(x[0], x[0].dtype(), od);
+    auto indices = like(x[0], DType::I64, od);
+    using E = decltype(x[0].at(0));
+    if (!std::is_same_v<E, double> && is_max && outs > 1)
+      throw SymbolicUnsupported{"max_pool's indices have no symbolic form"};
     const bool column_major = a.i("storage_order", 0) != 0;
     const bool include_pad = a.i("count_include_pad", 0) != 0;
     std::int64_t plane = numel(spatial), oplane = numel(w.out);
     for (std::int64_t nc = 0; nc < dims[0] * dims[1]; ++nc) {
       for (std::int64_t op = 0; op < oplane; ++op) {
         auto o = unflatten(op, w.out);
-        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        E acc = lit(x[0], 0.0);
         std::int64_t count = 0, arg = -1;
+        bool any = false;
         for_window(w, o, spatial,
                    [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>&, bool inside) {
                      bool in_padded = true;
                      for (std::size_t k = 0; k < pos.size(); ++k)
                        if (pos[k] < -w.pads_begin[k] || pos[k] >= spatial[k] + w.pads_end[k]) in_padded = false;
                      if (inside) {
-                       double v = x[0].at(static_cast<std::size_t>(nc * plane + offset(pos, spatial)));
-                       if (is_max && (arg < 0 || v > acc)) arg = argmax_index(nc, pos, dims, column_major);
-                       acc = is_max ? std::max(acc, v) : acc + v;
+                       E v = x[0].at(static_cast<std::size_t>(nc * plane + offset(pos, spatial)));
+                       if constexpr (std::is_same_v<E, double>)
+                         if (is_max && (arg < 0 || v > acc)) arg = argmax_index(nc, pos, dims, column_major);
+                       acc = !is_max ? acc + v : any ? scalar::max(acc, v) : v;
+                       any = true;
                        ++count;
                      } else if (include_pad && in_padded) {
                        ++count;
                      }
                    });
+        const double inf = std::numeric_limits<double>::infinity();
         out.set(static_cast<std::size_t>(nc * oplane + op),
-                is_max ? acc : (count ? acc / static_cast<double>(count) : 0.0));
+                is_max ? (any ? acc : lit(x[0], -inf)) : (count ? acc / static_cast<double>(count) : lit(x[0], 0.0)));
         indices.set_int(static_cast<std::size_t>(nc * oplane + op), arg);
       }
     }
-    std::vector<Tensor> res{std::move(out)};
+    std::vector<decltype(out)> res{std::move(out)};
     if (is_max && outs > 1) res.push_back(std::move(indices));
     return res;
-  };
+  });
   r.add(std::move(d));
 }
 
@@ -204,24 +212,24 @@ void global_pool(OpRegistry& r, const char* name, bool is_max) {
     for (std::size_t i = 2; i < s.size(); ++i) s[i] = Dim::of(1);
     return std::vector<ValueType>{{in[0].type.dtype, s}};
   };
-  d.eval = [is_max](const Attrs&, Args x, Given, std::size_t) {
+  set_kernel(d, [is_max](const Attrs&, auto x, Given, std::size_t) {
     auto od = x[0].dims();
     std::int64_t plane = 1;
     for (std::size_t i = 2; i < od.size(); ++i) {
       plane *= od[i];
       od[i] = 1;
     }
-    Tensor out(x[0].dtype(), od);
+    auto out = like(x[0], x[0].dtype(), od);
     for (std::size_t nc = 0; nc < out.numel(); ++nc) {
-      double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+      auto acc = lit(x[0], is_max ? -std::numeric_limits<double>::infinity() : 0.0);
       for (std::int64_t k = 0; k < plane; ++k) {
-        double v = x[0].at(nc * static_cast<std::size_t>(plane) + static_cast<std::size_t>(k));
-        acc = is_max ? std::max(acc, v) : acc + v;
+        auto v = x[0].at(nc * static_cast<std::size_t>(plane) + static_cast<std::size_t>(k));
+        acc = !is_max ? acc + v : k ? scalar::max(acc, v) : v;
       }
       out.set(nc, is_max ? acc : acc / static_cast<double>(plane));
     }
-    return std::vector<Tensor>{std::move(out)};
-  };
+    return std::vector<decltype(out)>{std::move(out)};
+  });
   r.add(std::move(d));
 }
 
@@ -235,7 +243,7 @@ void register_nn_ops(OpRegistry& r) {
       if (in[0].type.dtype == DType::Bool) shape_error("matmul does not take bool operands");
       return std::vector<ValueType>{{in[0].type.dtype, matmul_shape(in[0].type.shape, in[1].type.shape)}};
     };
-    d.eval = [](const Attrs&, Args x, Given, std::size_t) {
+    set_kernel(d, [](const Attrs&, auto x, Given, std::size_t) {
       auto ad = x[0].dims(), bd = x[1].dims();
       if (ad.size() == 1) ad.insert(ad.begin(), 1);
       if (bd.size() == 1) bd.push_back(1);
@@ -245,7 +253,7 @@ void register_nn_ops(OpRegistry& r) {
       std::vector<std::int64_t> full = batch;
       full.push_back(M);
       full.push_back(N);
-      Tensor out(x[0].dtype(), static_dims(matmul_shape(shape_of(x[0].dims()), shape_of(x[1].dims()))));
+      auto out = like(x[0], x[0].dtype(), static_dims(matmul_shape(shape_of(x[0].dims()), shape_of(x[1].dims()))));
       const bool fl = is_float(x[0].dtype());
       auto batch_off = [&](const std::vector<std::int64_t>& bc, const std::vector<std::int64_t>& own) {
         std::int64_t o = 0;
@@ -261,7 +269,7 @@ void register_nn_ops(OpRegistry& r) {
           for (std::int64_t j = 0; j < N; ++j) {
             auto o = static_cast<std::size_t>((b * M + i) * N + j);
             if (fl) {
-              double acc = 0;
+              auto acc = lit(x[0], 0.0);
               for (std::int64_t k = 0; k < K; ++k)
                 acc += x[0].at(static_cast<std::size_t>(ao + i * K + k)) *
                        x[1].at(static_cast<std::size_t>(bo + k * N + j));
@@ -275,8 +283,8 @@ void register_nn_ops(OpRegistry& r) {
             }
           }
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {
@@ -294,23 +302,23 @@ void register_nn_ops(OpRegistry& r) {
         shape_error("gemm: C of shape " + to_string(in[2].type.shape) + " does not broadcast to " + to_string(out));
       return std::vector<ValueType>{{in[0].type.dtype, out}};
     };
-    d.eval = [](const Attrs& a, Args x, Given given, std::size_t) {
+    set_kernel(d, [](const Attrs& a, auto x, Given given, std::size_t) {
       bool ta = a.i("transA", 0) != 0, tb = a.i("transB", 0) != 0;
       double alpha = a.f("alpha", 1.0), beta = a.f("beta", 1.0);
       std::int64_t M = ta ? x[0].dims()[1] : x[0].dims()[0], K = ta ? x[0].dims()[0] : x[0].dims()[1];
       std::int64_t N = tb ? x[1].dims()[0] : x[1].dims()[1];
-      Tensor out(x[0].dtype(), {M, N});
+      auto out = like(x[0], x[0].dtype(), {M, N});
       const bool has_c = x.size() > 2 && given[2];
       std::vector<std::int64_t> cd = has_c ? x[2].dims() : std::vector<std::int64_t>{};
       for (std::int64_t i = 0; i < M; ++i)
         for (std::int64_t j = 0; j < N; ++j) {
-          double acc = 0;
+          auto acc = lit(x[0], 0.0);
           for (std::int64_t k = 0; k < K; ++k) {
-            double av = x[0].at(static_cast<std::size_t>(ta ? k * M + i : i * K + k));
-            double bv = x[1].at(static_cast<std::size_t>(tb ? j * K + k : k * N + j));
+            auto av = x[0].at(static_cast<std::size_t>(ta ? k * M + i : i * K + k));
+            auto bv = x[1].at(static_cast<std::size_t>(tb ? j * K + k : k * N + j));
             acc += av * bv;
           }
-          double c = 0;
+          auto c = lit(x[0], 0.0);
           if (has_c) {
             std::int64_t ci = 0, cj = 0;
             if (cd.size() == 2) {
@@ -325,8 +333,8 @@ void register_nn_ops(OpRegistry& r) {
           }
           out.set(static_cast<std::size_t>(i * N + j), alpha * acc + beta * c);
         }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {
@@ -338,17 +346,17 @@ void register_nn_ops(OpRegistry& r) {
       if (in[0].type.shape.size() < 2) shape_error("batch_norm needs rank >= 2");
       return std::vector<ValueType>{in[0].type};
     };
-    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+    set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
       double eps = a.f("epsilon", 1e-5);
-      Tensor out(x[0].dtype(), x[0].dims());
+      auto out = like(x[0], x[0].dtype(), x[0].dims());
       std::int64_t C = x[0].dims()[1], inner = 1;
       for (std::size_t i = 2; i < x[0].rank(); ++i) inner *= x[0].dims()[i];
       for (std::size_t i = 0; i < out.numel(); ++i) {
         auto c = static_cast<std::size_t>((static_cast<std::int64_t>(i) / inner) % C);
-        out.set(i, (x[0].at(i) - x[3].at(c)) / std::sqrt(x[4].at(c) + eps) * x[1].at(c) + x[2].at(c));
+        out.set(i, (x[0].at(i) - x[3].at(c)) / scalar::sqrt(x[4].at(c) + eps) * x[1].at(c) + x[2].at(c));
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {
@@ -370,7 +378,7 @@ void register_nn_ops(OpRegistry& r) {
           shape_error(std::string(name) + " has at most " + std::to_string(res.size()) + " results");
         return res;
       };
-      d.eval = [instance](const Attrs& a, Args x, Given given, std::size_t outs) {
+      set_kernel(d, [instance](const Attrs& a, auto x, Given given, std::size_t outs) {
         const auto& dims = x[0].dims();
         const auto rank = static_cast<std::int64_t>(dims.size());
         std::int64_t axis = instance ? 2 : normalize_axis(a.i("axis", -1), rank);
@@ -378,42 +386,42 @@ void register_nn_ops(OpRegistry& r) {
         std::int64_t inner = 1;
         for (std::int64_t i = axis; i < rank; ++i) inner *= dims[static_cast<std::size_t>(i)];
         std::int64_t groups = inner ? static_cast<std::int64_t>(x[0].numel()) / inner : 0;
-        Tensor out(x[0].dtype(), dims);
+        auto out = like(x[0], x[0].dtype(), dims);
         std::int64_t C = instance && rank > 1 ? dims[1] : 1;
         std::vector<std::int64_t> stat_dims = dims;
         for (auto i = static_cast<std::size_t>(axis); i < stat_dims.size(); ++i) stat_dims[i] = 1;
-        Tensor mean_out(x[0].dtype(), stat_dims), inv_out(x[0].dtype(), stat_dims);
+        auto mean_out = like(x[0], x[0].dtype(), stat_dims), inv_out = like(x[0], x[0].dtype(), stat_dims);
         for (std::int64_t g = 0; g < groups; ++g) {
-          double mean = 0, var = 0;
+          auto mean = lit(x[0], 0.0), var = lit(x[0], 0.0);
           for (std::int64_t k = 0; k < inner; ++k) mean += x[0].at(static_cast<std::size_t>(g * inner + k));
           mean /= static_cast<double>(inner);
           for (std::int64_t k = 0; k < inner; ++k) {
-            double dv = x[0].at(static_cast<std::size_t>(g * inner + k)) - mean;
+            auto dv = x[0].at(static_cast<std::size_t>(g * inner + k)) - mean;
             var += dv * dv;
           }
           var /= static_cast<double>(inner);
           if (!instance) {
             mean_out.set(static_cast<std::size_t>(g), mean);
-            inv_out.set(static_cast<std::size_t>(g), 1.0 / std::sqrt(var + eps));
+            inv_out.set(static_cast<std::size_t>(g), 1.0 / scalar::sqrt(var + eps));
           }
           for (std::int64_t k = 0; k < inner; ++k) {
             auto i = static_cast<std::size_t>(g * inner + k);
-            double v = (x[0].at(i) - mean) / std::sqrt(var + eps);
+            auto v = (x[0].at(i) - mean) / scalar::sqrt(var + eps);
             // instance norm: per-channel scale/bias; layer norm: per element of the normalized block (broadcast)
             auto pi = static_cast<std::size_t>(instance ? g % C : k);
-            auto pick = [&](const Tensor& t) { return t.numel() == 1 ? t.at(0) : t.at(pi % t.numel()); };
+            auto pick = [&](const auto& t) { return t.numel() == 1 ? t.at(0) : t.at(pi % t.numel()); };
             if (x.size() > 1 && given[1]) v *= pick(x[1]);
             if (x.size() > 2 && given[2]) v += pick(x[2]);
             out.set(i, v);
           }
         }
-        std::vector<Tensor> res{std::move(out)};
+        std::vector<decltype(out)> res{std::move(out)};
         if (!instance && outs > 1) {
           res.push_back(std::move(mean_out));
           res.push_back(std::move(inv_out));
         }
         return res;
-      };
+      });
       r.add(std::move(d));
     };
     norm("layer_norm", "normalize over axes [axis, rank) then scale and bias (layer_norm(x, scale, bias))", false);
@@ -440,14 +448,14 @@ void register_nn_ops(OpRegistry& r) {
       od.insert(od.end(), w.out.begin(), w.out.end());
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
-    d.eval = [geometry](const Attrs& a, Args x, Given given, std::size_t) {
+    set_kernel(d, [geometry](const Attrs& a, auto x, Given given, std::size_t) {
       const auto &xd = x[0].dims(), &wd = x[1].dims();
       Window w = geometry(a, xd, wd);
       std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
       std::int64_t N = xd[0], Cin = xd[1], M = wd[0], G = a.i("group", 1), cpg = Cin / G, mpg = M / G;
       std::vector<std::int64_t> od{N, M};
       od.insert(od.end(), w.out.begin(), w.out.end());
-      Tensor out(x[0].dtype(), od);
+      auto out = like(x[0], x[0].dtype(), od);
       std::int64_t plane = numel(spatial), oplane = numel(w.out), kplane = numel(w.kernel);
       const bool has_bias = x.size() > 2 && given[2];
       for (std::int64_t n = 0; n < N; ++n)
@@ -455,23 +463,23 @@ void register_nn_ops(OpRegistry& r) {
           std::int64_t g = m / mpg;
           for (std::int64_t op = 0; op < oplane; ++op) {
             auto o = unflatten(op, w.out);
-            double acc = has_bias ? x[2].at(static_cast<std::size_t>(m)) : 0.0;
+            auto acc = has_bias ? x[2].at(static_cast<std::size_t>(m)) : lit(x[0], 0.0);
             for (std::int64_t c = 0; c < cpg; ++c) {
               std::int64_t cin = g * cpg + c;
               for_window(w, o, spatial,
                          [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>& kc, bool inside) {
                            if (!inside) return;
-                           double xv =
+                           auto xv =
                                x[0].at(static_cast<std::size_t>((n * Cin + cin) * plane + offset(pos, spatial)));
-                           double wv = x[1].at(static_cast<std::size_t>((m * cpg + c) * kplane + offset(kc, w.kernel)));
+                           auto wv = x[1].at(static_cast<std::size_t>((m * cpg + c) * kplane + offset(kc, w.kernel)));
                            acc += xv * wv;
                          });
             }
             out.set(static_cast<std::size_t>((n * M + m) * oplane + op), acc);
           }
         }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {

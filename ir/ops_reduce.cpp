@@ -34,8 +34,7 @@ Shape reduced_shape(const Shape& in, const std::vector<bool>& red, bool keep) {
 }
 
 // For every input element, the flat index of the output element it feeds.
-std::vector<std::size_t> output_index(const Tensor& x, const std::vector<bool>& red) {
-  auto dims = x.dims();
+std::vector<std::size_t> output_index(const std::vector<std::int64_t>& dims, const std::vector<bool>& red) {
   std::vector<std::int64_t> out_strides(dims.size(), 0);
   std::int64_t s = 1;
   for (std::size_t d = dims.size(); d-- > 0;)
@@ -43,9 +42,10 @@ std::vector<std::size_t> output_index(const Tensor& x, const std::vector<bool>& 
       out_strides[d] = s;
       s *= dims[d];
     }
-  auto in_strides = x.strides();
-  std::vector<std::size_t> map(x.numel());
-  for (std::size_t i = 0; i < x.numel(); ++i) {
+  std::vector<std::int64_t> in_strides(dims.size(), 1);
+  for (std::size_t d = dims.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * dims[d];
+  std::vector<std::size_t> map(static_cast<std::size_t>(numel(dims)));
+  for (std::size_t i = 0; i < map.size(); ++i) {
     std::int64_t o = 0;
     for (std::size_t d = 0; d < dims.size(); ++d)
       o += ((static_cast<std::int64_t>(i) / in_strides[d]) % dims[d]) * out_strides[d];
@@ -67,12 +67,15 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
     auto red = reduced_axes(a, in[0].type.shape.size());
     return std::vector<ValueType>{{in[0].type.dtype, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
   };
-  d.eval = [how](const Attrs& a, Args x, Given, std::size_t) {
+  // One kernel over the tensor type: the interpreter's and `saturn verify`'s.
+  set_kernel(d, [how](const Attrs& a, auto x, Given, std::size_t) {
+    namespace S = scalar;
     auto red = reduced_axes(a, x[0].rank());
     auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
-    Tensor out(x[0].dtype(), out_shape);
+    auto out = like(x[0], x[0].dtype(), out_shape);
+    using Result = std::vector<decltype(out)>;
     const std::size_t n = out.numel();
-    auto map = output_index(x[0], red);
+    auto map = output_index(x[0].dims(), red);
     std::size_t count = n ? x[0].numel() / n : 0;
     const bool integral = !is_float(x[0].dtype());  // bool too: max is "any", min is "all"
     if (integral && (how == Red::Sum || how == Red::Max || how == Red::Min || how == Red::Prod)) {
@@ -93,16 +96,25 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
           t = std::min(t, v);
       }
       for (std::size_t o = 0; o < n; ++o) out.set_int(o, acc[o]);
-      return std::vector<Tensor>{std::move(out)};
+      return Result{std::move(out)};
     }
+    using E = decltype(x[0].at(0));
     const double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> acc(n, how == Red::Prod ? 1.0 : how == Red::Max ? -inf : how == Red::Min ? inf : 0.0);
-    std::vector<double> top(n, -inf);
-    if (how == Red::LogSumExp)
-      for (std::size_t i = 0; i < x[0].numel(); ++i) top[map[i]] = std::max(top[map[i]], x[0].at(i));
+    std::vector<E> acc(n, lit(x[0], how == Red::Prod ? 1.0 : 0.0)), top(n, lit(x[0], 0.0));
+    std::vector<bool> seen(n, false);
+    if (how == Red::LogSumExp) {
+      for (std::size_t i = 0; i < x[0].numel(); ++i) {
+        E v = x[0].at(i);
+        top[map[i]] = seen[map[i]] ? S::max(top[map[i]], v) : v;
+        seen[map[i]] = true;
+      }
+      std::fill(seen.begin(), seen.end(), false);
+    }
     for (std::size_t i = 0; i < x[0].numel(); ++i) {
-      double v = x[0].at(i);
-      double& t = acc[map[i]];
+      E v = x[0].at(i);
+      E& t = acc[map[i]];
+      const bool first = !seen[map[i]];
+      seen[map[i]] = true;
       switch (how) {
         case Red::Sum:
         case Red::Mean:
@@ -110,36 +122,38 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
           t += v;
           break;
         case Red::Max:
-          t = (std::isnan(v) || std::isnan(t)) ? NAN : std::max(t, v);
+          t = first ? v : S::max(t, v);
           break;
         case Red::Min:
-          t = (std::isnan(v) || std::isnan(t)) ? NAN : std::min(t, v);
+          t = first ? v : S::min(t, v);
           break;
         case Red::Prod:
           t *= v;
           break;
         case Red::L1:
-          t += std::fabs(v);
+          t += S::abs(v);
           break;
         case Red::L2:
         case Red::SumSquare:
           t += v * v;
           break;
         case Red::LogSumExp:
-          t += std::exp(v - top[map[i]]);
+          t += S::exp(v - top[map[i]]);
           break;
       }
     }
     for (std::size_t o = 0; o < n; ++o) {
-      double v = acc[o];
+      E v = acc[o];
+      if (!seen[o] && how == Red::Max) v = lit(x[0], -inf);
+      if (!seen[o] && how == Red::Min) v = lit(x[0], inf);
       if (how == Red::Mean) v /= static_cast<double>(count);
-      if (how == Red::L2) v = std::sqrt(v);
-      if (how == Red::LogSum) v = std::log(v);
-      if (how == Red::LogSumExp) v = std::isinf(top[o]) ? top[o] : std::log(v) + top[o];
+      if (how == Red::L2) v = S::sqrt(v);
+      if (how == Red::LogSum) v = S::log(v);
+      if (how == Red::LogSumExp) v = !seen[o] ? lit(x[0], -inf) : S::log(v) + top[o];
       out.set(o, v);
     }
-    return std::vector<Tensor>{std::move(out)};
-  };
+    return Result{std::move(out)};
+  });
   r.add(std::move(d));
 }
 
@@ -160,7 +174,7 @@ void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
     red[axis] = true;
     auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
     Tensor out(DType::I64, out_shape);
-    auto map = output_index(x[0], red);
+    auto map = output_index(x[0].dims(), red);
     const bool last = a.i("select_last_index", 0) != 0;
     std::vector<double> best(out.numel(), NAN);
     std::vector<bool> seen(out.numel(), false);
@@ -191,22 +205,28 @@ void softmax_like(OpRegistry& r, const char* name, bool log) {
     normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(in[0].type.shape.size()));
     return std::vector<ValueType>{in[0].type};
   };
-  d.eval = [log](const Attrs& a, Args x, Given, std::size_t) {
+  set_kernel(d, [log](const Attrs& a, auto x, Given, std::size_t) {
+    namespace S = scalar;
     auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(x[0].rank())));
     std::vector<bool> red(x[0].rank(), false);
     red[axis] = true;
-    auto map = output_index(x[0], red);
+    auto map = output_index(x[0].dims(), red);
     std::size_t groups = x[0].numel() ? x[0].numel() / static_cast<std::size_t>(x[0].dims()[axis]) : 0;
-    std::vector<double> top(groups, -std::numeric_limits<double>::infinity()), sum(groups, 0.0);
-    for (std::size_t i = 0; i < x[0].numel(); ++i) top[map[i]] = std::max(top[map[i]], x[0].at(i));
-    for (std::size_t i = 0; i < x[0].numel(); ++i) sum[map[i]] += std::exp(x[0].at(i) - top[map[i]]);
-    Tensor out(x[0].dtype(), x[0].dims());
+    using E = decltype(x[0].at(0));
+    std::vector<E> top(groups, lit(x[0], 0.0)), sum(groups, lit(x[0], 0.0));
+    std::vector<bool> seen(groups, false);
     for (std::size_t i = 0; i < x[0].numel(); ++i) {
-      double z = x[0].at(i) - top[map[i]];
-      out.set(i, log ? z - std::log(sum[map[i]]) : std::exp(z) / sum[map[i]]);
+      top[map[i]] = seen[map[i]] ? S::max(top[map[i]], x[0].at(i)) : x[0].at(i);
+      seen[map[i]] = true;
     }
-    return std::vector<Tensor>{std::move(out)};
-  };
+    for (std::size_t i = 0; i < x[0].numel(); ++i) sum[map[i]] += S::exp(x[0].at(i) - top[map[i]]);
+    auto out = like(x[0], x[0].dtype(), x[0].dims());
+    for (std::size_t i = 0; i < x[0].numel(); ++i) {
+      E z = x[0].at(i) - top[map[i]];
+      out.set(i, log ? z - S::log(sum[map[i]]) : S::exp(z) / sum[map[i]]);
+    }
+    return std::vector<decltype(out)>{std::move(out)};
+  });
   r.add(std::move(d));
 }
 
