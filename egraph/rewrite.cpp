@@ -75,6 +75,16 @@ std::string Rewrite::to_string() const {
 }
 
 void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit, std::uint32_t since) const {
+  search_impl(g, out, limit, since, {});
+}
+
+void Rewrite::search_at(const EGraph& g, std::span<const EClassId> roots, Matches& out) const {
+  if (roots.size() != matchers_.size()) return;
+  search_impl(g, out, static_cast<std::size_t>(-1), 0, roots);
+}
+
+void Rewrite::search_impl(const EGraph& g, Matches& out, std::size_t limit, std::uint32_t since,
+                          std::span<const EClassId> at) const {
   if (!incremental_) since = 0;
   const std::size_t n = matchers_.size();
   out.roots_per_match = n;
@@ -127,6 +137,14 @@ void Rewrite::search(const EGraph& g, Matches& out, std::size_t limit, std::uint
         }
         break;
     }
+    if (!at.empty()) {
+      const EClassId want = g.find(at[i]);
+      if (std::find(candidates.begin(), candidates.end(), want) == candidates.end() &&
+          m.root_kind() != Matcher::RootKind::Operator)
+        return true;
+      own.assign(1, want);
+      candidates = own;
+    }
     for (EClassId c : candidates) {
       roots[i] = c;
       bool go_on = m.run(g, c, subst, ground[i], regs[i], newest_in, [&](std::uint32_t newest) -> bool {
@@ -160,6 +178,15 @@ EClassId instantiate_with(EGraph& g, const Pattern& p, std::span<const EClassId>
   return ids.back();
 }
 }  // namespace
+
+std::optional<std::vector<EClassId>> Rewrite::instantiate(EGraph& g, std::span<const EClassId> lhs_bindings) const {
+  std::vector<EClassId> bindings(var_names_.size());
+  std::copy(lhs_bindings.begin(), lhs_bindings.end(), bindings.begin());
+  if (prepare_ && !prepare_(g, bindings)) return std::nullopt;
+  std::vector<EClassId> ids, kids, out;
+  for (const Pattern& p : rhs_) out.push_back(instantiate_with(g, p, bindings, ids, kids));
+  return out;
+}
 
 void Rewrite::prefetch_near(const EGraph& g, std::span<const EClassId> b) const {
   EClassId args[4];

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +64,13 @@ class Rewrite {
   // would change nothing. Rules that are not incremental() ignore `since`.
   void search(const EGraph& g, Matches& out, std::size_t limit = static_cast<std::size_t>(-1),
               std::uint32_t since = 0) const;
+  // Appends the matches whose LHS i is rooted at class roots[i] (one root per
+  // LHS): how `saturn verify` asks whether a rule fires on a given term.
+  void search_at(const EGraph& g, std::span<const EClassId> roots, Matches& out) const;
+  // Runs the guard and :let hook on a match's bindings, then adds each RHS
+  // to the e-graph without merging it with its LHS; nullopt when the guard
+  // turns the match down.
+  std::optional<std::vector<EClassId>> instantiate(EGraph& g, std::span<const EClassId> lhs_bindings) const;
   // Whether skipping old matches is exact for this rule: not when a guard
   // could accept later a match it once rejected, nor when a pattern's root is
   // an unbound variable (new classes would match without a new node).
@@ -86,6 +94,8 @@ class Rewrite {
   };
   std::vector<PrefetchPlan> prefetch_;
   void prefetch_near(const EGraph& g, std::span<const EClassId> bindings) const;
+  void search_impl(const EGraph& g, Matches& out, std::size_t limit, std::uint32_t since,
+                   std::span<const EClassId> at) const;
 };
 
 }  // namespace saturn::egraph

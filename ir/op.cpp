@@ -101,7 +101,7 @@ double work_of(const OpDef& def, const Attrs& a, std::span<const ValueType> in, 
 }
 
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* what) {
-  if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)
     shape_error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }

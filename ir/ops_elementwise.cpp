@@ -197,7 +197,7 @@ void register_elementwise_ops(OpRegistry& r) {
     return S::max(0.0, S::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5)));
   });
   unary(r, "hard_swish", K::Composite, A::Float,
-        [](auto x, const Attrs&) { return x * S::max(0.0, S::min(1.0, x / 6.0 + 0.5)); });
+        [](auto x, const Attrs&) { return x * S::max(0.0, S::min(1.0, (1.0 / 6.0) * x + 0.5)); });
   // Above 30, log1p(exp(x)) is x in double: the reference says so directly.
   unary(r, "softplus", K::Composite, A::Float,
         [](auto x, const Attrs&) { return S::select(x > 30.0, x, S::log1p(S::exp(x))); });

@@ -88,6 +88,7 @@ SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (starts.size() != ends.size() || starts.size() != axes.size() || starts.size() != steps.size())
     shape_error("slice: starts, ends, axes and steps differ in length");
+  if (rank == 0 && !starts.empty()) shape_error("slice: a rank-0 tensor has no axis to slice");
   SliceSpec s;
   s.start.assign(dims.size(), 0);
   s.step.assign(dims.size(), 1);

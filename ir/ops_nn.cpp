@@ -298,7 +298,8 @@ void register_nn_ops(OpRegistry& r) {
       auto [k2, n] = dims2(in[1].type.shape, a.i("transB", 0) != 0, "B");
       if (!(k1 == k2)) shape_error("gemm: inner dimensions differ (" + k1.to_string() + " vs " + k2.to_string() + ")");
       Shape out{m, n};
-      if (in.size() > 2 && in[2].present && !broadcast(in[2].type.shape, out))
+      auto bc = in.size() > 2 && in[2].present ? broadcast(in[2].type.shape, out) : std::optional<Shape>(out);
+      if (!bc || *bc != out)
         shape_error("gemm: C of shape " + to_string(in[2].type.shape) + " does not broadcast to " + to_string(out));
       return std::vector<ValueType>{{in[0].type.dtype, out}};
     };
@@ -344,6 +345,11 @@ void register_nn_ops(OpRegistry& r) {
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       need_float(in, "batch_norm");
       if (in[0].type.shape.size() < 2) shape_error("batch_norm needs rank >= 2");
+      const Dim& c = in[0].type.shape[1];
+      for (std::size_t k = 1; k < 5; ++k)
+        if (in[k].type.shape.size() != 1 || !(in[k].type.shape[0] == c))
+          shape_error("batch_norm: scale, bias, mean and var must have shape [" + c.to_string() + "], got " +
+                      to_string(in[k].type.shape));
       return std::vector<ValueType>{in[0].type};
     };
     set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
@@ -366,6 +372,27 @@ void register_nn_ops(OpRegistry& r) {
       if (!instance) d.num_outputs = -1;  // Y, and optionally Mean and InvStdDev
       d.infer = [name, instance](const Attrs& a, Inputs in, std::size_t outs) {
         need_float(in, name);
+        if (!instance) {
+          // scale and bias hold one value per element of the normalized
+          // block (or one value): their shape is the block's trailing shape.
+          const Shape& xs = in[0].type.shape;
+          auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(xs.size())));
+          auto strip = [](Shape s) {
+            while (!s.empty() && s.front() == Dim::of(1)) s.erase(s.begin());
+            return s;
+          };
+          // scale and bias hold values for a suffix of the normalized block
+          Shape block(xs.begin() + static_cast<std::ptrdiff_t>(axis), xs.end());
+          for (std::size_t k = 1; k < in.size(); ++k) {
+            if (!in[k].present) continue;
+            const Shape& p = in[k].type.shape;
+            Shape q = strip(p);  // must be a suffix of the block: the kernel reads element k mod its size
+            bool suffix = q.size() <= block.size() && std::equal(q.begin(), q.end(), block.end() - static_cast<std::ptrdiff_t>(q.size()));
+            if (p.size() > block.size() || !suffix)
+              shape_error(std::string(name) + ": scale and bias must have the normalized shape " + to_string(block) +
+                          ", got " + to_string(p));
+          }
+        }
         std::vector<ValueType> res{in[0].type};
         if (!instance && outs > 1) {
           Shape stat = in[0].type.shape;
@@ -438,11 +465,17 @@ void register_nn_ops(OpRegistry& r) {
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv");
       auto xd = static_shape(in[0], "conv"), wd = static_shape(in[1], "conv");
+      if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv: x and w must have the same rank >= 3");
       std::int64_t g = a.i("group", 1);
       if (g <= 0 || xd[1] % g != 0 || wd[0] % g != 0)
         shape_error("conv: group " + std::to_string(g) + " does not divide the channels");
       if (xd[1] / g != wd[1])
         shape_error("conv: x has " + std::to_string(xd[1]) + " channels, w expects " + std::to_string(wd[1] * g));
+      if (a.has("kernel_shape") && a.ints("kernel_shape") != std::vector<std::int64_t>(wd.begin() + 2, wd.end()))
+        shape_error("conv: kernel_shape does not match the weights' spatial dims " + to_string(in[1].type.shape));
+      if (in.size() > 2 && in[2].present && (in[2].type.shape.size() != 1 || !(in[2].type.shape[0] == Dim::of(wd[0]))))
+        shape_error("conv: the bias must have shape [" + std::to_string(wd[0]) + "], got " +
+                    to_string(in[2].type.shape));
       Window w = geometry(a, xd, wd);
       std::vector<std::int64_t> od{xd[0], wd[0]};
       od.insert(od.end(), w.out.begin(), w.out.end());
@@ -531,9 +564,18 @@ void register_nn_ops(OpRegistry& r) {
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv_transpose");
       auto xd = static_shape(in[0], "conv_transpose"), wd = static_shape(in[1], "conv_transpose");
+      if (xd.size() < 3 || wd.size() != xd.size())
+        shape_error("conv_transpose: x and w must have the same rank >= 3");
       std::int64_t grp = a.i("group", 1);
       if (grp <= 0 || xd[1] != wd[0] || xd[1] % grp != 0)
         shape_error("conv_transpose: x has " + std::to_string(xd[1]) + " channels, w expects " + std::to_string(wd[0]));
+      if (a.has("kernel_shape") && a.ints("kernel_shape") != std::vector<std::int64_t>(wd.begin() + 2, wd.end()))
+        shape_error("conv_transpose: kernel_shape does not match the weights' spatial dims " +
+                    to_string(in[1].type.shape));
+      if (in.size() > 2 && in[2].present &&
+          (in[2].type.shape.size() != 1 || !(in[2].type.shape[0] == Dim::of(wd[1] * grp))))
+        shape_error("conv_transpose: the bias must have shape [" + std::to_string(wd[1] * grp) + "], got " +
+                    to_string(in[2].type.shape));
       auto g = geometry(a, xd, wd);
       std::vector<std::int64_t> od{xd[0], wd[1] * grp};
       od.insert(od.end(), g.out.begin(), g.out.end());

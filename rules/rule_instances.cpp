@@ -1,0 +1,573 @@
+#include "rules/rule_instances.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <regex>
+#include <set>
+
+namespace saturn::rules {
+
+using egraph::Number;
+using egraph::Pattern;
+using egraph::VarId;
+using ir::AttrSpec;
+using ir::AttrType;
+using ir::OpDef;
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+// Every shape of rank 0..max_rank with dims in 1..max_dim, smallest first.
+std::vector<Dims> all_shapes(int max_rank, int max_dim) {
+  std::vector<Dims> out{{}};
+  std::vector<Dims> level{{}};
+  for (int r = 1; r <= max_rank; ++r) {
+    std::vector<Dims> next;
+    for (const Dims& s : level)
+      for (int d = 1; d <= max_dim; ++d) {
+        Dims t = s;
+        t.push_back(d);
+        next.push_back(std::move(t));
+      }
+    out.insert(out.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  return out;
+}
+
+// Every shape of rank 0..max_rank whose dims multiply to `total`.
+std::vector<Dims> shapes_with_numel(std::int64_t total, int max_rank) {
+  std::vector<Dims> out;
+  Dims cur;
+  auto go = [&](auto& self, std::int64_t left) -> void {
+    if (left == 1) out.push_back(cur);
+    if (static_cast<int>(cur.size()) == max_rank) return;
+    for (std::int64_t d = 1; d <= left; ++d)
+      if (left % d == 0) {
+        cur.push_back(d);
+        self(self, left / d);
+        cur.pop_back();
+      }
+  };
+  if (total > 0) go(go, total);
+  return out;
+}
+
+Op list_op(const std::vector<std::int64_t>& v) {
+  std::vector<Number> n(v.begin(), v.end());
+  return Op::list(n);
+}
+
+std::vector<std::vector<std::int64_t>> subsets(std::int64_t n) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::int64_t mask = 1; mask < (std::int64_t{1} << n); ++mask) {
+    std::vector<std::int64_t> s;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (mask & (std::int64_t{1} << i)) s.push_back(i);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Lists of length n over `values`.
+std::vector<std::vector<std::int64_t>> tuples(std::size_t n, const std::vector<std::int64_t>& values) {
+  std::vector<std::vector<std::int64_t>> out{{}};
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::vector<std::int64_t>> next;
+    for (const auto& t : out)
+      for (auto v : values) {
+        auto u = t;
+        u.push_back(v);
+        next.push_back(std::move(u));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The values an attribute ranges over, given the op's operands. Domains are
+// what makes the op well-typed and a few more (negative axes, the default,
+// values the shape rules reject), so guards and shape rules are exercised.
+// Reals are dyadic (exact in float32), so that a constant made from them by
+// (scalar ...) is the same number on both sides.
+std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const std::vector<const TensorInfo*>& operands,
+                                 const InstanceOptions& opt) {
+  const TensorOps& lang = TensorOps::get();
+  const ir::Shape* shape = !operands.empty() && operands[0] ? &operands[0]->type.shape : nullptr;
+  const auto rank = shape ? static_cast<std::int64_t>(shape->size()) : 0;
+  Dims dims = shape && ir::is_static(*shape) ? ir::static_dims(*shape) : Dims{};
+  const std::string& n = spec.name;
+  std::vector<Op> out;
+  auto ints = [&](const std::vector<std::vector<std::int64_t>>& ls) {
+    for (const auto& l : ls) out.push_back(list_op(l));
+  };
+  switch (spec.type) {
+    case AttrType::Int:
+      if (n == "axis") {
+        for (std::int64_t a = -1; a <= rank; ++a) out.push_back(Op::integer(a));
+      } else if (n == "group") {
+        for (std::int64_t g : {1, 2, 3}) out.push_back(Op::integer(g));
+      } else {  // flags: keepdims, allowzero, transA, ceil_mode, ...
+        out.push_back(Op::integer(0));
+        out.push_back(Op::integer(1));
+      }
+      return out;
+    case AttrType::Real:
+      for (double v : {0.5, 0.25, 1.5}) out.push_back(Op::real(v));
+      return out;
+    case AttrType::String:
+      if (n == "auto_pad") {
+        for (const char* s : {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}) out.push_back(Op::symbol(s));
+      } else if (n == "approximate") {
+        out.push_back(Op::symbol("none"));
+        out.push_back(Op::symbol("tanh"));
+      } else if (spec.fallback) {
+        out.push_back(Op::symbol(std::get<std::string>(*spec.fallback)));
+      } else {
+        out.push_back(lang.none);
+      }
+      return out;
+    case AttrType::Reals:
+      out.push_back(Op::list({}));
+      out.push_back(Op::list(std::vector<Number>{Number(0.5)}));
+      return out;
+    case AttrType::Tensor:
+      return out;
+    case AttrType::Ints:
+      break;
+  }
+  const std::string key = def.name + "." + n;
+  const auto spatial = static_cast<std::size_t>(std::max<std::int64_t>(rank - 2, 0));
+  out.push_back(Op::list({}));  // absent: the op's default
+  if (n == "perm") {
+    Dims p(static_cast<std::size_t>(rank));
+    std::iota(p.begin(), p.end(), 0);
+    do out.push_back(list_op(p));
+    while (std::next_permutation(p.begin(), p.end()));
+  } else if (key == "squeeze.axes") {
+    std::vector<std::int64_t> ones;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] == 1) ones.push_back(static_cast<std::int64_t>(d));
+    for (const auto& s : subsets(static_cast<std::int64_t>(ones.size()))) {
+      Dims a;
+      for (auto i : s) a.push_back(ones[static_cast<std::size_t>(i)]);
+      out.push_back(list_op(a));
+    }
+    out.push_back(list_op({-1}));
+  } else if (key == "unsqueeze.axes") {
+    for (std::int64_t k = 1; rank + k <= opt.max_rank; ++k)
+      for (const auto& s : subsets(rank + k))
+        if (static_cast<std::int64_t>(s.size()) == k) out.push_back(list_op(s));
+    out.push_back(list_op({-1}));
+  } else if (n == "axes" && (def.name == "slice")) {
+    for (std::int64_t a = -1; a < rank; ++a) out.push_back(list_op({a}));
+    if (rank >= 2) out.push_back(list_op({0, 1}));
+  } else if (n == "axes") {
+    ints(subsets(rank));
+    out.push_back(list_op({-1}));
+  } else if (n == "starts") {
+    for (std::int64_t s : {0, 1, -2}) out.push_back(list_op({s}));
+    out.push_back(list_op({0, 1}));
+  } else if (n == "ends") {
+    for (std::int64_t e : {1, 2, -1, 100}) out.push_back(list_op({e}));
+    out.push_back(list_op({2, 3}));
+  } else if (n == "steps") {
+    for (std::int64_t s : {1, 2, -1}) out.push_back(list_op({s}));
+    out.push_back(list_op({1, 1}));
+  } else if (key == "reshape.shape") {
+    const std::int64_t total = ir::numel(dims);
+    for (const Dims& s : shapes_with_numel(total, opt.max_rank)) {
+      out.push_back(list_op(s));
+      if (s.empty()) continue;
+      Dims m = s;  // -1: inferred
+      m[0] = -1;
+      out.push_back(list_op(m));
+      if (!dims.empty() && s[0] == dims[0]) {  // 0: copied from the operand
+        Dims z = s;
+        z[0] = 0;
+        out.push_back(list_op(z));
+      }
+    }
+  } else if (n == "shape") {
+    for (const Dims& s : all_shapes(opt.max_rank, opt.max_dim)) out.push_back(list_op(s));
+  } else if (n == "kernel_shape" && operands.size() >= 2 && operands[1]) {  // conv: the weights' spatial dims
+    const ir::Shape& w = operands[1]->type.shape;
+    if (w.size() > 2 && ir::is_static(w)) {
+      Dims ws = ir::static_dims(w);
+      out.push_back(list_op(Dims(ws.begin() + 2, ws.end())));
+    }
+  } else if (n == "kernel_shape") {
+    ints(tuples(spatial, {1, 2}));
+  } else if (n == "strides" || n == "dilations") {
+    ints(tuples(spatial, {1, 2}));
+  } else if (n == "pads") {
+    out.push_back(list_op(Dims(2 * spatial, 0)));
+    out.push_back(list_op(Dims(2 * spatial, 1)));
+    Dims mixed(2 * spatial, 0);
+    if (!mixed.empty()) mixed[0] = mixed.back() = 1;
+    out.push_back(list_op(mixed));
+  } else {
+    ints({{0}, {1}, {-1}, {0, 1}});
+  }
+  return out;
+}
+
+struct Slot {
+  enum class Kind { Tensor, Attribute, ResultIndex, Unsupported } kind = Kind::Tensor;
+  bool optional = false;
+  std::set<std::string> values;  // the value guards that read it: try constants they accept
+  const OpDef* parent = nullptr;
+  const AttrSpec* spec = nullptr;
+  std::string why;
+};
+
+// Flattened LHS patterns: step s is node `node` of pattern `pattern`.
+struct Step {
+  std::size_t pattern, node;
+  std::size_t first = 0;  // index of the pattern's first step
+};
+
+class Enumerator {
+ public:
+  Enumerator(const egraph::Rewrite& rule, const std::string& source, const InstanceOptions& opt, RuleInstances& out)
+      : rule_(rule), opt_(opt), out_(out), rng_(opt.seed) {
+    out_.analysis = &out_.graph.add_analysis<TensorAnalysis>();
+    shapes_ = all_shapes(opt.max_rank, opt.max_dim);
+    // Which constants each variable a value guard reads ranges over.
+    static const std::regex kValueGuard(R"(\((is-const|is-zero|is-one|splat|weight\?)\s+\?([A-Za-z0-9_\-\.]+))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kValueGuard), end; it != end; ++it)
+      valued_["?" + (*it)[2].str()].insert((*it)[1].str());
+    // A guard that fixes a rank, (= (rank ?x) 2), narrows that variable's shapes.
+    static const std::regex kRankGuard(R"(\(=\s+\(rank\s+\?([A-Za-z0-9_\-\.]+)\)\s+(\d+)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kRankGuard), end; it != end; ++it)
+      rank_pin_["?" + (*it)[1].str()] = std::stoi((*it)[2].str());
+    auto lhs = rule.lhs();
+    slots_.resize(rule.num_lhs_vars());
+    std::vector<bool> seen(rule.num_lhs_vars(), false);
+    for (std::size_t p = 0; p < lhs.size(); ++p) {
+      const std::size_t first = steps_.size();
+      for (std::size_t k = 0; k < lhs[p].nodes.size(); ++k) steps_.push_back({p, k, first});
+      for (std::size_t k = 0; k < lhs[p].nodes.size(); ++k) {
+        const auto& pn = lhs[p].nodes[k];
+        if (!pn.is_var() || seen[pn.var]) continue;
+        seen[pn.var] = true;
+        slots_[pn.var] = classify(lhs[p], k);
+        if (auto it = valued_.find(rule.var_names()[pn.var]); it != valued_.end()) slots_[pn.var].values = it->second;
+        (slots_[pn.var].kind == Slot::Kind::Tensor ? out_.tensor_vars : out_.attr_vars)
+            .push_back(rule.var_names()[pn.var]);
+        if (slots_[pn.var].kind == Slot::Kind::Unsupported && out_.unsupported.empty())
+          out_.unsupported = rule.var_names()[pn.var] + ": " + slots_[pn.var].why;
+      }
+    }
+    ids_.resize(steps_.size());
+    binding_.assign(rule.num_lhs_vars(), EClassId{});
+    bound_.assign(rule.num_lhs_vars(), false);
+  }
+
+  void run() {
+    if (!out_.unsupported.empty()) return;
+    std::vector<std::vector<EClassId>> found;
+    steps_taken_ = 0;
+    bool complete = descend(0, found, /*sample=*/false);
+    if (!complete) {
+      out_.exhaustive = false;
+      found.clear();
+      std::set<std::vector<EClassId>> unique;
+      const std::size_t attempts = 200 * opt_.max_instances;
+      for (std::size_t a = 0; a < attempts && unique.size() < opt_.max_instances; ++a) {
+        std::vector<std::vector<EClassId>> one;
+        std::fill(bound_.begin(), bound_.end(), false);
+        descend(0, one, /*sample=*/true);
+        for (auto& i : one)
+          if (unique.insert(i).second) found.push_back(std::move(i));
+      }
+    }
+    out_.found = found.size();
+    if (found.size() <= opt_.max_instances) {
+      out_.instances = std::move(found);
+    } else {
+      // Evenly spread, first and last included.
+      const std::size_t n = opt_.max_instances;
+      for (std::size_t i = 0; i < n; ++i) out_.instances.push_back(found[i * (found.size() - 1) / (n - 1)]);
+    }
+    out_.graph.rebuild();
+  }
+
+ private:
+  Slot classify(const Pattern& p, std::size_t k) const {
+    Slot s;
+    for (std::size_t j = k + 1; j < p.nodes.size(); ++j) {
+      const auto& kids = p.nodes[j].children;
+      auto it = std::find(kids.begin(), kids.end(), static_cast<std::uint32_t>(k));
+      if (it == kids.end()) continue;
+      const auto pos = static_cast<std::size_t>(it - kids.begin());
+      const Op op = p.nodes[j].op;
+      const OpDef* def = op.is_literal() ? nullptr : ir::OpRegistry::get().find(op.name());
+      if (!def) {
+        s.kind = Slot::Kind::Unsupported;
+        s.why = "bound under '" + op.name() + "', which is not a tensor op (only ops' operands and attributes are "
+                "instantiated)";
+        return s;
+      }
+      const std::size_t fixed = def->attrs.size() + (def->num_outputs == 1 ? 0 : 2);
+      const std::size_t nops = kids.size() - fixed;
+      s.parent = def;
+      if (pos < nops) {
+        s.kind = Slot::Kind::Tensor;
+        s.optional = pos >= static_cast<std::size_t>(def->min_inputs);
+      } else if (pos < nops + def->attrs.size()) {
+        s.kind = Slot::Kind::Attribute;
+        s.spec = &def->attrs[pos - nops];
+      } else {
+        s.kind = Slot::Kind::ResultIndex;
+      }
+      return s;
+    }
+    return s;  // a root variable: any tensor
+  }
+
+  // The shapes variable v ranges over.
+  const std::vector<Dims>& shapes_of(VarId v) {
+    auto it = var_shapes_.find(v);
+    if (it != var_shapes_.end()) return it->second;
+    std::vector<Dims> own;
+    auto pin = rank_pin_.find(rule_.var_names()[v]);
+    for (const Dims& s : shapes_)
+      if (pin == rank_pin_.end() || static_cast<int>(s.size()) == pin->second) own.push_back(s);
+    return var_shapes_[v] = std::move(own);
+  }
+
+  // The classes v may be bound to with shape s: an input, and the constants
+  // its value guards can accept.
+  std::vector<EClassId> tensor_classes(VarId v, const Dims& s) {
+    egraph::EGraph& g = out_.graph;
+    const TensorOps& lang = TensorOps::get();
+    std::vector<EClassId> c;
+    std::string name = rule_.var_names()[v].substr(1) + ir::to_string(ir::shape_of(s));
+    out_.analysis->declare_input(name, ir::ValueType{ir::DType::F32, ir::shape_of(s)});
+    c.push_back(g.add(lang.input, {g.add(Op::symbol(name))}));
+    const auto& guards = slots_[v].values;
+    if (guards.empty()) return c;
+    // All zeros (is-zero), all ones (is-one), one repeated value (splat),
+    // and a mix of nonzero values that differs from variable to variable.
+    static const double kMix[] = {0.5, -1.5, 2.0, -0.25, 3.0, 1.25, -2.0};
+    std::vector<ir::Tensor> consts;
+    auto filled = [&](auto value) {
+      ir::Tensor t(ir::DType::F32, s);
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, value(i));
+      consts.push_back(std::move(t));
+    };
+    if (guards.count("is-zero")) filled([](std::size_t) { return 0.0; });
+    if (guards.count("is-one")) filled([](std::size_t) { return 1.0; });
+    if (guards.count("splat")) filled([](std::size_t) { return 2.5; });
+    filled([v](std::size_t i) { return kMix[(i + 3 * v) % std::size(kMix)]; });
+    for (const ir::Tensor& t : consts)
+      c.push_back(g.add(lang.constant, {g.add(out_.analysis->constants().intern(t, name + "#c"))}));
+    return c;
+  }
+
+  std::vector<EClassId> tensor_candidates(VarId v) {
+    auto it = tensor_classes_.find(v);
+    if (it != tensor_classes_.end()) return it->second;
+    std::vector<EClassId> c;
+    if (slots_[v].optional) c.push_back(out_.graph.add(TensorOps::get().none));
+    for (const Dims& s : shapes_of(v))
+      for (EClassId k : tensor_classes(v, s)) c.push_back(k);
+    return tensor_classes_[v] = c;
+  }
+
+  // One random binding for v: often a shape related to what the instance
+  // already holds (same shape, [d] for a dim d met, a suffix), so that
+  // operands that must agree (batchnorm's [C] parameters) meet by chance.
+  EClassId sample_tensor(VarId v, std::size_t step) {
+    std::uniform_real_distribution<double> u(0, 1);
+    if (slots_[v].optional && u(rng_) < 0.25) return out_.graph.add(TensorOps::get().none);
+    const auto& mine = shapes_of(v);
+    auto pin = rank_pin_.find(rule_.var_names()[v]);
+    std::vector<Dims> related;
+    for (std::size_t k = 0; k < step; ++k) {
+      const TensorInfo& d = out_.analysis->data(out_.graph.find(ids_[k]));
+      if (d.kind != TensorInfo::Kind::Tensor || !ir::is_static(d.type.shape)) continue;
+      Dims s = ir::static_dims(d.type.shape);
+      related.push_back(s);
+      for (auto x : s) related.push_back({x});
+      for (std::size_t i = 1; i < s.size(); ++i) related.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
+      if (s.size() >= 2) related.push_back({s[s.size() - 1], s[s.size() - 2]});
+    }
+    std::erase_if(related, [&](const Dims& s) {
+      return static_cast<int>(s.size()) > opt_.max_rank ||
+             (pin != rank_pin_.end() && static_cast<int>(s.size()) != pin->second) ||
+             std::any_of(s.begin(), s.end(), [&](std::int64_t x) { return x > opt_.max_dim; });
+    });
+    Dims shape;
+    if (!related.empty() && u(rng_) < 0.6) {
+      shape = related[std::uniform_int_distribution<std::size_t>(0, related.size() - 1)(rng_)];
+    } else {
+      // A rank first, uniformly, then its dims: small ranks are not drowned out.
+      std::set<std::size_t> ranks;
+      for (const Dims& s : mine) ranks.insert(s.size());
+      if (ranks.empty()) return out_.graph.add(TensorOps::get().none);
+      auto r = *std::next(ranks.begin(), static_cast<std::ptrdiff_t>(
+                                            std::uniform_int_distribution<std::size_t>(0, ranks.size() - 1)(rng_)));
+      std::uniform_int_distribution<std::int64_t> dim(1, opt_.max_dim);
+      for (std::size_t i = 0; i < r; ++i) shape.push_back(dim(rng_));
+    }
+    auto cands = tensor_classes(v, shape);
+    return cands[std::uniform_int_distribution<std::size_t>(0, cands.size() - 1)(rng_)];
+  }
+
+  std::vector<EClassId> attribute_candidates(VarId v, std::size_t step) {
+    // The operands of the parent: the steps before this one that are its
+    // children (post-order puts them first).
+    const Step& st = steps_[step];
+    const Pattern& p = rule_.lhs()[st.pattern];
+    std::vector<const TensorInfo*> operands;
+    for (std::size_t j = st.node + 1; j < p.nodes.size(); ++j) {
+      const auto& kids = p.nodes[j].children;
+      if (std::find(kids.begin(), kids.end(), static_cast<std::uint32_t>(st.node)) == kids.end()) continue;
+      for (auto kid : kids) {
+        if (kid >= st.node) break;
+        const TensorInfo& d = out_.analysis->data(out_.graph.find(ids_[st.first + kid]));
+        operands.push_back(d.kind == TensorInfo::Kind::Tensor ? &d : nullptr);
+      }
+      break;
+    }
+    std::vector<EClassId> c;
+    for (Op op : attribute_domain(*slots_[v].parent, *slots_[v].spec, operands, opt_)) c.push_back(out_.graph.add(op));
+    return c;
+  }
+
+  // Builds steps [s, end); false when the step budget ran out.
+  bool descend(std::size_t s, std::vector<std::vector<EClassId>>& found, bool sample) {
+    if (!sample && ++steps_taken_ > opt_.step_budget) return false;
+    egraph::EGraph& g = out_.graph;
+    if (s == steps_.size()) {
+      std::vector<EClassId> inst;
+      auto lhs = rule_.lhs();
+      for (std::size_t p = 0, first = 0; p < lhs.size(); first += lhs[p].nodes.size(), ++p)
+        inst.push_back(ids_[first + lhs[p].nodes.size() - 1]);
+      inst.insert(inst.end(), binding_.begin(), binding_.end());
+      found.push_back(std::move(inst));
+      return true;
+    }
+    const Step& st = steps_[s];
+    const auto& pn = rule_.lhs()[st.pattern].nodes[st.node];
+    if (pn.is_var()) {
+      if (bound_[pn.var]) {
+        ids_[s] = binding_[pn.var];
+        return descend(s + 1, found, sample);
+      }
+      const Slot::Kind kind = slots_[pn.var].kind;
+      std::vector<EClassId> cands;
+      if (kind == Slot::Kind::Attribute) {
+        cands = attribute_candidates(pn.var, s);
+      } else if (kind == Slot::Kind::ResultIndex) {
+        for (std::int64_t i = 0; i <= 3; ++i) cands.push_back(g.add(Op::integer(i)));
+      } else if (!sample) {
+        cands = tensor_candidates(pn.var);
+      }
+      if (cands.empty() && !(sample && kind == Slot::Kind::Tensor)) return true;
+      bound_[pn.var] = true;
+      bool ok = true;
+      if (sample) {
+        ids_[s] = binding_[pn.var] =
+            kind == Slot::Kind::Tensor ? sample_tensor(pn.var, s)
+                                       : cands[std::uniform_int_distribution<std::size_t>(0, cands.size() - 1)(rng_)];
+        descend(s + 1, found, sample);
+      } else {
+        for (EClassId c : cands) {
+          ids_[s] = binding_[pn.var] = c;
+          if (!descend(s + 1, found, sample)) {
+            ok = false;
+            break;
+          }
+        }
+      }
+      bound_[pn.var] = false;
+      return ok;
+    }
+    std::vector<EClassId> kids;
+    for (auto k : pn.children) kids.push_back(ids_[st.first + k]);
+    EClassId c = g.add(pn.op, kids);
+    if (!pn.children.empty() && out_.analysis->data(g.find(c)).kind != TensorInfo::Kind::Tensor)
+      return true;  // does not type-check: no instance below
+    ids_[s] = c;
+    return descend(s + 1, found, sample);
+  }
+
+  const egraph::Rewrite& rule_;
+  const InstanceOptions& opt_;
+  RuleInstances& out_;
+  std::mt19937_64 rng_;
+  std::vector<Dims> shapes_;
+  std::vector<Slot> slots_;
+  std::vector<Step> steps_;
+  std::vector<EClassId> ids_, binding_;
+  std::vector<bool> bound_;
+  std::map<VarId, std::vector<EClassId>> tensor_classes_;
+  std::map<std::string, std::set<std::string>> valued_;
+  std::map<std::string, int> rank_pin_;
+  std::map<VarId, std::vector<Dims>> var_shapes_;
+  std::size_t steps_taken_ = 0;
+};
+
+std::string format_values(const ir::Tensor& t) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < t.numel() && i < 8; ++i) {
+    if (i) s += ' ';
+    s += egraph::format_number(Number(t.at(i)));
+  }
+  if (t.numel() > 8) s += " ...";
+  return s + "]";
+}
+
+}  // namespace
+
+RuleInstances enumerate_instances(const egraph::Rewrite& rule, const std::string& source,
+                                  const InstanceOptions& opt) {
+  RuleInstances out;
+  Enumerator e(rule, source, opt, out);
+  e.run();
+  return out;
+}
+
+std::string describe_class(const RuleInstances& inst, EClassId c) {
+  const egraph::EGraph& g = inst.graph;
+  c = g.find(c);
+  const egraph::NodeId n = g.nodes(c)[0];
+  const TensorOps& lang = TensorOps::get();
+  const TensorInfo& d = inst.analysis->data(c);
+  if (g.op(n) == lang.input) return std::string("input ") + ir::dtype_name(d.type.dtype) + ir::to_string(d.type.shape);
+  if (g.op(n) == lang.constant) {
+    auto h = leaf_symbol(g, g.children(n)[0]);
+    const ir::Tensor* t = h ? inst.analysis->constants().find(*h) : nullptr;
+    return t ? "const " + t->summary() + " = " + format_values(*t) : "const";
+  }
+  return term_of(inst, c);
+}
+
+std::string term_of(const RuleInstances& inst, EClassId c) {
+  const egraph::EGraph& g = inst.graph;
+  c = g.find(c);
+  const egraph::NodeId n = g.nodes(c)[0];
+  const TensorOps& lang = TensorOps::get();
+  if (g.op(n) == lang.input || g.op(n) == lang.constant) {
+    const TensorInfo& d = inst.analysis->data(c);
+    std::string s = g.op(n) == lang.input ? "x" : "c";
+    if (auto sym = leaf_symbol(g, g.children(n)[0]); sym && g.op(n) == lang.input) {
+      s = sym->name();
+      s = s.substr(0, s.find('['));
+    }
+    return s + ":" + ir::dtype_name(d.type.dtype) + ir::to_string(d.type.shape);
+  }
+  auto kids = g.children(n);
+  if (kids.empty()) return g.op(n).name();
+  std::string s = "(" + g.op(n).name();
+  for (EClassId k : kids) s += " " + term_of(inst, k);
+  return s + ")";
+}
+
+}  // namespace saturn::rules

@@ -1,0 +1,660 @@
+#include "rules/verify.hpp"
+
+#include <z3++.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace saturn::rules {
+
+using ir::SymContext;
+using ir::SymId;
+using ir::SymOp;
+using ir::SymTensor;
+
+const char* status_name(VerifyStatus s) {
+  switch (s) {
+    case VerifyStatus::Proved: return "proved";
+    case VerifyStatus::Refuted: return "refuted";
+    case VerifyStatus::Unknown: return "unknown";
+    case VerifyStatus::Unverified: return "unverified";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string index_text(std::size_t i, const std::vector<std::int64_t>& dims) {
+  auto c = ir::unflatten(static_cast<std::int64_t>(i), dims);
+  std::string s = "[";
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    if (k) s += ',';
+    s += std::to_string(c[k]);
+  }
+  return s + "]";
+}
+
+// Symbolic values of the classes of an instance e-graph (one node each).
+class SymbolicEvaluator {
+ public:
+  SymbolicEvaluator(const RuleInstances& inst, SymContext& ctx) : inst_(inst), ctx_(ctx) {}
+
+  // Throws ir::SymbolicUnsupported.
+  const SymTensor& eval(EClassId c) {
+    c = inst_.graph.find(c);
+    if (auto it = memo_.find(c.v); it != memo_.end()) return it->second;
+    return memo_.emplace(c.v, compute(c)).first->second;
+  }
+
+ private:
+  SymTensor compute(EClassId c) {
+    const egraph::EGraph& g = inst_.graph;
+    const egraph::NodeId n = g.nodes(c)[0];
+    const TensorOps& lang = TensorOps::get();
+    const TensorInfo& d = inst_.analysis->data(c);
+    if (d.kind != TensorInfo::Kind::Tensor) throw ir::SymbolicUnsupported{"a class that is not a tensor"};
+    if (g.op(n) == lang.input) {
+      auto dims = ir::static_dims(d.type.shape);
+      SymTensor t(ctx_, d.type.dtype, dims);
+      std::string name = leaf_symbol(g, g.children(n)[0])->name();
+      name = name.substr(0, name.find('['));
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, ctx_.var(name + index_text(i, dims)));
+      return t;
+    }
+    if (g.op(n) == lang.constant) {
+      auto h = leaf_symbol(g, g.children(n)[0]);
+      const ir::Tensor* v = h ? inst_.analysis->constants().find(*h) : nullptr;
+      if (!v) throw ir::SymbolicUnsupported{"an unknown constant"};
+      SymTensor t(ctx_, v->dtype(), v->dims());
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, v->at(i));
+      return t;
+    }
+    std::string why;
+    auto node = inst_.analysis->decode(g, n, &why);
+    if (!node) throw ir::SymbolicUnsupported{why};
+    std::vector<SymTensor> args;
+    std::vector<char> given;
+    for (const auto& o : node->operands) {
+      given.push_back(o.has_value());
+      args.push_back(o ? eval(*o) : SymTensor());
+    }
+    auto flags = std::make_unique<bool[]>(given.size() + 1);
+    for (std::size_t i = 0; i < given.size(); ++i) flags[i] = given[i] != 0;
+    auto res = ir::apply_symbolic(*node->def, node->attrs, args, std::span<const bool>(flags.get(), given.size()),
+                                  node->num_results);
+    if (node->result >= res.size()) throw ir::SymbolicUnsupported{node->def->name + ": missing result"};
+    return std::move(res[node->result]);
+  }
+
+  const RuleInstances& inst_;
+  SymContext& ctx_;
+  std::unordered_map<std::uint32_t, SymTensor> memo_;
+};
+
+// 2^k as a decimal string (k >= 0).
+std::string pow2(int k) {
+  std::string d = "1";
+  for (int i = 0; i < k; ++i) {
+    int carry = 0;
+    for (auto it = d.rbegin(); it != d.rend(); ++it) {
+      int v = (*it - '0') * 2 + carry;
+      *it = static_cast<char>('0' + v % 10);
+      carry = v / 10;
+    }
+    if (carry) d.insert(d.begin(), static_cast<char>('0' + carry));
+  }
+  return d;
+}
+
+// The exact rational value of a finite double, as "p/q".
+std::string exact_rational(double v) {
+  if (v == 0) return "0";
+  int e = 0;
+  double m = std::frexp(v, &e);                      // v = m 2^e, 0.5 <= |m| < 1
+  auto mant = static_cast<std::int64_t>(std::ldexp(m, 53));  // exact
+  e -= 53;
+  while (mant % 2 == 0 && e < 0) {
+    mant /= 2;
+    ++e;
+  }
+  std::string num = std::to_string(mant);
+  if (e >= 0) {
+    // mant * 2^e: multiply in decimal.
+    std::string p = pow2(e);
+    std::vector<int> r(num.size() + p.size() + 1, 0);
+    bool neg = num[0] == '-';
+    std::string a = neg ? num.substr(1) : num;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t j = 0; j < p.size(); ++j)
+        r[a.size() - 1 - i + p.size() - 1 - j] += (a[i] - '0') * (p[j] - '0');
+    for (std::size_t i = 0; i + 1 < r.size(); ++i) {
+      r[i + 1] += r[i] / 10;
+      r[i] %= 10;
+    }
+    std::string s;
+    for (std::size_t i = r.size(); i-- > 0;)
+      if (!s.empty() || r[i] || i == 0) s += static_cast<char>('0' + r[i]);
+    return (neg ? "-" : "") + s;
+  }
+  return num + "/" + pow2(-e);
+}
+
+// A division whose divisor may be 0: the reals leave it undefined (Z3 lets
+// it take any value), so a model that leans on one is not a counterexample.
+bool is_division_by_term(const SymContext& s, SymId id) {
+  double v = 0;
+  return s.node(id).op == SymOp::Div && (!s.is_const(s.node(id).b, &v) || v == 0);
+}
+
+// Sym DAG -> Z3 over the reals, or over float32 (RNE) with `fp`.
+class Encoder {
+ public:
+  Encoder(z3::context& z, const SymContext& s, bool fp) : z_(z), s_(s), fp_(fp) {
+    if (fp_) z_.set_rounding_mode(z3::RNE);
+  }
+
+  // Divisions by `d` become products with a fresh 1/d (with d * (1/d) = 1
+  // among the facts): for divisors taken as nonzero, this leaves both sides
+  // polynomials, which Z3 normalizes instead of searching.
+  void invert(SymId d) { inverted_.insert(d); }
+
+  z3::expr encode(SymId id) {
+    if (auto it = memo_.find(id); it != memo_.end()) return it->second;
+    z3::expr e = build(id);
+    memo_.emplace(id, e);
+    return e;
+  }
+
+  // Facts about the DAG below `roots` that hold of the real (or float)
+  // functions, and the variables met.
+  void collect(const std::vector<SymId>& roots, z3::expr_vector& facts, std::set<std::size_t>& vars, bool& functions,
+               bool& divisions) {
+    std::set<SymId> seen;
+    std::vector<SymId> stack(roots.begin(), roots.end());
+    while (!stack.empty()) {
+      SymId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const ir::SymNode& n = s_.node(id);
+      if (n.op == SymOp::Var) vars.insert(n.a);
+      if (n.op == SymOp::Var || n.op == SymOp::Const) continue;
+      if (ir::sym_op_is_function(n.op)) functions = true;
+      if (is_division_by_term(s_, id)) divisions = true;
+      if (!fp_) add_facts(id, facts);
+      for (SymId k : {n.a, n.b, n.c}) stack.push_back(k);  // unused slots are 0, the constant 0
+    }
+    for (const auto& f : inverse_facts_) facts.push_back(f);
+    if (fp_)
+      for (std::size_t v : vars) {
+        z3::expr x = var(v);
+        facts.push_back(!x.mk_is_nan() && !x.mk_is_inf());
+      }
+  }
+
+  z3::expr var(std::size_t index) {
+    auto it = vars_.find(index);
+    if (it != vars_.end()) return it->second;
+    const std::string& name = s_.var_name(var_ids_.at(index));
+    z3::expr e = fp_ ? z_.constant(name.c_str(), z_.fpa_sort<32>()) : z_.real_const(name.c_str());
+    vars_.emplace(index, e);
+    return e;
+  }
+
+ private:
+  z3::expr constant(double v) {
+    if (fp_) return z_.fpa_val(static_cast<float>(v));
+    return z_.real_val(exact_rational(v).c_str());
+  }
+  z3::expr one() { return constant(1.0); }
+  z3::expr zero() { return constant(0.0); }
+  z3::expr bool_value(const z3::expr& b) { return z3::ite(b, one(), zero()); }
+
+  z3::expr apply(SymOp op, const z3::expr& a) {
+    auto it = functions_.find(op);
+    if (it == functions_.end()) {
+      z3::sort s = fp_ ? z_.fpa_sort<32>() : z_.real_sort();
+      it = functions_.emplace(op, z_.function(ir::sym_op_name(op), s, s)).first;
+    }
+    return it->second(a);
+  }
+
+  void add_facts(SymId id, z3::expr_vector& facts) {
+    const ir::SymNode& n = s_.node(id);
+    const ir::SymNode& arg = s_.node(n.a);
+    z3::expr self = encode(id), x = encode(n.a);
+    switch (n.op) {
+      case SymOp::Exp:
+      case SymOp::Exp2: {
+        facts.push_back(self > zero());
+        if (arg.op == SymOp::Add)
+          facts.push_back(self == apply(n.op, encode(arg.a)) * apply(n.op, encode(arg.b)));
+        if (arg.op == SymOp::Neg) facts.push_back(self * apply(n.op, encode(arg.a)) == one());
+        SymOp inverse = n.op == SymOp::Exp ? SymOp::Log : SymOp::Log2;
+        if (arg.op == inverse) facts.push_back(z3::implies(encode(arg.a) > zero(), self == encode(arg.a)));
+        break;
+      }
+      case SymOp::Log:
+      case SymOp::Log2: {
+        SymOp inverse = n.op == SymOp::Log ? SymOp::Exp : SymOp::Exp2;
+        if (arg.op == inverse) facts.push_back(self == encode(arg.a));
+        break;
+      }
+      case SymOp::Sqrt:
+        facts.push_back(self >= zero());
+        facts.push_back(z3::implies(x >= zero(), self * self == x));
+        break;
+      case SymOp::Tanh:
+      case SymOp::Erf:
+        facts.push_back(self > -one() && self < one());
+        break;
+      default:
+        break;
+    }
+  }
+
+  z3::expr build(SymId id) {
+    const ir::SymNode& n = s_.node(id);
+    auto A = [&] { return encode(n.a); };
+    auto B = [&] { return encode(n.b); };
+    switch (n.op) {
+      case SymOp::Var:
+        var_ids_[n.a] = id;
+        return var(n.a);
+      case SymOp::Const: return constant(n.value);
+      case SymOp::Add: return A() + B();
+      case SymOp::Mul: return A() * B();
+      case SymOp::Div:
+        if (!fp_ && inverted_.count(n.b)) {
+          auto [it, fresh] = inverses_.try_emplace(n.b, z_.real_const(("1/" + std::to_string(n.b)).c_str()));
+          if (fresh) inverse_facts_.push_back(it->second * encode(n.b) == one());
+          return A() * it->second;
+        }
+        return A() / B();
+      case SymOp::Neg: return -A();
+      case SymOp::Max:
+        if (fp_) return z3::max(A(), B());
+        return z3::ite(A() >= B(), A(), B());
+      case SymOp::Min:
+        if (fp_) return z3::min(A(), B());
+        return z3::ite(A() <= B(), A(), B());
+      case SymOp::Abs:
+        if (fp_) return z3::abs(A());
+        return z3::ite(A() >= zero(), A(), -A());
+      case SymOp::Less: return bool_value(A() < B());
+      case SymOp::LessEq: return bool_value(A() <= B());
+      case SymOp::Equal: return bool_value(fp_ ? z3::fp_eq(A(), B()) : A() == B());
+      case SymOp::Select: {
+        z3::expr c = A();
+        z3::expr nonzero = fp_ ? !z3::fp_eq(c, zero()) : c != zero();
+        return z3::ite(nonzero, B(), encode(n.c));
+      }
+      case SymOp::Floor:
+      case SymOp::Ceil: {
+        z3::expr x = n.op == SymOp::Floor ? A() : -A();
+        z3::expr f = fp_ ? z3::expr(z_, Z3_mk_fpa_round_to_integral(z_, Z3_mk_fpa_rtn(z_), x))
+                         : z3::to_real(z3::expr(z_, Z3_mk_real2int(z_, x)));
+        return n.op == SymOp::Floor ? f : -f;
+      }
+      case SymOp::Sqrt:
+        if (fp_) return z3::sqrt(A(), z_.fpa_rounding_mode());
+        return apply(n.op, A());
+      case SymOp::Pow: {
+        auto it = functions_.find(SymOp::Pow);
+        if (it == functions_.end()) {
+          z3::sort s = fp_ ? z_.fpa_sort<32>() : z_.real_sort();
+          it = functions_.emplace(SymOp::Pow, z_.function("pow", s, s, s)).first;
+        }
+        return it->second(A(), B());
+      }
+      default: return apply(n.op, A());
+    }
+  }
+
+  z3::context& z_;
+  const SymContext& s_;
+  bool fp_;
+  std::unordered_map<SymId, z3::expr> memo_;
+  std::map<std::size_t, z3::expr> vars_;
+  std::map<std::size_t, SymId> var_ids_;
+  std::map<SymOp, z3::func_decl> functions_;
+  std::set<SymId> inverted_;
+  std::map<SymId, z3::expr> inverses_;
+  std::vector<z3::expr> inverse_facts_;
+};
+
+double numeral(const z3::expr& e) {
+  std::string s = e.is_numeral() || e.is_algebraic() ? e.get_decimal_string(17) : "0";
+  if (!s.empty() && s.back() == '?') s.pop_back();
+  try {
+    return std::stod(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// One instance whose sides differ as expressions: the elements to prove.
+struct Obligation {
+  std::vector<std::size_t> elements;
+  std::vector<SymId> lhs, rhs;
+  std::vector<std::int64_t> dims;
+};
+
+enum class Outcome { Equal, Differ, Unknown };
+struct QueryResult {
+  Outcome outcome = Outcome::Equal;
+  std::string why;  // unknown: the reason
+  Counterexample cex;
+};
+
+QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms) {
+  QueryResult r;
+  Encoder enc(z, ctx, /*fp=*/false);
+  z3::solver s(z);
+  z3::params p(z);
+  p.set("timeout", timeout_ms);
+  s.set(p);
+  z3::expr_vector facts(z), differ(z);
+  std::set<std::size_t> vars;
+  bool functions = false, divisions = false;
+  std::vector<SymId> roots;
+  // A divisor both sides divide by may be taken as nonzero: where it is 0,
+  // neither side is defined. One side alone dividing (x/x => 1) is not.
+  auto divisors = [&](SymId root) {
+    std::set<SymId> out, seen;
+    std::vector<SymId> stack{root};
+    while (!stack.empty()) {
+      SymId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const ir::SymNode& n = ctx.node(id);
+      if (n.op == SymOp::Var || n.op == SymOp::Const) continue;
+      if (is_division_by_term(ctx, id)) out.insert(n.b);
+      for (SymId k : {n.a, n.b, n.c}) stack.push_back(k);
+    }
+    return out;
+  };
+  std::vector<std::vector<SymId>> common(ob.elements.size());
+  for (std::size_t k = 0; k < ob.elements.size(); ++k) {
+    auto dl = divisors(ob.lhs[k]), dr = divisors(ob.rhs[k]);
+    for (SymId q : dl)
+      if (dr.count(q)) {
+        common[k].push_back(q);
+        enc.invert(q);
+      }
+  }
+  z3::params som(z);
+  som.set("som", true);
+  std::vector<std::size_t> kept;
+  for (std::size_t k = 0; k < ob.elements.size(); ++k) {
+    z3::expr l = enc.encode(ob.lhs[k]), rr = enc.encode(ob.rhs[k]);
+    z3::expr diff = (l - rr).simplify(som);
+    if (diff.is_numeral() && diff.get_decimal_string(3) == "0") continue;  // equal as polynomials
+    z3::expr d = l != rr;
+    for (SymId q : common[k]) d = d && enc.encode(q) != z.real_val(0);
+    differ.push_back(d);
+    kept.push_back(k);
+    roots.push_back(ob.lhs[k]);
+    roots.push_back(ob.rhs[k]);
+  }
+  if (kept.empty()) return r;
+  enc.collect(roots, facts, vars, functions, divisions);
+  for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
+  s.add(z3::mk_or(differ));
+  switch (s.check()) {
+    case z3::unsat: return r;
+    case z3::unknown:
+      r.outcome = Outcome::Unknown;
+      r.why = "Z3 gave up (" + s.reason_unknown() + ")";
+      return r;
+    case z3::sat: break;
+  }
+  z3::model m = s.get_model();
+  std::map<std::size_t, double> values;
+  for (std::size_t v : vars) values[v] = numeral(m.eval(enc.var(v), true));
+  for (const auto& [v, x] : values) {
+    (void)x;
+    r.cex.inputs.emplace_back(enc.var(v).decl().name().str(), values[v]);
+  }
+  auto value_of = [&](std::size_t v) {
+    auto it = values.find(v);
+    return it == values.end() ? 0.0 : it->second;
+  };
+  std::size_t at = kept[0];
+  for (std::size_t k = 0; k < kept.size(); ++k)
+    if (m.eval(differ[static_cast<int>(k)], true).is_true()) {
+      at = kept[k];
+      break;
+    }
+  double l = ctx.evaluate(ob.lhs[at], value_of), rr = ctx.evaluate(ob.rhs[at], value_of);
+  r.cex.element = "result" + index_text(ob.elements[at], ob.dims);
+  r.cex.lhs_value = l;
+  r.cex.rhs_value = rr;
+  const bool numerically_apart =
+      std::isnan(l) != std::isnan(rr) || std::fabs(l - rr) > 1e-9 * std::max({1.0, std::fabs(l), std::fabs(rr)});
+  if (numerically_apart || (!functions && !divisions)) {
+    r.outcome = Outcome::Differ;
+    r.cex.what = numerically_apart ? "the two sides differ at " + r.cex.element
+                                   : "the two sides differ at " + r.cex.element +
+                                         " over the reals (by less than double precision shows)";
+    return r;
+  }
+  r.outcome = Outcome::Unknown;
+  r.why = std::string("Z3 found a difference only by treating ") +
+          (functions ? "exp/log/sqrt/... as uninterpreted functions" : "a division by zero as arbitrary") +
+          "; in double arithmetic the sides agree there";
+  return r;
+}
+
+// Whether the obligation also holds in float32 (finite inputs, RNE).
+std::optional<bool> prove_fp32(const SymContext& ctx, const Obligation& ob, unsigned timeout_ms, std::string& note) {
+  z3::context z;
+  Encoder enc(z, ctx, /*fp=*/true);
+  z3::solver s(z);
+  z3::params p(z);
+  p.set("timeout", timeout_ms);
+  s.set(p);
+  z3::expr_vector facts(z), differ(z);
+  std::set<std::size_t> vars;
+  bool functions = false, divisions = false;
+  std::vector<SymId> roots;
+  for (std::size_t k = 0; k < ob.elements.size(); ++k) {
+    z3::expr l = enc.encode(ob.lhs[k]), r = enc.encode(ob.rhs[k]);
+    differ.push_back(!(z3::fp_eq(l, r) || (l.mk_is_nan() && r.mk_is_nan())));
+    roots.push_back(ob.lhs[k]);
+    roots.push_back(ob.rhs[k]);
+  }
+  enc.collect(roots, facts, vars, functions, divisions);
+  for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
+  s.add(z3::mk_or(differ));
+  switch (s.check()) {
+    case z3::unsat: return true;
+    case z3::unknown: note = "Z3 gave up on the float32 query (" + s.reason_unknown() + ")"; return std::nullopt;
+    case z3::sat: break;
+  }
+  if (functions) {
+    note = "in float32 the sides can differ unless exp/log/... round alike on both sides";
+    return std::nullopt;
+  }
+  z3::model m = s.get_model();
+  note = "rounding differs in float32, e.g. at";
+  int shown = 0;
+  for (std::size_t v : vars) {
+    if (shown++ == 4) {
+      note += " ...";
+      break;
+    }
+    z3::expr x = m.eval(enc.var(v), true);
+    z3::expr as_real(z, Z3_mk_fpa_to_real(z, x));
+    note += " " + enc.var(v).decl().name().str() + "=" + std::to_string(numeral(m.eval(as_real, true)));
+  }
+  return false;
+}
+
+std::string shape_bounds(const InstanceOptions& o) {
+  return "ranks 0.." + std::to_string(o.max_rank) + ", dims 1.." + std::to_string(o.max_dim);
+}
+
+}  // namespace
+
+RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const VerifyOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  RuleVerdict v;
+  v.rule = info.name;
+  v.file = info.loc.file;
+  v.line = info.loc.line;
+  auto finish = [&]() -> RuleVerdict {
+    if (info.unverified && v.status != VerifyStatus::Proved) {
+      std::string found = std::string(status_name(v.status)) + (v.reason.empty() ? "" : ": " + v.reason);
+      v.status = VerifyStatus::Unverified;
+      v.reason = *info.unverified + " (saturn verify: " + found + ")";
+    }
+    v.time_ms = elapsed_s() * 1000.0;
+    return v;
+  };
+
+  RuleInstances inst = enumerate_instances(rule, info.source, opt.instances);
+  v.found = inst.found;
+  v.instances = inst.instances.size();
+  v.exhaustive = inst.exhaustive;
+  if (!inst.unsupported.empty()) {
+    v.status = VerifyStatus::Unknown;
+    v.reason = "cannot instantiate the rule: " + inst.unsupported;
+    return finish();
+  }
+
+  SymContext ctx;
+  SymbolicEvaluator sym(inst, ctx);
+  z3::context z;
+  std::optional<Obligation> first_obligation;
+  std::size_t rejected = 0, unknown = 0, structural = 0;
+  std::string unknown_why;
+  bool timed_out = false;
+  egraph::Matches matches;
+
+  for (const auto& instance : inst.instances) {
+    if (elapsed_s() > opt.rule_time_limit_s) {
+      timed_out = true;
+      break;
+    }
+    const std::size_t nroots = rule.lhs().size();
+    std::span<const EClassId> roots(instance.data(), nroots);
+    matches.data.clear();
+    rule.search_at(inst.graph, roots, matches);
+    for (std::size_t m = 0; m < matches.size(); ++m) {
+      auto rhs = rule.instantiate(inst.graph, matches.bindings(m));
+      inst.graph.rebuild();
+      if (!rhs) {
+        ++rejected;
+        continue;
+      }
+      auto refute = [&](std::string what) {
+        v.status = VerifyStatus::Refuted;
+        Counterexample cex;
+        auto names = rule.var_names();
+        auto b = matches.bindings(m);
+        for (std::size_t k = 0; k < b.size(); ++k) cex.bindings.emplace_back(names[k], describe_class(inst, b[k]));
+        for (std::size_t i = 0; i < nroots; ++i) {
+          if (i) {
+            cex.lhs_term += "  ";
+            cex.rhs_term += "  ";
+          }
+          cex.lhs_term += term_of(inst, roots[i]);
+          cex.rhs_term += term_of(inst, (*rhs)[i]);
+        }
+        cex.what = std::move(what);
+        v.counterexample = std::move(cex);
+      };
+      for (std::size_t i = 0; i < nroots && v.status != VerifyStatus::Refuted; ++i) {
+        const TensorInfo& l = inst.analysis->data(inst.graph.find(roots[i]));
+        const TensorInfo& r = inst.analysis->data(inst.graph.find((*rhs)[i]));
+        if (r.kind != TensorInfo::Kind::Tensor) {
+          refute("the right-hand side does not type-check: " +
+                 (r.kind == TensorInfo::Kind::Invalid ? r.error : std::string("it is not a tensor")));
+        } else if (r.type.dtype != l.type.dtype || r.type.shape != l.type.shape) {
+          refute(std::string("the sides have different types: ") + ir::dtype_name(l.type.dtype) +
+                 ir::to_string(l.type.shape) + " => " + ir::dtype_name(r.type.dtype) + ir::to_string(r.type.shape));
+        }
+      }
+      if (v.status == VerifyStatus::Refuted) return finish();
+      Obligation ob;
+      try {
+        for (std::size_t i = 0; i < nroots; ++i) {
+          const SymTensor& L = sym.eval(roots[i]);
+          const SymTensor& R = sym.eval((*rhs)[i]);
+          if (i == 0) ob.dims = L.dims();
+          for (std::size_t e = 0; e < L.numel(); ++e)
+            if (L.id(e) != R.id(e)) {
+              ob.elements.push_back(e);
+              ob.lhs.push_back(L.id(e));
+              ob.rhs.push_back(R.id(e));
+            }
+          if (!ob.elements.empty()) break;  // one side at a time, so element indices read against its shape
+        }
+      } catch (const ir::SymbolicUnsupported& e) {
+        v.status = VerifyStatus::Unknown;
+        v.reason = "no symbolic semantics: " + e.message;
+        return finish();
+      }
+      ++v.shapes_checked;
+      if (ob.elements.empty()) {
+        ++structural;
+        continue;
+      }
+      if (!first_obligation) first_obligation = ob;
+      QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
+      if (q.outcome == Outcome::Differ) {
+        Counterexample keep = q.cex;
+        refute(keep.what);
+        v.counterexample->inputs = keep.inputs;
+        v.counterexample->element = keep.element;
+        v.counterexample->lhs_value = keep.lhs_value;
+        v.counterexample->rhs_value = keep.rhs_value;
+        return finish();
+      }
+      if (q.outcome == Outcome::Unknown) {
+        ++unknown;
+        if (unknown_why.empty()) unknown_why = q.why;
+      }
+    }
+  }
+
+  std::string tensors, attrs;
+  for (const auto& t : inst.tensor_vars) tensors += (tensors.empty() ? "" : " ") + t;
+  for (const auto& a : inst.attr_vars) attrs += (attrs.empty() ? "" : " ") + a;
+  v.coverage = std::to_string(v.shapes_checked) + " instances checked (" + shape_bounds(opt.instances) +
+               (tensors.empty() ? "" : " for " + tensors) + (attrs.empty() ? "" : "; attributes " + attrs) + "); " +
+               std::to_string(v.instances) + " of " + std::to_string(v.found) + " well-typed instances " +
+               (v.exhaustive ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
+                             : "sampled (enumeration budget reached)") +
+               (rejected ? ", " + std::to_string(rejected) + " turned down by the guard" : "") +
+               (timed_out ? ", stopped at the time limit" : "");
+  if (unknown) {
+    v.status = VerifyStatus::Unknown;
+    v.reason = std::to_string(unknown) + " instance(s) undecided: " + unknown_why;
+  } else if (v.shapes_checked == 0) {
+    v.status = VerifyStatus::Unknown;
+    v.reason = v.found == 0 ? "no well-typed instance of the left-hand side within " + shape_bounds(opt.instances)
+                            : "the rule fired on none of the " + std::to_string(v.instances) + " instances built";
+  } else {
+    v.status = VerifyStatus::Proved;
+    v.reason = std::to_string(structural) + " of " + std::to_string(v.shapes_checked) +
+               " instances equal as expressions, the rest by Z3";
+  }
+  if (opt.fp32 && v.status == VerifyStatus::Proved) {
+    if (!first_obligation) {
+      v.fp32_exact = true;
+      v.fp32_note = "both sides perform the same operations";
+    } else {
+      v.fp32_exact = prove_fp32(ctx, *first_obligation, opt.solver_timeout_ms, v.fp32_note);
+      if (v.fp32_exact == true) v.fp32_note = "exact in float32 on the smallest instance that needed Z3";
+    }
+  }
+  return finish();
+}
+
+}  // namespace saturn::rules
