@@ -193,9 +193,8 @@ void register_elementwise_ops(OpRegistry& r) {
     double alpha = a.f("alpha", 1.67326319217681884765625), gamma = a.f("gamma", 1.05070102214813232421875);
     return gamma * S::select(x > 0.0, x, alpha * (S::exp(x) - 1.0));
   });
-  unary(r, "hard_sigmoid", K::Composite, A::Float, [](auto x, const Attrs& a) {
-    return S::max(0.0, S::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5)));
-  });
+  unary(r, "hard_sigmoid", K::Composite, A::Float,
+        [](auto x, const Attrs& a) { return S::max(0.0, S::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5))); });
   unary(r, "hard_swish", K::Composite, A::Float,
         [](auto x, const Attrs&) { return x * S::max(0.0, S::min(1.0, (1.0 / 6.0) * x + 0.5)); });
   // Above 30, log1p(exp(x)) is x in double: the reference says so directly.

@@ -51,10 +51,10 @@ void register_library_ops(OpRegistry& r) {
     };
     auto conv = base->eval;
     auto conv_symbolic = base->symbolic;
-    d.eval = [conv, relu_after](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given,
-                                std::size_t n) { return relu_after(conv(a, x, given, n)); };
-    d.symbolic = [conv_symbolic, relu_after](const Attrs& a, std::span<const SymTensor> x,
-                                             std::span<const bool> given,
+    d.eval = [conv, relu_after](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given, std::size_t n) {
+      return relu_after(conv(a, x, given, n));
+    };
+    d.symbolic = [conv_symbolic, relu_after](const Attrs& a, std::span<const SymTensor> x, std::span<const bool> given,
                                              std::size_t n) { return relu_after(conv_symbolic(a, x, given, n)); };
     r.add(std::move(d));
   }

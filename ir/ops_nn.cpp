@@ -387,7 +387,8 @@ void register_nn_ops(OpRegistry& r) {
             if (!in[k].present) continue;
             const Shape& p = in[k].type.shape;
             Shape q = strip(p);  // must be a suffix of the block: the kernel reads element k mod its size
-            bool suffix = q.size() <= block.size() && std::equal(q.begin(), q.end(), block.end() - static_cast<std::ptrdiff_t>(q.size()));
+            bool suffix = q.size() <= block.size() &&
+                          std::equal(q.begin(), q.end(), block.end() - static_cast<std::ptrdiff_t>(q.size()));
             if (p.size() > block.size() || !suffix)
               shape_error(std::string(name) + ": scale and bias must have the normalized shape " + to_string(block) +
                           ", got " + to_string(p));
@@ -502,8 +503,7 @@ void register_nn_ops(OpRegistry& r) {
               for_window(w, o, spatial,
                          [&](const std::vector<std::int64_t>& pos, const std::vector<std::int64_t>& kc, bool inside) {
                            if (!inside) return;
-                           auto xv =
-                               x[0].at(static_cast<std::size_t>((n * Cin + cin) * plane + offset(pos, spatial)));
+                           auto xv = x[0].at(static_cast<std::size_t>((n * Cin + cin) * plane + offset(pos, spatial)));
                            auto wv = x[1].at(static_cast<std::size_t>((m * cpg + c) * kplane + offset(kc, w.kernel)));
                            acc += xv * wv;
                          });
@@ -564,8 +564,7 @@ void register_nn_ops(OpRegistry& r) {
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv_transpose");
       auto xd = static_shape(in[0], "conv_transpose"), wd = static_shape(in[1], "conv_transpose");
-      if (xd.size() < 3 || wd.size() != xd.size())
-        shape_error("conv_transpose: x and w must have the same rank >= 3");
+      if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
       std::int64_t grp = a.i("group", 1);
       if (grp <= 0 || xd[1] != wd[0] || xd[1] % grp != 0)
         shape_error("conv_transpose: x has " + std::to_string(xd[1]) + " channels, w expects " + std::to_string(wd[0]));

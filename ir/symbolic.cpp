@@ -10,32 +10,58 @@ namespace saturn::ir {
 
 const char* sym_op_name(SymOp op) {
   switch (op) {
-    case SymOp::Var: return "var";
-    case SymOp::Const: return "const";
-    case SymOp::Add: return "+";
-    case SymOp::Mul: return "*";
-    case SymOp::Div: return "/";
-    case SymOp::Neg: return "neg";
-    case SymOp::Max: return "max";
-    case SymOp::Min: return "min";
-    case SymOp::Abs: return "abs";
-    case SymOp::Less: return "<";
-    case SymOp::LessEq: return "<=";
-    case SymOp::Equal: return "==";
-    case SymOp::Select: return "select";
-    case SymOp::Floor: return "floor";
-    case SymOp::Ceil: return "ceil";
-    case SymOp::Exp: return "exp";
-    case SymOp::Log: return "log";
-    case SymOp::Exp2: return "exp2";
-    case SymOp::Log2: return "log2";
-    case SymOp::Sqrt: return "sqrt";
-    case SymOp::Erf: return "erf";
-    case SymOp::Tanh: return "tanh";
-    case SymOp::Sin: return "sin";
-    case SymOp::Cos: return "cos";
-    case SymOp::Log1p: return "log1p";
-    case SymOp::Pow: return "pow";
+    case SymOp::Var:
+      return "var";
+    case SymOp::Const:
+      return "const";
+    case SymOp::Add:
+      return "+";
+    case SymOp::Mul:
+      return "*";
+    case SymOp::Div:
+      return "/";
+    case SymOp::Neg:
+      return "neg";
+    case SymOp::Max:
+      return "max";
+    case SymOp::Min:
+      return "min";
+    case SymOp::Abs:
+      return "abs";
+    case SymOp::Less:
+      return "<";
+    case SymOp::LessEq:
+      return "<=";
+    case SymOp::Equal:
+      return "==";
+    case SymOp::Select:
+      return "select";
+    case SymOp::Floor:
+      return "floor";
+    case SymOp::Ceil:
+      return "ceil";
+    case SymOp::Exp:
+      return "exp";
+    case SymOp::Log:
+      return "log";
+    case SymOp::Exp2:
+      return "exp2";
+    case SymOp::Log2:
+      return "log2";
+    case SymOp::Sqrt:
+      return "sqrt";
+    case SymOp::Erf:
+      return "erf";
+    case SymOp::Tanh:
+      return "tanh";
+    case SymOp::Sin:
+      return "sin";
+    case SymOp::Cos:
+      return "cos";
+    case SymOp::Log1p:
+      return "log1p";
+    case SymOp::Pow:
+      return "pow";
   }
   return "?";
 }
@@ -49,8 +75,10 @@ bool commutative(SymOp op) {
 int arity(SymOp op) {
   switch (op) {
     case SymOp::Var:
-    case SymOp::Const: return 0;
-    case SymOp::Select: return 3;
+    case SymOp::Const:
+      return 0;
+    case SymOp::Select:
+      return 3;
     case SymOp::Add:
     case SymOp::Mul:
     case SymOp::Div:
@@ -59,8 +87,10 @@ int arity(SymOp op) {
     case SymOp::Less:
     case SymOp::LessEq:
     case SymOp::Equal:
-    case SymOp::Pow: return 2;
-    default: return 1;
+    case SymOp::Pow:
+      return 2;
+    default:
+      return 1;
   }
 }
 }  // namespace
@@ -149,32 +179,84 @@ double SymContext::evaluate(SymId root, const std::function<double(std::size_t)>
     auto B = [&] { return self(self, n.b); };
     double r = 0;
     switch (n.op) {
-      case SymOp::Var: r = var_value(n.a); break;
-      case SymOp::Const: r = n.value; break;
-      case SymOp::Add: r = A() + B(); break;
-      case SymOp::Mul: r = A() * B(); break;
-      case SymOp::Div: r = A() / B(); break;
-      case SymOp::Neg: r = -A(); break;
-      case SymOp::Max: r = scalar::max(A(), B()); break;
-      case SymOp::Min: r = scalar::min(A(), B()); break;
-      case SymOp::Abs: r = std::fabs(A()); break;
-      case SymOp::Less: r = A() < B() ? 1 : 0; break;
-      case SymOp::LessEq: r = A() <= B() ? 1 : 0; break;
-      case SymOp::Equal: r = A() == B() ? 1 : 0; break;
-      case SymOp::Select: r = A() != 0 ? B() : self(self, n.c); break;
-      case SymOp::Floor: r = std::floor(A()); break;
-      case SymOp::Ceil: r = std::ceil(A()); break;
-      case SymOp::Exp: r = std::exp(A()); break;
-      case SymOp::Log: r = std::log(A()); break;
-      case SymOp::Exp2: r = std::exp2(A()); break;
-      case SymOp::Log2: r = std::log2(A()); break;
-      case SymOp::Sqrt: r = std::sqrt(A()); break;
-      case SymOp::Erf: r = std::erf(A()); break;
-      case SymOp::Tanh: r = std::tanh(A()); break;
-      case SymOp::Sin: r = std::sin(A()); break;
-      case SymOp::Cos: r = std::cos(A()); break;
-      case SymOp::Log1p: r = std::log1p(A()); break;
-      case SymOp::Pow: r = std::pow(A(), B()); break;
+      case SymOp::Var:
+        r = var_value(n.a);
+        break;
+      case SymOp::Const:
+        r = n.value;
+        break;
+      case SymOp::Add:
+        r = A() + B();
+        break;
+      case SymOp::Mul:
+        r = A() * B();
+        break;
+      case SymOp::Div:
+        r = A() / B();
+        break;
+      case SymOp::Neg:
+        r = -A();
+        break;
+      case SymOp::Max:
+        r = scalar::max(A(), B());
+        break;
+      case SymOp::Min:
+        r = scalar::min(A(), B());
+        break;
+      case SymOp::Abs:
+        r = std::fabs(A());
+        break;
+      case SymOp::Less:
+        r = A() < B() ? 1 : 0;
+        break;
+      case SymOp::LessEq:
+        r = A() <= B() ? 1 : 0;
+        break;
+      case SymOp::Equal:
+        r = A() == B() ? 1 : 0;
+        break;
+      case SymOp::Select:
+        r = A() != 0 ? B() : self(self, n.c);
+        break;
+      case SymOp::Floor:
+        r = std::floor(A());
+        break;
+      case SymOp::Ceil:
+        r = std::ceil(A());
+        break;
+      case SymOp::Exp:
+        r = std::exp(A());
+        break;
+      case SymOp::Log:
+        r = std::log(A());
+        break;
+      case SymOp::Exp2:
+        r = std::exp2(A());
+        break;
+      case SymOp::Log2:
+        r = std::log2(A());
+        break;
+      case SymOp::Sqrt:
+        r = std::sqrt(A());
+        break;
+      case SymOp::Erf:
+        r = std::erf(A());
+        break;
+      case SymOp::Tanh:
+        r = std::tanh(A());
+        break;
+      case SymOp::Sin:
+        r = std::sin(A());
+        break;
+      case SymOp::Cos:
+        r = std::cos(A());
+        break;
+      case SymOp::Log1p:
+        r = std::log1p(A());
+        break;
+      case SymOp::Pow:
+        r = std::pow(A(), B());
+        break;
     }
     memo.emplace(id, r);
     return r;
@@ -241,8 +323,8 @@ namespace {
 // a distinct tag (run twice, tags shifted by 1/2), so a result element that
 // follows the shift copies that operand element and one that does not move
 // is a constant of the op. Integer operands must be known constants.
-std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const SymTensor> x,
-                             std::span<const bool> given, std::size_t num_outputs) {
+std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const SymTensor> x, std::span<const bool> given,
+                             std::size_t num_outputs) {
   struct Origin {
     std::size_t operand, index;
   };

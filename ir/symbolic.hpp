@@ -35,10 +35,10 @@ enum class SymOp : std::uint8_t {
   Max,
   Min,
   Abs,
-  Less,     // 1 when a < b, else 0
-  LessEq,   // 1 when a <= b, else 0
-  Equal,    // 1 when a == b, else 0
-  Select,   // c != 0 ? a : b
+  Less,    // 1 when a < b, else 0
+  LessEq,  // 1 when a <= b, else 0
+  Equal,   // 1 when a == b, else 0
+  Select,  // c != 0 ? a : b
   Floor,
   Ceil,
   Exp,
@@ -155,7 +155,9 @@ inline Sym operator>=(const Sym& a, double b) { return a >= a.lift(b); }
 // NaN); over Syms they build nodes.
 namespace scalar {
 inline double select(bool c, double a, double b) { return c ? a : b; }
-inline Sym select(const Sym& c, const Sym& a, const Sym& b) { return c.ctx().make(SymOp::Select, c.id(), a.id(), b.id()); }
+inline Sym select(const Sym& c, const Sym& a, const Sym& b) {
+  return c.ctx().make(SymOp::Select, c.id(), a.id(), b.id());
+}
 inline Sym select(const Sym& c, const Sym& a, double b) { return select(c, a, c.lift(b)); }
 inline Sym select(const Sym& c, double a, const Sym& b) { return select(c, c.lift(a), b); }
 inline Sym select(const Sym& c, double a, double b) { return select(c, c.lift(a), c.lift(b)); }
@@ -182,7 +184,7 @@ inline Sym pow(const Sym& a, const Sym& b) { return a.with(SymOp::Pow, b); }
 inline double fmod(double a, double b) { return std::fmod(a, b); }
 Sym fmod(const Sym&, const Sym&);  // throws SymbolicUnsupported
 
-#define SATURN_SCALAR_FN(NAME, STD, OP)               \
+#define SATURN_SCALAR_FN(NAME, STD, OP)                \
   inline double NAME(double x) { return std::STD(x); } \
   inline Sym NAME(const Sym& x) { return x.with(SymOp::OP); }
 SATURN_SCALAR_FN(abs, fabs, Abs)

@@ -308,7 +308,8 @@ class Enumerator {
       const OpDef* def = op.is_literal() ? nullptr : ir::OpRegistry::get().find(op.name());
       if (!def) {
         s.kind = Slot::Kind::Unsupported;
-        s.why = "bound under '" + op.name() + "', which is not a tensor op (only ops' operands and attributes are "
+        s.why = "bound under '" + op.name() +
+                "', which is not a tensor op (only ops' operands and attributes are "
                 "instantiated)";
         return s;
       }
@@ -394,7 +395,8 @@ class Enumerator {
       Dims s = ir::static_dims(d.type.shape);
       related.push_back(s);
       for (auto x : s) related.push_back({x});
-      for (std::size_t i = 1; i < s.size(); ++i) related.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
+      for (std::size_t i = 1; i < s.size(); ++i)
+        related.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
       if (s.size() >= 2) related.push_back({s[s.size() - 1], s[s.size() - 2]});
     }
     std::erase_if(related, [&](const Dims& s) {
@@ -411,7 +413,7 @@ class Enumerator {
       for (const Dims& s : mine) ranks.insert(s.size());
       if (ranks.empty()) return out_.graph.add(TensorOps::get().none);
       auto r = *std::next(ranks.begin(), static_cast<std::ptrdiff_t>(
-                                            std::uniform_int_distribution<std::size_t>(0, ranks.size() - 1)(rng_)));
+                                             std::uniform_int_distribution<std::size_t>(0, ranks.size() - 1)(rng_)));
       std::uniform_int_distribution<std::int64_t> dim(1, opt_.max_dim);
       for (std::size_t i = 0; i < r; ++i) shape.push_back(dim(rng_));
     }
@@ -473,9 +475,9 @@ class Enumerator {
       bound_[pn.var] = true;
       bool ok = true;
       if (sample) {
-        ids_[s] = binding_[pn.var] =
-            kind == Slot::Kind::Tensor ? sample_tensor(pn.var, s)
-                                       : cands[std::uniform_int_distribution<std::size_t>(0, cands.size() - 1)(rng_)];
+        ids_[s] = binding_[pn.var] = kind == Slot::Kind::Tensor
+                                         ? sample_tensor(pn.var, s)
+                                         : cands[std::uniform_int_distribution<std::size_t>(0, cands.size() - 1)(rng_)];
         descend(s + 1, found, sample);
       } else {
         for (EClassId c : cands) {
@@ -526,8 +528,7 @@ std::string format_values(const ir::Tensor& t) {
 
 }  // namespace
 
-RuleInstances enumerate_instances(const egraph::Rewrite& rule, const std::string& source,
-                                  const InstanceOptions& opt) {
+RuleInstances enumerate_instances(const egraph::Rewrite& rule, const std::string& source, const InstanceOptions& opt) {
   RuleInstances out;
   Enumerator e(rule, source, opt, out);
   e.run();

@@ -18,10 +18,14 @@ using ir::SymTensor;
 
 const char* status_name(VerifyStatus s) {
   switch (s) {
-    case VerifyStatus::Proved: return "proved";
-    case VerifyStatus::Refuted: return "refuted";
-    case VerifyStatus::Unknown: return "unknown";
-    case VerifyStatus::Unverified: return "unverified";
+    case VerifyStatus::Proved:
+      return "proved";
+    case VerifyStatus::Refuted:
+      return "refuted";
+    case VerifyStatus::Unknown:
+      return "unknown";
+    case VerifyStatus::Unverified:
+      return "unverified";
   }
   return "?";
 }
@@ -114,7 +118,7 @@ std::string pow2(int k) {
 std::string exact_rational(double v) {
   if (v == 0) return "0";
   int e = 0;
-  double m = std::frexp(v, &e);                      // v = m 2^e, 0.5 <= |m| < 1
+  double m = std::frexp(v, &e);                              // v = m 2^e, 0.5 <= |m| < 1
   auto mant = static_cast<std::int64_t>(std::ldexp(m, 53));  // exact
   e -= 53;
   while (mant % 2 == 0 && e < 0) {
@@ -129,8 +133,7 @@ std::string exact_rational(double v) {
     bool neg = num[0] == '-';
     std::string a = neg ? num.substr(1) : num;
     for (std::size_t i = 0; i < a.size(); ++i)
-      for (std::size_t j = 0; j < p.size(); ++j)
-        r[a.size() - 1 - i + p.size() - 1 - j] += (a[i] - '0') * (p[j] - '0');
+      for (std::size_t j = 0; j < p.size(); ++j) r[a.size() - 1 - i + p.size() - 1 - j] += (a[i] - '0') * (p[j] - '0');
     for (std::size_t i = 0; i + 1 < r.size(); ++i) {
       r[i + 1] += r[i] / 10;
       r[i] %= 10;
@@ -230,8 +233,7 @@ class Encoder {
       case SymOp::Exp:
       case SymOp::Exp2: {
         facts.push_back(self > zero());
-        if (arg.op == SymOp::Add)
-          facts.push_back(self == apply(n.op, encode(arg.a)) * apply(n.op, encode(arg.b)));
+        if (arg.op == SymOp::Add) facts.push_back(self == apply(n.op, encode(arg.a)) * apply(n.op, encode(arg.b)));
         if (arg.op == SymOp::Neg) facts.push_back(self * apply(n.op, encode(arg.a)) == one());
         SymOp inverse = n.op == SymOp::Exp ? SymOp::Log : SymOp::Log2;
         if (arg.op == inverse) facts.push_back(z3::implies(encode(arg.a) > zero(), self == encode(arg.a)));
@@ -264,9 +266,12 @@ class Encoder {
       case SymOp::Var:
         var_ids_[n.a] = id;
         return var(n.a);
-      case SymOp::Const: return constant(n.value);
-      case SymOp::Add: return A() + B();
-      case SymOp::Mul: return A() * B();
+      case SymOp::Const:
+        return constant(n.value);
+      case SymOp::Add:
+        return A() + B();
+      case SymOp::Mul:
+        return A() * B();
       case SymOp::Div:
         if (!fp_ && inverted_.count(n.b)) {
           auto [it, fresh] = inverses_.try_emplace(n.b, z_.real_const(("1/" + std::to_string(n.b)).c_str()));
@@ -274,7 +279,8 @@ class Encoder {
           return A() * it->second;
         }
         return A() / B();
-      case SymOp::Neg: return -A();
+      case SymOp::Neg:
+        return -A();
       case SymOp::Max:
         if (fp_) return z3::max(A(), B());
         return z3::ite(A() >= B(), A(), B());
@@ -284,9 +290,12 @@ class Encoder {
       case SymOp::Abs:
         if (fp_) return z3::abs(A());
         return z3::ite(A() >= zero(), A(), -A());
-      case SymOp::Less: return bool_value(A() < B());
-      case SymOp::LessEq: return bool_value(A() <= B());
-      case SymOp::Equal: return bool_value(fp_ ? z3::fp_eq(A(), B()) : A() == B());
+      case SymOp::Less:
+        return bool_value(A() < B());
+      case SymOp::LessEq:
+        return bool_value(A() <= B());
+      case SymOp::Equal:
+        return bool_value(fp_ ? z3::fp_eq(A(), B()) : A() == B());
       case SymOp::Select: {
         z3::expr c = A();
         z3::expr nonzero = fp_ ? !z3::fp_eq(c, zero()) : c != zero();
@@ -310,7 +319,8 @@ class Encoder {
         }
         return it->second(A(), B());
       }
-      default: return apply(n.op, A());
+      default:
+        return apply(n.op, A());
     }
   }
 
@@ -405,12 +415,14 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
   for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
   s.add(z3::mk_or(differ));
   switch (s.check()) {
-    case z3::unsat: return r;
+    case z3::unsat:
+      return r;
     case z3::unknown:
       r.outcome = Outcome::Unknown;
       r.why = "Z3 gave up (" + s.reason_unknown() + ")";
       return r;
-    case z3::sat: break;
+    case z3::sat:
+      break;
   }
   z3::model m = s.get_model();
   std::map<std::size_t, double> values;
@@ -471,9 +483,13 @@ std::optional<bool> prove_fp32(const SymContext& ctx, const Obligation& ob, unsi
   for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
   s.add(z3::mk_or(differ));
   switch (s.check()) {
-    case z3::unsat: return true;
-    case z3::unknown: note = "Z3 gave up on the float32 query (" + s.reason_unknown() + ")"; return std::nullopt;
-    case z3::sat: break;
+    case z3::unsat:
+      return true;
+    case z3::unknown:
+      note = "Z3 gave up on the float32 query (" + s.reason_unknown() + ")";
+      return std::nullopt;
+    case z3::sat:
+      break;
   }
   if (functions) {
     note = "in float32 the sides can differ unless exp/log/... round alike on both sides";
@@ -584,6 +600,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
       Obligation ob;
       try {
         for (std::size_t i = 0; i < nroots; ++i) {
+          if (inst.graph.find(roots[i]) == inst.graph.find((*rhs)[i])) continue;  // the very same term
           const SymTensor& L = sym.eval(roots[i]);
           const SymTensor& R = sym.eval((*rhs)[i]);
           if (i == 0) ob.dims = L.dims();
@@ -605,7 +622,12 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
         ++structural;
         continue;
       }
-      if (!first_obligation) first_obligation = ob;
+      if (!first_obligation || ob.elements.size() < first_obligation->elements.size()) {
+        first_obligation = ob;  // the smallest, for the float32 question: one element of it
+        first_obligation->elements.resize(1);
+        first_obligation->lhs.resize(1);
+        first_obligation->rhs.resize(1);
+      }
       QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
       if (q.outcome == Outcome::Differ) {
         Counterexample keep = q.cex;
@@ -619,6 +641,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
       if (q.outcome == Outcome::Unknown) {
         ++unknown;
         if (unknown_why.empty()) unknown_why = q.why;
+        if (info.unverified) break;  // it says why it cannot be proved: one undecided instance settles it
       }
     }
   }
@@ -650,8 +673,8 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
       v.fp32_exact = true;
       v.fp32_note = "both sides perform the same operations";
     } else {
-      v.fp32_exact = prove_fp32(ctx, *first_obligation, opt.solver_timeout_ms, v.fp32_note);
-      if (v.fp32_exact == true) v.fp32_note = "exact in float32 on the smallest instance that needed Z3";
+      v.fp32_exact = prove_fp32(ctx, *first_obligation, 5 * opt.solver_timeout_ms, v.fp32_note);
+      if (v.fp32_exact == true) v.fp32_note = "exact in float32 at an element of the smallest instance that needed Z3";
     }
   }
   return finish();

@@ -28,7 +28,7 @@ namespace saturn::rules {
 
 struct VerifyOptions {
   InstanceOptions instances;
-  bool fp32 = false;                   // also ask whether proved rules are exact in float32
+  bool fp32 = false;                  // also ask whether proved rules are exact in float32
   unsigned solver_timeout_ms = 2000;  // per Z3 query
   double rule_time_limit_s = 10;      // per rule; the instances checked by then count
 };
@@ -49,7 +49,7 @@ struct RuleVerdict {
   std::string rule, file;
   int line = 0;
   VerifyStatus status = VerifyStatus::Unknown;
-  std::string reason;  // for unknown and unverified; a note otherwise
+  std::string reason;              // for unknown and unverified; a note otherwise
   std::size_t shapes_checked = 0;  // instances on which the rule fired and was checked
   std::size_t instances = 0;       // instances built (the guard may turn some down)
   std::size_t found = 0;           // well-typed instances found before keeping at most max_instances

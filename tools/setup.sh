@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev   # JSON for reports and egraph-serialize files
   libcli11-dev         # command-line parsing for `saturn`
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import/export
+  libz3-dev            # saturn verify: proving rules
 )
 
 missing=()

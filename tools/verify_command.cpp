@@ -72,8 +72,13 @@ nlohmann::json to_json(const rules::RuleVerdict& v) {
     auto num = [](std::optional<double> x) {
       return x && std::isfinite(*x) ? nlohmann::json(*x) : nlohmann::json(nullptr);
     };
-    j["counterexample"] = {{"what", c.what}, {"lhs", c.lhs_term}, {"rhs", c.rhs_term}, {"bindings", b},
-                           {"inputs", in},   {"element", c.element}, {"lhs_value", num(c.lhs_value)},
+    j["counterexample"] = {{"what", c.what},
+                           {"lhs", c.lhs_term},
+                           {"rhs", c.rhs_term},
+                           {"bindings", b},
+                           {"inputs", in},
+                           {"element", c.element},
+                           {"lhs_value", num(c.lhs_value)},
                            {"rhs_value", num(c.rhs_value)}};
   } else {
     j["counterexample"] = nullptr;
@@ -160,7 +165,8 @@ int run_verify(const VerifyCommandOptions& o) {
       for (std::size_t i = 0; i < opt.rewrites.size(); ++i)
         if (o.only.empty() || opt.info[i].name.find(o.only) != std::string::npos)
           jobs.push_back({&opt.rewrites[i], &opt.info[i]});
-  if (jobs.empty()) return bad_input("no rule to verify" + (o.only.empty() ? std::string() : " named *" + o.only + "*"));
+  if (jobs.empty())
+    return bad_input("no rule to verify" + (o.only.empty() ? std::string() : " named *" + o.only + "*"));
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<rules::RuleVerdict> verdicts(jobs.size());

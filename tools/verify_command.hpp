@@ -17,7 +17,7 @@ namespace saturn::cli {
 struct VerifyCommandOptions {
   std::vector<std::string> rules;  // files or folders
   rules::VerifyOptions verify;
-  std::string only;  // verify only the rules whose name contains this
+  std::string only;   // verify only the rules whose name contains this
   unsigned jobs = 0;  // 0: one per core
   bool json = false;
   bool quiet = false;
