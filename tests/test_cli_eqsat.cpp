@@ -101,7 +101,7 @@ TEST_CASE("a bad rule file exits 2 naming file:line:col") {
   CHECK(r.out.empty());
 }
 
-TEST_CASE("bad terms, missing files and bad flags exit 2") {
+TEST_CASE("bad terms - missing files and bad flags exit 2") {
   auto rules = write("ok.rules", kRules);
   auto terms = write("bad.terms", "(f a\n");
   auto r = run_saturn("eqsat --rules " + rules + " " + terms);

@@ -67,7 +67,7 @@ TEST_CASE("opt: an unsound user rule exits 1 and names the rule") {
   CHECK_THAT(r.err, Catch::Contains("swap-matmul"));
 }
 
-TEST_CASE("opt: user rules add to the shipped ones, limits are reported") {
+TEST_CASE("opt: user rules add to the shipped ones - limits are reported") {
   const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
   auto mine = temp("mine.rules");
   std::ofstream(mine) << "(defoptimizer mine :phase 2 (rule relu-as-max (relu ?x) => (max ?x ?x)))\n";

@@ -102,7 +102,7 @@ TEST_CASE("bad input to run exits 2 with the place named") {
   CHECK(run_saturn("run /no/such/model.onnx").status == 2);
 }
 
-TEST_CASE("run takes .sat models, and a wrong count of expected outputs is bad input") {
+TEST_CASE("run takes .sat models - and a wrong count of expected outputs is bad input") {
   auto dir = fs::temp_directory_path() / ("saturn-sat-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "m.sat") << "(graph m\n  (input x f32 [2])\n  (init k f32 [2] [1.5 -2.0])\n"

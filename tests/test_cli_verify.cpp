@@ -34,7 +34,7 @@ TEST_CASE("every shipped rule is proved or says why it cannot be") {
   CHECK(rules >= 90);
 }
 
-TEST_CASE("a wrong rule exits 1 with a counterexample; bad input exits 2") {
+TEST_CASE("a wrong rule exits 1 with a counterexample and bad input exits 2") {
   auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify";
   std::filesystem::create_directories(dir);
   auto bad = (dir / "bad.rules").string();

@@ -25,7 +25,7 @@ ExtractionProblem make(std::size_t classes,
 
 }  // namespace
 
-TEST_CASE("DAG extraction pays a shared subterm once; tree extraction per use") {
+TEST_CASE("DAG extraction pays a shared subterm once - tree extraction per use") {
   // Root 0 = f(1, 2). Classes 1 and 2 can each be a private leaf (cost 4)
   // or g(3) (cost 1) over a shared class 3 (cost 5): alone, either switch
   // costs more (1 + 5 > 4); together they save (1 + 1 + 5 < 4 + 4).
@@ -62,14 +62,14 @@ TEST_CASE("extractors never choose a cycle") {
   CHECK(tree_cost(p, cyclic) == kInfinity);
 }
 
-TEST_CASE("infinite nodes are never chosen; no finite program is reported as infinite") {
+TEST_CASE("infinite nodes are never chosen - no finite program is reported as infinite") {
   auto p = make(2, {{0, 1, {1}}, {1, kInfinity, {}}}, {0});
   CHECK(extract_dag_greedy(p).dag_cost == kInfinity);
   auto q = make(2, {{0, 1, {1}}, {0, 7, {}}, {1, kInfinity, {}}}, {0});
   CHECK(extract_dag_greedy(q).dag_cost == 7.0);
 }
 
-TEST_CASE("egraph-serialize JSON: read, extract, and errors name the entry") {
+TEST_CASE("egraph-serialize JSON: read - extract - and errors name the entry") {
   const std::string json = R"({
     "nodes": {
       "r": {"op": "f", "children": ["x", "y"], "eclass": "R", "cost": 1},

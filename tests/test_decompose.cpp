@@ -32,7 +32,7 @@ ir::Attrs attr(const char* k, ir::AttrValue v) {
 
 }  // namespace
 
-TEST_CASE("every decomposition computes its op's definition, in primitives only", "[decompose]") {
+TEST_CASE("every decomposition computes its op's definition - in primitives only", "[decompose]") {
   rules::register_tensor_builtins(rules::BuiltinRegistry::global());
   std::vector<rules::RuleFile> files;
   for (const char* f : {"decompose.rules", "constfold.rules"}) {

@@ -66,7 +66,7 @@ TEST_CASE("congruence through a cycle") {
   CHECK(g.check_invariants().empty());
 }
 
-TEST_CASE("nodes of a class are sorted, and nodes_with_op finds a run") {
+TEST_CASE("nodes of a class are sorted - and nodes_with_op finds a run") {
   EGraph g;
   auto x = g.add(Op::symbol("x"));
   std::vector<EClassId> ids;

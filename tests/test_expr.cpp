@@ -43,7 +43,7 @@ TEST_CASE("arithmetic keeps integers exact and refuses overflow") {
   CHECK(show(eval(g, "(abs -3)")) == "3");
 }
 
-TEST_CASE("comparisons, logic and conditionals") {
+TEST_CASE("comparisons - logic and conditionals") {
   EGraph g;
   CHECK(show(eval(g, "(< 1 2)")) == "true");
   CHECK(show(eval(g, "(>= 1 2)")) == "false");

@@ -30,7 +30,7 @@ TEST_CASE("half and bfloat16 conversions round to nearest even") {
   CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
 }
 
-TEST_CASE("symbolic dims print, compare and broadcast") {
+TEST_CASE("symbolic dims print - compare and broadcast") {
   Shape a{Dim::symbol("N"), Dim::of(1), Dim::symbol("M", 2, 1)};
   CHECK(to_string(a) == "[N 1 2*M+1]");
   Shape b{Dim::of(3), Dim::symbol("M", 2, 1)};

@@ -87,7 +87,7 @@ TEST_CASE("a shape-computing subgraph folds into the reshape") {
   CHECK(to_string(types->at("y").shape) == "[2 12]");
 }
 
-TEST_CASE("errors name the node, the op and the opset") {
+TEST_CASE("errors name the node - the op and the opset") {
   ModelBuilder b(17);
   b.input("x", 1, {"2"});
   b.node("Frobnicate", {"x"}, {"y"}, "weird");
@@ -150,7 +150,7 @@ TEST_CASE("symbolic input dims bind consistently in the interpreter") {
   CHECK(wrong_type.error().message == "input 0 ('a') is f64, the model expects f32");
 }
 
-TEST_CASE("malformed files are errors, never crashes") {
+TEST_CASE("malformed files are errors - never crashes") {
   CHECK_FALSE(import_onnx_bytes("this is not protobuf", "junk.onnx"));
   ModelBuilder b(17);
   b.input("x", 1, {"2"});
@@ -202,7 +202,7 @@ TEST_CASE("opset-dependent attributes that became operands") {
   }
 }
 
-TEST_CASE("an attribute the importer does not understand is an error, not a silent skip") {
+TEST_CASE("an attribute the importer does not understand is an error - not a silent skip") {
   ModelBuilder b(17);
   b.input("x", 1, {"2"});
   attr_int(b.node("Relu", {"x"}, {"y"}, "r"), "mystery", 1);

@@ -42,7 +42,7 @@ Tensor f32(std::vector<std::int64_t> dims, std::vector<double> v) {
 }
 }  // namespace
 
-TEST_CASE("every op has a shape rule, semantics and documentation") {
+TEST_CASE("every op has a shape rule - semantics and documentation") {
   auto all = OpRegistry::get().all();
   CHECK(all.size() >= 80);
   int primitives = 0;
@@ -91,7 +91,7 @@ TEST_CASE("binary ops broadcast numpy-style") {
         "add: operand types differ (f32 and i64)");
 }
 
-TEST_CASE("matmul, gemm and softmax") {
+TEST_CASE("matmul - gemm and softmax") {
   auto mm = run("matmul", {f32({2, 2}, {1, 2, 3, 4}), f32({2, 1}, {5, 6})});
   CHECK(mm[0].at(0) == 17);
   CHECK(mm[0].at(1) == 39);

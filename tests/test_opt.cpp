@@ -67,7 +67,7 @@ std::string rules_file(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("every bundled model optimizes to an equivalent, cheaper or equal program", "[opt][e2e]") {
+TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal program", "[opt][e2e]") {
   const fs::path dir = fs::path(test::source_dir()) / "docs/examples/models";
   std::vector<fs::path> models;
   for (const auto& e : fs::directory_iterator(dir))
@@ -107,7 +107,7 @@ TEST_CASE("every bundled model optimizes to an equivalent, cheaper or equal prog
   }
 }
 
-TEST_CASE("the main wins happen: BLAS/oneDNN calls, folded batchnorm, conv+relu fusion", "[opt][e2e]") {
+TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
   auto res = cli::optimize(cnn, shipped("cpu"));
   REQUIRE(res);
@@ -155,7 +155,7 @@ TEST_CASE("rules that do not type-check are rejected at load time with their pla
   CHECK_THAT(load("(rule r (relu ?x) => ?x :if (rnak ?x))"), Catch::Contains("rnak"));
 }
 
-TEST_CASE("models the target cannot run, or the e-graph cannot express, are errors naming what", "[opt]") {
+TEST_CASE("models the target cannot run - or the e-graph cannot express - are errors naming what", "[opt]") {
   // A cuDNN call has infinite cost on the CPU: nothing else computes it.
   models::GraphBuilder b("gpu_only");
   std::string x = b.input("x", {2, 3});

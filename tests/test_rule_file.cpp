@@ -14,7 +14,7 @@ std::string error_of(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("defoptimizer groups, docs and phases") {
+TEST_CASE("defoptimizer groups - docs and phases") {
   // The tensor IR registers `shape` through this door; a stub stands in here.
   BuiltinRegistry::global().add(
       Builtin{"shape", 1, 1, "test stub", [](EvalContext&, std::span<const Value>) { return std::optional<Value>{}; }});
@@ -49,7 +49,7 @@ TEST_CASE("rules outside defoptimizer form an optimizer named after the file") {
   CHECK(r->optimizers[0].phase == 0);
 }
 
-TEST_CASE("multirules, :let and :unverified") {
+TEST_CASE("multirules - :let and :unverified") {
   auto r = parse_rules(R"(
 (multirule merge ((mm ?x ?a) (mm ?x ?b)) => ((left (both ?a ?b)) (right (both ?a ?b))))
 (rule fold (+ ?a ?b) => ?c :if (const? ?a) :if (const? ?b) :let (?c (+ ?a ?b)))

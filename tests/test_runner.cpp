@@ -74,7 +74,7 @@ TEST_CASE("a hook can stop the run") {
   CHECK(r.iterations.size() == 2);
 }
 
-TEST_CASE("backoff bans a rule that exceeds its match limit, then saturates anyway") {
+TEST_CASE("backoff bans a rule that exceeds its match limit - then saturates anyway") {
   EGraph g;
   EClassId root = add_term(g, term_from(saturn::test::sum_of_vars(6)));
   auto rules = rules_from(saturn::test::kAssocComm);

@@ -20,7 +20,7 @@ const char* kModel = R"((graph mlp
 )";
 }
 
-TEST_CASE("a .sat graph reads, checks and runs") {
+TEST_CASE("a .sat graph reads - checks and runs") {
   auto g = read_sat(kModel, "mlp.sat");
   INFO((g ? "" : g.error().to_string()));
   REQUIRE(g);
@@ -32,7 +32,7 @@ TEST_CASE("a .sat graph reads, checks and runs") {
   CHECK((*out)[0].at(0) == Approx(0.5 + 2.0 + 1e-07 + 0.1));
 }
 
-TEST_CASE("write then read is exact, values included") {
+TEST_CASE("write then read is exact - values included") {
   auto g = read_sat(kModel, "mlp.sat");
   REQUIRE(g);
   std::string text = write_sat(*g);

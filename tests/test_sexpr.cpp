@@ -5,7 +5,7 @@
 
 using namespace saturn;
 
-TEST_CASE("reads lists, brackets, strings and atoms with positions") {
+TEST_CASE("reads lists - brackets - strings and atoms with positions") {
   auto r = parse_sexprs("; comment\n(rule x\n  [1 -2 3.5] \"doc \\\"q\\\"\") atom", "f.rules");
   REQUIRE(r);
   REQUIRE(r->size() == 2);
@@ -65,7 +65,7 @@ TEST_CASE("errors name the place and what was expected") {
   CHECK(str.error().message.find("unterminated string") != std::string::npos);
 }
 
-TEST_CASE("a missing file is a diagnostic, not a crash") {
+TEST_CASE("a missing file is a diagnostic - not a crash") {
   auto r = read_file("/nonexistent/file.rules");
   REQUIRE_FALSE(r);
   CHECK(r.error().to_string().find("/nonexistent/file.rules") != std::string::npos);

@@ -129,7 +129,7 @@ TEST_CASE("true rules with tricky guards are proved") {
   }
 }
 
-TEST_CASE("what cannot be decided is unknown, and :unverified is reported") {
+TEST_CASE("what cannot be decided is unknown - and :unverified is reported") {
   // exp(a) exp(b) = exp(a + b) is proved through the facts given to Z3 ...
   auto v = verify_one("(rule exp-mul (mul (exp ?a) (exp ?b)) => (exp (add ?a ?b)))");
   CHECK(v.status == VerifyStatus::Proved);
