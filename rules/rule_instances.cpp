@@ -277,7 +277,9 @@ class Enumerator {
       found.clear();
       std::set<std::vector<EClassId>> unique;
       const std::size_t attempts = 200 * opt_.max_instances;
-      for (std::size_t a = 0; a < attempts && unique.size() < opt_.max_instances; ++a) {
+      out_.timed_out = false;  // sampling gets its own share of the time
+      start_ = std::chrono::steady_clock::now();
+      for (std::size_t a = 0; a < attempts && unique.size() < opt_.max_instances && !out_of_time(); ++a) {
         std::vector<std::vector<EClassId>> one;
         std::fill(bound_.begin(), bound_.end(), false);
         descend(0, one, /*sample=*/true);
@@ -443,8 +445,15 @@ class Enumerator {
   }
 
   // Builds steps [s, end); false when the step budget ran out.
+  bool out_of_time() {
+    if ((++clock_checks_ & 1023) != 0) return out_.timed_out;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > opt_.time_limit_s)
+      out_.timed_out = true;
+    return out_.timed_out;
+  }
+
   bool descend(std::size_t s, std::vector<std::vector<EClassId>>& found, bool sample) {
-    if (!sample && ++steps_taken_ > opt_.step_budget) return false;
+    if (!sample && (++steps_taken_ > opt_.step_budget || out_of_time())) return false;
     egraph::EGraph& g = out_.graph;
     if (s == steps_.size()) {
       std::vector<EClassId> inst;
@@ -514,6 +523,8 @@ class Enumerator {
   std::map<std::string, int> rank_pin_;
   std::map<VarId, std::vector<Dims>> var_shapes_;
   std::size_t steps_taken_ = 0;
+  std::size_t clock_checks_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 std::string format_values(const ir::Tensor& t) {

@@ -17,6 +17,7 @@
 // max_instances are kept, evenly spread over what was found.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct InstanceOptions {
   std::size_t max_instances = 256;
   std::size_t step_budget = 200000;  // exhaustive enumeration steps before sampling
   std::uint64_t seed = 1;
+  double time_limit_s = 5;  // enumeration and sampling stop here with what they found
 };
 
 struct RuleInstances {
@@ -42,6 +44,7 @@ struct RuleInstances {
   std::vector<std::vector<EClassId>> instances;
   std::size_t found = 0;    // well-typed instances found (all of them when exhaustive)
   bool exhaustive = true;   // false: the budget ran out and instances were sampled
+  bool timed_out = false;   // the time limit cut enumeration short
   std::string unsupported;  // non-empty: why no instance can be built
   std::vector<std::string> tensor_vars, attr_vars;
 };

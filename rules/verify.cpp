@@ -533,7 +533,9 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
     return v;
   };
 
-  RuleInstances inst = enumerate_instances(rule, info.source, opt.instances);
+  InstanceOptions io = opt.instances;
+  io.time_limit_s = std::min(io.time_limit_s, opt.rule_time_limit_s / 4);  // building instances gets a share
+  RuleInstances inst = enumerate_instances(rule, info.source, io);
   v.found = inst.found;
   v.instances = inst.instances.size();
   v.exhaustive = inst.exhaustive;
@@ -655,7 +657,8 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
                (v.exhaustive ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
                              : "sampled (enumeration budget reached)") +
                (rejected ? ", " + std::to_string(rejected) + " turned down by the guard" : "") +
-               (timed_out ? ", stopped at the time limit" : "");
+               (timed_out ? ", stopped at the time limit" : "") +
+               (inst.timed_out ? ", instance building stopped at its share of the time limit" : "");
   if (unknown) {
     v.status = VerifyStatus::Unknown;
     v.reason = std::to_string(unknown) + " instance(s) undecided: " + unknown_why;
