@@ -264,6 +264,24 @@ double SymContext::evaluate(SymId root, const std::function<double(std::size_t)>
   return go(go, root);
 }
 
+std::vector<SymId> SymContext::reachable(std::span<const SymId> roots) const {
+  std::vector<SymId> out;
+  std::vector<bool> seen(nodes_.size(), false);
+  std::vector<SymId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    SymId id = stack.back();
+    stack.pop_back();
+    if (seen[id]) continue;
+    seen[id] = true;
+    out.push_back(id);
+    const int n = arity(nodes_[id].op);
+    if (n >= 1) stack.push_back(nodes_[id].a);
+    if (n >= 2) stack.push_back(nodes_[id].b);
+    if (n >= 3) stack.push_back(nodes_[id].c);
+  }
+  return out;
+}
+
 std::string SymContext::to_string(SymId id) const {
   const SymNode& n = nodes_[id];
   if (n.op == SymOp::Var) return names_[n.a];

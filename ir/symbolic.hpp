@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -93,6 +94,8 @@ class SymContext {
   // Evaluates in double; `var_value` gives each variable by its index
   // (node(id).a). Memoized per call.
   double evaluate(SymId id, const std::function<double(std::size_t)>& var_value) const;
+  // Every node reachable from `roots`, each once (roots first, then below).
+  std::vector<SymId> reachable(std::span<const SymId> roots) const;
   std::string to_string(SymId id) const;
 
  private:

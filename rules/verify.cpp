@@ -80,16 +80,15 @@ class SymbolicEvaluator {
     std::string why;
     auto node = inst_.analysis->decode(g, n, &why);
     if (!node) throw ir::SymbolicUnsupported{why};
+    const std::size_t n_ops = node->operands.size();
     std::vector<SymTensor> args;
-    std::vector<char> given;
-    for (const auto& o : node->operands) {
-      given.push_back(o.has_value());
-      args.push_back(o ? eval(*o) : SymTensor());
+    auto given = std::make_unique<bool[]>(n_ops + 1);  // std::vector<bool> has no span
+    for (std::size_t i = 0; i < n_ops; ++i) {
+      given[i] = node->operands[i].has_value();
+      args.push_back(given[i] ? eval(*node->operands[i]) : SymTensor());
     }
-    auto flags = std::make_unique<bool[]>(given.size() + 1);
-    for (std::size_t i = 0; i < given.size(); ++i) flags[i] = given[i] != 0;
-    auto res = ir::apply_symbolic(*node->def, node->attrs, args, std::span<const bool>(flags.get(), given.size()),
-                                  node->num_results);
+    auto res =
+        ir::apply_symbolic(*node->def, node->attrs, args, std::span<const bool>(given.get(), n_ops), node->num_results);
     if (node->result >= res.size()) throw ir::SymbolicUnsupported{node->def->name + ": missing result"};
     return std::move(res[node->result]);
   }
@@ -114,36 +113,17 @@ std::string pow2(int k) {
   return d;
 }
 
-// The exact rational value of a finite double, as "p/q".
-std::string exact_rational(double v) {
-  if (v == 0) return "0";
+// The exact value of a finite double: mant * 2^e with integer mant.
+z3::expr exact_real(z3::context& z, double v) {
+  if (v == 0) return z.real_val(0);
   int e = 0;
-  double m = std::frexp(v, &e);                              // v = m 2^e, 0.5 <= |m| < 1
+  const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
   auto mant = static_cast<std::int64_t>(std::ldexp(m, 53));  // exact
   e -= 53;
-  while (mant % 2 == 0 && e < 0) {
-    mant /= 2;
-    ++e;
-  }
-  std::string num = std::to_string(mant);
-  if (e >= 0) {
-    // mant * 2^e: multiply in decimal.
-    std::string p = pow2(e);
-    std::vector<int> r(num.size() + p.size() + 1, 0);
-    bool neg = num[0] == '-';
-    std::string a = neg ? num.substr(1) : num;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      for (std::size_t j = 0; j < p.size(); ++j) r[a.size() - 1 - i + p.size() - 1 - j] += (a[i] - '0') * (p[j] - '0');
-    for (std::size_t i = 0; i + 1 < r.size(); ++i) {
-      r[i + 1] += r[i] / 10;
-      r[i] %= 10;
-    }
-    std::string s;
-    for (std::size_t i = r.size(); i-- > 0;)
-      if (!s.empty() || r[i] || i == 0) s += static_cast<char>('0' + r[i]);
-    return (neg ? "-" : "") + s;
-  }
-  return num + "/" + pow2(-e);
+  for (; mant % 2 == 0 && e < 0; mant /= 2) ++e;
+  const std::string num = std::to_string(mant);
+  if (e >= 0) return z.real_val(num.c_str()) * z.real_val(pow2(e).c_str());
+  return z.real_val((num + "/" + pow2(-e)).c_str());
 }
 
 // A division whose divisor may be 0: the reals leave it undefined (Z3 lets
@@ -176,19 +156,13 @@ class Encoder {
   // functions, and the variables met.
   void collect(const std::vector<SymId>& roots, z3::expr_vector& facts, std::set<std::size_t>& vars, bool& functions,
                bool& divisions) {
-    std::set<SymId> seen;
-    std::vector<SymId> stack(roots.begin(), roots.end());
-    while (!stack.empty()) {
-      SymId id = stack.back();
-      stack.pop_back();
-      if (!seen.insert(id).second) continue;
+    for (SymId id : s_.reachable(roots)) {
       const ir::SymNode& n = s_.node(id);
       if (n.op == SymOp::Var) vars.insert(n.a);
       if (n.op == SymOp::Var || n.op == SymOp::Const) continue;
       if (ir::sym_op_is_function(n.op)) functions = true;
       if (is_division_by_term(s_, id)) divisions = true;
       if (!fp_) add_facts(id, facts);
-      for (SymId k : {n.a, n.b, n.c}) stack.push_back(k);  // unused slots are 0, the constant 0
     }
     for (const auto& f : inverse_facts_) facts.push_back(f);
     if (fp_)
@@ -210,7 +184,7 @@ class Encoder {
  private:
   z3::expr constant(double v) {
     if (fp_) return z_.fpa_val(static_cast<float>(v));
-    return z_.real_val(exact_rational(v).c_str());
+    return exact_real(z_, v);
   }
   z3::expr one() { return constant(1.0); }
   z3::expr zero() { return constant(0.0); }
@@ -360,13 +334,18 @@ struct QueryResult {
   Counterexample cex;
 };
 
-QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms) {
-  QueryResult r;
-  Encoder enc(z, ctx, /*fp=*/false);
+z3::solver solver_with_timeout(z3::context& z, unsigned timeout_ms) {
   z3::solver s(z);
   z3::params p(z);
   p.set("timeout", timeout_ms);
   s.set(p);
+  return s;
+}
+
+QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms) {
+  QueryResult r;
+  Encoder enc(z, ctx, /*fp=*/false);
+  z3::solver s = solver_with_timeout(z, timeout_ms);
   z3::expr_vector facts(z), differ(z);
   std::set<std::size_t> vars;
   bool functions = false, divisions = false;
@@ -374,17 +353,9 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
   // A divisor both sides divide by may be taken as nonzero: where it is 0,
   // neither side is defined. One side alone dividing (x/x => 1) is not.
   auto divisors = [&](SymId root) {
-    std::set<SymId> out, seen;
-    std::vector<SymId> stack{root};
-    while (!stack.empty()) {
-      SymId id = stack.back();
-      stack.pop_back();
-      if (!seen.insert(id).second) continue;
-      const ir::SymNode& n = ctx.node(id);
-      if (n.op == SymOp::Var || n.op == SymOp::Const) continue;
-      if (is_division_by_term(ctx, id)) out.insert(n.b);
-      for (SymId k : {n.a, n.b, n.c}) stack.push_back(k);
-    }
+    std::set<SymId> out;
+    for (SymId id : ctx.reachable(std::span<const SymId>(&root, 1)))
+      if (is_division_by_term(ctx, id)) out.insert(ctx.node(id).b);
     return out;
   };
   std::vector<std::vector<SymId>> common(ob.elements.size());
@@ -462,10 +433,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
 std::optional<bool> prove_fp32(const SymContext& ctx, const Obligation& ob, unsigned timeout_ms, std::string& note) {
   z3::context z;
   Encoder enc(z, ctx, /*fp=*/true);
-  z3::solver s(z);
-  z3::params p(z);
-  p.set("timeout", timeout_ms);
-  s.set(p);
+  z3::solver s = solver_with_timeout(z, timeout_ms);
   z3::expr_vector facts(z), differ(z);
   std::set<std::size_t> vars;
   bool functions = false, divisions = false;
@@ -551,7 +519,9 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   bool timed_out = false;
   egraph::Matches matches;
 
+  bool settled = false;
   for (const auto& instance : inst.instances) {
+    if (settled) break;
     if (elapsed_s() > opt.rule_time_limit_s) {
       timed_out = true;
       break;
@@ -560,16 +530,16 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
     std::span<const EClassId> roots(instance.data(), nroots);
     matches.data.clear();
     rule.search_at(inst.graph, roots, matches);
-    for (std::size_t m = 0; m < matches.size(); ++m) {
+    for (std::size_t m = 0; m < matches.size() && !settled; ++m) {
       auto rhs = rule.instantiate(inst.graph, matches.bindings(m));
       inst.graph.rebuild();
       if (!rhs) {
         ++rejected;
         continue;
       }
-      auto refute = [&](std::string what) {
+      // `cex` holds what the proof found (values); the instance is added here.
+      auto refute = [&](std::string what, Counterexample cex = {}) {
         v.status = VerifyStatus::Refuted;
-        Counterexample cex;
         auto names = rule.var_names();
         auto b = matches.bindings(m);
         for (std::size_t k = 0; k < b.size(); ++k) cex.bindings.emplace_back(names[k], describe_class(inst, b[k]));
@@ -629,18 +599,13 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
       }
       QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
       if (q.outcome == Outcome::Differ) {
-        Counterexample keep = q.cex;
-        refute(keep.what);
-        v.counterexample->inputs = keep.inputs;
-        v.counterexample->element = keep.element;
-        v.counterexample->lhs_value = keep.lhs_value;
-        v.counterexample->rhs_value = keep.rhs_value;
+        refute(q.cex.what, std::move(q.cex));
         return finish();
       }
       if (q.outcome == Outcome::Unknown) {
         ++unknown;
         if (unknown_why.empty()) unknown_why = q.why;
-        if (info.unverified) break;  // it says why it cannot be proved: one undecided instance settles it
+        if (info.unverified) settled = true;  // it says why it cannot be proved: one undecided instance settles it
       }
     }
   }

@@ -146,9 +146,13 @@ TEST_CASE("what cannot be decided is unknown - and :unverified is reported") {
   // A rule whose guard never holds has nothing to prove.
   auto n = verify_one("(rule never (relu ?x) => ?x :if (= (rank ?x) 9))");
   CHECK(n.status == VerifyStatus::Unknown);
-  // An op without symbolic semantics is named.
+  // Both sides the very same term: nothing to evaluate, even for argmax.
   auto a = verify_one("(rule am (argmax ?x ?axis ?k 0) => (argmax ?x ?axis ?k 0))");
-  CHECK(a.status == VerifyStatus::Proved);  // both sides are the same term: nothing to evaluate
+  CHECK(a.status == VerifyStatus::Proved);
+  // An op without symbolic semantics makes the rule unknown, and is named.
+  auto b = verify_one("(rule am-last (argmax ?x ?axis ?k 0) => (argmax ?x ?axis ?k 1))");
+  CHECK(b.status == VerifyStatus::Unknown);
+  CHECK(b.reason.find("argmax") != std::string::npos);
 }
 
 TEST_CASE("float32 exactness is reported for proved rules") {
