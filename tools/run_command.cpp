@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
+#include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
 #include "tools/cli_common.hpp"
 
@@ -32,6 +35,11 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
   cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
+  cmd->add_option("--threads", o.threads, "cpu target: worker threads (0: every hardware thread)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--profile", o.profile, "cpu target: print the time of every step of one run");
+  cmd->add_flag("--no-fuse", o.no_fuse, "cpu target: one kernel per elementwise op (to measure fusion)");
 }
 
 namespace {
@@ -78,8 +86,8 @@ Mismatch compare(const ir::Tensor& got, const ir::Tensor& want, double rtol, dou
 }  // namespace
 
 int run_model(const RunOptions& o) {
-  if (o.target != "interp")
-    return bad_input("--target " + o.target + " is not available in this build yet (use --target interp)");
+  if (o.target == "cuda")
+    return bad_input("--target cuda is not available in this build yet (use --target cpu or interp)");
   std::vector<ir::Tensor> inputs;
   for (const std::string& p : o.inputs) {
     auto t = ir::read_tensor_file(p);
@@ -90,10 +98,50 @@ int run_model(const RunOptions& o) {
   auto g = sat ? ir::read_sat_file(o.model) : ir::import_onnx_for_inputs(o.model, inputs);
   if (!g) return bad_input(g.error().to_string());
   auto run_inputs = ir::runtime_inputs(*g, inputs);
-  auto outs = runtime::interpret(*g, run_inputs);
-  if (!outs) return bad_input(outs.error().to_string());
-
   nlohmann::json summary = {{"model", o.model}, {"target", o.target}, {"outputs", nlohmann::json::array()}};
+  std::function<Expected<std::vector<ir::Tensor>>()> execute = [&] { return runtime::interpret(*g, run_inputs); };
+  std::unique_ptr<runtime::CpuExecutor> cpu;
+  if (o.target == "cpu") {
+    runtime::CpuExecutorOptions co;
+    co.threads = o.threads;
+    co.lowering.fuse = !o.no_fuse;
+    auto made = runtime::CpuExecutor::create(*g, co);
+    if (!made) return bad_input(made.error().to_string());
+    cpu = std::move(*made);
+    execute = [&] { return cpu->run(run_inputs); };
+    const lower::Program& p = cpu->program();
+    summary["arena_bytes"] = p.arena_bytes;
+    summary["naive_bytes"] = p.naive_bytes;
+    summary["lower_bound_bytes"] = p.lower_bound_bytes;
+    summary["kernels"] = p.fused_kernels;
+    summary["fused_ops"] = p.fused_ops;
+    summary["library_calls"] = p.library_calls;
+    summary["reference_ops"] = p.reference_ops;
+    summary["compile_ms"] = p.compile_ms;
+    if (!o.json) {
+      std::cerr << "cpu: " << p.steps.size() << " steps (" << p.fused_kernels << " generated kernels for "
+                << p.fused_ops << " ops, " << p.library_calls << " library calls, " << p.reference_ops.size()
+                << " reference ops), arena " << p.arena_bytes << " bytes (naive " << p.naive_bytes
+                << ", liveness bound " << p.lower_bound_bytes << "), compiled in " << p.compile_ms << " ms\n";
+    }
+  }
+  auto outs = execute();
+  if (!outs) return bad_input(outs.error().to_string());
+  if (cpu && o.profile) {
+    cpu->set_profile(true);
+    auto again = cpu->run(run_inputs);
+    if (!again) return bad_input(again.error().to_string());
+    const lower::Program& p = cpu->program();
+    nlohmann::json steps = nlohmann::json::array();
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      steps.push_back({{"step", p.steps[s].label}, {"ms", cpu->step_ms()[s]}});
+      if (!o.json) std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << cpu->step_ms()[s] << " ms  " << p.steps[s].label << "\n";
+    }
+    std::cerr.unsetf(std::ios::floatfield);
+    summary["profile"] = steps;
+    cpu->set_profile(false);
+  }
+
   for (std::size_t k = 0; k < outs->size(); ++k) {
     const ir::Tensor& t = (*outs)[k];
     summary["outputs"].push_back({{"name", g->outputs[k]}, {"type", t.summary()}});
@@ -113,7 +161,8 @@ int run_model(const RunOptions& o) {
     std::vector<double> ms;
     for (int i = 0; i <= o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      auto r = runtime::interpret(*g, run_inputs);
+      auto r = execute();
+      if (!r) return bad_input(r.error().to_string());
       double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (i > 0) ms.push_back(dt);  // the first run warms up
     }

@@ -11,6 +11,9 @@ packages=(
   libcli11-dev         # command-line parsing for `saturn`
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import/export
   libz3-dev            # saturn verify: proving rules
+  llvm-16-dev          # the CPU backend: code generation and the JIT
+  libopenblas-dev      # the CPU backend: sgemm
+  libdnnl-dev          # the CPU backend: oneDNN convolution and pooling
 )
 
 missing=()

@@ -1,0 +1,815 @@
+#include "lower/cpu_lowering.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "lower/library_calls.hpp"
+#include "lower/llvm_jit.hpp"
+#include "lower/loop_kernel.hpp"
+#include "lower/memory_plan.hpp"
+#include "lower/view.hpp"
+
+namespace saturn::lower {
+
+namespace {
+
+using ir::DType;
+using ir::SymId;
+using Dims = std::vector<std::int64_t>;
+
+std::int64_t product(const Dims& d) {
+  std::int64_t n = 1;
+  for (auto x : d) n *= x;
+  return n;
+}
+
+// Ops whose result element i is a function of operand elements at i (after
+// broadcasting), computed by the registry's kernel on scalars.
+bool is_elementwise(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "neg",   "recip", "sqrt",     "exp2",  "log2",       "sin",       "cos",          "exp",        "log",
+      "tanh",  "erf",   "abs",      "sign",  "ceil",       "floor",     "sigmoid",      "relu",       "leaky_relu",
+      "elu",   "selu",  "softplus", "gelu",  "hard_swish", "identity",  "hard_sigmoid", "add",        "sub",
+      "mul",   "div",   "pow",      "max",   "min",        "prelu",     "clip"};
+  return ops.count(op) != 0;
+}
+bool is_view(const std::string& op) {
+  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze" || op == "identity";
+}
+
+// A graph value as the lowering holds it.
+struct Value {
+  DType dtype = DType::F32;
+  Dims dims;
+  bool pending = false;
+  View view;       // stored: where it is
+  SymId sym = 0;   // pending: its expression over leaves of shape `dims`
+  int ops = 0;     // pending: graph ops folded into `sym`
+  double constant = 0;
+  bool is_scalar_constant = false;  // an f32 weight of one element: inlined as a literal
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& g, const CpuOptions& o) : o_(o), graph_(std::make_shared<ir::Graph>(g)) {}
+
+  Expected<std::shared_ptr<Program>> run();
+
+ private:
+  Diagnostic at_graph(std::string msg) const {
+    Diagnostic d;
+    d.loc.file = graph_->source;
+    d.message = std::move(msg);
+    return d;
+  }
+  [[noreturn]] void fail(const ir::Node& n, const std::string& msg) {
+    throw DiagnosticError{Diagnostic{{graph_->source, 0, 0}, ir::describe(n) + ": " + msg}};
+  }
+  BufferId add_buffer(BufferKind kind, DType t, const Dims& dims, const std::string& name) {
+    Buffer b;
+    b.kind = kind;
+    b.dtype = t;
+    b.dims = dims;
+    b.bytes = static_cast<std::size_t>(product(dims)) * ir::dtype_size(t);
+    b.name = name;
+    p_->buffers.push_back(b);
+    return static_cast<BufferId>(p_->buffers.size() - 1);
+  }
+  BufferId add_weight(const ir::Tensor* t, const std::string& name) {
+    BufferId b = add_buffer(BufferKind::Weight, t->dtype(), t->dims(), name);
+    p_->buffers[static_cast<std::size_t>(b)].weight = t;
+    return b;
+  }
+  Value stored(BufferId b) {
+    const Buffer& buf = p_->buffers[static_cast<std::size_t>(b)];
+    Value v;
+    v.dtype = buf.dtype;
+    v.dims = buf.dims;
+    v.view = View::of(b, buf.dims);
+    if (buf.kind == BufferKind::Weight && buf.dtype == DType::F32 && buf.weight->numel() == 1) {
+      v.is_scalar_constant = true;
+      v.constant = buf.weight->at(0);
+    }
+    return v;
+  }
+
+  // A variable reading `v` (a view over the kernel's dims).
+  SymId leaf(const View& v) {
+    ir::Sym var = ctx_->var("l" + std::to_string(leaf_views_.size()));
+    leaf_views_.emplace(var.id(), v);
+    return var.id();
+  }
+  // The value as an expression over `dims` (it broadcasts to them).
+  SymId expr_over(Value& v, const Dims& dims) {
+    if (v.is_scalar_constant) return ctx_->constant(v.constant).id();
+    if (v.pending && v.dims == dims) return v.sym;
+    if (v.pending) store(v);
+    return leaf(v.view.broadcast_to(dims));
+  }
+
+  // Computes a pending value into a new buffer (one loop kernel).
+  void store(Value& v, const std::string& what = "fused") {
+    if (!v.pending) return;
+    BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, what);
+    emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what);
+    v.pending = false;
+    v.view = View::of(out, v.dims);
+  }
+  // A stored, contiguous, whole-buffer copy of v (copies when it must).
+  View whole(Value& v) {
+    store(v);
+    if (v.view.whole() && !v.is_scalar_constant) return v.view;
+    if (v.dtype != DType::F32) return copy_any(v);
+    BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, "copy");
+    emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy");
+    v.view = View::of(out, v.dims);
+    v.is_scalar_constant = false;
+    return v.view;
+  }
+  View copy_any(Value& v) {
+    BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
+    Step s;
+    s.kind = StepKind::Reference;
+    s.label = "strided copy";
+    s.reads = {v.view.buffer};
+    s.writes = {out};
+    View src = v.view;
+    const std::size_t esize = ir::dtype_size(v.dtype);
+    s.run = [src, out, esize](const RunContext& ctx) { gather(ctx.addr[static_cast<std::size_t>(src.buffer)], esize, src, ctx.addr[static_cast<std::size_t>(out)]); };
+    p_->steps.push_back(std::move(s));
+    v.view = View::of(out, v.dims);
+    return v.view;
+  }
+
+ public:
+  // Copies the elements of a view, row-major, into dst.
+  static void gather(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
+    const std::int64_t n = product(v.dims);
+    std::vector<std::int64_t> idx(v.dims.size(), 0);
+    std::int64_t off = v.offset;
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::memcpy(dst + static_cast<std::size_t>(i) * esize, base + static_cast<std::size_t>(off) * esize, esize);
+      for (std::size_t d = v.dims.size(); d-- > 0;) {
+        off += v.strides[d];
+        if (++idx[d] < v.dims[d]) break;
+        off -= v.strides[d] * v.dims[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  // A loop kernel over `dims` (+ `red` reduced dims) writing `out`. Leaves
+  // of `body` are views over the pre-reduction operand dims `full` (dims
+  // with red interleaved as `reduced` says), or over `dims` when red is empty.
+  void emit_kernel(const Dims& dims, const Dims& red, ReduceKind how, SymId body, SymId post, BufferId out, int ops,
+                   const std::string& what, const std::vector<bool>& reduced = {}) {
+    LoopKernel k;
+    k.name = what;
+    k.ctx = ctx_;
+    k.body = body;
+    k.post = post;
+    k.acc_var = acc_;
+    k.reduce = how;
+    k.out = out;
+    k.ops = ops;
+    k.dims = dims;
+    k.red_dims = red;
+    for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
+      if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
+      const View& v = leaf_views_.at(id);
+      Leaf l{v.buffer, v.offset, {}};
+      if (reduced.empty()) {
+        l.strides = v.strides;
+      } else {  // kept dims first, then the reduced ones
+        for (std::size_t d = 0; d < reduced.size(); ++d)
+          if (!reduced[d]) l.strides.push_back(v.strides[d]);
+        for (std::size_t d = 0; d < reduced.size(); ++d)
+          if (reduced[d]) l.strides.push_back(v.strides[d]);
+      }
+      k.leaves.push_back(std::move(l));
+      k.leaf_vars.push_back(id);
+    }
+    if (!reduced.empty()) {
+      Dims kept;
+      for (std::size_t d = 0; d < reduced.size(); ++d)
+        if (!reduced[d]) kept.push_back(red_full_[d]);
+      k.dims = kept;
+    }
+    simplify_iteration_space(k);
+    check_bounds(k, p_->buffers);
+    Step s;
+    s.kind = StepKind::Kernel;
+    s.label = what;
+    for (const Leaf& l : k.leaves) s.reads.push_back(l.buffer);
+    s.writes = {out};
+    // An operand read once, at the element written, may share the result's storage.
+    if (how == ReduceKind::None) {
+      const Buffer& ob = p_->buffers[static_cast<std::size_t>(out)];
+      for (std::size_t i = 0; i < k.leaves.size(); ++i) {
+        const Buffer& lb = p_->buffers[static_cast<std::size_t>(k.leaves[i].buffer)];
+        int readers = 0;
+        for (const Leaf& l : k.leaves) readers += l.buffer == k.leaves[i].buffer;
+        View whole_out = View::of(out, k.dims);
+        if (readers == 1 && lb.kind == BufferKind::Temp && lb.bytes == ob.bytes && k.leaves[i].offset == 0 &&
+            k.leaves[i].strides == whole_out.strides)
+          s.in_place_ok.push_back(k.leaves[i].buffer);
+      }
+    }
+    kernel_step_.push_back(p_->steps.size());
+    p_->steps.push_back(std::move(s));
+    kernels_.push_back(std::move(k));
+    ++p_->fused_kernels;
+    p_->fused_ops += ops;
+  }
+
+  // reduce(expr over `full`) along `reduced`, keeping them as size 1.
+  Value reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post, int ops,
+               const std::string& what) {
+    Dims out_dims, red;
+    for (std::size_t d = 0; d < full.size(); ++d) {
+      out_dims.push_back(reduced[d] ? 1 : full[d]);
+      if (reduced[d]) red.push_back(full[d]);
+    }
+    BufferId out = add_buffer(BufferKind::Temp, DType::F32, out_dims, what);
+    red_full_ = full;
+    emit_kernel({}, red, how, body, post, out, ops, what, reduced);
+    Value v;
+    v.dims = out_dims;
+    v.view = View::of(out, out_dims);
+    return v;
+  }
+
+  void lower_node(std::size_t index);
+  bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
+  void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
+  // v as sgemm reads it: [batch..., rows, cols] (after an optional transpose
+  // of its last two dims), copied to a contiguous buffer only when its
+  // strides fit neither sgemm layout.
+  View gemm_operand(Value& v, bool transpose, std::int64_t rows, std::int64_t cols, const Dims& batch) {
+    auto as_operand = [&](View view) -> std::optional<View> {
+      const std::size_t r = view.dims.size();
+      if (transpose) {
+        std::swap(view.dims[r - 1], view.dims[r - 2]);
+        std::swap(view.strides[r - 1], view.strides[r - 2]);
+      }
+      View lead{view.buffer, view.offset, Dims(view.dims.begin(), view.dims.end() - 2),
+                Dims(view.strides.begin(), view.strides.end() - 2)};
+      View out = lead.broadcast_to(batch);
+      out.dims.push_back(rows);
+      out.dims.push_back(cols);
+      out.strides.push_back(view.strides[r - 2]);
+      out.strides.push_back(view.strides[r - 1]);
+      if (!matrix_layout(out)) return std::nullopt;
+      return out;
+    };
+    store(v);
+    if (!v.is_scalar_constant)
+      if (auto op = as_operand(v.view)) return *op;
+    return *as_operand(whole(v));
+  }
+  void lower_gemm_like(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, Value* c, double beta,
+                       const Dims& out_dims);
+
+  CpuOptions o_;
+  std::shared_ptr<ir::Graph> graph_;
+  std::shared_ptr<Program> p_ = std::make_shared<Program>();
+  std::shared_ptr<ir::SymContext> ctx_ = std::make_shared<ir::SymContext>();
+  SymId acc_ = 0;
+  std::unordered_map<SymId, View> leaf_views_;
+  std::map<std::string, ir::ValueType> types_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> uses_;
+  std::vector<LoopKernel> kernels_;
+  std::vector<std::size_t> kernel_step_;
+  std::set<std::size_t> absorbed_;           // relu nodes fused into the conv before them
+  std::map<std::size_t, bool> conv_relu_;     // conv node -> relu post-op
+  std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
+  Dims red_full_;
+};
+
+Expected<std::shared_ptr<Program>> Lowerer::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<Diagnostic> failure;
+  try {
+    auto types = ir::infer_types(*graph_);
+    if (!types) throw DiagnosticError{types.error()};
+    types_ = std::move(*types);
+    for (const auto& [name, t] : types_)
+      if (!ir::is_static(t.shape))
+        throw DiagnosticError{at_graph("the cpu target needs static shapes: '" + name + "' is " +
+                                       ir::to_string(t.shape) + " (give inputs, or set the dimensions)")};
+    acc_ = ctx_->var("acc").id();
+    p_->keep_alive.push_back(graph_);
+    p_->keep_alive.push_back(folded_);
+    for (std::size_t i = 0; i < graph_->inputs.size(); ++i) {
+      const ir::GraphValue& in = graph_->inputs[i];
+      BufferId b = add_buffer(BufferKind::Input, in.type.dtype, ir::static_dims(in.type.shape), in.name);
+      p_->buffers[static_cast<std::size_t>(b)].input_index = static_cast<int>(i);
+      values_[in.name] = stored(b);
+    }
+    for (const auto& [name, t] : graph_->initializers) values_[name] = stored(add_weight(&t, name));
+    for (const ir::Node& n : graph_->nodes)
+      for (const std::string& i : n.inputs)
+        if (!i.empty()) ++uses_[i];
+    for (const std::string& o : graph_->outputs) ++uses_[o];
+    // relu(conv(...)) with the conv used only there: a oneDNN post-op.
+    std::map<std::string, std::size_t> producer;
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i) {
+      const ir::Node& n = graph_->nodes[i];
+      for (const std::string& o : n.outputs) producer[o] = i;
+      if (n.op != "relu" || n.inputs.empty()) continue;
+      auto it = producer.find(n.inputs[0]);
+      if (it == producer.end() || uses_[n.inputs[0]] != 1) continue;
+      const std::string& pop = graph_->nodes[it->second].op;
+      if (pop == "conv" || pop == "dnnl.conv") {
+        conv_relu_[it->second] = true;
+        absorbed_.insert(i);
+      }
+    }
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i) lower_node(i);
+    // Graph outputs: whole temporaries of their own.
+    std::set<BufferId> seen;
+    for (const std::string& o : graph_->outputs) {
+      Value& v = values_.at(o);
+      store(v, "output");
+      const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
+      if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
+        Value copy = v;
+        if (v.dtype == DType::F32) {
+          BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, "output");
+          emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy");
+          copy.view = View::of(out, v.dims);
+        } else {
+          copy_any(copy);
+        }
+        copy.is_scalar_constant = false;
+        p_->outputs.push_back(copy.view.buffer);
+      } else {
+        p_->outputs.push_back(v.view.buffer);
+      }
+      seen.insert(p_->outputs.back());
+    }
+    // Compile every loop kernel in one module.
+    auto jit = KernelJit::create();
+    if (!jit) throw DiagnosticError{jit.error()};
+    (*jit)->keep_ir = o_.keep_ir;
+    auto fns = (*jit)->compile(kernels_);
+    if (!fns) throw DiagnosticError{fns.error()};
+    p_->keep_alive.push_back(*jit);
+    p_->ir_text = (*jit)->last_ir();
+    p_->target_cpu = (*jit)->target_description();
+    for (std::size_t k = 0; k < kernels_.size(); ++k) {
+      Step& s = p_->steps[kernel_step_[k]];
+      KernelFn fn = (*fns)[k];
+      std::vector<BufferId> args;
+      for (const Leaf& l : kernels_[k].leaves) args.push_back(l.buffer);
+      args.push_back(kernels_[k].out);
+      const std::int64_t rows = kernel_rows(kernels_[k]);
+      const std::int64_t work = product(kernels_[k].dims) * std::max<std::int64_t>(1, product(kernels_[k].red_dims));
+      s.run = [fn, args, rows, work](const RunContext& ctx) {
+        std::vector<void*> ptrs(args.size());
+        for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
+        // Small kernels run on the calling thread: waking the pool costs more.
+        if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2) {
+          fn(ptrs.data(), 0, rows);
+          return;
+        }
+        ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
+      };
+    }
+    plan_memory(*p_);
+  } catch (const DiagnosticError& e) {
+    failure = e.diag;
+  } catch (const ir::ShapeError& e) {
+    failure = at_graph("cpu lowering: " + e.message);
+  } catch (const dnnl::error& e) {
+    failure = at_graph(std::string("cpu lowering: oneDNN: ") + e.what());
+  } catch (const std::exception& e) {
+    failure = at_graph(std::string("cpu lowering: internal error: ") + e.what());
+  }
+  if (failure) return *failure;
+  p_->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return p_;
+}
+
+void Lowerer::lower_node(std::size_t index) {
+  const ir::Node& n = graph_->nodes[index];
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  if (!def) fail(n, "unknown op '" + n.op + "'");
+  std::vector<ir::ValueType> out_types;
+  for (const std::string& o : n.outputs) out_types.push_back(o.empty() ? ir::ValueType{} : types_.at(o));
+  if (absorbed_.count(index)) {  // a ReLU already applied by the conv before it
+    values_[n.outputs[0]] = values_.at(n.inputs[0]);
+    return;
+  }
+  // Constant subgraphs: evaluated now, once.
+  bool all_const = !n.inputs.empty();
+  for (const std::string& i : n.inputs) {
+    if (i.empty()) continue;
+    const Value& v = values_.at(i);
+    all_const &= !v.pending && p_->buffers[static_cast<std::size_t>(v.view.buffer)].kind == BufferKind::Weight;
+  }
+  if (all_const) {
+    std::vector<ir::Tensor> args;
+    std::vector<char> given;
+    for (const std::string& i : n.inputs) {
+      given.push_back(!i.empty());
+      if (i.empty()) {
+        args.emplace_back();
+        continue;
+      }
+      Value& v = values_.at(i);
+      const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
+      ir::Tensor t(v.dtype, v.dims);
+      gather(b.weight->bytes(), ir::dtype_size(v.dtype), v.view, t.bytes());
+      args.push_back(std::move(t));
+    }
+    std::vector<bool> g(given.begin(), given.end());
+    std::unique_ptr<bool[]> gb(new bool[g.size() + 1]);
+    for (std::size_t i = 0; i < g.size(); ++i) gb[i] = g[i];
+    auto res = def->eval(n.attrs, args, std::span<const bool>(gb.get(), g.size()), n.outputs.size());
+    for (std::size_t k = 0; k < n.outputs.size() && k < res.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      folded_->push_back(std::move(res[k]));
+      values_[n.outputs[k]] = stored(add_weight(&folded_->back(), n.outputs[k]));
+    }
+    return;
+  }
+  std::vector<Value*> in;
+  for (const std::string& i : n.inputs) in.push_back(i.empty() ? nullptr : &values_.at(i));
+  bool all_f32 = true;
+  for (Value* v : in)
+    if (v) all_f32 &= v->dtype == DType::F32;
+  for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
+  if (all_f32 && lower_f32(n, in, out_types)) return;
+  // Views of stored values of any type.
+  if (is_view(n.op) && in.size() >= 1 && in[0] && n.outputs.size() == 1) {
+    store(*in[0]);
+    Value v = *in[0];
+    Dims to = ir::static_dims(out_types[0].shape);
+    if (v.view.contiguous()) {
+      v.view = v.view.reshaped(to);
+      v.dims = to;
+      values_[n.outputs[0]] = v;
+      return;
+    }
+  }
+  lower_reference(n, out_types);
+}
+
+bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
+  const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) {
+    if (!(n.op == "layer_norm" && n.outputs.size() >= 1)) return false;
+    for (std::size_t k = 1; k < n.outputs.size(); ++k)
+      if (!n.outputs[k].empty()) return false;
+  }
+  const Dims out = ir::static_dims(out_types[0].shape);
+  Value result;
+  result.dims = out;
+  auto set = [&](Value v) { values_[n.outputs[0]] = std::move(v); };
+  auto pending = [&](SymId s, int ops) {
+    Value v;
+    v.dims = out;
+    v.pending = true;
+    v.sym = s;
+    v.ops = ops;
+    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v, n.op);
+    set(v);
+  };
+  auto operand_ops = [&](std::initializer_list<Value*> vs) {
+    int k = 0;
+    for (Value* v : vs)
+      if (v && v->pending && v->dims == out) k += v->ops;
+    return k;
+  };
+
+  if (is_elementwise(n.op)) {
+    // The op's own kernel applied to scalar expressions.
+    std::vector<ir::SymTensor> args;
+    std::unique_ptr<bool[]> given(new bool[in.size() + 1]);
+    int ops = 1;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      given[k] = in[k] != nullptr;
+      if (!in[k]) {
+        args.emplace_back();
+        continue;
+      }
+      if (in[k]->pending && in[k]->dims == out) ops += in[k]->ops;
+      ir::SymTensor t(*ctx_, DType::F32, {});
+      t.set(0, ir::Sym(ctx_.get(), expr_over(*in[k], out)));
+      args.push_back(std::move(t));
+    }
+    try {
+      auto res = def.symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
+      pending(res.at(0).id(0), ops);
+    } catch (const ir::SymbolicUnsupported&) {
+      return false;
+    }
+    return true;
+  }
+  if (n.op == "transpose" && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    Dims perm = n.attrs.ints("perm");
+    if (perm.empty())
+      for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+    v.view = v.view.transposed(perm);
+    v.dims = out;
+    set(v);
+    return true;
+  }
+  if (n.op == "expand" && in[0]) {
+    Value v = *in[0];
+    if (v.pending) {
+      store(*in[0]);
+      v = *in[0];
+    }
+    v.view = v.view.broadcast_to(out);
+    v.dims = out;
+    set(v);
+    return true;
+  }
+  auto reduced_axes = [&](const Dims& axes_in, std::size_t rank) {
+    std::vector<bool> red(rank, axes_in.empty());
+    for (auto a : axes_in) red[static_cast<std::size_t>(ir::normalize_axis(a, static_cast<std::int64_t>(rank)))] = true;
+    return red;
+  };
+  auto keep_shape = [&](Value v) {  // a reduction's result as the node's (keepdims or not)
+    if (v.dims != out) {
+      v.view = v.view.reshaped(out);
+      v.dims = out;
+    }
+    return v;
+  };
+  static const std::map<std::string, ReduceKind> reductions = {{"reduce_sum", ReduceKind::Sum},
+                                                               {"reduce_mean", ReduceKind::Sum},
+                                                               {"reduce_max", ReduceKind::Max},
+                                                               {"reduce_min", ReduceKind::Min},
+                                                               {"reduce_sum_square", ReduceKind::Sum},
+                                                               {"reduce_l1", ReduceKind::Sum},
+                                                               {"reduce_l2", ReduceKind::Sum}};
+  if (auto it = reductions.find(n.op); it != reductions.end() && in.size() == 1) {
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    auto red = reduced_axes(n.attrs.ints("axes"), full.size());
+    if (n.attrs.i("noop_with_empty_axes", 0) && n.attrs.ints("axes").empty()) return false;
+    ir::Sym xs(ctx_.get(), expr_over(x, full));
+    ir::Sym body = xs;
+    if (n.op == "reduce_sum_square" || n.op == "reduce_l2") body = xs * xs;
+    if (n.op == "reduce_l1") body = ir::scalar::abs(xs);
+    ir::Sym acc(ctx_.get(), acc_);
+    ir::Sym post = acc;
+    std::int64_t count = 1;
+    for (std::size_t d = 0; d < full.size(); ++d)
+      if (red[d]) count *= full[d];
+    if (n.op == "reduce_mean") post = acc / static_cast<double>(count);
+    if (n.op == "reduce_l2") post = ir::scalar::sqrt(acc);
+    set(keep_shape(reduce(body.id(), full, red, it->second, post.id(), 1 + operand_ops({&x}), n.op)));
+    return true;
+  }
+  if ((n.op == "global_avg_pool" || n.op == "global_max_pool") && in[0]->dims.size() > 2) {
+    Value& x = *in[0];
+    std::vector<bool> red(x.dims.size(), true);
+    red[0] = red[1] = false;
+    std::int64_t count = product(x.dims) / (x.dims[0] * x.dims[1]);
+    ir::Sym acc(ctx_.get(), acc_);
+    ir::Sym post = n.op == "global_avg_pool" ? acc / static_cast<double>(count) : acc;
+    set(keep_shape(reduce(expr_over(x, x.dims), x.dims, red,
+                          n.op == "global_avg_pool" ? ReduceKind::Sum : ReduceKind::Max, post.id(), 1, n.op)));
+    return true;
+  }
+  if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1) {
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    auto red = reduced_axes({n.attrs.i("axis", -1)}, full.size());
+    SymId xs = expr_over(x, full);
+    ir::Sym acc(ctx_.get(), acc_);
+    Value top = reduce(xs, full, red, ReduceKind::Max, acc.id(), 1, n.op + " max");
+    ir::Sym shifted = ir::Sym(ctx_.get(), xs) - ir::Sym(ctx_.get(), expr_over(top, full));
+    Value sum = reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum");
+    ir::Sym s(ctx_.get(), expr_over(sum, full));
+    ir::Sym y = n.op == "softmax" ? ir::scalar::exp(shifted) / s : shifted - ir::scalar::log(s);
+    pending(y.id(), 1 + operand_ops({&x}));
+    return true;
+  }
+  if (n.op == "layer_norm" && in.size() >= 1) {
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    auto axis = static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())));
+    std::vector<bool> red(full.size(), false);
+    std::int64_t count = 1;
+    for (std::size_t d = axis; d < full.size(); ++d) {
+      red[d] = true;
+      count *= full[d];
+    }
+    ir::Sym xs(ctx_.get(), expr_over(x, full));
+    ir::Sym acc(ctx_.get(), acc_);
+    Value mean = reduce(xs.id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 1, "layer_norm mean");
+    ir::Sym d = xs - ir::Sym(ctx_.get(), expr_over(mean, full));
+    Value var = reduce((d * d).id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 0,
+                       "layer_norm var");
+    ir::Sym y = d / ir::scalar::sqrt(ir::Sym(ctx_.get(), expr_over(var, full)) + n.attrs.f("epsilon", 1e-5));
+    // scale and bias broadcast over the normalized block (their shape is a suffix of it)
+    if (in.size() > 1 && in[1]) y = y * ir::Sym(ctx_.get(), expr_over(*in[1], full));
+    if (in.size() > 2 && in[2]) y = y + ir::Sym(ctx_.get(), expr_over(*in[2], full));
+    pending(y.id(), 1 + operand_ops({&x}));
+    return true;
+  }
+  if (n.op == "batch_norm" && in.size() == 5 && in[0]->dims.size() >= 2) {
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    // Per-channel parameters [C] read along axis 1.
+    auto channel = [&](Value& p) {
+      if (p.is_scalar_constant) return ctx_->constant(p.constant).id();
+      store(p);
+      View v = p.view;
+      View c{v.buffer, v.offset, full, Dims(full.size(), 0)};
+      c.strides[1] = v.strides[0];
+      return leaf(c);
+    };
+    ir::Sym xs(ctx_.get(), expr_over(x, full));
+    auto S = [&](SymId id) { return ir::Sym(ctx_.get(), id); };
+    ir::Sym y = (xs - S(channel(*in[3]))) / ir::scalar::sqrt(S(channel(*in[4])) + n.attrs.f("epsilon", 1e-5)) *
+                    S(channel(*in[1])) +
+                S(channel(*in[2]));
+    pending(y.id(), 1 + operand_ops({&x}));
+    return true;
+  }
+  if ((n.op == "matmul" || n.op == "blas.matmul") && in.size() == 2 && in[0]->dims.size() >= 2 &&
+      in[1]->dims.size() >= 2) {
+    lower_gemm_like(n, *in[0], *in[1], false, false, 1.0, nullptr, 0.0, out);
+    return true;
+  }
+  if ((n.op == "gemm" || n.op == "blas.gemm") && in.size() >= 2) {
+    Value* c = in.size() > 2 ? in[2] : nullptr;
+    lower_gemm_like(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
+                    n.attrs.f("alpha", 1.0), c, n.attrs.f("beta", 1.0), out);
+    return true;
+  }
+  const bool conv = n.op == "conv" || n.op == "dnnl.conv" || n.op == "dnnl.conv_relu";
+  if (conv && in[0]->dims.size() == 4 && in[1] && !in[1]->pending &&
+      p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)].kind == BufferKind::Weight && in[1]->view.whole() &&
+      n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
+      (in.size() < 3 || !in[2] || (!in[2]->pending && in[2]->view.whole() &&
+                                   p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)].kind == BufferKind::Weight))) {
+    ConvSpec spec;
+    spec.x_dims = in[0]->dims;
+    spec.w_dims = in[1]->dims;
+    spec.out_dims = out;
+    spec.strides = n.attrs.ints("strides", {1, 1});
+    spec.dilations = n.attrs.ints("dilations", {1, 1});
+    Dims pads = n.attrs.ints("pads", {0, 0, 0, 0});
+    spec.pads_begin = {pads[0], pads[1]};
+    spec.group = n.attrs.i("group", 1);
+    for (std::size_t i = 0; i < 2; ++i) {
+      // The right padding that gives exactly the result's size.
+      std::int64_t span = (spec.w_dims[2 + i] - 1) * spec.dilations[i] + 1;
+      spec.pads_end.push_back((out[2 + i] - 1) * spec.strides[i] + span - spec.x_dims[2 + i] - spec.pads_begin[i]);
+    }
+    spec.relu = n.op == "dnnl.conv_relu" || conv_relu_.count(static_cast<std::size_t>(&n - graph_->nodes.data()));
+    View x = whole(*in[0]);
+    BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
+    const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
+    const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
+    Step s = make_conv_step(spec, x.buffer, wb, in[1]->view.buffer, bb, bb ? in[2]->view.buffer : -1, y,
+                            p_->keep_alive);
+    p_->steps.push_back(std::move(s));
+    ++p_->library_calls;
+    set(stored(y));
+    return true;
+  }
+  const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool";
+  if (pool && in[0]->dims.size() == 4 && n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
+      n.attrs.i("storage_order", 0) == 0) {
+    for (auto d : n.attrs.ints("dilations"))
+      if (d != 1) return false;
+    PoolSpec spec;
+    spec.max = n.op.find("max") != std::string::npos;
+    spec.count_include_pad = n.attrs.i("count_include_pad", 0) != 0;
+    if (spec.count_include_pad && n.attrs.i("ceil_mode", 0)) return false;
+    spec.x_dims = in[0]->dims;
+    spec.out_dims = out;
+    spec.kernel = n.attrs.ints("kernel_shape");
+    spec.strides = n.attrs.ints("strides", {1, 1});
+    Dims pads = n.attrs.ints("pads", {0, 0, 0, 0});
+    spec.pads_begin = {pads[0], pads[1]};
+    for (std::size_t i = 0; i < 2; ++i)
+      spec.pads_end.push_back((out[2 + i] - 1) * spec.strides[i] + spec.kernel[i] - spec.x_dims[2 + i] -
+                              spec.pads_begin[i]);
+    // oneDNN averages over the padding it is told about; ONNX's right
+    // padding may be smaller than what ceil_mode adds.
+    if (!spec.max && spec.count_include_pad && (spec.pads_end[0] != pads[2] || spec.pads_end[1] != pads[3]))
+      return false;
+    View x = whole(*in[0]);
+    BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
+    p_->steps.push_back(make_pool_step(spec, x.buffer, y, p_->keep_alive));
+    ++p_->library_calls;
+    set(stored(y));
+    return true;
+  }
+  return false;
+}
+
+void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool ta, bool tb, double alpha, Value* c,
+                              double beta, const Dims& out_dims) {
+  const std::size_t r = out_dims.size();
+  Dims batch(out_dims.begin(), out_dims.end() - 2);
+  const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1];
+  const std::int64_t K = ta ? a_in.dims[a_in.dims.size() - 2] : a_in.dims.back();
+  View a = gemm_operand(a_in, ta, M, K, batch);
+  View b = gemm_operand(b_in, tb, K, N, batch);
+  BufferId y = add_buffer(BufferKind::Temp, DType::F32, out_dims, n.op);
+  p_->steps.push_back(make_gemm_step(a, b, y, out_dims, alpha));
+  ++p_->library_calls;
+  Value v = stored(y);
+  if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {
+    // beta * C joins the result as a pending elementwise add (fused into its consumer).
+    ir::Sym s = ir::Sym(ctx_.get(), leaf(v.view)) + ir::Sym(ctx_.get(), expr_over(*c, out_dims)) * beta;
+    v.pending = true;
+    v.sym = s.id();
+    v.ops = 1;
+    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v, n.op);
+  }
+  values_[n.outputs[0]] = v;
+}
+
+void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types) {
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  std::vector<View> ins;
+  std::vector<DType> in_types;
+  std::vector<bool> given;
+  Step s;
+  s.kind = StepKind::Reference;
+  s.label = "reference " + n.op;
+  for (const std::string& i : n.inputs) {
+    given.push_back(!i.empty());
+    if (i.empty()) {
+      ins.push_back(View{});
+      in_types.push_back(DType::F32);
+      continue;
+    }
+    Value& v = values_.at(i);
+    store(v);
+    ins.push_back(v.view);
+    in_types.push_back(v.dtype);
+    s.reads.push_back(v.view.buffer);
+  }
+  std::vector<BufferId> outs;
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) {
+      outs.push_back(-1);
+      continue;
+    }
+    BufferId b = add_buffer(BufferKind::Temp, out_types[k].dtype, ir::static_dims(out_types[k].shape), n.outputs[k]);
+    outs.push_back(b);
+    s.writes.push_back(b);
+  }
+  p_->reference_ops.push_back(n.op);
+  const std::size_t nout = n.outputs.size();
+  ir::Attrs attrs = n.attrs;
+  std::string name = ir::describe(n);
+  s.run = [def, attrs, ins, in_types, given, outs, nout, name](const RunContext& ctx) {
+    std::vector<ir::Tensor> args;
+    std::unique_ptr<bool[]> g(new bool[given.size() + 1]);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      g[k] = given[k];
+      if (!given[k]) {
+        args.emplace_back();
+        continue;
+      }
+      ir::Tensor t(in_types[k], ins[k].dims);
+      gather(ctx.addr[static_cast<std::size_t>(ins[k].buffer)], ir::dtype_size(in_types[k]), ins[k], t.bytes());
+      args.push_back(std::move(t));
+    }
+    std::vector<ir::Tensor> res;
+    try {
+      res = def->eval(attrs, args, std::span<const bool>(g.get(), given.size()), nout);
+    } catch (const ir::ShapeError& e) {
+      throw std::runtime_error(name + ": " + e.message);
+    }
+    for (std::size_t k = 0; k < outs.size() && k < res.size(); ++k)
+      if (outs[k] >= 0) std::memcpy(ctx.addr[static_cast<std::size_t>(outs[k])], res[k].bytes(), res[k].nbytes());
+  };
+  p_->steps.push_back(std::move(s));
+  for (std::size_t k = 0; k < n.outputs.size(); ++k)
+    if (outs[k] >= 0) values_[n.outputs[k]] = stored(outs[k]);
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const CpuOptions& o) {
+  Lowerer l(g, o);
+  return l.run();
+}
+
+}  // namespace saturn::lower

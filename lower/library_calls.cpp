@@ -1,0 +1,207 @@
+#include "lower/library_calls.hpp"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <sstream>
+
+namespace saturn::lower {
+
+std::optional<MatrixLayout> matrix_layout(const View& v) {
+  const std::size_t r = v.dims.size();
+  const std::int64_t rows = v.dims[r - 2], cols = v.dims[r - 1];
+  // A stride along a dimension of size 1 is never used: take the value that fits.
+  std::int64_t rs = rows == 1 ? std::max<std::int64_t>(cols, 1) : v.strides[r - 2];
+  std::int64_t cs = cols == 1 ? 1 : v.strides[r - 1];
+  if (cs == 1 && rs >= std::max<std::int64_t>(cols, 1)) return MatrixLayout{false, rs};
+  rs = rows == 1 ? 1 : v.strides[r - 2];
+  cs = cols == 1 ? std::max<std::int64_t>(rows, 1) : v.strides[r - 1];
+  if (rs == 1 && cs >= std::max<std::int64_t>(rows, 1)) return MatrixLayout{true, cs};
+  return std::nullopt;
+}
+
+Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
+                    double alpha) {
+  const std::size_t r = out_dims.size();
+  const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
+  MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
+  std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
+  std::int64_t nbatch = 1;
+  for (auto d : batch) nbatch *= d;
+
+  // Fold the batch into M when b is shared and a's rows walk evenly.
+  bool fold = nbatch > 1 && !la.transposed;
+  for (std::size_t i = 0; fold && i < batch.size(); ++i) fold = b.strides[i] == 0;
+  if (fold) {
+    std::int64_t want = la.ld * M;
+    for (std::size_t i = batch.size(); fold && i-- > 0;) {
+      if (batch[i] != 1 && a.strides[i] != want) fold = false;
+      want *= batch[i];
+    }
+  }
+  std::int64_t m = fold ? M * nbatch : M;
+  std::int64_t calls = fold ? 1 : nbatch;
+
+  Step s;
+  s.kind = StepKind::Gemm;
+  std::ostringstream label;
+  label << "sgemm " << m << "x" << N << "x" << K;
+  if (calls > 1) label << " x" << calls;
+  s.label = label.str();
+  s.reads = {a.buffer, b.buffer};
+  s.writes = {out};
+  const float al = static_cast<float>(alpha);
+  s.run = [=, a_off = a.offset, b_off = b.offset, a_str = a.strides, b_str = b.strides, ab = a.buffer,
+           bb = b.buffer](const RunContext& ctx) {
+    const float* A = ctx.at<const float>(ab);
+    const float* B = ctx.at<const float>(bb);
+    float* C = ctx.at(out);
+    for (std::int64_t c = 0; c < calls; ++c) {
+      std::int64_t ao = a_off, bo = b_off, rem = c;
+      for (std::size_t i = batch.size(); i-- > 0;) {
+        std::int64_t idx = rem % batch[i];
+        rem /= batch[i];
+        ao += idx * a_str[i];
+        bo += idx * b_str[i];
+      }
+      cblas_sgemm(CblasRowMajor, la.transposed ? CblasTrans : CblasNoTrans, lb.transposed ? CblasTrans : CblasNoTrans,
+                  static_cast<blasint>(m), static_cast<blasint>(N), static_cast<blasint>(K), al, A + ao,
+                  static_cast<blasint>(la.ld), B + bo, static_cast<blasint>(lb.ld), 0.0f, C + c * M * N,
+                  static_cast<blasint>(N));
+    }
+  };
+  return s;
+}
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+memory::dims to_dims(const std::vector<std::int64_t>& v) { return memory::dims(v.begin(), v.end()); }
+
+// The oneDNN objects one step owns.
+struct DnnlState {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::primitive prim;
+  memory src, dst, weights, bias;  // the primitive's layouts
+  memory user_src, user_dst;       // NCHW views of our buffers (when the primitive's differ)
+  std::optional<dnnl::reorder> to_src, from_dst;
+};
+
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s.append(i ? "x" : "").append(std::to_string(d[i]));
+  return s;
+}
+
+}  // namespace
+
+Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w, const Buffer* bias_buffer,
+                    BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
+  auto st = std::make_shared<DnnlState>();
+  memory::dims wd = to_dims(spec.w_dims);
+  tag wtag = tag::oihw;
+  if (spec.group > 1) {
+    wd = {spec.group, spec.w_dims[0] / spec.group, spec.w_dims[1], spec.w_dims[2], spec.w_dims[3]};
+    wtag = tag::goihw;
+  }
+  memory::desc user_x(to_dims(spec.x_dims), dt::f32, tag::nchw), user_y(to_dims(spec.out_dims), dt::f32, tag::nchw);
+  memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
+  memory::desc any_w(wd, dt::f32, tag::any), user_w(wd, dt::f32, wtag);
+  memory::desc bias_md = bias_buffer ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
+  memory::dims dil;
+  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
+                                       any_w, bias_md, any_y, to_dims(spec.strides), dil, to_dims(spec.pads_begin),
+                                       to_dims(spec.pads_end));
+  dnnl::primitive_attr attr;
+  if (spec.relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, st->engine);
+  st->prim = dnnl::convolution_forward(pd);
+  // Weights (and bias) into the primitive's layout, once.
+  memory wsrc(user_w, st->engine, const_cast<std::uint8_t*>(w_buffer.weight->bytes()));
+  st->weights = memory(pd.weights_desc(), st->engine);
+  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
+  if (bias_buffer) {
+    st->bias = memory(bias_md, st->engine);
+    std::memcpy(st->bias.get_data_handle(), bias_buffer->weight->bytes(), bias_buffer->bytes);
+  }
+  st->stream.wait();
+  st->user_src = memory(user_x, st->engine, nullptr);
+  st->user_dst = memory(user_y, st->engine, nullptr);
+  if (pd.src_desc() != user_x) {
+    st->src = memory(pd.src_desc(), st->engine);
+    st->to_src = dnnl::reorder(st->user_src, st->src);
+  } else {
+    st->src = st->user_src;
+  }
+  if (pd.dst_desc() != user_y) {
+    st->dst = memory(pd.dst_desc(), st->engine);
+    st->from_dst = dnnl::reorder(st->dst, st->user_dst);
+  } else {
+    st->dst = st->user_dst;
+  }
+  keep.push_back(st);
+
+  Step s;
+  s.kind = StepKind::Conv;
+  s.label = std::string("oneDNN conv ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
+            (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "");
+  s.reads = {x};
+  (void)w;
+  (void)bias;
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, x, out](const RunContext& ctx) {
+    p->user_src.set_data_handle(ctx.at(x));
+    p->user_dst.set_data_handle(ctx.at(out));
+    if (p->to_src) p->to_src->execute(p->stream, p->user_src, p->src);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->weights}, {DNNL_ARG_DST, p->dst}};
+    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
+    p->prim.execute(p->stream, args);
+    if (p->from_dst) p->from_dst->execute(p->stream, p->dst, p->user_dst);
+    p->stream.wait();
+  };
+  return s;
+}
+
+Step make_pool_step(const PoolSpec& spec, BufferId x, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
+  auto st = std::make_shared<DnnlState>();
+  memory::desc user_x(to_dims(spec.x_dims), dt::f32, tag::nchw), user_y(to_dims(spec.out_dims), dt::f32, tag::nchw);
+  auto alg = spec.max                 ? dnnl::algorithm::pooling_max
+             : spec.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                      : dnnl::algorithm::pooling_avg_exclude_padding;
+  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, user_x, user_y, to_dims(spec.strides),
+                                   to_dims(spec.kernel), to_dims(spec.pads_begin), to_dims(spec.pads_end));
+  dnnl::pooling_forward::primitive_desc pd(desc, st->engine);
+  st->prim = dnnl::pooling_forward(pd);
+  st->src = memory(user_x, st->engine, nullptr);
+  st->dst = memory(user_y, st->engine, nullptr);
+  keep.push_back(st);
+  Step s;
+  s.kind = StepKind::Pool;
+  s.label = std::string("oneDNN ") + (spec.max ? "max" : "avg") + " pool " + dims_text(spec.x_dims);
+  s.reads = {x};
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, x, out](const RunContext& ctx) {
+    p->src.set_data_handle(ctx.at(x));
+    p->dst.set_data_handle(ctx.at(out));
+    p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}});
+    p->stream.wait();
+  };
+  return s;
+}
+
+void set_library_threads(int n) { openblas_set_num_threads(n); }
+
+}  // namespace saturn::lower

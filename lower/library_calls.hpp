@@ -1,0 +1,55 @@
+// Steps that call the CPU libraries: OpenBLAS sgemm for matrix products and
+// oneDNN for convolution and pooling. The library objects (oneDNN
+// primitives, weights reordered into the layout the primitive prefers) are
+// built here, once, when the program is compiled; a step only binds the
+// run's buffer addresses and calls the library.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/program.hpp"
+#include "lower/view.hpp"
+
+namespace saturn::lower {
+
+// How sgemm reads a [rows, cols] matrix from a view's last two dimensions:
+// row-major with leading dimension `ld`, or transposed (column-major).
+// nullopt when the view has neither layout (it must be copied first).
+struct MatrixLayout {
+  bool transposed = false;
+  std::int64_t ld = 1;
+};
+std::optional<MatrixLayout> matrix_layout(const View& v);
+
+// out[batch..., M, N] = alpha * a[batch..., M, K] @ b[batch..., K, N], where
+// a and b are already broadcast to the result's batch dimensions and both
+// have a matrix_layout. One sgemm when the batch folds into M (b shared, a
+// row-major and evenly strided), else one sgemm per batch element.
+Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
+                    double alpha);
+
+// 2-D convolution (NCHW, OIHW weights, groups), with an optional ReLU
+// post-op. x and out are whole contiguous buffers; w (and bias) are weights
+// whose data is read now.
+struct ConvSpec {
+  std::vector<std::int64_t> x_dims, w_dims, out_dims;
+  std::vector<std::int64_t> strides, dilations, pads_begin, pads_end;
+  std::int64_t group = 1;
+  bool relu = false;
+};
+Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w,
+                    const Buffer* bias_buffer, BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+
+struct PoolSpec {
+  std::vector<std::int64_t> x_dims, out_dims, kernel, strides, pads_begin, pads_end;
+  bool max = true;
+  bool count_include_pad = false;
+};
+Step make_pool_step(const PoolSpec& spec, BufferId x, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+
+// Library threads: OpenBLAS's own pool size (oneDNN follows OpenMP's).
+void set_library_threads(int n);
+
+}  // namespace saturn::lower

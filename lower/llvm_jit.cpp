@@ -1,0 +1,416 @@
+#include "lower/llvm_jit.hpp"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+namespace saturn::lower {
+
+namespace {
+
+Diagnostic jit_failure(std::string message) {
+  Diagnostic d;
+  d.message = "LLVM JIT: " + std::move(message);
+  return d;
+}
+Diagnostic jit_error(const std::string& what, llvm::Error e) {
+  return jit_failure(what + ": " + llvm::toString(std::move(e)));
+}
+
+// Emits the scalar expression DAG of a kernel as f32 LLVM IR.
+class ExprEmitter {
+ public:
+  ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx) : b_(b), m_(m), ctx_(ctx) {
+    f32_ = b_.getFloatTy();
+    i32_ = b_.getInt32Ty();
+  }
+
+  llvm::Value* c(double v) { return llvm::ConstantFP::get(f32_, static_cast<float>(v)); }
+
+  // `leaf(var)` loads the value a variable reads; memoized per call.
+  template <class LeafFn>
+  llvm::Value* emit(ir::SymId root, LeafFn leaf) {
+    std::unordered_map<ir::SymId, llvm::Value*> memo;
+    return emit(root, leaf, memo);
+  }
+
+  llvm::Value* max_nan(llvm::Value* a, llvm::Value* bb) {
+    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(a, bb), bb, a);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), c(std::numeric_limits<double>::quiet_NaN()), r);
+  }
+  llvm::Value* min_nan(llvm::Value* a, llvm::Value* bb) {
+    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(bb, a), bb, a);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), c(std::numeric_limits<double>::quiet_NaN()), r);
+  }
+
+ private:
+  llvm::Value* call(llvm::Intrinsic::ID id, std::initializer_list<llvm::Value*> args) {
+    return b_.CreateIntrinsic(id, {f32_}, std::vector<llvm::Value*>(args));
+  }
+  llvm::Value* fma(llvm::Value* a, llvm::Value* x, llvm::Value* y) { return call(llvm::Intrinsic::fmuladd, {a, x, y}); }
+  // Horner's rule: c[0] + x*(c[1] + x*(...)).
+  llvm::Value* poly(llvm::Value* x, std::initializer_list<double> coeffs) {
+    std::vector<double> cs(coeffs);
+    llvm::Value* acc = c(cs.back());
+    for (std::size_t i = cs.size() - 1; i-- > 0;) acc = fma(acc, x, c(cs[i]));
+    return acc;
+  }
+  llvm::Value* libm(const char* name, llvm::Value* x) {
+    auto callee = m_.getOrInsertFunction(name, llvm::FunctionType::get(f32_, {f32_}, false));
+    return b_.CreateCall(callee, {x});
+  }
+
+  // exp(x) = p(r) * 2^n with n = round(x / ln 2), r = x - n ln 2 (|r| <= ln2/2),
+  // p the degree-6 Taylor polynomial (relative error < 2e-7). 2^n is applied
+  // in two halves so results down to the denormals are right; above
+  // ln(FLT_MAX) the result is inf, NaN stays NaN.
+  llvm::Value* exp(llvm::Value* x) {
+    llvm::Value* xc = min_plain(max_plain(x, c(-104.0)), c(89.0));
+    llvm::Value* n = call(llvm::Intrinsic::roundeven, {b_.CreateFMul(xc, c(1.4426950408889634))});
+    llvm::Value* r = fma(n, c(-0.693145751953125), xc);  // ln2 split in a high part exact in f32 ...
+    r = fma(n, c(-1.428606765330187e-06), r);            // ... and the rest
+    llvm::Value* p = poly(r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720});
+    llvm::Value* ni = b_.CreateFPToSI(n, i32_);
+    llvm::Value* n1 = b_.CreateAShr(ni, 1);
+    llvm::Value* n2 = b_.CreateSub(ni, n1);
+    auto pow2 = [&](llvm::Value* k) {
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, b_.getInt32(127)), 23), f32_);
+    };
+    llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, pow2(n1)), pow2(n2));
+    y = b_.CreateSelect(b_.CreateFCmpOGT(x, c(88.72283935546875)), c(std::numeric_limits<double>::infinity()), y);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
+  }
+  llvm::Value* max_plain(llvm::Value* a, llvm::Value* bb) { return b_.CreateSelect(b_.CreateFCmpOLT(a, bb), bb, a); }
+  llvm::Value* min_plain(llvm::Value* a, llvm::Value* bb) { return b_.CreateSelect(b_.CreateFCmpOLT(bb, a), bb, a); }
+
+  // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); below |x| = 0.1 its odd
+  // Taylor series (the subtraction would cancel there).
+  llvm::Value* tanh(llvm::Value* x) {
+    llvm::Value* ax = call(llvm::Intrinsic::fabs, {x});
+    llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFDiv(c(2.0), b_.CreateFAdd(exp(b_.CreateFMul(ax, c(2.0))), c(1.0))));
+    llvm::Value* x2 = b_.CreateFMul(x, x);
+    llvm::Value* small = b_.CreateFMul(x, poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315}));
+    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(0.1)), small, call(llvm::Intrinsic::copysign, {big, x}));
+    return r;
+  }
+  // erf: its Taylor series below |x| = 0.5, Abramowitz & Stegun 7.1.26 above
+  // (absolute error < 1.5e-7), 1 beyond |x| = 4; odd.
+  llvm::Value* erf(llvm::Value* x) {
+    llvm::Value* ax = call(llvm::Intrinsic::fabs, {x});
+    llvm::Value* x2 = b_.CreateFMul(x, x);
+    llvm::Value* small =
+        b_.CreateFMul(b_.CreateFMul(x, c(1.1283791670955126)),
+                      poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
+    llvm::Value* t = b_.CreateFDiv(c(1.0), fma(ax, c(0.3275911), c(1.0)));
+    llvm::Value* q = b_.CreateFMul(t, poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
+    llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFMul(q, exp(b_.CreateFNeg(b_.CreateFMul(ax, ax)))));
+    big = b_.CreateSelect(b_.CreateFCmpOGT(ax, c(4.0)), c(1.0), big);
+    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(0.5)), small, call(llvm::Intrinsic::copysign, {big, x}));
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r);
+  }
+
+  template <class LeafFn>
+  llvm::Value* emit(ir::SymId id, LeafFn& leaf, std::unordered_map<ir::SymId, llvm::Value*>& memo) {
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    const ir::SymNode& n = ctx_.node(id);
+    auto arg = [&](ir::SymId s) { return emit(s, leaf, memo); };
+    auto flag = [&](llvm::Value* cond) { return b_.CreateSelect(cond, c(1.0), c(0.0)); };
+    llvm::Value* v = nullptr;
+    using ir::SymOp;
+    switch (n.op) {
+      case SymOp::Var: v = leaf(id); break;
+      case SymOp::Const: v = c(n.value); break;
+      case SymOp::Add: v = b_.CreateFAdd(arg(n.a), arg(n.b)); break;
+      case SymOp::Mul: v = b_.CreateFMul(arg(n.a), arg(n.b)); break;
+      case SymOp::Div: v = b_.CreateFDiv(arg(n.a), arg(n.b)); break;
+      case SymOp::Neg: v = b_.CreateFNeg(arg(n.a)); break;
+      case SymOp::Max: v = max_nan(arg(n.a), arg(n.b)); break;
+      case SymOp::Min: v = min_nan(arg(n.a), arg(n.b)); break;
+      case SymOp::Abs: v = call(llvm::Intrinsic::fabs, {arg(n.a)}); break;
+      case SymOp::Less: v = flag(b_.CreateFCmpOLT(arg(n.a), arg(n.b))); break;
+      case SymOp::LessEq: v = flag(b_.CreateFCmpOLE(arg(n.a), arg(n.b))); break;
+      case SymOp::Equal: v = flag(b_.CreateFCmpOEQ(arg(n.a), arg(n.b))); break;
+      case SymOp::Select: v = b_.CreateSelect(b_.CreateFCmpUNE(arg(n.a), c(0.0)), arg(n.b), arg(n.c)); break;
+      case SymOp::Floor: v = call(llvm::Intrinsic::floor, {arg(n.a)}); break;
+      case SymOp::Ceil: v = call(llvm::Intrinsic::ceil, {arg(n.a)}); break;
+      case SymOp::Sqrt: v = call(llvm::Intrinsic::sqrt, {arg(n.a)}); break;
+      case SymOp::Exp: v = exp(arg(n.a)); break;
+      case SymOp::Tanh: v = tanh(arg(n.a)); break;
+      case SymOp::Erf: v = erf(arg(n.a)); break;
+      case SymOp::Log: v = libm("logf", arg(n.a)); break;
+      case SymOp::Exp2: v = libm("exp2f", arg(n.a)); break;
+      case SymOp::Log2: v = libm("log2f", arg(n.a)); break;
+      case SymOp::Sin: v = libm("sinf", arg(n.a)); break;
+      case SymOp::Cos: v = libm("cosf", arg(n.a)); break;
+      case SymOp::Log1p: v = libm("log1pf", arg(n.a)); break;
+      case SymOp::Pow: {
+        auto callee = m_.getOrInsertFunction("powf", llvm::FunctionType::get(f32_, {f32_, f32_}, false));
+        v = b_.CreateCall(callee, {arg(n.a), arg(n.b)});
+        break;
+      }
+    }
+    memo.emplace(id, v);
+    return v;
+  }
+
+  llvm::IRBuilder<>& b_;
+  llvm::Module& m_;
+  const ir::SymContext& ctx_;
+  llvm::Type* f32_;
+  llvm::Type* i32_;
+};
+
+// `for (iv = lo; iv < hi; ++iv) body(iv)`, in the canonical form the loop
+// vectorizer expects; the builder is left after the loop.
+template <class Body>
+void emit_loop(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, const char* name, Body body) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx, name, f);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx, std::string(name).append(".end"), f);
+  b.CreateCondBr(b.CreateICmpSLT(lo, hi), loop, exit);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* iv = b.CreatePHI(b.getInt64Ty(), 2, name);
+  iv->addIncoming(lo, pre);
+  body(static_cast<llvm::Value*>(iv));
+  llvm::Value* next = b.CreateAdd(iv, b.getInt64(1), "", true, true);
+  iv->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(next, hi), loop, exit);
+  b.SetInsertPoint(exit);
+}
+
+void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, const std::string& features) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type* f32 = b.getFloatTy();
+  llvm::Type* i64 = b.getInt64Ty();
+  llvm::Type* ptr = b.getPtrTy();
+  const std::size_t nleaves = k.leaves.size();
+
+  // The body: (leaf pointers..., out, row_begin, row_end), noalias pointers.
+  std::vector<llvm::Type*> params(nleaves + 1, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto* body_fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                         llvm::Function::InternalLinkage, k.name + ".body", m);
+  for (std::size_t i = 0; i <= nleaves; ++i) {
+    body_fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+    body_fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
+  }
+  for (llvm::Function* f : {body_fn}) {
+    f->addFnAttr("target-cpu", cpu);
+    f->addFnAttr("target-features", features);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body_fn));
+  std::vector<llvm::Value*> leaf_ptr;
+  for (std::size_t i = 0; i < nleaves; ++i) leaf_ptr.push_back(body_fn->getArg(static_cast<unsigned>(i)));
+  llvm::Value* out = body_fn->getArg(static_cast<unsigned>(nleaves));
+  llvm::Value* row_begin = body_fn->getArg(static_cast<unsigned>(nleaves + 1));
+  llvm::Value* row_end = body_fn->getArg(static_cast<unsigned>(nleaves + 2));
+
+  const std::size_t rank = k.dims.size();
+  const std::int64_t inner = rank ? k.dims.back() : 1;
+  std::unordered_map<ir::SymId, std::size_t> leaf_of;
+  for (std::size_t i = 0; i < nleaves; ++i) leaf_of[k.leaf_vars[i]] = i;
+  ExprEmitter ex(b, m, *k.ctx);
+
+  emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
+    // Element offsets of this row in every leaf: the row's multi-index over
+    // dims[0 .. rank-2] (constant divisors), times the leaf's strides.
+    std::vector<llvm::Value*> base(nleaves);
+    for (std::size_t l = 0; l < nleaves; ++l) base[l] = b.getInt64(k.leaves[l].offset);
+    llvm::Value* rem = row;
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      llvm::Value* dim = b.getInt64(k.dims[d]);
+      llvm::Value* idx = d == 0 ? rem : b.CreateURem(rem, dim);
+      if (d > 0) rem = b.CreateUDiv(rem, dim);
+      for (std::size_t l = 0; l < nleaves; ++l)
+        if (k.leaves[l].strides[d] != 0)
+          base[l] = b.CreateAdd(base[l], b.CreateMul(idx, b.getInt64(k.leaves[l].strides[d])));
+    }
+    llvm::Value* out_row = b.CreateMul(row, b.getInt64(inner));
+    emit_loop(b, b.getInt64(0), b.getInt64(inner), "i", [&](llvm::Value* i) {
+      auto offsets_at = [&](const std::vector<llvm::Value*>& extra, std::size_t first) {
+        std::vector<llvm::Value*> off(nleaves);
+        for (std::size_t l = 0; l < nleaves; ++l) {
+          off[l] = base[l];
+          if (rank && k.leaves[l].strides[rank - 1] != 0)
+            off[l] = b.CreateAdd(off[l], b.CreateMul(i, b.getInt64(k.leaves[l].strides[rank - 1])));
+          for (std::size_t j = 0; j < extra.size(); ++j)
+            if (k.leaves[l].strides[first + j] != 0)
+              off[l] = b.CreateAdd(off[l], b.CreateMul(extra[j], b.getInt64(k.leaves[l].strides[first + j])));
+        }
+        return off;
+      };
+      auto body_at = [&](const std::vector<llvm::Value*>& off) {
+        return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
+          std::size_t l = leaf_of.at(var);
+          return b.CreateLoad(f32, b.CreateInBoundsGEP(f32, leaf_ptr[l], off[l]));
+        });
+      };
+      llvm::Value* dst = b.CreateInBoundsGEP(f32, out, b.CreateAdd(out_row, i));
+      if (k.reduce == ReduceKind::None) {
+        b.CreateStore(body_at(offsets_at({}, rank)), dst);
+        return;
+      }
+      // Reduction: an accumulator in memory (promoted to a register by
+      // SROA), summed with reassociation allowed so the vectorizer can split
+      // it into lanes.
+      llvm::AllocaInst* acc = nullptr;
+      {
+        llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
+        acc = eb.CreateAlloca(f32);
+      }
+      double init = k.reduce == ReduceKind::Sum   ? 0.0
+                    : k.reduce == ReduceKind::Max ? -std::numeric_limits<double>::infinity()
+                                                  : std::numeric_limits<double>::infinity();
+      b.CreateStore(ex.c(init), acc);
+      std::vector<llvm::Value*> jv;
+      std::function<void(std::size_t)> nest = [&](std::size_t level) {
+        if (level == k.red_dims.size()) {
+          llvm::Value* v = body_at(offsets_at(jv, rank));
+          llvm::Value* a = b.CreateLoad(f32, acc);
+          llvm::Value* r = nullptr;
+          if (k.reduce == ReduceKind::Sum) {
+            llvm::FastMathFlags fm;
+            fm.setAllowReassoc();
+            r = b.CreateFAdd(a, v);
+            llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fm);
+          } else {
+            r = k.reduce == ReduceKind::Max ? ex.max_nan(a, v) : ex.min_nan(a, v);
+          }
+          b.CreateStore(r, acc);
+          return;
+        }
+        emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
+          jv.push_back(j);
+          nest(level + 1);
+          jv.pop_back();
+        });
+      };
+      nest(0);
+      llvm::Value* total = b.CreateLoad(f32, acc);
+      llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
+      b.CreateStore(res, dst);
+    });
+  });
+  b.CreateRetVoid();
+
+  // The entry point: unpacks the buffer array and calls the body (inlined).
+  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
+                                       llvm::Function::ExternalLinkage, k.name, m);
+  entry->addFnAttr("target-cpu", cpu);
+  entry->addFnAttr("target-features", features);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  std::vector<llvm::Value*> args;
+  for (std::size_t i = 0; i <= nleaves; ++i)
+    args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+  args.push_back(entry->getArg(1));
+  args.push_back(entry->getArg(2));
+  b.CreateCall(body_fn, args);
+  b.CreateRetVoid();
+}
+
+}  // namespace
+
+struct KernelJit::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::string cpu, features;
+  int modules = 0;
+};
+
+Expected<std::shared_ptr<KernelJit>> KernelJit::create() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return jit_error("detecting the host", jtmb.takeError());
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) return jit_error("creating a target machine", tm.takeError());
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  if (!jit) return jit_error("creating LLJIT", jit.takeError());
+  // The C library's math functions (logf, powf, ...) come from this process.
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) return jit_error("searching this process's symbols", gen.takeError());
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  std::shared_ptr<KernelJit> k(new KernelJit());
+  k->impl_ = std::make_unique<Impl>();
+  k->impl_->cpu = (*tm)->getTargetCPU().str();
+  k->impl_->features = (*tm)->getTargetFeatureString().str();
+  k->impl_->tm = std::move(*tm);
+  k->impl_->jit = std::move(*jit);
+  return k;
+}
+
+KernelJit::~KernelJit() = default;
+
+std::string KernelJit::target_description() const { return impl_->cpu + " " + impl_->features; }
+
+Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>& kernels) {
+  if (kernels.empty()) return std::vector<KernelFn>{};
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto m = std::make_unique<llvm::Module>("saturn_kernels_" + std::to_string(impl_->modules++), *ctx);
+  m->setDataLayout(impl_->tm->createDataLayout());
+  m->setTargetTriple(impl_->tm->getTargetTriple().str());
+  std::vector<std::string> names;
+  for (const LoopKernel& k : kernels) {
+    LoopKernel named = k;
+    named.name = "k" + std::to_string(impl_->modules) + "_" + std::to_string(names.size());
+    emit_kernel(*m, named, impl_->cpu, impl_->features);
+    names.push_back(named.name);
+  }
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*m, &es)) return jit_failure("generated IR is invalid: " + es.str());
+
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(impl_->tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*m, mam);
+  }
+  if (keep_ir) {
+    last_ir_.clear();
+    llvm::raw_string_ostream os(last_ir_);
+    m->print(os, nullptr);
+  }
+  if (auto e = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    return jit_error("adding the module", std::move(e));
+  std::vector<KernelFn> fns;
+  for (const std::string& n : names) {
+    auto addr = impl_->jit->lookup(n);
+    if (!addr) return jit_error("looking up " + n, addr.takeError());
+    fns.push_back(addr->toPtr<KernelFn>());
+  }
+  return fns;
+}
+
+}  // namespace saturn::lower

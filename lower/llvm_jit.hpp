@@ -1,0 +1,52 @@
+// LLVM code generation for loop kernels, compiled in-process by ORC LLJIT.
+//
+// Each LoopKernel becomes `void name(void** buffers, i64 row_begin, i64
+// row_end)`: a row loop the thread pool splits, a vectorizable inner loop
+// over the result's last dimension, and reduction loops innermost. Strides
+// and extents are compile-time constants (shapes are static), leaves are
+// `noalias` (the memory planner only shares storage between a result and an
+// operand read at the same element, see plan_memory), and the module is
+// optimized at O3 for the host CPU (AVX-512 or AVX2, whatever LLVM detects).
+// exp, tanh and erf are expanded inline as polynomials so that loops over
+// them vectorize; rarer functions (log, sin, pow, ...) call the C library.
+//
+// The LLVM headers stay inside llvm_jit.cpp: nothing else includes them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/diagnostic.hpp"
+#include "lower/loop_kernel.hpp"
+
+namespace saturn::lower {
+
+using KernelFn = void (*)(void** buffers, std::int64_t row_begin, std::int64_t row_end);
+
+class KernelJit {
+ public:
+  // Fails (instead of throwing) when LLVM cannot target the host.
+  static Expected<std::shared_ptr<KernelJit>> create();
+  ~KernelJit();
+  KernelJit(const KernelJit&) = delete;
+  KernelJit& operator=(const KernelJit&) = delete;
+
+  // Compiles all kernels in one module (one optimization run); the result
+  // holds one function per kernel, valid while this object lives.
+  Expected<std::vector<KernelFn>> compile(const std::vector<LoopKernel>& kernels);
+  // The host CPU and features LLVM generates code for ("znver4 +avx512f ...").
+  std::string target_description() const;
+  // The optimized IR of the last compile (for tests and `--dump-ir`).
+  const std::string& last_ir() const { return last_ir_; }
+  bool keep_ir = false;
+
+ private:
+  KernelJit() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string last_ir_;
+};
+
+}  // namespace saturn::lower

@@ -1,0 +1,84 @@
+#include "lower/loop_kernel.hpp"
+
+#include <stdexcept>
+
+namespace saturn::lower {
+
+namespace {
+
+// Drops size-1 dimensions and merges mergeable neighbours of one block of
+// dimensions ([first, first + count) of every leaf's strides).
+void simplify_block(LoopKernel& k, std::vector<std::int64_t>& dims, std::size_t first) {
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] != 1 || dims.size() == 1) continue;
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+    for (Leaf& l : k.leaves) l.strides.erase(l.strides.begin() + static_cast<std::ptrdiff_t>(first + i));
+  }
+  for (std::size_t i = dims.size(); i-- > 1;) {
+    // Merge i-1 and i when every walk over them is one linear walk.
+    bool ok = true;
+    for (const Leaf& l : k.leaves) ok &= l.strides[first + i - 1] == l.strides[first + i] * dims[i];
+    // (The result is contiguous over its own dimensions: it always merges.)
+    if (!ok) continue;
+    dims[i - 1] *= dims[i];
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+    for (Leaf& l : k.leaves) l.strides.erase(l.strides.begin() + static_cast<std::ptrdiff_t>(first + i - 1));
+  }
+}
+
+}  // namespace
+
+void simplify_iteration_space(LoopKernel& k) {
+  if (k.dims.empty()) {  // a scalar result: one row of one element
+    k.dims.push_back(1);
+    for (Leaf& l : k.leaves) l.strides.insert(l.strides.begin(), 0);
+  }
+  const std::size_t nd = k.dims.size();
+  std::vector<std::int64_t> red = k.red_dims;
+  // Reduction block first (its strides sit after the result's).
+  if (!red.empty()) {
+    simplify_block(k, red, nd);
+    k.red_dims = red;
+  }
+  simplify_block(k, k.dims, 0);
+  if (k.dims.empty()) return;
+  if (k.red_dims.empty() && k.dims.size() == 1 && k.dims[0] >= 8192) {
+    // One long walk: split it so the row loop can be shared out.
+    for (std::int64_t b = 16384; b >= 1024; --b) {
+      if (k.dims[0] % b) continue;
+      k.dims = {k.dims[0] / b, b};
+      for (Leaf& l : k.leaves) l.strides.insert(l.strides.begin(), l.strides[0] * b);
+      break;
+    }
+  }
+  if (!k.red_dims.empty()) {
+    // Every result element is a row of its own: the reduction is the work.
+    k.dims.push_back(1);
+    for (Leaf& l : k.leaves) l.strides.insert(l.strides.begin() + static_cast<std::ptrdiff_t>(k.dims.size() - 1), 0);
+  }
+}
+
+std::int64_t kernel_rows(const LoopKernel& k) {
+  std::int64_t r = 1;
+  for (std::size_t i = 0; i + 1 < k.dims.size(); ++i) r *= k.dims[i];
+  return r;
+}
+
+void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers) {
+  std::vector<std::int64_t> all = k.dims;
+  all.insert(all.end(), k.red_dims.begin(), k.red_dims.end());
+  for (const std::int64_t d : all)
+    if (d == 0) return;  // nothing is read
+  for (const Leaf& l : k.leaves) {
+    if (l.strides.size() != all.size()) throw std::logic_error(k.name + ": a leaf's strides do not fit the loops");
+    std::int64_t lo = l.offset, hi = l.offset;
+    for (std::size_t i = 0; i < all.size(); ++i) (l.strides[i] > 0 ? hi : lo) += (all[i] - 1) * l.strides[i];
+    const Buffer& b = buffers.at(static_cast<std::size_t>(l.buffer));
+    const auto n = static_cast<std::int64_t>(b.bytes / ir::dtype_size(b.dtype));
+    if (lo < 0 || hi >= n)
+      throw std::logic_error(k.name + ": reads elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                             "] of '" + b.name + "', which has " + std::to_string(n));
+  }
+}
+
+}  // namespace saturn::lower

@@ -1,0 +1,64 @@
+// A loop kernel: one generated function computing one f32 buffer.
+//
+// The iteration space is the result's dimensions (row-major, the result is
+// written contiguously), optionally followed by reduction dimensions. Every
+// operand is a Leaf: a buffer read at `offset + sum(index[k] * strides[k])`
+// over the result's dimensions and then the reduction dimensions, so
+// broadcasts (stride 0), transposes and slices of stored tensors are read in
+// place and never materialized. The arithmetic is a scalar expression DAG
+// (ir::Sym, the same DAG `saturn verify` evaluates op semantics into), so a
+// fused chain of elementwise ops is the composition of the ops' own kernels
+// from the registry: nothing about an op's meaning is restated here.
+//
+// Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
+// reduction's `post`, `acc_var`); every leaf access stays inside its buffer
+// for every point of the iteration space (checked by check_bounds).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/symbolic.hpp"
+#include "lower/program.hpp"
+
+namespace saturn::lower {
+
+struct Leaf {
+  BufferId buffer = -1;
+  std::int64_t offset = 0;             // elements
+  std::vector<std::int64_t> strides;  // one per dims, then one per red_dims (elements)
+};
+
+enum class ReduceKind { None, Sum, Max, Min };
+
+struct LoopKernel {
+  std::string name;
+  std::vector<std::int64_t> dims;      // the result's iteration space
+  std::vector<std::int64_t> red_dims;  // reduced dimensions (innermost loops); empty: elementwise
+  ReduceKind reduce = ReduceKind::None;
+  std::shared_ptr<ir::SymContext> ctx;
+  ir::SymId body = 0;                   // value at each point
+  ir::SymId post = 0;                   // reductions: the result from acc_var
+  ir::SymId acc_var = 0;                // reductions: the variable `post` reads the accumulator as
+  std::vector<ir::SymId> leaf_vars;     // leaf_vars[i] is the variable that reads leaves[i]
+  std::vector<Leaf> leaves;
+  BufferId out = -1;
+  int ops = 0;  // graph ops fused into it (reports)
+};
+
+// Merges adjacent dimensions that every leaf (and the contiguous result)
+// walks as one, drops size-1 dimensions, and splits a long single dimension
+// so the row loop has parts to share between threads. Does not change what
+// the kernel computes.
+void simplify_iteration_space(LoopKernel& k);
+
+// Rows the generated function iterates over: all result dimensions but the
+// last (the vectorized one).
+std::int64_t kernel_rows(const LoopKernel& k);
+
+// Throws std::logic_error when a leaf would read outside its buffer.
+void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers);
+
+}  // namespace saturn::lower

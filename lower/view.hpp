@@ -1,0 +1,34 @@
+// Strided views of buffers: how reshape, transpose, expand and broadcasting
+// cost nothing. A View reads element (i0, ..., in-1) of its dims at
+// `offset + sum(ik * strides[k])` of its buffer (strides in elements; 0
+// repeats an element along a broadcast dimension).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lower/program.hpp"
+
+namespace saturn::lower {
+
+struct View {
+  BufferId buffer = -1;
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> dims, strides;
+
+  // The whole buffer, row-major.
+  static View of(BufferId b, const std::vector<std::int64_t>& dims);
+  // Row-major over its dims from `offset` (size-1 dims may have any stride).
+  bool contiguous() const;
+  // Exactly the buffer `of(buffer, dims)` (offset 0, row-major).
+  bool whole() const { return offset == 0 && contiguous(); }
+  View transposed(const std::vector<std::int64_t>& perm) const;
+  // Numpy broadcasting to `to` (right-aligned; size-1 dims repeat).
+  View broadcast_to(const std::vector<std::int64_t>& to) const;
+  // Precondition: contiguous().
+  View reshaped(const std::vector<std::int64_t>& to) const;
+};
+
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);
+
+}  // namespace saturn::lower

@@ -1,0 +1,78 @@
+#include "runtime/cpu_executor.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "lower/library_calls.hpp"
+
+namespace saturn::runtime {
+
+Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, const CpuExecutorOptions& o) {
+  auto program = lower::compile_cpu(g, o.lowering);
+  if (!program) return program.error();
+  std::unique_ptr<CpuExecutor> e(new CpuExecutor());
+  e->program_ = *program;
+  e->pool_ = std::make_unique<ThreadPool>(o.threads);
+  lower::set_library_threads(e->pool_->size());
+  e->source_ = g.source;
+  e->profile_ = o.profile;
+  const std::size_t bytes = std::max<std::size_t>(64, e->program_->arena_bytes);
+  auto* raw = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64)));
+  e->arena_ = std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)>(
+      raw, [](std::uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); });
+  return e;
+}
+
+Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> inputs) {
+  const lower::Program& p = *program_;
+  auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
+  lower::RunContext ctx;
+  ctx.pool = pool_.get();
+  ctx.addr.resize(p.buffers.size(), nullptr);
+  for (std::size_t b = 0; b < p.buffers.size(); ++b) {
+    const lower::Buffer& buf = p.buffers[b];
+    switch (buf.kind) {
+      case lower::BufferKind::Temp: ctx.addr[b] = arena_.get() + p.offsets[b]; break;
+      case lower::BufferKind::Weight: ctx.addr[b] = const_cast<std::uint8_t*>(buf.weight->bytes()); break;
+      case lower::BufferKind::Input: {
+        const auto i = static_cast<std::size_t>(buf.input_index);
+        if (i >= inputs.size())
+          return fail("the model takes " + std::to_string(i + 1) + " or more inputs, given " +
+                      std::to_string(inputs.size()));
+        const ir::Tensor& t = inputs[i];
+        if (t.dtype() != buf.dtype || t.dims() != buf.dims)
+          return fail("input " + std::to_string(i) + " ('" + buf.name + "') is " + t.summary() +
+                      ", the program was compiled for " + ir::dtype_name(buf.dtype) + ir::to_string(ir::shape_of(buf.dims)));
+        // Steps only read inputs.
+        ctx.addr[b] = const_cast<std::uint8_t*>(t.bytes());
+        break;
+      }
+    }
+  }
+  step_ms_.assign(profile_ ? p.steps.size() : 0, 0.0);
+  try {
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      if (!profile_) {
+        p.steps[s].run(ctx);
+        continue;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      p.steps[s].run(ctx);
+      step_ms_[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  std::vector<ir::Tensor> outs;
+  for (lower::BufferId b : p.outputs) {
+    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(b)];
+    ir::Tensor t(buf.dtype, buf.dims);
+    std::memcpy(t.bytes(), ctx.addr[static_cast<std::size_t>(b)], buf.bytes);
+    outs.push_back(std::move(t));
+  }
+  return outs;
+}
+
+}  // namespace saturn::runtime

@@ -1,0 +1,50 @@
+// The CPU executor: runs a compiled lower::Program.
+//
+// It owns the arena (one 64-byte-aligned allocation the memory planner laid
+// out), the thread pool, and the program (JIT code, oneDNN primitives,
+// weights: loaded once, at creation). run() binds the inputs' memory in
+// place (no copy), runs the steps in order and copies the outputs out.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ir/diagnostic.hpp"
+#include "ir/graph.hpp"
+#include "lower/cpu_lowering.hpp"
+#include "lower/program.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace saturn::runtime {
+
+struct CpuExecutorOptions {
+  int threads = 0;  // 0: every hardware thread
+  lower::CpuOptions lowering;
+  bool profile = false;  // time every step (step_ms)
+};
+
+class CpuExecutor {
+ public:
+  static Expected<std::unique_ptr<CpuExecutor>> create(const ir::Graph& g, const CpuExecutorOptions& o = {});
+
+  // Inputs in graph-input order, checked like the interpreter's (dtype,
+  // exact static shape).
+  Expected<std::vector<ir::Tensor>> run(std::span<const ir::Tensor> inputs);
+
+  const lower::Program& program() const { return *program_; }
+  // Milliseconds per step of the last run (with profile on).
+  const std::vector<double>& step_ms() const { return step_ms_; }
+  void set_profile(bool on) { profile_ = on; }
+
+ private:
+  CpuExecutor() = default;
+  std::shared_ptr<lower::Program> program_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};
+  std::string source_;
+  bool profile_ = false;
+  std::vector<double> step_ms_;
+};
+
+}  // namespace saturn::runtime
