@@ -52,6 +52,7 @@ struct Value {
   View view;       // stored: where it is
   SymId sym = 0;   // pending: its expression over leaves of shape `dims`
   int ops = 0;     // pending: graph ops folded into `sym`
+  std::string label;  // pending: those ops' names ("add+gelu")
   double constant = 0;
   bool is_scalar_constant = false;  // an f32 weight of one element: inlined as a literal
 };
@@ -115,8 +116,9 @@ class Lowerer {
   }
 
   // Computes a pending value into a new buffer (one loop kernel).
-  void store(Value& v, const std::string& what = "fused") {
+  void store(Value& v, std::string what = "") {
     if (!v.pending) return;
+    if (what.empty()) what = v.label.empty() ? "fused" : v.label;
     BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, what);
     emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what);
     v.pending = false;
@@ -339,7 +341,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     std::set<BufferId> seen;
     for (const std::string& o : graph_->outputs) {
       Value& v = values_.at(o);
-      store(v, "output");
+      store(v);
       const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
       if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
         Value copy = v;
@@ -356,6 +358,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
         p_->outputs.push_back(v.view.buffer);
       }
       seen.insert(p_->outputs.back());
+      p_->output_dims.push_back(v.dims);
     }
     // Compile every loop kernel in one module.
     auto jit = KernelJit::create();
@@ -455,6 +458,9 @@ void Lowerer::lower_node(std::size_t index) {
     store(*in[0]);
     Value v = *in[0];
     Dims to = ir::static_dims(out_types[0].shape);
+    if (!v.view.contiguous() && v.dtype == DType::F32) {
+      v.view = whole(v);  // transposed or broadcast: one copy kernel, then a free reshape
+    }
     if (v.view.contiguous()) {
       v.view = v.view.reshaped(to);
       v.dims = to;
@@ -482,7 +488,10 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     v.pending = true;
     v.sym = s;
     v.ops = ops;
-    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v, n.op);
+    for (Value* x : in)
+      if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
+    v.label.append(n.op);
+    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
     set(v);
   };
   auto operand_ops = [&](std::initializer_list<Value*> vs) {
@@ -738,7 +747,8 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
     v.pending = true;
     v.sym = s.id();
     v.ops = 1;
-    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v, n.op);
+    v.label = n.op + " bias";
+    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
   }
   values_[n.outputs[0]] = v;
 }

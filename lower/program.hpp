@@ -76,6 +76,7 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
   std::vector<BufferId> outputs;  // graph outputs, in order (temporaries or copies)
+  std::vector<std::vector<std::int64_t>> output_dims;  // their shapes (a buffer may hold a reshaped value)
   // Filled by plan_memory: the arena offset of every Temp buffer (bytes),
   // and the arena size.
   std::vector<std::size_t> offsets;

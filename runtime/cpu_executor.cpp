@@ -66,9 +66,10 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
     return fail(e.what());
   }
   std::vector<ir::Tensor> outs;
-  for (lower::BufferId b : p.outputs) {
+  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+    const lower::BufferId b = p.outputs[k];
     const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(b)];
-    ir::Tensor t(buf.dtype, buf.dims);
+    ir::Tensor t(buf.dtype, p.output_dims[k]);
     std::memcpy(t.bytes(), ctx.addr[static_cast<std::size_t>(b)], buf.bytes);
     outs.push_back(std::move(t));
   }

@@ -19,44 +19,14 @@
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
+#include "tests/onnx_cases.hpp"
 
 namespace fs = std::filesystem;
 using namespace saturn;
+using saturn::test::compare;
+using saturn::test::tests_root;
 
 namespace {
-
-// $SATURN_ONNX_TESTS, else shared/ beside the checkout (as CI has it), else
-// a shared/ inside it.
-fs::path tests_root() {
-  if (const char* env = std::getenv("SATURN_ONNX_TESTS")) return env;
-  const char* src = std::getenv("SATURN_SOURCE_DIR");
-  fs::path root = src ? src : SATURN_SOURCE_DIR_DEFAULT;
-  if (fs::exists(root / ".." / "shared" / "onnx-tests")) return root / ".." / "shared" / "onnx-tests";
-  return root / "shared" / "onnx-tests";
-}
-
-// Empty when equal within tolerance, else a description of the worst element.
-std::string compare(const ir::Tensor& got, const ir::Tensor& want) {
-  if (got.dtype() != want.dtype())
-    return std::string("dtype ") + ir::dtype_name(got.dtype()) + " != " + ir::dtype_name(want.dtype());
-  if (got.dims() != want.dims()) return "shape " + got.summary() + " != " + want.summary();
-  for (std::size_t i = 0; i < got.numel(); ++i) {
-    if (ir::is_float(want.dtype())) {
-      double a = got.at(i), b = want.at(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      if (std::isinf(a) || std::isinf(b)) {
-        if (a == b) continue;
-      } else if (std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b)) {
-        continue;
-      }
-      return "element " + std::to_string(i) + ": " + std::to_string(a) + " != " + std::to_string(b);
-    }
-    if (got.at_int(i) != want.at_int(i))
-      return "element " + std::to_string(i) + ": " + std::to_string(got.at_int(i)) +
-             " != " + std::to_string(want.at_int(i));
-  }
-  return {};
-}
 
 struct ModelInfo {
   std::set<std::string> ops;

@@ -1,0 +1,191 @@
+// The CPU backend's generated kernels against the reference interpreter:
+// fused elementwise chains on odd shapes (1, primes, sizes that are not a
+// multiple of the vector width), broadcasts, transposed reads, reductions
+// along every axis, softmax / layer_norm, matrix products with transposed
+// and batched operands; plus the inline exp / tanh / erf against the C
+// library, the fusion of an 8-op chain into one kernel, and vector code in
+// the generated IR.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "bench/models.hpp"
+#include "runtime/cpu_executor.hpp"
+#include "runtime/interp.hpp"
+
+using namespace saturn;
+using Dims = std::vector<std::int64_t>;
+
+namespace {
+
+ir::Tensor random_tensor(const Dims& dims, std::uint32_t seed, double lo = -3, double hi = 3) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  ir::Tensor t(ir::DType::F32, dims);
+  for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  return t;
+}
+
+// Runs g on the CPU target and in the interpreter; returns the CPU program.
+std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph& g, double rtol = 1e-5,
+                                                                double atol = 1e-5) {
+  std::vector<ir::Tensor> inputs;
+  std::uint32_t seed = 1;
+  for (const ir::GraphValue& in : g.inputs) inputs.push_back(random_tensor(ir::static_dims(in.type.shape), seed++));
+  auto want = runtime::interpret(g, inputs);
+  REQUIRE(want);
+  runtime::CpuExecutorOptions o;
+  o.threads = 2;
+  o.lowering.keep_ir = true;
+  auto exec = runtime::CpuExecutor::create(g, o);
+  if (!exec) FAIL(exec.error().to_string());
+  auto got = (*exec)->run(inputs);
+  if (!got) FAIL(got.error().to_string());
+  REQUIRE(got->size() == want->size());
+  for (std::size_t k = 0; k < got->size(); ++k) {
+    const ir::Tensor& a = (*got)[k];
+    const ir::Tensor& b = (*want)[k];
+    REQUIRE(a.dims() == b.dims());
+    for (std::size_t i = 0; i < a.numel(); ++i) {
+      INFO("output " << k << " element " << i << " of " << a.summary());
+      CHECK(a.at(i) == Approx(b.at(i)).epsilon(rtol).margin(atol));
+    }
+  }
+  std::shared_ptr<runtime::CpuExecutor> owner = std::move(*exec);
+  return std::shared_ptr<const lower::Program>(owner, &owner->program());
+}
+
+}  // namespace
+
+TEST_CASE("Fused elementwise chains match the interpreter on odd shapes and broadcasts") {
+  for (const Dims& dims : std::vector<Dims>{{1}, {7}, {1031}, {17, 13}, {3, 1, 31}, {2, 5, 7, 3}, {4, 67}}) {
+    INFO("shape of size " << dims.size() << " last " << dims.back());
+    models::GraphBuilder b("chain");
+    std::string x = b.input("x", dims);
+    std::string y = b.input("y", {dims.back()});  // broadcast along the last axis
+    std::string s = b.input("s", {});             // a scalar
+    std::string t = b.op("mul", {b.op("add", {x, y}), s});
+    t = b.op("gelu", {t});
+    t = b.op("sub", {t, b.op("tanh", {x})});
+    t = b.op("div", {t, b.op("add", {b.op("exp", {y}), s})});
+    t = b.op("sigmoid", {b.op("max", {t, b.op("neg", {x})})});
+    auto p = check_against_interpreter(b.finish({t}));
+    // exp(y) + s has y's shape: computed once by a kernel of its own, then
+    // read broadcast (not recomputed per row) unless it has the result's shape.
+    CHECK(p->fused_kernels == (dims.size() == 1 ? 1 : 2));
+  }
+}
+
+TEST_CASE("A chain of 8 elementwise ops is one kernel that reads its input once") {
+  models::GraphBuilder b("chain8");
+  std::string x = b.input("x", {64, 1000});
+  std::string t = x;
+  for (const char* op : {"relu", "exp", "neg", "sigmoid", "sqrt", "tanh", "abs", "erf"}) t = b.op(op, {t});
+  auto p = check_against_interpreter(b.finish({t}));
+  CHECK(p->fused_kernels == 1);
+  CHECK(p->fused_ops == 8);
+  CHECK(p->steps.size() == 1);
+  // Vectorized by LLVM for the host (AVX-512 or AVX2 lanes).
+  CHECK((p->ir_text.find("<16 x float>") != std::string::npos || p->ir_text.find("<8 x float>") != std::string::npos));
+}
+
+TEST_CASE("Transposed and expanded operands are read in place") {
+  models::GraphBuilder b("views");
+  std::string x = b.input("x", {5, 3, 7});
+  std::string y = b.input("y", {7, 3, 5});
+  std::string z = b.input("z", {3, 1});
+  std::string xt = b.op("transpose", {x}, models::ints_attr("perm", {2, 1, 0}));
+  std::string e = b.op("expand", {z}, models::ints_attr("shape", {7, 3, 5}));
+  std::string out = b.op("add", {b.op("mul", {xt, y}), e});
+  auto p = check_against_interpreter(b.finish({out}));
+  CHECK(p->fused_kernels == 1);
+}
+
+TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpreter") {
+  const Dims dims = {3, 5, 7};
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l2"}) {
+    for (const Dims& axes : std::vector<Dims>{{0}, {1}, {2}, {0, 2}, {}}) {
+      for (std::int64_t keep : {0, 1}) {
+        INFO(op << " over " << axes.size() << " axes, keepdims " << keep);
+        models::GraphBuilder b("reduce");
+        std::string x = b.input("x", dims);
+        ir::Attrs a;
+        if (!axes.empty()) a.set("axes", axes);
+        a.set("keepdims", keep);
+        std::string r = b.op(op, {b.op("exp", {x})}, a);
+        check_against_interpreter(b.finish({r}));
+      }
+    }
+  }
+  for (std::int64_t axis : {0, 1, -1}) {
+    models::GraphBuilder b("softmax");
+    std::string x = b.input("x", dims);
+    ir::Attrs a;
+    a.set("axis", axis);
+    std::string s = b.op("softmax", {x}, a);
+    std::string l = b.op("log_softmax", {x}, a);
+    check_against_interpreter(b.finish({s, l}));
+  }
+  models::GraphBuilder b("layer_norm");
+  std::string x = b.input("x", {2, 9, 33});
+  check_against_interpreter(b.finish({b.layer_norm(b.op("add", {x, x}), 33)}));
+}
+
+TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with alpha and beta") {
+  {
+    models::GraphBuilder b("bmm");
+    std::string q = b.input("q", {2, 3, 5, 4});
+    std::string k = b.input("k", {2, 3, 4, 5});
+    std::string w = b.input("w", {4, 6});
+    std::string kt = b.op("transpose", {k}, models::ints_attr("perm", {0, 1, 3, 2}));  // [2 3 5 4]
+    std::string s = b.op("matmul", {q, b.op("transpose", {kt}, models::ints_attr("perm", {0, 1, 3, 2}))});
+    std::string m = b.op("matmul", {q, w});  // batch folded into M
+    auto p = check_against_interpreter(b.finish({s, m}));
+    CHECK(p->library_calls == 2);
+  }
+  {
+    models::GraphBuilder b("gemm");
+    std::string a = b.input("a", {7, 5});
+    std::string w = b.input("w", {3, 7});
+    std::string c = b.input("c", {3});
+    ir::Attrs at;
+    at.set("transA", std::int64_t{1});
+    at.set("transB", std::int64_t{1});
+    at.set("alpha", 0.5);
+    at.set("beta", 2.0);
+    check_against_interpreter(b.finish({b.op("gemm", {a, w, c}, at)}));
+  }
+}
+
+TEST_CASE("Inline exp, tanh and erf agree with the C library") {
+  const std::size_t n = 20011;
+  models::GraphBuilder b("math");
+  std::string x = b.input("x", {static_cast<std::int64_t>(n)});
+  ir::Graph g = b.finish({b.op("exp", {x}), b.op("tanh", {x}), b.op("erf", {x})});
+  ir::Tensor in(ir::DType::F32, {static_cast<std::int64_t>(n)});
+  for (std::size_t i = 0; i < n - 5; ++i) in.set(i, -110.0 + 220.0 * static_cast<double>(i) / static_cast<double>(n));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double specials[] = {0.0, 1e-30, -inf, inf, std::nan("")};
+  for (std::size_t i = 0; i < 5; ++i) in.set(n - 5 + i, specials[i]);
+  auto exec = runtime::CpuExecutor::create(g);
+  REQUIRE(exec);
+  std::vector<ir::Tensor> inputs{in};
+  auto got = (*exec)->run(inputs);
+  REQUIRE(got);
+  double (*ref[])(double) = {[](double v) { return std::exp(v); }, [](double v) { return std::tanh(v); },
+                             [](double v) { return std::erf(v); }};
+  for (std::size_t f = 0; f < 3; ++f) {
+    for (std::size_t i = 0; i < n; ++i) {
+      double v = in.at(i), want = static_cast<float>(ref[f](v)), have = (*got)[f].at(i);
+      INFO("function " << f << " at " << v);
+      if (std::isnan(want)) {
+        CHECK(std::isnan(have));
+      } else if (std::isinf(want)) {
+        CHECK(have == want);
+      } else {
+        CHECK(have == Approx(want).epsilon(2e-6).margin(f == 2 ? 2e-7 : 1e-38));
+      }
+    }
+  }
+}

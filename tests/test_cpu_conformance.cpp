@@ -1,0 +1,93 @@
+// ONNX backend conformance on the CPU target: every case the importer takes
+// is compiled by lower::compile_cpu and run by the CPU executor, and must
+// match the case's expected outputs with the tolerance the interpreter's
+// conformance test uses (rtol 1e-3, atol 1e-7). Cases whose program runs
+// only reference kernels are counted apart: they test the fallback path.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "ir/onnx_import.hpp"
+#include "runtime/cpu_executor.hpp"
+#include "tests/onnx_cases.hpp"
+
+namespace fs = std::filesystem;
+using namespace saturn;
+
+TEST_CASE("ONNX backend conformance on the CPU target") {
+  const fs::path root = test::tests_root();
+  if (!fs::exists(root)) {
+    if (std::getenv("CI")) FAIL("ONNX test data not found at " << root.string());
+    WARN("ONNX test data not found at " << root.string() << ": CPU conformance not run");
+    return;
+  }
+  int native = 0, reference_only = 0, skipped = 0;
+  std::vector<std::string> failures;
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
+    if (!fs::exists(root / folder)) continue;
+    std::vector<fs::path> cases;
+    for (const auto& e : fs::directory_iterator(root / folder))
+      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    for (const fs::path& c : cases) {
+      const fs::path ds = c / "test_data_set_0";
+      if (!fs::exists(ds)) continue;
+      std::vector<ir::Tensor> inputs, expected;
+      bool readable = true;
+      for (const char* kind : {"input_", "output_"}) {
+        for (std::size_t i = 0;; ++i) {
+          auto p = ds / (kind + std::to_string(i) + ".pb");
+          if (!fs::exists(p)) break;
+          auto t = ir::read_tensor_pb(p.string());
+          if (!t) {
+            readable = false;
+            break;
+          }
+          (kind[0] == 'i' ? inputs : expected).push_back(*t);
+        }
+      }
+      auto g = readable ? ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs)
+                        : Expected<ir::Graph>(Diagnostic{});
+      if (!readable || !g) {
+        ++skipped;  // the interpreter's conformance test accounts for these
+        continue;
+      }
+      const std::string name = std::string(folder) + "/" + c.filename().string();
+      runtime::CpuExecutorOptions o;
+      o.threads = 2;
+      auto exec = runtime::CpuExecutor::create(*g, o);
+      if (!exec) {
+        failures.push_back(name + ": compile: " + exec.error().message);
+        continue;
+      }
+      const lower::Program& p = (*exec)->program();
+      (p.fused_kernels + p.library_calls > 0 ? native : reference_only) += 1;
+      auto got = (*exec)->run(ir::runtime_inputs(*g, inputs));
+      if (!got) {
+        failures.push_back(name + ": run: " + got.error().message);
+        continue;
+      }
+      if (got->size() != expected.size()) {
+        failures.push_back(name + ": " + std::to_string(got->size()) + " outputs, expected " +
+                           std::to_string(expected.size()));
+        continue;
+      }
+      for (std::size_t k = 0; k < expected.size(); ++k) {
+        std::string diff = test::compare((*got)[k], expected[k]);
+        if (!diff.empty()) {
+          failures.push_back(name + ": output " + std::to_string(k) + ": " + diff);
+          break;
+        }
+      }
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "\nCPU conformance (" << secs << " s): " << native << " cases with generated kernels or library calls, "
+            << reference_only << " on reference kernels only, " << skipped << " not imported, " << failures.size()
+            << " failed\n";
+  for (const auto& f : failures) std::cout << "  FAILED " << f << "\n";
+  CHECK(native > 300);
+  CHECK(failures.empty());
+}
