@@ -358,6 +358,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
         p_->outputs.push_back(v.view.buffer);
       }
       seen.insert(p_->outputs.back());
+      p_->buffers[static_cast<std::size_t>(p_->outputs.back())].kind = BufferKind::Output;
       p_->output_dims.push_back(v.dims);
     }
     // Compile every loop kernel in one module.

@@ -28,7 +28,8 @@ namespace saturn::lower {
 
 using BufferId = int;
 
-enum class BufferKind { Input, Weight, Temp };
+// Output: a graph output, written straight into the caller's result tensor.
+enum class BufferKind { Input, Weight, Temp, Output };
 
 struct Buffer {
   BufferKind kind = BufferKind::Temp;

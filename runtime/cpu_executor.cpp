@@ -26,7 +26,20 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
 }
 
 Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> inputs) {
+  std::vector<ir::Tensor> outs;
+  auto r = run_into(inputs, outs);
+  if (!r) return r.error();
+  return outs;
+}
+
+Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
   const lower::Program& p = *program_;
+  outs.resize(p.outputs.size());
+  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
+    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
+      outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
+  }
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
   lower::RunContext ctx;
   ctx.pool = pool_.get();
@@ -35,6 +48,7 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
     const lower::Buffer& buf = p.buffers[b];
     switch (buf.kind) {
       case lower::BufferKind::Temp: ctx.addr[b] = arena_.get() + p.offsets[b]; break;
+      case lower::BufferKind::Output: break;  // below
       case lower::BufferKind::Weight: ctx.addr[b] = const_cast<std::uint8_t*>(buf.weight->bytes()); break;
       case lower::BufferKind::Input: {
         const auto i = static_cast<std::size_t>(buf.input_index);
@@ -51,6 +65,7 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
       }
     }
   }
+  for (std::size_t k = 0; k < p.outputs.size(); ++k) ctx.addr[static_cast<std::size_t>(p.outputs[k])] = outs[k].bytes();
   step_ms_.assign(profile_ ? p.steps.size() : 0, 0.0);
   try {
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
@@ -65,15 +80,7 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  std::vector<ir::Tensor> outs;
-  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
-    const lower::BufferId b = p.outputs[k];
-    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(b)];
-    ir::Tensor t(buf.dtype, p.output_dims[k]);
-    std::memcpy(t.bytes(), ctx.addr[static_cast<std::size_t>(b)], buf.bytes);
-    outs.push_back(std::move(t));
-  }
-  return outs;
+  return true;
 }
 
 }  // namespace saturn::runtime

@@ -31,6 +31,9 @@ class CpuExecutor {
   // Inputs in graph-input order, checked like the interpreter's (dtype,
   // exact static shape).
   Expected<std::vector<ir::Tensor>> run(std::span<const ir::Tensor> inputs);
+  // The same, writing into `outputs` (resized and reallocated only when
+  // their number, types or shapes differ): no allocation per run.
+  Expected<bool> run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs);
 
   const lower::Program& program() const { return *program_; }
   // Milliseconds per step of the last run (with profile on).

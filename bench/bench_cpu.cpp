@@ -1,0 +1,178 @@
+// CPU backend benchmark: latency of the compiled programs (median and min of
+// N runs after a warm-up) for the workloads, the memory planner's
+// arena against the naive and liveness-bound sizes, and sgemm-bound work
+// against OpenBLAS called directly. Prints a table and, with --json, one
+// JSON object per workload (bench/bench_cpu.sh puts PyTorch beside it).
+// Usage: bench_cpu [--runs N] [--threads T] [--json] [--only NAME] [--profile]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/models.hpp"
+#include "runtime/cpu_executor.hpp"
+#include "tools/optimize.hpp"
+
+using namespace saturn;
+
+namespace {
+
+struct Timing {
+  double median = 0, min = 0;
+};
+
+Timing time_runs(int runs, const std::function<void()>& f) {
+  f();  // warm-up
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
+}
+
+ir::Graph chain8(std::int64_t n) {
+  models::GraphBuilder b("chain8");
+  std::string x = b.input("x", {n});
+  std::string t = b.op("mul", {x, b.fill({}, 0.5)});
+  t = b.op("add", {t, b.fill({}, 1.0)});
+  t = b.op("relu", {t});
+  t = b.op("mul", {t, b.fill({}, 2.0)});
+  t = b.op("sub", {t, b.fill({}, 0.3)});
+  t = b.op("sigmoid", {t});
+  t = b.op("add", {t, b.fill({}, 1.0)});
+  t = b.op("sqrt", {t});
+  return b.finish({t});
+}
+
+ir::Graph matmul_graph(std::int64_t n) {
+  models::GraphBuilder b("gemm");
+  std::string x = b.input("x", {n, n});
+  return b.finish({b.op("matmul", {x, b.weight({n, n}, 0.05)})});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 20, threads = 2;
+  bool json = false, profile = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
+    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    if (a == "--json") json = true;
+    if (a == "--profile") profile = true;
+    if (a == "--only" && i + 1 < argc) only = argv[++i];
+  }
+  struct Work {
+    std::string name;
+    ir::Graph graph;
+    bool optimize;
+  };
+  std::vector<Work> work;
+  work.push_back({"mlp", models::mlp(64, {784, 1024, 1024, 10}), true});
+  work.push_back({"bert_layer", models::transformer(1, 1, 128, 768, 12, 3072), true});
+  work.push_back({"resnet18", models::resnet18(224), true});
+  work.push_back({"chain8_16M", chain8(16 * 1024 * 1024), false});
+  work.push_back({"matmul_1024", matmul_graph(1024), false});
+  if (!json)
+    std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads " << threads
+              << ", " << runs << " runs)\n";
+  for (Work& w : work) {
+    if (!only.empty() && w.name != only) continue;
+    ir::Graph g = std::move(w.graph);
+    double opt_ms = 0;
+    if (w.optimize) {
+      cli::OptimizeOptions o;
+      o.target = "cpu";
+      o.rule_files = cli::rule_files_for(cli::shipped_rulesets_dir(), "cpu");
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = cli::optimize(g, o);
+      if (!r) {
+        std::cerr << w.name << ": " << r.error().to_string() << "\n";
+        return 2;
+      }
+      opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      g = std::move(r->graph);
+    }
+    runtime::CpuExecutorOptions co;
+    co.threads = threads;
+    auto exec = runtime::CpuExecutor::create(g, co);
+    if (!exec) {
+      std::cerr << w.name << ": " << exec.error().to_string() << "\n";
+      return 2;
+    }
+    std::vector<ir::Tensor> inputs;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (const ir::GraphValue& in : g.inputs) {
+      ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
+      auto* f = reinterpret_cast<float*>(t.bytes());
+      for (std::size_t i = 0; i < t.numel(); ++i) f[i] = u(rng);
+      inputs.push_back(std::move(t));
+    }
+    std::vector<ir::Tensor> outputs;
+    Timing t = time_runs(runs, [&] {
+      auto r = (*exec)->run_into(inputs, outputs);
+      if (!r) std::abort();
+    });
+    const lower::Program& p = (*exec)->program();
+    if (profile) {  // one more run, timing each step
+      (*exec)->set_profile(true);
+      if (!(*exec)->run_into(inputs, outputs)) return 2;
+      (*exec)->set_profile(false);
+      for (std::size_t s = 0; s < p.steps.size(); ++s)
+        std::fprintf(stderr, "  %8.3f ms  %s\n", (*exec)->step_ms()[s], p.steps[s].label.c_str());
+    }
+    nlohmann::json j = {{"workload", w.name},
+                        {"median_ms", t.median},
+                        {"min_ms", t.min},
+                        {"runs", runs},
+                        {"threads", threads},
+                        {"arena_bytes", p.arena_bytes},
+                        {"naive_bytes", p.naive_bytes},
+                        {"lower_bound_bytes", p.lower_bound_bytes},
+                        {"steps", p.steps.size()},
+                        {"kernels", p.fused_kernels},
+                        {"library_calls", p.library_calls},
+                        {"reference_ops", p.reference_ops.size()},
+                        {"optimize_ms", opt_ms},
+                        {"compile_ms", p.compile_ms}};
+    if (w.name == "matmul_1024") {
+      // The same product through OpenBLAS directly (output to a fresh buffer).
+      const int n = 1024;
+      std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), bm(a.size(), 0.25f), c(a.size());
+      Timing direct = time_runs(runs, [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, bm.data(), n, 0.0f,
+                    c.data(), n);
+      });
+      j["openblas_median_ms"] = direct.median;
+      j["gflops"] = 2.0 * n * n * n / (t.median * 1e6);
+      j["openblas_gflops"] = 2.0 * n * n * n / (direct.median * 1e6);
+      j["fraction_of_openblas"] = direct.median / t.median;
+    }
+    if (json) {
+      std::cout << j.dump() << "\n";
+      continue;
+    }
+    auto mb = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+    std::printf("%-14s %10.3f %9.3f %10.2f %9.2f %9.2f %5.0f%% %6zu\n", w.name.c_str(), t.median, t.min,
+                mb(p.arena_bytes), mb(p.naive_bytes), mb(p.lower_bound_bytes),
+                p.naive_bytes ? 100.0 * (1.0 - static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes))
+                              : 0.0,
+                p.steps.size());
+    if (j.contains("fraction_of_openblas"))
+      std::printf("  sgemm 1024^3: %.1f GFLOP/s through Saturn, %.1f GFLOP/s OpenBLAS direct (%.0f%%)\n",
+                  j["gflops"].get<double>(), j["openblas_gflops"].get<double>(),
+                  100 * j["fraction_of_openblas"].get<double>());
+  }
+  return 0;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The CPU backend next to PyTorch on this machine, in one run: MLP
+# 784-1024-1024-10 (batch 64), a BERT-base encoder layer (seq 128), ResNet-18
+# (224x224), a chain of 8 elementwise ops over 16 M floats, and a 1024^3
+# matmul (also against OpenBLAS called directly). Both sides use 2 threads;
+# PyTorch runs TorchScript + optimize_for_inference under
+# OMP_WAIT_POLICY=PASSIVE. Saturn's models go through `saturn opt --target
+# cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).
+# Usage: bench/bench_cpu.sh [RUNS]   (needs python3-torch: apt install python3-torch)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-20}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target bench_cpu >/dev/null
+out=$(mktemp -d)
+# oneDNN runs on OpenMP: passive waiting keeps its idle threads off the cores
+# that OpenBLAS and the kernel pool need next (the same setting PyTorch gets).
+OMP_WAIT_POLICY=PASSIVE ./build/bench/bench_cpu --runs "$runs" --threads 2 --json >"$out/saturn.jsonl"
+OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_cpu_torch.py "$runs" 2 >"$out/torch.jsonl"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+s = {j["workload"]: j for j in map(json.loads, open(d + "/saturn.jsonl"))}
+t = {j["workload"]: j for j in map(json.loads, open(d + "/torch.jsonl"))}
+print(f"{'workload':14} {'saturn ms':>10} {'torch ms':>10} {'speedup':>8}  saturn min / torch min   arena / naive MB (saved)")
+for name, a in s.items():
+    b = t.get(name)
+    if not b:
+        continue
+    saved = 100 * (1 - a['arena_bytes'] / a['naive_bytes']) if a['naive_bytes'] else 0
+    print(f"{name:14} {a['median_ms']:10.3f} {b['median_ms']:10.3f} {b['median_ms'] / a['median_ms']:7.2f}x"
+          f"  {a['min_ms']:8.3f} / {b['min_ms']:8.3f}      {a['arena_bytes'] / 2**20:6.2f} / {a['naive_bytes'] / 2**20:6.2f} ({saved:.0f}%)")
+m = s.get("matmul_1024")
+if m:
+    print(f"sgemm 1024^3 through Saturn: {m['gflops']:.1f} GFLOP/s = {100 * m['fraction_of_openblas']:.0f}% of OpenBLAS direct ({m['openblas_gflops']:.1f})")
+print(f"torch {next(iter(t.values()))['torch']}, setting: {next(iter(t.values()))['setting']}")
+PY

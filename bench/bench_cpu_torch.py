@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""PyTorch on the same workloads as bench_cpu, in its best CPU setting:
+2 threads, TorchScript + optimize_for_inference (run this under
+OMP_WAIT_POLICY=PASSIVE, as bench_cpu.sh does). Prints one JSON object per
+workload: median and min milliseconds of N runs after warm-up."""
+import json
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+torch.set_num_threads(THREADS)
+torch.manual_seed(0)
+
+
+class Bert(nn.Module):
+    def __init__(self, d=768, heads=12, ffn=3072):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.f1, self.f2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q(x).reshape(b, s, self.h, self.dh).transpose(1, 2)
+        k = self.k(x).reshape(b, s, self.h, self.dh).permute(0, 2, 3, 1)
+        v = self.v(x).reshape(b, s, self.h, self.dh).transpose(1, 2)
+        p = torch.softmax(torch.matmul(q, k) / (self.dh ** 0.5), dim=-1)
+        c = torch.matmul(p, v).transpose(1, 2).reshape(b, s, d)
+        h = self.n1(self.o(c) + x)
+        return self.n2(self.f2(F.gelu(self.f1(h))) + h)
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.skip = None
+        if stride != 1 or cin != cout:
+            self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (self.skip(x) if self.skip is not None else x))
+
+
+class ResNet18(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        layers, c = [], 64
+        for w in (64, 128, 256, 512):
+            for i in range(2):
+                layers.append(Block(c, w, 2 if (w != 64 and i == 0) else 1))
+                c = w
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.layers(self.stem(x)), 1), 1))
+
+
+class Chain8(nn.Module):
+    def forward(self, x):
+        return torch.sqrt(torch.sigmoid((torch.relu(x * 0.5 + 1.0) * 2.0) - 0.3) + 1.0)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+class MatMul(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1024, 1024))
+
+    def forward(self, x):
+        return torch.matmul(x, self.w)
+
+
+work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
+        ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024))]
+only = sys.argv[3] if len(sys.argv) > 3 else None
+for name, model, shape in work:
+    if only and name != only:
+        continue
+    model.eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        try:
+            m = torch.jit.optimize_for_inference(torch.jit.trace(model, x))
+            setting = "torchscript+optimize_for_inference"
+        except Exception:  # noqa: BLE001 - fall back to eager
+            m, setting = model, "eager"
+        for _ in range(3):
+            m(x)
+        ms = []
+        for _ in range(RUNS):
+            t0 = time.perf_counter()
+            m(x)
+            ms.append((time.perf_counter() - t0) * 1e3)
+    ms.sort()
+    print(json.dumps({"workload": name, "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "setting": setting,
+                      "threads": THREADS, "torch": torch.__version__}), flush=True)
