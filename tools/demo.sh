@@ -16,3 +16,6 @@ mkdir -p "$out"
 echo "report: $out/report.json; optimized model: $out/transformer_layer.opt.sat"
 ./build/tools/saturn run "$model.onnx" --inputs "$model.input.pb" -o "$out/reference"
 ./build/tools/saturn run "$out/transformer_layer.opt.sat" --inputs "$model.input.pb" --check "$out/reference/output_0.pb"
+# The optimized model compiled for this CPU (LLVM kernels, OpenBLAS, oneDNN), checked and timed.
+./build/tools/saturn run "$out/transformer_layer.opt.sat" --target cpu --inputs "$model.input.pb" \
+  --check "$out/reference/output_0.pb" --atol 1e-5 --bench 20
