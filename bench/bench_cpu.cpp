@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
   work.push_back({"chain8_16M", chain8(16 * 1024 * 1024), false});
   work.push_back({"matmul_1024", matmul_graph(1024), false});
   if (!json)
-    std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads " << threads
-              << ", " << runs << " runs)\n";
+    std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
+              << threads << ", " << runs << " runs)\n";
   for (Work& w : work) {
     if (!only.empty() && w.name != only) continue;
     ir::Graph g = std::move(w.graph);
@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
       const int n = 1024;
       std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), bm(a.size(), 0.25f), c(a.size());
       Timing direct = time_runs(runs, [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, bm.data(), n, 0.0f,
-                    c.data(), n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, bm.data(), n, 0.0f, c.data(),
+                    n);
       });
       j["openblas_median_ms"] = direct.median;
       j["gflops"] = 2.0 * n * n * n / (t.median * 1e6);
@@ -164,11 +164,11 @@ int main(int argc, char** argv) {
       continue;
     }
     auto mb = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
-    std::printf("%-14s %10.3f %9.3f %10.2f %9.2f %9.2f %5.0f%% %6zu\n", w.name.c_str(), t.median, t.min,
-                mb(p.arena_bytes), mb(p.naive_bytes), mb(p.lower_bound_bytes),
-                p.naive_bytes ? 100.0 * (1.0 - static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes))
-                              : 0.0,
-                p.steps.size());
+    std::printf(
+        "%-14s %10.3f %9.3f %10.2f %9.2f %9.2f %5.0f%% %6zu\n", w.name.c_str(), t.median, t.min, mb(p.arena_bytes),
+        mb(p.naive_bytes), mb(p.lower_bound_bytes),
+        p.naive_bytes ? 100.0 * (1.0 - static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes)) : 0.0,
+        p.steps.size());
     if (j.contains("fraction_of_openblas"))
       std::printf("  sgemm 1024^3: %.1f GFLOP/s through Saturn, %.1f GFLOP/s OpenBLAS direct (%.0f%%)\n",
                   j["gflops"].get<double>(), j["openblas_gflops"].get<double>(),

@@ -34,10 +34,10 @@ std::int64_t product(const Dims& d) {
 // broadcasting), computed by the registry's kernel on scalars.
 bool is_elementwise(const std::string& op) {
   static const std::set<std::string> ops = {
-      "neg",   "recip", "sqrt",     "exp2",  "log2",       "sin",       "cos",          "exp",        "log",
-      "tanh",  "erf",   "abs",      "sign",  "ceil",       "floor",     "sigmoid",      "relu",       "leaky_relu",
-      "elu",   "selu",  "softplus", "gelu",  "hard_swish", "identity",  "hard_sigmoid", "add",        "sub",
-      "mul",   "div",   "pow",      "max",   "min",        "prelu",     "clip"};
+      "neg",  "recip", "sqrt",     "exp2", "log2",       "sin",      "cos",          "exp",  "log",
+      "tanh", "erf",   "abs",      "sign", "ceil",       "floor",    "sigmoid",      "relu", "leaky_relu",
+      "elu",  "selu",  "softplus", "gelu", "hard_swish", "identity", "hard_sigmoid", "add",  "sub",
+      "mul",  "div",   "pow",      "max",  "min",        "prelu",    "clip"};
   return ops.count(op) != 0;
 }
 bool is_view(const std::string& op) {
@@ -49,9 +49,9 @@ struct Value {
   DType dtype = DType::F32;
   Dims dims;
   bool pending = false;
-  View view;       // stored: where it is
-  SymId sym = 0;   // pending: its expression over leaves of shape `dims`
-  int ops = 0;     // pending: graph ops folded into `sym`
+  View view;          // stored: where it is
+  SymId sym = 0;      // pending: its expression over leaves of shape `dims`
+  int ops = 0;        // pending: graph ops folded into `sym`
   std::string label;  // pending: those ops' names ("add+gelu")
   double constant = 0;
   bool is_scalar_constant = false;  // an f32 weight of one element: inlined as a literal
@@ -144,7 +144,9 @@ class Lowerer {
     s.writes = {out};
     View src = v.view;
     const std::size_t esize = ir::dtype_size(v.dtype);
-    s.run = [src, out, esize](const RunContext& ctx) { gather(ctx.addr[static_cast<std::size_t>(src.buffer)], esize, src, ctx.addr[static_cast<std::size_t>(out)]); };
+    s.run = [src, out, esize](const RunContext& ctx) {
+      gather(ctx.addr[static_cast<std::size_t>(src.buffer)], esize, src, ctx.addr[static_cast<std::size_t>(out)]);
+    };
     p_->steps.push_back(std::move(s));
     v.view = View::of(out, v.dims);
     return v.view;
@@ -291,8 +293,8 @@ class Lowerer {
   std::map<std::string, int> uses_;
   std::vector<LoopKernel> kernels_;
   std::vector<std::size_t> kernel_step_;
-  std::set<std::size_t> absorbed_;           // relu nodes fused into the conv before them
-  std::map<std::size_t, bool> conv_relu_;     // conv node -> relu post-op
+  std::set<std::size_t> absorbed_;         // relu nodes fused into the conv before them
+  std::map<std::size_t, bool> conv_relu_;  // conv node -> relu post-op
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
   Dims red_full_;
 };
@@ -561,13 +563,10 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     return v;
   };
-  static const std::map<std::string, ReduceKind> reductions = {{"reduce_sum", ReduceKind::Sum},
-                                                               {"reduce_mean", ReduceKind::Sum},
-                                                               {"reduce_max", ReduceKind::Max},
-                                                               {"reduce_min", ReduceKind::Min},
-                                                               {"reduce_sum_square", ReduceKind::Sum},
-                                                               {"reduce_l1", ReduceKind::Sum},
-                                                               {"reduce_l2", ReduceKind::Sum}};
+  static const std::map<std::string, ReduceKind> reductions = {
+      {"reduce_sum", ReduceKind::Sum}, {"reduce_mean", ReduceKind::Sum},       {"reduce_max", ReduceKind::Max},
+      {"reduce_min", ReduceKind::Min}, {"reduce_sum_square", ReduceKind::Sum}, {"reduce_l1", ReduceKind::Sum},
+      {"reduce_l2", ReduceKind::Sum}};
   if (auto it = reductions.find(n.op); it != reductions.end() && in.size() == 1) {
     Value& x = *in[0];
     const Dims full = x.dims;
@@ -615,7 +614,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   if (n.op == "layer_norm" && in.size() >= 1) {
     Value& x = *in[0];
     const Dims full = x.dims;
-    auto axis = static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())));
+    auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())));
     std::vector<bool> red(full.size(), false);
     std::int64_t count = 1;
     for (std::size_t d = axis; d < full.size(); ++d) {
@@ -624,10 +624,11 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     ir::Sym xs(ctx_.get(), expr_over(x, full));
     ir::Sym acc(ctx_.get(), acc_);
-    Value mean = reduce(xs.id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 1, "layer_norm mean");
+    Value mean =
+        reduce(xs.id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 1, "layer_norm mean");
     ir::Sym d = xs - ir::Sym(ctx_.get(), expr_over(mean, full));
-    Value var = reduce((d * d).id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 0,
-                       "layer_norm var");
+    Value var =
+        reduce((d * d).id(), full, red, ReduceKind::Sum, (acc / static_cast<double>(count)).id(), 0, "layer_norm var");
     ir::Sym y = d / ir::scalar::sqrt(ir::Sym(ctx_.get(), expr_over(var, full)) + n.attrs.f("epsilon", 1e-5));
     // scale and bias broadcast over the normalized block (their shape is a suffix of it)
     if (in.size() > 1 && in[1]) y = y * ir::Sym(ctx_.get(), expr_over(*in[1], full));
@@ -670,8 +671,9 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   if (conv && in[0]->dims.size() == 4 && in[1] && !in[1]->pending &&
       p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)].kind == BufferKind::Weight && in[1]->view.whole() &&
       n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
-      (in.size() < 3 || !in[2] || (!in[2]->pending && in[2]->view.whole() &&
-                                   p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)].kind == BufferKind::Weight))) {
+      (in.size() < 3 || !in[2] ||
+       (!in[2]->pending && in[2]->view.whole() &&
+        p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)].kind == BufferKind::Weight))) {
     ConvSpec spec;
     spec.x_dims = in[0]->dims;
     spec.w_dims = in[1]->dims;
@@ -691,8 +693,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
     const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
-    Step s = make_conv_step(spec, x.buffer, wb, in[1]->view.buffer, bb, bb ? in[2]->view.buffer : -1, y,
-                            p_->keep_alive);
+    Step s =
+        make_conv_step(spec, x.buffer, wb, in[1]->view.buffer, bb, bb ? in[2]->view.buffer : -1, y, p_->keep_alive);
     p_->steps.push_back(std::move(s));
     ++p_->library_calls;
     set(stored(y));

@@ -39,8 +39,8 @@ struct ConvSpec {
   std::int64_t group = 1;
   bool relu = false;
 };
-Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w,
-                    const Buffer* bias_buffer, BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w, const Buffer* bias_buffer,
+                    BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep);
 
 struct PoolSpec {
   std::vector<std::int64_t> x_dims, out_dims, kernel, strides, pads_begin, pads_end;

@@ -101,7 +101,8 @@ class ExprEmitter {
   // Taylor series (the subtraction would cancel there).
   llvm::Value* tanh(llvm::Value* x) {
     llvm::Value* ax = call(llvm::Intrinsic::fabs, {x});
-    llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFDiv(c(2.0), b_.CreateFAdd(exp(b_.CreateFMul(ax, c(2.0))), c(1.0))));
+    llvm::Value* big =
+        b_.CreateFSub(c(1.0), b_.CreateFDiv(c(2.0), b_.CreateFAdd(exp(b_.CreateFMul(ax, c(2.0))), c(1.0))));
     llvm::Value* x2 = b_.CreateFMul(x, x);
     llvm::Value* small = b_.CreateFMul(x, poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315}));
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(0.1)), small, call(llvm::Intrinsic::copysign, {big, x}));
@@ -112,9 +113,8 @@ class ExprEmitter {
   llvm::Value* erf(llvm::Value* x) {
     llvm::Value* ax = call(llvm::Intrinsic::fabs, {x});
     llvm::Value* x2 = b_.CreateFMul(x, x);
-    llvm::Value* small =
-        b_.CreateFMul(b_.CreateFMul(x, c(1.1283791670955126)),
-                      poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
+    llvm::Value* small = b_.CreateFMul(b_.CreateFMul(x, c(1.1283791670955126)),
+                                       poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
     llvm::Value* t = b_.CreateFDiv(c(1.0), fma(ax, c(0.3275911), c(1.0)));
     llvm::Value* q = b_.CreateFMul(t, poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
     llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFMul(q, exp(b_.CreateFNeg(b_.CreateFMul(ax, ax)))));
@@ -132,31 +132,81 @@ class ExprEmitter {
     llvm::Value* v = nullptr;
     using ir::SymOp;
     switch (n.op) {
-      case SymOp::Var: v = leaf(id); break;
-      case SymOp::Const: v = c(n.value); break;
-      case SymOp::Add: v = b_.CreateFAdd(arg(n.a), arg(n.b)); break;
-      case SymOp::Mul: v = b_.CreateFMul(arg(n.a), arg(n.b)); break;
-      case SymOp::Div: v = b_.CreateFDiv(arg(n.a), arg(n.b)); break;
-      case SymOp::Neg: v = b_.CreateFNeg(arg(n.a)); break;
-      case SymOp::Max: v = max_nan(arg(n.a), arg(n.b)); break;
-      case SymOp::Min: v = min_nan(arg(n.a), arg(n.b)); break;
-      case SymOp::Abs: v = call(llvm::Intrinsic::fabs, {arg(n.a)}); break;
-      case SymOp::Less: v = flag(b_.CreateFCmpOLT(arg(n.a), arg(n.b))); break;
-      case SymOp::LessEq: v = flag(b_.CreateFCmpOLE(arg(n.a), arg(n.b))); break;
-      case SymOp::Equal: v = flag(b_.CreateFCmpOEQ(arg(n.a), arg(n.b))); break;
-      case SymOp::Select: v = b_.CreateSelect(b_.CreateFCmpUNE(arg(n.a), c(0.0)), arg(n.b), arg(n.c)); break;
-      case SymOp::Floor: v = call(llvm::Intrinsic::floor, {arg(n.a)}); break;
-      case SymOp::Ceil: v = call(llvm::Intrinsic::ceil, {arg(n.a)}); break;
-      case SymOp::Sqrt: v = call(llvm::Intrinsic::sqrt, {arg(n.a)}); break;
-      case SymOp::Exp: v = exp(arg(n.a)); break;
-      case SymOp::Tanh: v = tanh(arg(n.a)); break;
-      case SymOp::Erf: v = erf(arg(n.a)); break;
-      case SymOp::Log: v = libm("logf", arg(n.a)); break;
-      case SymOp::Exp2: v = libm("exp2f", arg(n.a)); break;
-      case SymOp::Log2: v = libm("log2f", arg(n.a)); break;
-      case SymOp::Sin: v = libm("sinf", arg(n.a)); break;
-      case SymOp::Cos: v = libm("cosf", arg(n.a)); break;
-      case SymOp::Log1p: v = libm("log1pf", arg(n.a)); break;
+      case SymOp::Var:
+        v = leaf(id);
+        break;
+      case SymOp::Const:
+        v = c(n.value);
+        break;
+      case SymOp::Add:
+        v = b_.CreateFAdd(arg(n.a), arg(n.b));
+        break;
+      case SymOp::Mul:
+        v = b_.CreateFMul(arg(n.a), arg(n.b));
+        break;
+      case SymOp::Div:
+        v = b_.CreateFDiv(arg(n.a), arg(n.b));
+        break;
+      case SymOp::Neg:
+        v = b_.CreateFNeg(arg(n.a));
+        break;
+      case SymOp::Max:
+        v = max_nan(arg(n.a), arg(n.b));
+        break;
+      case SymOp::Min:
+        v = min_nan(arg(n.a), arg(n.b));
+        break;
+      case SymOp::Abs:
+        v = call(llvm::Intrinsic::fabs, {arg(n.a)});
+        break;
+      case SymOp::Less:
+        v = flag(b_.CreateFCmpOLT(arg(n.a), arg(n.b)));
+        break;
+      case SymOp::LessEq:
+        v = flag(b_.CreateFCmpOLE(arg(n.a), arg(n.b)));
+        break;
+      case SymOp::Equal:
+        v = flag(b_.CreateFCmpOEQ(arg(n.a), arg(n.b)));
+        break;
+      case SymOp::Select:
+        v = b_.CreateSelect(b_.CreateFCmpUNE(arg(n.a), c(0.0)), arg(n.b), arg(n.c));
+        break;
+      case SymOp::Floor:
+        v = call(llvm::Intrinsic::floor, {arg(n.a)});
+        break;
+      case SymOp::Ceil:
+        v = call(llvm::Intrinsic::ceil, {arg(n.a)});
+        break;
+      case SymOp::Sqrt:
+        v = call(llvm::Intrinsic::sqrt, {arg(n.a)});
+        break;
+      case SymOp::Exp:
+        v = exp(arg(n.a));
+        break;
+      case SymOp::Tanh:
+        v = tanh(arg(n.a));
+        break;
+      case SymOp::Erf:
+        v = erf(arg(n.a));
+        break;
+      case SymOp::Log:
+        v = libm("logf", arg(n.a));
+        break;
+      case SymOp::Exp2:
+        v = libm("exp2f", arg(n.a));
+        break;
+      case SymOp::Log2:
+        v = libm("log2f", arg(n.a));
+        break;
+      case SymOp::Sin:
+        v = libm("sinf", arg(n.a));
+        break;
+      case SymOp::Cos:
+        v = libm("cosf", arg(n.a));
+        break;
+      case SymOp::Log1p:
+        v = libm("log1pf", arg(n.a));
+        break;
       case SymOp::Pow: {
         auto callee = m_.getOrInsertFunction("powf", llvm::FunctionType::get(f32_, {f32_, f32_}, false));
         v = b_.CreateCall(callee, {arg(n.a), arg(n.b)});

@@ -76,8 +76,8 @@ void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers) {
     const Buffer& b = buffers.at(static_cast<std::size_t>(l.buffer));
     const auto n = static_cast<std::int64_t>(b.bytes / ir::dtype_size(b.dtype));
     if (lo < 0 || hi >= n)
-      throw std::logic_error(k.name + ": reads elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                             "] of '" + b.name + "', which has " + std::to_string(n));
+      throw std::logic_error(k.name + ": reads elements [" + std::to_string(lo) + ", " + std::to_string(hi) + "] of '" +
+                             b.name + "', which has " + std::to_string(n));
   }
 }
 

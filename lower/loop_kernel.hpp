@@ -27,7 +27,7 @@ namespace saturn::lower {
 
 struct Leaf {
   BufferId buffer = -1;
-  std::int64_t offset = 0;             // elements
+  std::int64_t offset = 0;            // elements
   std::vector<std::int64_t> strides;  // one per dims, then one per red_dims (elements)
 };
 
@@ -39,10 +39,10 @@ struct LoopKernel {
   std::vector<std::int64_t> red_dims;  // reduced dimensions (innermost loops); empty: elementwise
   ReduceKind reduce = ReduceKind::None;
   std::shared_ptr<ir::SymContext> ctx;
-  ir::SymId body = 0;                   // value at each point
-  ir::SymId post = 0;                   // reductions: the result from acc_var
-  ir::SymId acc_var = 0;                // reductions: the variable `post` reads the accumulator as
-  std::vector<ir::SymId> leaf_vars;     // leaf_vars[i] is the variable that reads leaves[i]
+  ir::SymId body = 0;                // value at each point
+  ir::SymId post = 0;                // reductions: the result from acc_var
+  ir::SymId acc_var = 0;             // reductions: the variable `post` reads the accumulator as
+  std::vector<ir::SymId> leaf_vars;  // leaf_vars[i] is the variable that reads leaves[i]
   std::vector<Leaf> leaves;
   BufferId out = -1;
   int ops = 0;  // graph ops fused into it (reports)

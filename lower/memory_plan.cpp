@@ -27,7 +27,8 @@ std::vector<Lifetime> lifetimes(const Program& p) {
       if (l.first < 0) l.first = s;
       l.last = std::max(l.last, s);
     }
-    for (BufferId b : st.reads) life[static_cast<std::size_t>(b)].last = std::max(life[static_cast<std::size_t>(b)].last, s);
+    for (BufferId b : st.reads)
+      life[static_cast<std::size_t>(b)].last = std::max(life[static_cast<std::size_t>(b)].last, s);
   }
   for (BufferId b : p.outputs) life[static_cast<std::size_t>(b)].last = end;
   return life;
@@ -102,7 +103,8 @@ void plan_memory(Program& p) {
     placed.push_back(g);
   }
   for (std::size_t b = 0; b < n; ++b)
-    if (p.buffers[b].kind == BufferKind::Temp) p.offsets[b] = p.offsets[static_cast<std::size_t>(find(static_cast<BufferId>(b)))];
+    if (p.buffers[b].kind == BufferKind::Temp)
+      p.offsets[b] = p.offsets[static_cast<std::size_t>(find(static_cast<BufferId>(b)))];
 
   // The liveness lower bound: the most group bytes live at one step.
   p.lower_bound_bytes = 0;

@@ -76,14 +76,14 @@ struct Step {
 struct Program {
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
-  std::vector<BufferId> outputs;  // graph outputs, in order (temporaries or copies)
+  std::vector<BufferId> outputs;                       // graph outputs, in order (temporaries or copies)
   std::vector<std::vector<std::int64_t>> output_dims;  // their shapes (a buffer may hold a reshaped value)
   // Filled by plan_memory: the arena offset of every Temp buffer (bytes),
   // and the arena size.
   std::vector<std::size_t> offsets;
   std::size_t arena_bytes = 0;
-  std::size_t naive_bytes = 0;        // every temporary in its own allocation
-  std::size_t lower_bound_bytes = 0;  // the most bytes live at one step
+  std::size_t naive_bytes = 0;                          // every temporary in its own allocation
+  std::size_t lower_bound_bytes = 0;                    // the most bytes live at one step
   std::vector<std::pair<BufferId, BufferId>> in_place;  // (result, operand) sharing storage
   // What compile_cpu did, for reports: kernels generated, library calls,
   // ops run by the reference kernels (by op name).

@@ -47,9 +47,14 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
   for (std::size_t b = 0; b < p.buffers.size(); ++b) {
     const lower::Buffer& buf = p.buffers[b];
     switch (buf.kind) {
-      case lower::BufferKind::Temp: ctx.addr[b] = arena_.get() + p.offsets[b]; break;
-      case lower::BufferKind::Output: break;  // below
-      case lower::BufferKind::Weight: ctx.addr[b] = const_cast<std::uint8_t*>(buf.weight->bytes()); break;
+      case lower::BufferKind::Temp:
+        ctx.addr[b] = arena_.get() + p.offsets[b];
+        break;
+      case lower::BufferKind::Output:
+        break;  // below
+      case lower::BufferKind::Weight:
+        ctx.addr[b] = const_cast<std::uint8_t*>(buf.weight->bytes());
+        break;
       case lower::BufferKind::Input: {
         const auto i = static_cast<std::size_t>(buf.input_index);
         if (i >= inputs.size())
@@ -58,7 +63,8 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
         const ir::Tensor& t = inputs[i];
         if (t.dtype() != buf.dtype || t.dims() != buf.dims)
           return fail("input " + std::to_string(i) + " ('" + buf.name + "') is " + t.summary() +
-                      ", the program was compiled for " + ir::dtype_name(buf.dtype) + ir::to_string(ir::shape_of(buf.dims)));
+                      ", the program was compiled for " + ir::dtype_name(buf.dtype) +
+                      ir::to_string(ir::shape_of(buf.dims)));
         // Steps only read inputs.
         ctx.addr[b] = const_cast<std::uint8_t*>(t.bytes());
         break;

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "ir/npy.hpp"
@@ -128,11 +128,12 @@ int run_model(const RunOptions& o) {
   auto outs = execute();
   if (!outs) return bad_input(outs.error().to_string());
   std::vector<ir::Tensor> reused;  // the cpu target writes timed runs' outputs here
-  if (cpu) execute = [&]() -> Expected<std::vector<ir::Tensor>> {
-    auto r = cpu->run_into(run_inputs, reused);
-    if (!r) return r.error();
-    return std::vector<ir::Tensor>{};
-  };
+  if (cpu)
+    execute = [&]() -> Expected<std::vector<ir::Tensor>> {
+      auto r = cpu->run_into(run_inputs, reused);
+      if (!r) return r.error();
+      return std::vector<ir::Tensor>{};
+    };
   if (cpu && o.profile) {
     cpu->set_profile(true);
     auto again = cpu->run(run_inputs);
@@ -141,7 +142,9 @@ int run_model(const RunOptions& o) {
     nlohmann::json steps = nlohmann::json::array();
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
       steps.push_back({{"step", p.steps[s].label}, {"ms", cpu->step_ms()[s]}});
-      if (!o.json) std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << cpu->step_ms()[s] << " ms  " << p.steps[s].label << "\n";
+      if (!o.json)
+        std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << cpu->step_ms()[s] << " ms  "
+                  << p.steps[s].label << "\n";
     }
     std::cerr.unsetf(std::ios::floatfield);
     summary["profile"] = steps;
