@@ -811,7 +811,8 @@ void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType
       throw std::runtime_error(name + ": " + e.message);
     }
     for (std::size_t k = 0; k < outs.size() && k < res.size(); ++k)
-      if (outs[k] >= 0) std::memcpy(ctx.addr[static_cast<std::size_t>(outs[k])], res[k].bytes(), res[k].nbytes());
+      if (outs[k] >= 0 && res[k].nbytes() != 0)  // an empty result may have no storage at all
+        std::memcpy(ctx.addr[static_cast<std::size_t>(outs[k])], res[k].bytes(), res[k].nbytes());
   };
   p_->steps.push_back(std::move(s));
   for (std::size_t k = 0; k < n.outputs.size(); ++k)
