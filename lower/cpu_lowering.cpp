@@ -44,6 +44,22 @@ bool is_view(const std::string& op) {
   return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze" || op == "identity";
 }
 
+// Copies the elements of a view, row-major, into dst.
+void gather(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
+  const std::int64_t n = product(v.dims);
+  std::vector<std::int64_t> idx(v.dims.size(), 0);
+  std::int64_t off = v.offset;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::memcpy(dst + static_cast<std::size_t>(i) * esize, base + static_cast<std::size_t>(off) * esize, esize);
+    for (std::size_t d = v.dims.size(); d-- > 0;) {
+      off += v.strides[d];
+      if (++idx[d] < v.dims[d]) break;
+      off -= v.strides[d] * v.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 // A graph value as the lowering holds it.
 struct Value {
   DType dtype = DType::F32;
@@ -152,29 +168,12 @@ class Lowerer {
     return v.view;
   }
 
- public:
-  // Copies the elements of a view, row-major, into dst.
-  static void gather(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
-    const std::int64_t n = product(v.dims);
-    std::vector<std::int64_t> idx(v.dims.size(), 0);
-    std::int64_t off = v.offset;
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::memcpy(dst + static_cast<std::size_t>(i) * esize, base + static_cast<std::size_t>(off) * esize, esize);
-      for (std::size_t d = v.dims.size(); d-- > 0;) {
-        off += v.strides[d];
-        if (++idx[d] < v.dims[d]) break;
-        off -= v.strides[d] * v.dims[d];
-        idx[d] = 0;
-      }
-    }
-  }
-
  private:
-  // A loop kernel over `dims` (+ `red` reduced dims) writing `out`. Leaves
-  // of `body` are views over the pre-reduction operand dims `full` (dims
-  // with red interleaved as `reduced` says), or over `dims` when red is empty.
-  void emit_kernel(const Dims& dims, const Dims& red, ReduceKind how, SymId body, SymId post, BufferId out, int ops,
-                   const std::string& what, const std::vector<bool>& reduced = {}) {
+  // A loop kernel writing `out`. Leaves of `body` are views over `full`: the
+  // result's dims (elementwise, `reduced` empty), or the operand's dims before
+  // reducing the axes `reduced` marks (the result keeps the others).
+  void emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
+                   BufferId out, int ops, const std::string& what) {
     LoopKernel k;
     k.name = what;
     k.ctx = ctx_;
@@ -184,8 +183,8 @@ class Lowerer {
     k.reduce = how;
     k.out = out;
     k.ops = ops;
-    k.dims = dims;
-    k.red_dims = red;
+    for (std::size_t d = 0; d < full.size(); ++d)
+      (!reduced.empty() && reduced[d] ? k.red_dims : k.dims).push_back(full[d]);
     for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
       if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
       const View& v = leaf_views_.at(id);
@@ -200,12 +199,6 @@ class Lowerer {
       }
       k.leaves.push_back(std::move(l));
       k.leaf_vars.push_back(id);
-    }
-    if (!reduced.empty()) {
-      Dims kept;
-      for (std::size_t d = 0; d < reduced.size(); ++d)
-        if (!reduced[d]) kept.push_back(red_full_[d]);
-      k.dims = kept;
     }
     simplify_iteration_space(k);
     check_bounds(k, p_->buffers);
@@ -237,14 +230,10 @@ class Lowerer {
   // reduce(expr over `full`) along `reduced`, keeping them as size 1.
   Value reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post, int ops,
                const std::string& what) {
-    Dims out_dims, red;
-    for (std::size_t d = 0; d < full.size(); ++d) {
-      out_dims.push_back(reduced[d] ? 1 : full[d]);
-      if (reduced[d]) red.push_back(full[d]);
-    }
+    Dims out_dims;
+    for (std::size_t d = 0; d < full.size(); ++d) out_dims.push_back(reduced[d] ? 1 : full[d]);
     BufferId out = add_buffer(BufferKind::Temp, DType::F32, out_dims, what);
-    red_full_ = full;
-    emit_kernel({}, red, how, body, post, out, ops, what, reduced);
+    emit_kernel(full, reduced, how, body, post, out, ops, what);
     Value v;
     v.dims = out_dims;
     v.view = View::of(out, out_dims);
@@ -296,7 +285,6 @@ class Lowerer {
   std::set<std::size_t> absorbed_;         // relu nodes fused into the conv before them
   std::map<std::size_t, bool> conv_relu_;  // conv node -> relu post-op
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
-  Dims red_full_;
 };
 
 Expected<std::shared_ptr<Program>> Lowerer::run() {
@@ -380,8 +368,8 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       args.push_back(kernels_[k].out);
       const std::int64_t rows = kernel_rows(kernels_[k]);
       const std::int64_t work = product(kernels_[k].dims) * std::max<std::int64_t>(1, product(kernels_[k].red_dims));
-      s.run = [fn, args, rows, work](const RunContext& ctx) {
-        std::vector<void*> ptrs(args.size());
+      // ptrs: the argument array, filled per run (steps run one at a time).
+      s.run = [fn, args, rows, work, ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
         for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
         // Small kernels run on the calling thread: waking the pool costs more.
         if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2) {
@@ -693,8 +681,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
     const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
-    Step s =
-        make_conv_step(spec, x.buffer, wb, in[1]->view.buffer, bb, bb ? in[2]->view.buffer : -1, y, p_->keep_alive);
+    Step s = make_conv_step(spec, x.buffer, wb, bb, y, p_->keep_alive);
     p_->steps.push_back(std::move(s));
     ++p_->library_calls;
     set(stored(y));

@@ -100,8 +100,8 @@ std::string dims_text(const std::vector<std::int64_t>& d) {
 
 }  // namespace
 
-Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w, const Buffer* bias_buffer,
-                    BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
+Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, const Buffer* bias_buffer, BufferId out,
+                    std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
   memory::dims wd = to_dims(spec.w_dims);
   tag wtag = tag::oihw;
@@ -155,9 +155,7 @@ Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, Bu
   s.kind = StepKind::Conv;
   s.label = std::string("oneDNN conv ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
             (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "");
-  s.reads = {x};
-  (void)w;
-  (void)bias;
+  s.reads = {x};  // the weights and bias were copied into the primitive's layout above
   s.writes = {out};
   DnnlState* p = st.get();
   s.run = [p, x, out](const RunContext& ctx) {

@@ -31,16 +31,16 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
                     double alpha);
 
 // 2-D convolution (NCHW, OIHW weights, groups), with an optional ReLU
-// post-op. x and out are whole contiguous buffers; w (and bias) are weights
-// whose data is read now.
+// post-op. x and out are whole contiguous buffers; the weights (and bias)
+// are constants, read now and kept in the primitive's layout.
 struct ConvSpec {
   std::vector<std::int64_t> x_dims, w_dims, out_dims;
   std::vector<std::int64_t> strides, dilations, pads_begin, pads_end;
   std::int64_t group = 1;
   bool relu = false;
 };
-Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, BufferId w, const Buffer* bias_buffer,
-                    BufferId bias, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, const Buffer* bias_buffer, BufferId out,
+                    std::vector<std::shared_ptr<void>>& keep);
 
 struct PoolSpec {
   std::vector<std::int64_t> x_dims, out_dims, kernel, strides, pads_begin, pads_end;

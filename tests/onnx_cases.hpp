@@ -2,10 +2,12 @@
 // suites read it: where it is, and how outputs are compared.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ir/tensor.hpp"
 
@@ -44,6 +46,17 @@ inline std::string compare(const ir::Tensor& got, const ir::Tensor& want, double
              " != " + std::to_string(want.at_int(i));
   }
   return {};
+}
+
+// The case folders (those with a model.onnx) of one suite ("node", ...),
+// sorted; none when the suite is missing.
+inline std::vector<fs::path> cases_in(const fs::path& suite) {
+  std::vector<fs::path> cases;
+  if (!fs::exists(suite)) return cases;
+  for (const auto& e : fs::directory_iterator(suite))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  return cases;
 }
 
 }  // namespace saturn::test

@@ -26,12 +26,7 @@ TEST_CASE("ONNX backend conformance on the CPU target") {
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
   for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
-    if (!fs::exists(root / folder)) continue;
-    std::vector<fs::path> cases;
-    for (const auto& e : fs::directory_iterator(root / folder))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
-    std::sort(cases.begin(), cases.end());
-    for (const fs::path& c : cases) {
+    for (const fs::path& c : test::cases_in(root / folder)) {
       const fs::path ds = c / "test_data_set_0";
       if (!fs::exists(ds)) continue;
       std::vector<ir::Tensor> inputs, expected;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/onnx_import.hpp"
+#include "lower/cpu_lowering.hpp"
 #include "lower/memory_plan.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
@@ -100,4 +101,18 @@ TEST_CASE("saturn run --target cpu checks outputs and reports latency and memory
                              "/docs/examples/models/mlp.input.pb");
   CHECK(wrong.status == 2);
   fs::remove_all(tmp);
+}
+
+TEST_CASE("The CPU target refuses symbolic shapes - naming the value") {
+  ir::Graph g;
+  g.name = "dynamic";
+  g.inputs.push_back({"x", {ir::DType::F32, {ir::Dim::symbol("N"), ir::Dim::of(4)}}});
+  g.declared_inputs.push_back("x");
+  g.nodes.push_back(ir::Node{"r", "relu", {"x"}, {"y"}, {}, "Relu"});
+  g.outputs = {"y"};
+  auto p = lower::compile_cpu(g);
+  REQUIRE_FALSE(p);
+  CHECK(p.error().message.find("static shapes") != std::string::npos);
+  CHECK(p.error().message.find("'x'") != std::string::npos);
+  CHECK(p.error().message.find("[N 4]") != std::string::npos);
 }

@@ -153,12 +153,7 @@ TEST_CASE("ONNX backend conformance through the reference interpreter") {
   std::vector<std::string> failures, listed_unsupported;
   const auto start = std::chrono::steady_clock::now();
   for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
-    if (!fs::exists(root / folder)) continue;
-    std::vector<fs::path> cases;
-    for (const auto& e : fs::directory_iterator(root / folder))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
-    std::sort(cases.begin(), cases.end());
-    for (const fs::path& c : cases) {
+    for (const fs::path& c : test::cases_in(root / folder)) {
       ModelInfo info = model_info(c / "model.onnx");
       auto record = [&](int Counts::*field) {
         ++(by_folder[folder].*field);
