@@ -44,6 +44,13 @@ bool is_view(const std::string& op) {
   return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze" || op == "identity";
 }
 
+// The view walks its buffer with these strides (size-1 dimensions aside).
+bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
+  for (std::size_t i = 0; i < v.dims.size(); ++i)
+    if (v.dims[i] != 1 && v.strides[i] != strides[i]) return false;
+  return v.dense();
+}
+
 // Copies the elements of a view, row-major, into dst.
 void gather(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
   const std::int64_t n = product(v.dims);
@@ -131,18 +138,49 @@ class Lowerer {
     return leaf(v.view.broadcast_to(dims));
   }
 
-  // Computes a pending value into a new buffer (one loop kernel).
-  void store(Value& v, std::string what = "") {
+  // Computes a pending value into a new buffer (one loop kernel), in the
+  // dimension order its full-size operands are stored in: an elementwise
+  // epilogue of an NHWC convolution stays NHWC, so the next one reads it
+  // without a conversion.
+  void store(Value& v, std::string what = "", bool any_order = true) {
     if (!v.pending) return;
     if (what.empty()) what = v.label.empty() ? "fused" : v.label;
-    BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, what);
-    emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what);
+    const Dims order = operand_order(v, any_order);
+    Dims physical, inverse(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      physical.push_back(v.dims[static_cast<std::size_t>(order[i])]);
+      inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+    }
+    BufferId out = add_buffer(BufferKind::Temp, DType::F32, physical, what);
+    emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order);
     v.pending = false;
-    v.view = View::of(out, v.dims);
+    v.view = View::of(out, physical).transposed(inverse);
+  }
+  // The dimension order shared by every dense full-size operand of a pending
+  // value; row-major when they disagree or there are none.
+  Dims operand_order(const Value& v, bool any_order) {
+    Dims identity(v.dims.size());
+    for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int64_t>(i);
+    if (!any_order) return identity;
+    std::optional<Dims> shared;
+    for (SymId id : ctx_->reachable(std::span<const SymId>(&v.sym, 1))) {
+      auto it = leaf_views_.find(id);
+      if (it == leaf_views_.end() || it->second.dims != v.dims || !it->second.dense()) continue;
+      Dims o = it->second.order();
+      if (shared && *shared != o) return identity;
+      shared = std::move(o);
+    }
+    return shared ? *shared : identity;
+  }
+  // v stored densely (any dimension order), copied only when it is not.
+  View dense(Value& v) {
+    store(v);
+    if (v.view.dense() && !v.is_scalar_constant) return v.view;
+    return whole(v);
   }
   // A stored, contiguous, whole-buffer copy of v (copies when it must).
   View whole(Value& v) {
-    store(v);
+    store(v, "", false);
     if (v.view.whole() && !v.is_scalar_constant) return v.view;
     if (v.dtype != DType::F32) return copy_any(v);
     BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, "copy");
@@ -172,8 +210,10 @@ class Lowerer {
   // A loop kernel writing `out`. Leaves of `body` are views over `full`: the
   // result's dims (elementwise, `reduced` empty), or the operand's dims before
   // reducing the axes `reduced` marks (the result keeps the others).
+  // An elementwise kernel may walk (and write its result in) another
+  // dimension `order` than row-major.
   void emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
-                   BufferId out, int ops, const std::string& what) {
+                   BufferId out, int ops, const std::string& what, const Dims& order = {}) {
     LoopKernel k;
     k.name = what;
     k.ctx = ctx_;
@@ -184,12 +224,15 @@ class Lowerer {
     k.out = out;
     k.ops = ops;
     for (std::size_t d = 0; d < full.size(); ++d)
-      (!reduced.empty() && reduced[d] ? k.red_dims : k.dims).push_back(full[d]);
+      (!reduced.empty() && reduced[d] ? k.red_dims : k.dims)
+          .push_back(full[order.empty() ? d : static_cast<std::size_t>(order[d])]);
     for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
       if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
       const View& v = leaf_views_.at(id);
       Leaf l{v.buffer, v.offset, {}};
-      if (reduced.empty()) {
+      if (reduced.empty() && !order.empty()) {
+        for (std::int64_t d : order) l.strides.push_back(v.strides[static_cast<std::size_t>(d)]);
+      } else if (reduced.empty()) {
         l.strides = v.strides;
       } else {  // kept dims first, then the reduced ones
         for (std::size_t d = 0; d < reduced.size(); ++d)
@@ -282,8 +325,18 @@ class Lowerer {
   std::map<std::string, int> uses_;
   std::vector<LoopKernel> kernels_;
   std::vector<std::size_t> kernel_step_;
-  std::set<std::size_t> absorbed_;         // relu nodes fused into the conv before them
-  std::map<std::size_t, bool> conv_relu_;  // conv node -> relu post-op
+  // Epilogues a oneDNN convolution can take as post-ops: the residual add
+  // (sum) and a ReLU after the conv or the add. Planned before lowering and
+  // taken only when the convolution itself goes to oneDNN; otherwise these
+  // nodes lower as usual.
+  struct ConvEpilogue {
+    std::optional<std::size_t> add;  // result = conv + skip
+    std::string skip;
+    std::optional<std::size_t> relu;
+  };
+  void plan_epilogues();
+  std::map<std::size_t, ConvEpilogue> epilogue_;  // conv node -> its planned epilogue
+  std::map<std::size_t, std::string> fused_;      // epilogue node a conv took -> the value its output is
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
 };
 
@@ -312,26 +365,13 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       for (const std::string& i : n.inputs)
         if (!i.empty()) ++uses_[i];
     for (const std::string& o : graph_->outputs) ++uses_[o];
-    // relu(conv(...)) with the conv used only there: a oneDNN post-op.
-    std::map<std::string, std::size_t> producer;
-    for (std::size_t i = 0; i < graph_->nodes.size(); ++i) {
-      const ir::Node& n = graph_->nodes[i];
-      for (const std::string& o : n.outputs) producer[o] = i;
-      if (n.op != "relu" || n.inputs.empty()) continue;
-      auto it = producer.find(n.inputs[0]);
-      if (it == producer.end() || uses_[n.inputs[0]] != 1) continue;
-      const std::string& pop = graph_->nodes[it->second].op;
-      if (pop == "conv" || pop == "dnnl.conv") {
-        conv_relu_[it->second] = true;
-        absorbed_.insert(i);
-      }
-    }
+    plan_epilogues();
     for (std::size_t i = 0; i < graph_->nodes.size(); ++i) lower_node(i);
     // Graph outputs: whole temporaries of their own.
     std::set<BufferId> seen;
     for (const std::string& o : graph_->outputs) {
       Value& v = values_.at(o);
-      store(v);
+      store(v, "", false);
       const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
       if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
         Value copy = v;
@@ -394,14 +434,66 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
   return p_;
 }
 
+void Lowerer::plan_epilogues() {
+  const std::vector<ir::Node>& nodes = graph_->nodes;
+  std::map<std::string, std::size_t> producer;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& o : nodes[i].outputs) producer[o] = i;
+  // The conv node computing v, when v has no other use.
+  auto conv_of = [&](const std::string& v) -> std::optional<std::size_t> {
+    auto it = producer.find(v);
+    if (it == producer.end() || uses_[v] != 1) return std::nullopt;
+    const std::string& op = nodes[it->second].op;
+    if (op != "conv" && op != "dnnl.conv") return std::nullopt;
+    return it->second;
+  };
+  std::map<std::size_t, std::size_t> add_conv;  // planned add node -> its conv
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& n = nodes[i];
+    if (n.op == "add" && n.inputs.size() == 2 && n.outputs.size() == 1) {
+      // The conv operand that runs last takes the add: the other operand
+      // (skip) must exist when it runs, and have the result's shape.
+      std::optional<std::size_t> best;
+      std::size_t best_k = 0;
+      for (std::size_t k = 0; k < 2; ++k) {
+        auto c = conv_of(n.inputs[k]);
+        const std::string& other = n.inputs[1 - k];
+        if (!c || other.empty() || other == n.inputs[k]) continue;
+        auto ot = types_.find(other), rt = types_.find(n.outputs[0]);
+        if (ot == types_.end() || rt == types_.end() || ot->second.shape != rt->second.shape ||
+            ot->second.dtype != DType::F32)
+          continue;
+        if (auto p = producer.find(other); p != producer.end() && p->second > *c) continue;
+        if (!best || *c > *best) {
+          best = c;
+          best_k = k;
+        }
+      }
+      if (best) {
+        epilogue_[*best].add = i;
+        epilogue_[*best].skip = n.inputs[1 - best_k];
+        add_conv[i] = *best;
+      }
+    }
+    if (n.op == "relu" && n.inputs.size() == 1 && n.outputs.size() == 1) {
+      const std::string& v = n.inputs[0];
+      if (auto c = conv_of(v); c && !epilogue_[*c].add) {
+        epilogue_[*c].relu = i;
+      } else if (auto p = producer.find(v); p != producer.end() && add_conv.count(p->second) && uses_[v] == 1) {
+        epilogue_[add_conv[p->second]].relu = i;
+      }
+    }
+  }
+}
+
 void Lowerer::lower_node(std::size_t index) {
   const ir::Node& n = graph_->nodes[index];
   const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
   if (!def) fail(n, "unknown op '" + n.op + "'");
   std::vector<ir::ValueType> out_types;
   for (const std::string& o : n.outputs) out_types.push_back(o.empty() ? ir::ValueType{} : types_.at(o));
-  if (absorbed_.count(index)) {  // a ReLU already applied by the conv before it
-    values_[n.outputs[0]] = values_.at(n.inputs[0]);
+  if (auto it = fused_.find(index); it != fused_.end()) {  // already applied by the conv before it
+    values_[n.outputs[0]] = values_.at(it->second);
     return;
   }
   // Constant subgraphs: evaluated now, once.
@@ -676,15 +768,33 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
       std::int64_t span = (spec.w_dims[2 + i] - 1) * spec.dilations[i] + 1;
       spec.pads_end.push_back((out[2 + i] - 1) * spec.strides[i] + span - spec.x_dims[2 + i] - spec.pads_begin[i]);
     }
-    spec.relu = n.op == "dnnl.conv_relu" || conv_relu_.count(static_cast<std::size_t>(&n - graph_->nodes.data()));
-    View x = whole(*in[0]);
+    const auto index = static_cast<std::size_t>(&n - graph_->nodes.data());
+    ConvEpilogue e;
+    if (auto it = epilogue_.find(index); it != epilogue_.end()) e = it->second;
+    Value* skip = e.add ? &values_.at(e.skip) : nullptr;
+    if (e.add && (skip->dtype != DType::F32 || skip->dims != out)) e = {};  // (relu came after the add)
+    spec.relu = n.op == "dnnl.conv_relu" || e.relu;
+    spec.sum = e.add.has_value();
+    View x = dense(*in[0]);
+    std::optional<View> skip_view;
+    if (e.add) skip_view = dense(*skip);
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
     const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
-    Step s = make_conv_step(spec, x.buffer, wb, bb, y, p_->keep_alive);
-    p_->steps.push_back(std::move(s));
+    LibraryStep ls = make_conv_step(spec, x, wb, bb, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
+    // The sum post-op reads each skip element once, where it writes: skip's
+    // storage may become the result's when it is laid out alike (and is not
+    // the conv's own input, read all over).
+    if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer &&
+        same_strides(*skip_view, ls.out_strides))
+      ls.step.in_place_ok.push_back(skip_view->buffer);
+    p_->steps.push_back(std::move(ls.step));
     ++p_->library_calls;
-    set(stored(y));
+    if (e.add) fused_[*e.add] = n.outputs[0];
+    if (e.relu) fused_[*e.relu] = graph_->nodes[*e.relu].inputs[0];
+    Value v = stored(y);
+    v.view.strides = ls.out_strides;
+    set(v);
     return true;
   }
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool";
@@ -709,11 +819,14 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     // padding may be smaller than what ceil_mode adds.
     if (!spec.max && spec.count_include_pad && (spec.pads_end[0] != pads[2] || spec.pads_end[1] != pads[3]))
       return false;
-    View x = whole(*in[0]);
+    View x = dense(*in[0]);
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    p_->steps.push_back(make_pool_step(spec, x.buffer, y, p_->keep_alive));
+    LibraryStep ls = make_pool_step(spec, x, y, p_->keep_alive);
+    p_->steps.push_back(std::move(ls.step));
     ++p_->library_calls;
-    set(stored(y));
+    Value v = stored(y);
+    v.view.strides = ls.out_strides;
+    set(v);
     return true;
   }
   return false;

@@ -82,14 +82,43 @@ using dt = memory::data_type;
 
 memory::dims to_dims(const std::vector<std::int64_t>& v) { return memory::dims(v.begin(), v.end()); }
 
-// The oneDNN objects one step owns.
+// A dense View as oneDNN describes it (the offset goes into the address).
+memory::desc plain_desc(const View& v) { return memory::desc(to_dims(v.dims), dt::f32, to_dims(v.strides)); }
+
+// The strides of a plain layout (no inner blocks, no padding), or nullopt.
+std::optional<std::vector<std::int64_t>> plain_strides(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 || d.offset0 != 0)
+    return std::nullopt;
+  std::vector<std::int64_t> s;
+  for (int i = 0; i < d.ndims; ++i) {
+    if (d.padded_dims[i] != d.dims[i]) return std::nullopt;
+    s.push_back(d.format_desc.blocking.strides[i]);
+  }
+  return s;
+}
+
+// Same element addresses (strides along size-1 dimensions never matter).
+bool same_layout(const memory::desc& a, const memory::desc& b) {
+  if (a == b) return true;
+  auto sa = plain_strides(a), sb = plain_strides(b);
+  if (!sa || !sb || a.dims() != b.dims()) return false;
+  const memory::dims dims = a.dims();
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && (*sa)[i] != (*sb)[i]) return false;
+  return true;
+}
+
+// The oneDNN objects one step owns. `src`/`dst` are the primitive's
+// memories; when the caller's layout differs, `user_*` wrap the caller's
+// buffers and the reorders convert.
 struct DnnlState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   dnnl::primitive prim;
-  memory src, dst, weights, bias;  // the primitive's layouts
-  memory user_src, user_dst;       // NCHW views of our buffers (when the primitive's differ)
-  std::optional<dnnl::reorder> to_src, from_dst;
+  memory src, dst, weights, bias;
+  memory user_src, user_dst, user_skip;
+  std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst;
 };
 
 std::string dims_text(const std::vector<std::int64_t>& d) {
@@ -98,10 +127,63 @@ std::string dims_text(const std::vector<std::int64_t>& d) {
   return s;
 }
 
+// Binds the primitive's source to a dense View: directly when the layouts
+// agree, else through a reorder built now.
+void bind_source(DnnlState& st, const memory::desc& want, const View& x) {
+  const memory::desc have = plain_desc(x);
+  if (same_layout(want, have)) {
+    st.src = memory(want, st.engine, nullptr);
+    return;
+  }
+  st.user_src = memory(have, st.engine, nullptr);
+  st.src = memory(want, st.engine);
+  st.to_src = dnnl::reorder(st.user_src, st.src);
+}
+
+// The result's memory: the primitive's layout when plain, else a blocked
+// scratch memory converted to NCHW after the primitive. Returns the strides
+// the result buffer is written with.
+std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
+                                      const std::vector<std::int64_t>& out_dims) {
+  if (auto s = plain_strides(got)) {
+    st.dst = memory(got, st.engine, nullptr);
+    return *s;
+  }
+  st.dst = memory(got, st.engine);
+  st.user_dst = memory(memory::desc(to_dims(out_dims), dt::f32, tag::nchw), st.engine, nullptr);
+  st.from_dst = dnnl::reorder(st.dst, st.user_dst);
+  return row_major_strides(out_dims);
+}
+
+float* address(const RunContext& ctx, const View& v) { return ctx.at(v.buffer) + v.offset; }
+
+// Runs `prim` with src/dst (plus `extra` arguments) bound to this run's
+// buffers, converting layouts where the step needs to.
+void run_primitive(DnnlState& p, const RunContext& ctx, const View& x, BufferId out, const View* skip,
+                   std::unordered_map<int, memory> args) {
+  (p.to_src ? p.user_src : p.src).set_data_handle(address(ctx, x));
+  float* y = ctx.at(out);
+  (p.from_dst ? p.user_dst : p.dst).set_data_handle(y);
+  if (p.to_src) p.to_src->execute(p.stream, p.user_src, p.src);
+  if (skip) {
+    float* s = address(ctx, *skip);
+    // The sum post-op adds what the result holds: skip, unless it is there already.
+    if (s != y || p.from_dst) {
+      p.user_skip.set_data_handle(s);
+      p.skip_to_dst->execute(p.stream, p.user_skip, p.dst);
+    }
+  }
+  args.emplace(DNNL_ARG_SRC, p.src);
+  args.emplace(DNNL_ARG_DST, p.dst);
+  p.prim.execute(p.stream, args);
+  if (p.from_dst) p.from_dst->execute(p.stream, p.dst, p.user_dst);
+  p.stream.wait();
+}
+
 }  // namespace
 
-Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, const Buffer* bias_buffer, BufferId out,
-                    std::vector<std::shared_ptr<void>>& keep) {
+LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
+                           const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
   memory::dims wd = to_dims(spec.w_dims);
   tag wtag = tag::oihw;
@@ -109,7 +191,6 @@ Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, co
     wd = {spec.group, spec.w_dims[0] / spec.group, spec.w_dims[1], spec.w_dims[2], spec.w_dims[3]};
     wtag = tag::goihw;
   }
-  memory::desc user_x(to_dims(spec.x_dims), dt::f32, tag::nchw), user_y(to_dims(spec.out_dims), dt::f32, tag::nchw);
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
   memory::desc any_w(wd, dt::f32, tag::any), user_w(wd, dt::f32, wtag);
   memory::desc bias_md = bias_buffer ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
@@ -119,11 +200,10 @@ Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, co
                                        any_w, bias_md, any_y, to_dims(spec.strides), dil, to_dims(spec.pads_begin),
                                        to_dims(spec.pads_end));
   dnnl::primitive_attr attr;
-  if (spec.relu) {
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(po);
-  }
+  dnnl::post_ops po;
+  if (spec.sum) po.append_sum(1.0f);
+  if (spec.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(po);
   dnnl::convolution_forward::primitive_desc pd(desc, attr, st->engine);
   st->prim = dnnl::convolution_forward(pd);
   // Weights (and bias) into the primitive's layout, once.
@@ -135,69 +215,57 @@ Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, co
     std::memcpy(st->bias.get_data_handle(), bias_buffer->weight->bytes(), bias_buffer->bytes);
   }
   st->stream.wait();
-  st->user_src = memory(user_x, st->engine, nullptr);
-  st->user_dst = memory(user_y, st->engine, nullptr);
-  if (pd.src_desc() != user_x) {
-    st->src = memory(pd.src_desc(), st->engine);
-    st->to_src = dnnl::reorder(st->user_src, st->src);
-  } else {
-    st->src = st->user_src;
-  }
-  if (pd.dst_desc() != user_y) {
-    st->dst = memory(pd.dst_desc(), st->engine);
-    st->from_dst = dnnl::reorder(st->dst, st->user_dst);
-  } else {
-    st->dst = st->user_dst;
+  bind_source(*st, pd.src_desc(), x);
+  LibraryStep r;
+  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
+  std::optional<View> skip_view;
+  if (spec.sum) {
+    skip_view = *skip;
+    st->user_skip = memory(plain_desc(*skip), st->engine, nullptr);
+    st->skip_to_dst = dnnl::reorder(st->user_skip, st->dst);
   }
   keep.push_back(st);
 
-  Step s;
+  Step& s = r.step;
   s.kind = StepKind::Conv;
   s.label = std::string("oneDNN conv ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
-            (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "");
-  s.reads = {x};  // the weights and bias were copied into the primitive's layout above
+            (spec.sum ? " +sum" : "") + (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "") +
+            (st->from_dst ? " (dst reordered)" : "");
+  s.reads = {x.buffer};  // the weights and bias were copied into the primitive's layout above
+  if (skip_view) s.reads.push_back(skip_view->buffer);
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, x, out](const RunContext& ctx) {
-    p->user_src.set_data_handle(ctx.at(x));
-    p->user_dst.set_data_handle(ctx.at(out));
-    if (p->to_src) p->to_src->execute(p->stream, p->user_src, p->src);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->weights}, {DNNL_ARG_DST, p->dst}};
+  s.run = [p, x, out, skip_view](const RunContext& ctx) {
+    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, p->weights}};
     if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
-    p->prim.execute(p->stream, args);
-    if (p->from_dst) p->from_dst->execute(p->stream, p->dst, p->user_dst);
-    p->stream.wait();
+    run_primitive(*p, ctx, x, out, skip_view ? &*skip_view : nullptr, std::move(args));
   };
-  return s;
+  return r;
 }
 
-Step make_pool_step(const PoolSpec& spec, BufferId x, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
+LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
+                           std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
-  memory::desc user_x(to_dims(spec.x_dims), dt::f32, tag::nchw), user_y(to_dims(spec.out_dims), dt::f32, tag::nchw);
+  memory::desc src_md = plain_desc(x), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
   auto alg = spec.max                 ? dnnl::algorithm::pooling_max
              : spec.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                       : dnnl::algorithm::pooling_avg_exclude_padding;
-  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, user_x, user_y, to_dims(spec.strides),
+  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, any_y, to_dims(spec.strides),
                                    to_dims(spec.kernel), to_dims(spec.pads_begin), to_dims(spec.pads_end));
   dnnl::pooling_forward::primitive_desc pd(desc, st->engine);
   st->prim = dnnl::pooling_forward(pd);
-  st->src = memory(user_x, st->engine, nullptr);
-  st->dst = memory(user_y, st->engine, nullptr);
+  bind_source(*st, pd.src_desc(), x);
+  LibraryStep r;
+  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
   keep.push_back(st);
-  Step s;
+  Step& s = r.step;
   s.kind = StepKind::Pool;
   s.label = std::string("oneDNN ") + (spec.max ? "max" : "avg") + " pool " + dims_text(spec.x_dims);
-  s.reads = {x};
+  s.reads = {x.buffer};
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, x, out](const RunContext& ctx) {
-    p->src.set_data_handle(ctx.at(x));
-    p->dst.set_data_handle(ctx.at(out));
-    p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}});
-    p->stream.wait();
-  };
-  return s;
+  s.run = [p, x, out](const RunContext& ctx) { run_primitive(*p, ctx, x, out, nullptr, {}); };
+  return r;
 }
 
 void set_library_threads(int n) { openblas_set_num_threads(n); }

@@ -30,24 +30,41 @@ std::optional<MatrixLayout> matrix_layout(const View& v);
 Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
                     double alpha);
 
-// 2-D convolution (NCHW, OIHW weights, groups), with an optional ReLU
-// post-op. x and out are whole contiguous buffers; the weights (and bias)
-// are constants, read now and kept in the primitive's layout.
+// A library step and the layout it writes its result in: strides (elements)
+// over the result's NCHW dims. oneDNN picks the layout its fastest kernel
+// wants (NHWC for f32 on AVX-512); when that layout is plain (a permutation
+// of the dimensions, no blocking or padding) the result stays in it and its
+// consumers read it through a strided View, so a chain of convolutions never
+// converts layouts. A blocked choice is converted back to NCHW in the step.
+struct LibraryStep {
+  Step step;
+  std::vector<std::int64_t> out_strides;
+};
+
+// 2-D convolution (NCHW dims, OIHW weights, groups) with its epilogue as
+// oneDNN post-ops: result = relu?(conv(x) + bias + (sum ? skip : 0)). x and
+// skip are dense Views (View::dense: any dimension order). The weights and
+// bias are constants, read now and kept in the primitive's layout. The sum
+// post-op accumulates into the result: skip is copied there first, unless
+// the memory planner gave skip's storage to the result (in_place_ok), which
+// the step sees as equal addresses.
 struct ConvSpec {
   std::vector<std::int64_t> x_dims, w_dims, out_dims;
   std::vector<std::int64_t> strides, dilations, pads_begin, pads_end;
   std::int64_t group = 1;
   bool relu = false;
+  bool sum = false;
 };
-Step make_conv_step(const ConvSpec& spec, BufferId x, const Buffer& w_buffer, const Buffer* bias_buffer, BufferId out,
-                    std::vector<std::shared_ptr<void>>& keep);
+LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
+                           const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep);
 
 struct PoolSpec {
   std::vector<std::int64_t> x_dims, out_dims, kernel, strides, pads_begin, pads_end;
   bool max = true;
   bool count_include_pad = false;
 };
-Step make_pool_step(const PoolSpec& spec, BufferId x, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+// x: a dense View; the result keeps x's layout when oneDNN does.
+LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, std::vector<std::shared_ptr<void>>& keep);
 
 // Library threads: OpenBLAS's own pool size (oneDNN follows OpenMP's).
 void set_library_threads(int n);

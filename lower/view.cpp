@@ -1,5 +1,7 @@
 #include "lower/view.hpp"
 
+#include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace saturn::lower {
@@ -15,6 +17,35 @@ View View::of(BufferId b, const std::vector<std::int64_t>& dims) { return View{b
 bool View::contiguous() const {
   std::int64_t want = 1;
   for (std::size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] == 1) continue;
+    if (strides[i] != want) return false;
+    want *= dims[i];
+  }
+  return true;
+}
+
+std::vector<std::int64_t> View::order() const {
+  std::vector<std::int64_t> o(dims.size());
+  std::iota(o.begin(), o.end(), 0);
+  // Size-1 dimensions never move the address: they sort as if their stride
+  // were the one just outside the next real dimension, i.e. they stay put.
+  std::vector<std::int64_t> key(dims.size());
+  std::int64_t outer = 0;
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    key[i] = dims[i] == 1 ? outer : strides[i];
+    if (dims[i] != 1) outer = std::max(outer, strides[i] * dims[i]);
+  }
+  std::stable_sort(o.begin(), o.end(), [&](std::int64_t a, std::int64_t b) {
+    return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
+  });
+  return o;
+}
+
+bool View::dense() const {
+  std::int64_t want = 1;
+  const std::vector<std::int64_t> o = order();
+  for (std::size_t k = o.size(); k-- > 0;) {
+    const auto i = static_cast<std::size_t>(o[k]);
     if (dims[i] == 1) continue;
     if (strides[i] != want) return false;
     want *= dims[i];

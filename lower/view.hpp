@@ -22,6 +22,13 @@ struct View {
   bool contiguous() const;
   // Exactly the buffer `of(buffer, dims)` (offset 0, row-major).
   bool whole() const { return offset == 0 && contiguous(); }
+  // Dimensions from the outermost in memory to the innermost (by decreasing
+  // stride; size-1 dimensions and ties keep their place).
+  std::vector<std::int64_t> order() const;
+  // Every element of [offset, offset + numel) read exactly once, in the
+  // dimension order `order()`: a permuted layout (NHWC seen as NCHW) or a
+  // row-major one.
+  bool dense() const;
   View transposed(const std::vector<std::int64_t>& perm) const;
   // Numpy broadcasting to `to` (right-aligned; size-1 dims repeat).
   View broadcast_to(const std::vector<std::int64_t>& to) const;

@@ -189,3 +189,76 @@ TEST_CASE("Inline exp, tanh and erf agree with the C library") {
     }
   }
 }
+
+namespace {
+
+std::string conv(models::GraphBuilder& b, const std::string& x, std::int64_t cin, std::int64_t cout, std::int64_t k,
+                 std::int64_t stride, const std::string& auto_pad = "") {
+  ir::Attrs a;
+  a.set("kernel_shape", std::vector<std::int64_t>{k, k});
+  a.set("strides", std::vector<std::int64_t>{stride, stride});
+  if (auto_pad.empty())
+    a.set("pads", std::vector<std::int64_t>{k / 2, k / 2, k / 2, k / 2});
+  else
+    a.set("auto_pad", auto_pad);
+  return b.op("conv", {x, b.weight({cout, cin, k, k}, 0.3), b.weight({cout}, 0.3)}, a);
+}
+
+int steps_with(const lower::Program& p, const std::string& text) {
+  int n = 0;
+  for (const lower::Step& s : p.steps) n += s.label.find(text) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds and ReLUs as post-ops") {
+  models::GraphBuilder b("residual");
+  std::string x = b.input("x", {1, 16, 9, 9});
+  // A basic block whose skip is the graph input (copied into the result).
+  std::string y = b.op("relu", {conv(b, x, 16, 16, 3, 1)});
+  y = b.op("relu", {b.op("add", {conv(b, y, 16, 16, 3, 1), x})});
+  // One whose skip dies at the add (its storage becomes the result's).
+  std::string z = b.op("relu", {conv(b, y, 16, 16, 3, 1)});
+  z = b.op("relu", {b.op("add", {y, conv(b, z, 16, 16, 3, 1)})});
+  // A downsampling block: the skip conv runs after the main path's last conv
+  // and takes the add itself.
+  std::string m = conv(b, b.op("relu", {conv(b, z, 16, 32, 3, 2)}), 32, 32, 3, 1);
+  std::string d = conv(b, z, 16, 32, 1, 2);
+  std::string w = b.op("relu", {b.op("add", {m, d})});
+  // An elementwise epilogue between convolutions is written in their layout.
+  std::string v = conv(b, b.op("sigmoid", {w}), 32, 8, 3, 1);
+  auto p = check_against_interpreter(b.finish({v}), 1e-4, 1e-4);
+  CHECK(p->library_calls == 8);
+  CHECK(steps_with(*p, "+sum +relu") == 3);
+  CHECK(steps_with(*p, "add") == 0);   // every add went into a convolution
+  CHECK(steps_with(*p, "relu") == 6);  // ... and every relu (labels of the convs that took them)
+  bool shared = false;
+  for (const auto& [result, operand] : p->in_place)
+    for (const lower::Step& s : p->steps)
+      if (s.label.find("+sum") != std::string::npos && s.writes[0] == result) shared = true;
+  CHECK(shared);
+  // When oneDNN keeps results plain (NHWC on AVX-512 machines), no
+  // convolution after the first converts its source.
+  if (steps_with(*p, "(dst reordered)") == 0) {
+    CHECK(steps_with(*p, "(src reordered)") <= 1);
+    CHECK(p->fused_kernels == 2);  // the sigmoid, and the copy of the NHWC result into the NCHW output
+  }
+}
+
+TEST_CASE("Epilogues stay separate nodes when their convolution does not go to oneDNN") {
+  models::GraphBuilder b("fallback");
+  std::string x = b.input("x", {1, 4, 6, 6});
+  // auto_pad and weights given at run time: reference convolutions.
+  std::string y = b.op("relu", {b.op("add", {conv(b, x, 4, 4, 3, 1, "SAME_UPPER"), x})});
+  std::string w = b.input("w", {4, 4, 3, 3});
+  std::string z = b.op("relu", {b.op("conv", {y, w}, models::ints_attr("pads", {1, 1, 1, 1}))});
+  // The conv's own input as the skip: read all over by the conv, so never shared.
+  std::string t = b.op("sigmoid", {z});
+  std::string u = b.op("relu", {b.op("add", {conv(b, t, 4, 4, 3, 1), t})});
+  auto p = check_against_interpreter(b.finish({u}), 1e-4, 1e-4);
+  CHECK(p->library_calls == 1);
+  CHECK(steps_with(*p, "+sum +relu") == 1);
+  for (const auto& [result, operand] : p->in_place)
+    for (const lower::Step& s : p->steps) CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+}
