@@ -30,8 +30,10 @@ for name, a in s.items():
     saved = 100 * (1 - a['arena_bytes'] / a['naive_bytes']) if a['naive_bytes'] else 0
     print(f"{name:14} {a['median_ms']:10.3f} {b['median_ms']:10.3f} {b['median_ms'] / a['median_ms']:7.2f}x"
           f"  {a['min_ms']:8.3f} / {b['min_ms']:8.3f}      {a['arena_bytes'] / 2**20:6.2f} / {a['naive_bytes'] / 2**20:6.2f} ({saved:.0f}%)")
-m = s.get("matmul_1024")
-if m:
-    print(f"sgemm 1024^3 through Saturn: {m['gflops']:.1f} GFLOP/s = {100 * m['fraction_of_openblas']:.0f}% of OpenBLAS direct ({m['openblas_gflops']:.1f})")
+for name, how in (("matmul_1024", "constant weight, oneDNN packed"), ("matmul_1024_inputs", "two inputs, sgemm")):
+    m = s.get(name)
+    if m:
+        print(f"matmul 1024^3 ({how}) through Saturn: {m['gflops']:.1f} GFLOP/s = "
+              f"{100 * m['fraction_of_openblas']:.0f}% of OpenBLAS sgemm direct ({m['openblas_gflops']:.1f})")
 print(f"torch {next(iter(t.values()))['torch']}, setting: {next(iter(t.values()))['setting']}")
 PY

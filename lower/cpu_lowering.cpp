@@ -841,7 +841,11 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
   View a = gemm_operand(a_in, ta, M, K, batch);
   View b = gemm_operand(b_in, tb, K, N, batch);
   BufferId y = add_buffer(BufferKind::Temp, DType::F32, out_dims, n.op);
-  p_->steps.push_back(make_gemm_step(a, b, y, out_dims, alpha));
+  std::optional<Step> packed;
+  if (p_->buffers[static_cast<std::size_t>(b.buffer)].kind == BufferKind::Weight)
+    packed = make_packed_gemm_step(a, b, p_->buffers[static_cast<std::size_t>(b.buffer)], y, out_dims, alpha,
+                                   p_->keep_alive);
+  p_->steps.push_back(packed ? std::move(*packed) : make_gemm_step(a, b, y, out_dims, alpha));
   ++p_->library_calls;
   Value v = stored(y);
   if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {

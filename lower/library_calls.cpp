@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <omp.h>
+
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
@@ -21,25 +23,37 @@ std::optional<MatrixLayout> matrix_layout(const View& v) {
   return std::nullopt;
 }
 
+namespace {
+
+// A product's batch can fold into M (one [batch*M, K] @ [K, N] product)
+// when b is shared by every batch element and a's rows walk evenly.
+bool batch_folds(const View& a, const View& b, const std::vector<std::int64_t>& batch, std::int64_t M) {
+  const MatrixLayout la = *matrix_layout(a);
+  if (la.transposed) return false;
+  std::int64_t want = la.ld * M;
+  for (std::size_t i = batch.size(); i-- > 0;) {
+    if (batch[i] != 1 && (b.strides[i] != 0 || a.strides[i] != want)) return false;
+    want *= batch[i];
+  }
+  return true;
+}
+
+std::int64_t product(const std::vector<std::int64_t>& d) {
+  std::int64_t n = 1;
+  for (auto x : d) n *= x;
+  return n;
+}
+
+}  // namespace
+
 Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
                     double alpha) {
   const std::size_t r = out_dims.size();
   const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
   MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
   std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
-  std::int64_t nbatch = 1;
-  for (auto d : batch) nbatch *= d;
-
-  // Fold the batch into M when b is shared and a's rows walk evenly.
-  bool fold = nbatch > 1 && !la.transposed;
-  for (std::size_t i = 0; fold && i < batch.size(); ++i) fold = b.strides[i] == 0;
-  if (fold) {
-    std::int64_t want = la.ld * M;
-    for (std::size_t i = batch.size(); fold && i-- > 0;) {
-      if (batch[i] != 1 && a.strides[i] != want) fold = false;
-      want *= batch[i];
-    }
-  }
+  const std::int64_t nbatch = product(batch);
+  const bool fold = nbatch > 1 && batch_folds(a, b, batch, M);
   std::int64_t m = fold ? M * nbatch : M;
   std::int64_t calls = fold ? 1 : nbatch;
 
@@ -52,12 +66,21 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
   s.reads = {a.buffer, b.buffer};
   s.writes = {out};
   const float al = static_cast<float>(alpha);
+  // OpenBLAS runs single-threaded (set_library_threads): the pool shares
+  // out the batch, or blocks of rows when there are fewer products than
+  // threads. OpenBLAS's own threads would spin after each call on the cores
+  // the next step needs.
   s.run = [=, a_off = a.offset, b_off = b.offset, a_str = a.strides, b_str = b.strides, ab = a.buffer,
            bb = b.buffer](const RunContext& ctx) {
     const float* A = ctx.at<const float>(ab);
     const float* B = ctx.at<const float>(bb);
     float* C = ctx.at(out);
-    for (std::int64_t c = 0; c < calls; ++c) {
+    const int threads = ctx.pool ? ctx.pool->size() : 1;
+    // Whole products per task when there are enough of them (or little work).
+    const std::int64_t row_parts = calls >= threads || 2.0 * static_cast<double>(m * N * K) < 4e6
+                                       ? 1
+                                       : std::min<std::int64_t>(threads, (m + 15) / 16);
+    auto part = [&](std::int64_t c, std::int64_t r0, std::int64_t r1) {
       std::int64_t ao = a_off, bo = b_off, rem = c;
       for (std::size_t i = batch.size(); i-- > 0;) {
         std::int64_t idx = rem % batch[i];
@@ -65,11 +88,23 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
         ao += idx * a_str[i];
         bo += idx * b_str[i];
       }
+      ao += la.transposed ? r0 : r0 * la.ld;  // row r0 of A
       cblas_sgemm(CblasRowMajor, la.transposed ? CblasTrans : CblasNoTrans, lb.transposed ? CblasTrans : CblasNoTrans,
-                  static_cast<blasint>(m), static_cast<blasint>(N), static_cast<blasint>(K), al, A + ao,
-                  static_cast<blasint>(la.ld), B + bo, static_cast<blasint>(lb.ld), 0.0f, C + c * M * N,
+                  static_cast<blasint>(r1 - r0), static_cast<blasint>(N), static_cast<blasint>(K), al, A + ao,
+                  static_cast<blasint>(la.ld), B + bo, static_cast<blasint>(lb.ld), 0.0f, C + c * M * N + r0 * N,
                   static_cast<blasint>(N));
-    }
+    };
+    const std::int64_t tasks = calls * row_parts;
+    auto run_tasks = [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t c = t / row_parts, k = t % row_parts;
+        part(c, m * k / row_parts, m * (k + 1) / row_parts);
+      }
+    };
+    if (tasks < 2 || threads < 2)
+      run_tasks(0, tasks);
+    else
+      ctx.pool->parallel_for(tasks, run_tasks);
   };
   return s;
 }
@@ -182,6 +217,48 @@ void run_primitive(DnnlState& p, const RunContext& ctx, const View& x, BufferId 
 
 }  // namespace
 
+std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Buffer& w_buffer, BufferId out,
+                                          const std::vector<std::int64_t>& out_dims, double alpha,
+                                          std::vector<std::shared_ptr<void>>& keep) {
+  const std::size_t r = out_dims.size();
+  const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
+  const std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
+  if (!batch_folds(a, w, batch, M) && product(batch) != 1) return std::nullopt;
+  const std::int64_t m = M * product(batch);
+  const MatrixLayout la = *matrix_layout(a), lw = *matrix_layout(w);
+  auto matrix = [](std::int64_t rows, std::int64_t cols, MatrixLayout l) {
+    return memory::desc({rows, cols}, dt::f32, l.transposed ? memory::dims{1, l.ld} : memory::dims{l.ld, 1});
+  };
+  auto st = std::make_shared<DnnlState>();
+  const memory::desc a_md = matrix(m, K, la), y_md({m, N}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, memory::desc({K, N}, dt::f32, tag::any), y_md), attr,
+                                  st->engine);
+  st->prim = dnnl::matmul(pd);
+  memory wsrc(matrix(K, N, lw), st->engine,
+              const_cast<std::uint8_t*>(w_buffer.weight->bytes()) + static_cast<std::size_t>(w.offset) * 4);
+  st->weights = memory(pd.weights_desc(), st->engine);
+  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
+  st->stream.wait();
+  st->src = memory(a_md, st->engine, nullptr);
+  st->dst = memory(y_md, st->engine, nullptr);
+  keep.push_back(st);
+  Step s;
+  s.kind = StepKind::Gemm;
+  s.label = "oneDNN matmul " + std::to_string(m) + "x" + std::to_string(N) + "x" + std::to_string(K) + " (packed)";
+  s.reads = {a.buffer};  // the weights were packed above
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, av = View{a.buffer, a.offset, {}, {}}, out](const RunContext& ctx) {
+    p->src.set_data_handle(address(ctx, av));
+    p->dst.set_data_handle(ctx.at(out));
+    p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->weights}, {DNNL_ARG_DST, p->dst}});
+    p->stream.wait();
+  };
+  return s;
+}
+
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
                            const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
@@ -268,6 +345,9 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   return r;
 }
 
-void set_library_threads(int n) { openblas_set_num_threads(n); }
+void set_library_threads(int n) {
+  openblas_set_num_threads(1);  // the pool shares out sgemm calls (make_gemm_step)
+  omp_set_num_threads(n);       // oneDNN's threads
+}
 
 }  // namespace saturn::lower

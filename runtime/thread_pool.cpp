@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.hpp"
 
+#include <chrono>
+
 namespace saturn::runtime {
 
 ThreadPool::ThreadPool(int threads) {
@@ -39,8 +41,11 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
 void ThreadPool::work(int index) {
   std::uint64_t seen = 0;
   for (;;) {
-    // Spin a little for the next job before sleeping.
-    for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen; ++spin)
+    // Spin briefly for the next job before sleeping: kernels come back to
+    // back within microseconds, but a longer spin steals the cores from the
+    // library threads (oneDNN's OpenMP, OpenBLAS) running the next step.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
       std::this_thread::yield();
     const std::function<void(std::int64_t, std::int64_t)>* job = nullptr;
     std::int64_t n = 0;

@@ -56,6 +56,12 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
   return std::shared_ptr<const lower::Program>(owner, &owner->program());
 }
 
+int steps_with(const lower::Program& p, const std::string& text) {
+  int n = 0;
+  for (const lower::Step& s : p.steps) n += s.label.find(text) != std::string::npos;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("Fused elementwise chains match the interpreter on odd shapes and broadcasts") {
@@ -158,6 +164,34 @@ TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with a
   }
 }
 
+TEST_CASE("Matrix products split over the pool and products with constant weights packed for oneDNN") {
+  {
+    // Large enough that sgemm's rows are shared out (a row-major and a transposed A).
+    models::GraphBuilder b("split");
+    std::string x = b.input("x", {67, 257});
+    std::string xt = b.input("xt", {257, 67});
+    std::string y = b.input("y", {257, 131});
+    ir::Attrs at;
+    at.set("transA", std::int64_t{1});
+    std::string c = b.op("gemm", {xt, y}, at);
+    auto p = check_against_interpreter(b.finish({b.op("matmul", {x, y}), c}), 1e-4, 1e-4);
+    CHECK(steps_with(*p, "sgemm 67x131x257") == 2);
+  }
+  {
+    // Constant B: packed once, with alpha, a transposed B, and a batch folded into M.
+    models::GraphBuilder b("packed");
+    std::string q = b.input("q", {2, 3, 5, 4});
+    std::string a = b.input("a", {7, 5});
+    ir::Attrs at;
+    at.set("transB", std::int64_t{1});
+    at.set("alpha", 0.5);
+    std::string g = b.op("gemm", {a, b.weight({3, 5}, 1.0), b.weight({3}, 1.0)}, at);
+    auto p = check_against_interpreter(b.finish({b.op("matmul", {q, b.weight({4, 6}, 1.0)}), g}), 1e-4, 1e-4);
+    CHECK(steps_with(*p, "oneDNN matmul 30x6x4 (packed)") == 1);
+    CHECK(steps_with(*p, "oneDNN matmul 7x3x5 (packed)") == 1);
+  }
+}
+
 TEST_CASE("Inline exp, tanh and erf agree with the C library") {
   const std::size_t n = 20011;
   models::GraphBuilder b("math");
@@ -202,12 +236,6 @@ std::string conv(models::GraphBuilder& b, const std::string& x, std::int64_t cin
   else
     a.set("auto_pad", auto_pad);
   return b.op("conv", {x, b.weight({cout, cin, k, k}, 0.3), b.weight({cout}, 0.3)}, a);
-}
-
-int steps_with(const lower::Program& p, const std::string& text) {
-  int n = 0;
-  for (const lower::Step& s : p.steps) n += s.label.find(text) != std::string::npos;
-  return n;
 }
 
 }  // namespace
