@@ -398,6 +398,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     auto fns = (*jit)->compile(kernels_);
     if (!fns) throw DiagnosticError{fns.error()};
     p_->keep_alive.push_back(*jit);
+    p_->kernels = std::make_shared<const std::vector<LoopKernel>>(kernels_);
     p_->ir_text = (*jit)->last_ir();
     p_->target_cpu = (*jit)->target_description();
     for (std::size_t k = 0; k < kernels_.size(); ++k) {

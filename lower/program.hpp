@@ -27,6 +27,7 @@
 namespace saturn::lower {
 
 using BufferId = int;
+struct LoopKernel;
 
 // Output: a graph output, written straight into the caller's result tensor.
 enum class BufferKind { Input, Weight, Temp, Output };
@@ -94,6 +95,9 @@ struct Program {
   double compile_ms = 0;
   std::string target_cpu;  // what LLVM generated code for
   std::string ir_text;     // the optimized LLVM IR, when CpuOptions::keep_ir
+  // The loop kernels the Kernel steps run, in step order (what the CUDA
+  // code generator and reports read).
+  std::shared_ptr<const std::vector<LoopKernel>> kernels;
   // Keeps what steps point into alive (JIT, oneDNN primitives, weights).
   std::vector<std::shared_ptr<void>> keep_alive;
 };

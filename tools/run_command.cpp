@@ -15,6 +15,9 @@
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "runtime/cpu_executor.hpp"
+#ifdef SATURN_HAVE_CUDA
+#include "runtime/cuda_driver.hpp"
+#endif
 #include "runtime/interp.hpp"
 #include "tools/cli_common.hpp"
 
@@ -86,8 +89,20 @@ Mismatch compare(const ir::Tensor& got, const ir::Tensor& want, double rtol, dou
 }  // namespace
 
 int run_model(const RunOptions& o) {
-  if (o.target == "cuda")
-    return bad_input("--target cuda is not available in this build yet (use --target cpu or interp)");
+  if (o.target == "cuda") {
+    // Before any work: is there a driver and a device?
+#ifdef SATURN_HAVE_CUDA
+    auto driver = runtime::cuda::CudaDriver::get();
+    if (!driver) return bad_input(driver.error().message + " (use --target cpu or interp)");
+    const runtime::cuda::DeviceInfo& dev = (*driver)->device(0);
+    return bad_input("the cuda target found " + dev.name + " (sm_" + std::to_string(dev.sm_major * 10 + dev.sm_minor) +
+                     "), but its executor is not built yet: only its code generator and driver layer are "
+                     "(use --target cpu or interp)");
+#else
+    return bad_input("this build has no cuda target: the CUDA toolkit was not found when it was configured "
+                     "(use --target cpu or interp)");
+#endif
+  }
   std::vector<ir::Tensor> inputs;
   for (const std::string& p : o.inputs) {
     auto t = ir::read_tensor_file(p);

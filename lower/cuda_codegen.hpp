@@ -1,0 +1,41 @@
+// CUDA C for loop kernels: the second code generator over the LoopKernel
+// the CPU lowering builds (lower/loop_kernel.hpp), so both targets fuse the
+// same way and compute the same expression DAG (ir::Sym, the op registry's
+// own semantics).
+//
+// Each kernel is one translation unit for NVRTC with an `extern "C"`
+// __global__ function taking the leaves' device pointers, then the
+// result's. Shapes are static, so every extent, stride and offset is a
+// literal. Elementwise kernels are grid-stride loops over the result; when
+// every operand is read contiguously along the last dimension (or
+// broadcast along it) and the row length is a multiple of 4, each thread
+// reads and writes float4. Reductions give one warp to each result element:
+// the lanes stride over the reduced elements, then combine with
+// __shfl_xor_sync. Arithmetic is IEEE f32 (no fast-math), max/min
+// propagate NaN as the CPU kernels do.
+//
+// Invariant: the source only reads a leaf at the offsets its strides give
+// for points of the iteration space (check_bounds holds for the kernel).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lower/loop_kernel.hpp"
+
+namespace saturn::lower {
+
+struct CudaKernelSource {
+  std::string name;           // the __global__ function (a C identifier)
+  std::string source;         // the whole translation unit
+  int block = 256;            // threads per block
+  std::int64_t grid = 1;      // blocks to launch (grid-stride loops: any count is correct)
+  bool vectorized = false;    // float4 loads and stores
+  std::int64_t elements = 0;  // result elements
+};
+
+// `index` makes the function's name unique within a program. `k` is
+// simplified (simplify_iteration_space) already.
+CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index);
+
+}  // namespace saturn::lower

@@ -1,0 +1,64 @@
+#include "runtime/cuda_compiler.hpp"
+
+#include <nvrtc.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace saturn::runtime {
+
+namespace {
+
+Diagnostic nvrtc_error(const std::string& what, nvrtcResult r, const std::string& log = "") {
+  Diagnostic d;
+  d.message = what + ": " + nvrtcGetErrorString(r);
+  if (!log.empty()) d.message.append("\n").append(log);
+  return d;
+}
+
+}  // namespace
+
+std::string CudaCompiler::version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::string& name, const std::string& arch) {
+  const auto key = std::make_pair(std::hash<std::string>{}(source), arch);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  nvrtcProgram prog = nullptr;
+  const std::string file = name + ".cu";
+  if (nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
+      r != NVRTC_SUCCESS)
+    return nvrtc_error("nvrtcCreateProgram(" + name + ")", r);
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owner(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  const std::string arch_flag = "--gpu-architecture=" + arch;
+  const char* options[] = {arch_flag.c_str(), "--std=c++17"};
+  const nvrtcResult r = nvrtcCompileProgram(prog, 2, options);
+  if (r != NVRTC_SUCCESS) {
+    std::size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    std::string log(n, '\0');
+    if (n) nvrtcGetProgramLog(prog, log.data());
+    return nvrtc_error("NVRTC could not compile kernel " + name + " for " + arch, r, log);
+  }
+  std::size_t n = 0;
+  if (nvrtcResult e = nvrtcGetPTXSize(prog, &n); e != NVRTC_SUCCESS) return nvrtc_error("nvrtcGetPTXSize", e);
+  std::string text(n, '\0');
+  if (nvrtcResult e = nvrtcGetPTX(prog, text.data()); e != NVRTC_SUCCESS) return nvrtc_error("nvrtcGetPTX", e);
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++compiled_;
+  cache_.emplace(key, text);
+  return text;
+}
+
+}  // namespace saturn::runtime
