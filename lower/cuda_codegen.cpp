@@ -59,30 +59,78 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
       case SymOp::Var:
       case SymOp::Const:
         break;
-      case SymOp::Add: e = a() + " + " + b(); break;
-      case SymOp::Mul: e = a() + " * " + b(); break;
-      case SymOp::Div: e = a() + " / " + b(); break;
-      case SymOp::Neg: e = "-" + a(); break;
-      case SymOp::Max: e = "sat_max(" + a() + ", " + b() + ")"; break;
-      case SymOp::Min: e = "sat_min(" + a() + ", " + b() + ")"; break;
-      case SymOp::Abs: e = "fabsf(" + a() + ")"; break;
-      case SymOp::Less: e = "sat_flag(" + a() + " < " + b() + ")"; break;
-      case SymOp::LessEq: e = "sat_flag(" + a() + " <= " + b() + ")"; break;
-      case SymOp::Equal: e = "sat_flag(" + a() + " == " + b() + ")"; break;
-      case SymOp::Select: e = "(" + a() + " == 0.0f ? " + ref.at(n.c) + " : " + b() + ")"; break;  // NaN selects b
-      case SymOp::Floor: e = "floorf(" + a() + ")"; break;
-      case SymOp::Ceil: e = "ceilf(" + a() + ")"; break;
-      case SymOp::Exp: e = "expf(" + a() + ")"; break;
-      case SymOp::Log: e = "logf(" + a() + ")"; break;
-      case SymOp::Exp2: e = "exp2f(" + a() + ")"; break;
-      case SymOp::Log2: e = "log2f(" + a() + ")"; break;
-      case SymOp::Sqrt: e = "sqrtf(" + a() + ")"; break;
-      case SymOp::Erf: e = "erff(" + a() + ")"; break;
-      case SymOp::Tanh: e = "tanhf(" + a() + ")"; break;
-      case SymOp::Sin: e = "sinf(" + a() + ")"; break;
-      case SymOp::Cos: e = "cosf(" + a() + ")"; break;
-      case SymOp::Log1p: e = "log1pf(" + a() + ")"; break;
-      case SymOp::Pow: e = "powf(" + a() + ", " + b() + ")"; break;
+      case SymOp::Add:
+        e = a() + " + " + b();
+        break;
+      case SymOp::Mul:
+        e = a() + " * " + b();
+        break;
+      case SymOp::Div:
+        e = a() + " / " + b();
+        break;
+      case SymOp::Neg:
+        e = "-" + a();
+        break;
+      case SymOp::Max:
+        e = "sat_max(" + a() + ", " + b() + ")";
+        break;
+      case SymOp::Min:
+        e = "sat_min(" + a() + ", " + b() + ")";
+        break;
+      case SymOp::Abs:
+        e = "fabsf(" + a() + ")";
+        break;
+      case SymOp::Less:
+        e = "sat_flag(" + a() + " < " + b() + ")";
+        break;
+      case SymOp::LessEq:
+        e = "sat_flag(" + a() + " <= " + b() + ")";
+        break;
+      case SymOp::Equal:
+        e = "sat_flag(" + a() + " == " + b() + ")";
+        break;
+      case SymOp::Select:
+        e = "(" + a() + " == 0.0f ? " + ref.at(n.c) + " : " + b() + ")";
+        break;  // NaN selects b
+      case SymOp::Floor:
+        e = "floorf(" + a() + ")";
+        break;
+      case SymOp::Ceil:
+        e = "ceilf(" + a() + ")";
+        break;
+      case SymOp::Exp:
+        e = "expf(" + a() + ")";
+        break;
+      case SymOp::Log:
+        e = "logf(" + a() + ")";
+        break;
+      case SymOp::Exp2:
+        e = "exp2f(" + a() + ")";
+        break;
+      case SymOp::Log2:
+        e = "log2f(" + a() + ")";
+        break;
+      case SymOp::Sqrt:
+        e = "sqrtf(" + a() + ")";
+        break;
+      case SymOp::Erf:
+        e = "erff(" + a() + ")";
+        break;
+      case SymOp::Tanh:
+        e = "tanhf(" + a() + ")";
+        break;
+      case SymOp::Sin:
+        e = "sinf(" + a() + ")";
+        break;
+      case SymOp::Cos:
+        e = "cosf(" + a() + ")";
+        break;
+      case SymOp::Log1p:
+        e = "log1pf(" + a() + ")";
+        break;
+      case SymOp::Pow:
+        e = "powf(" + a() + ", " + b() + ")";
+        break;
     }
     const std::string t = "t" + std::to_string(id);
     s << "  const float " << t << " = " << e << ";\n";
@@ -165,13 +213,14 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
     } else {
       for (std::size_t l = 0; l < nl; ++l) {
         if (k.leaves[l].strides[rank - 1] == 0)
-          s << "    const float s" << l << " = l" << l << "[off" << l << "];\n    const float4 v" << l << " = make_float4(s"
-            << l << ", s" << l << ", s" << l << ", s" << l << ");\n";
+          s << "    const float s" << l << " = l" << l << "[off" << l << "];\n    const float4 v" << l
+            << " = make_float4(s" << l << ", s" << l << ", s" << l << ", s" << l << ");\n";
         else
           s << "    const float4 v" << l << " = *reinterpret_cast<const float4*>(l" << l << " + off" << l << ");\n";
       }
       s << "    float4 r;\n";
-      for (const char* c : {"x", "y", "z", "w"}) s << "    r." << c << " = " << call_body(std::string(".") + c) << ";\n";
+      for (const char* c : {"x", "y", "z", "w"})
+        s << "    r." << c << " = " << call_body(std::string(".") + c) << ";\n";
       s << "    reinterpret_cast<float4*>(out)[i] = r;\n";
     }
     s << "  }\n}\n";

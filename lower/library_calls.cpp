@@ -123,8 +123,7 @@ memory::desc plain_desc(const View& v) { return memory::desc(to_dims(v.dims), dt
 // The strides of a plain layout (no inner blocks, no padding), or nullopt.
 std::optional<std::vector<std::int64_t>> plain_strides(const memory::desc& md) {
   const dnnl_memory_desc_t& d = md.data;
-  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 || d.offset0 != 0)
-    return std::nullopt;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 || d.offset0 != 0) return std::nullopt;
   std::vector<std::int64_t> s;
   for (int i = 0; i < d.ndims; ++i) {
     if (d.padded_dims[i] != d.dims[i]) return std::nullopt;

@@ -36,8 +36,7 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
   }
   nvrtcProgram prog = nullptr;
   const std::string file = name + ".cu";
-  if (nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
-      r != NVRTC_SUCCESS)
+  if (nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr); r != NVRTC_SUCCESS)
     return nvrtc_error("nvrtcCreateProgram(" + name + ")", r);
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owner(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   const std::string arch_flag = "--gpu-architecture=" + arch;

@@ -14,13 +14,14 @@ namespace saturn::runtime::cuda {
 #define SATURN_CU_STR2(x) #x
 #define SATURN_CU_NAME(x) SATURN_CU_STR2(x)
 #define SATURN_CU_ENTRY(x) decltype(&::x) x = nullptr;
-#define SATURN_CU_FUNCTIONS(X)                                                                                         \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem)           \
-  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                    \
-  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)                   \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                      \
-  X(cuEventSynchronize) X(cuEventElapsedTime)
+#define SATURN_CU_FUNCTIONS(X)                                                                                  \
+  X(cuInit)                                                                                                     \
+  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem)               \
+      X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)       \
+          X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)      \
+              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)  \
+                  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
+                      X(cuEventSynchronize) X(cuEventElapsedTime)
 
 struct DriverApi {
   void* lib = nullptr;
@@ -71,10 +72,10 @@ Expected<const CudaDriver*> CudaDriver::load(std::unique_ptr<CudaDriver>& keep) 
               .append(err ? err : "libcuda.so.1 not found")
               .append(")");
   }
-#define SATURN_CU_LOAD(x)                                                                                          \
-  if (why.empty()) {                                                                                               \
-    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_CU_NAME(x)));                                     \
-    if (!a->x) why = std::string("the NVIDIA driver lacks ").append(SATURN_CU_NAME(x)).append(" (too old?)");      \
+#define SATURN_CU_LOAD(x)                                                                                     \
+  if (why.empty()) {                                                                                          \
+    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_CU_NAME(x)));                                \
+    if (!a->x) why = std::string("the NVIDIA driver lacks ").append(SATURN_CU_NAME(x)).append(" (too old?)"); \
   }
   SATURN_CU_FUNCTIONS(SATURN_CU_LOAD)
 #undef SATURN_CU_LOAD
@@ -174,8 +175,7 @@ void Event::record(const Stream& s) {
 float Event::since(const Event& start) const {
   check(api().cuEventSynchronize(static_cast<CUevent>(e_)), "cuEventSynchronize");
   float ms = 0;
-  check(api().cuEventElapsedTime(&ms, static_cast<CUevent>(start.e_), static_cast<CUevent>(e_)),
-        "cuEventElapsedTime");
+  check(api().cuEventElapsedTime(&ms, static_cast<CUevent>(start.e_), static_cast<CUevent>(e_)), "cuEventElapsedTime");
   return ms;
 }
 
@@ -216,10 +216,10 @@ void Function::launch(std::int64_t grid, int block, const std::vector<std::uint6
   std::vector<CUdeviceptr> values(args.begin(), args.end());
   std::vector<void*> params;
   for (CUdeviceptr& v : values) params.push_back(&v);
-  check(api().cuLaunchKernel(static_cast<CUfunction>(f_), static_cast<unsigned>(grid), 1, 1,
-                             static_cast<unsigned>(block), 1, 1, 0, static_cast<CUstream>(s.handle()), params.data(),
-                             nullptr),
-        ("cuLaunchKernel(" + name_ + ")").c_str());
+  check(
+      api().cuLaunchKernel(static_cast<CUfunction>(f_), static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
+                           1, 1, 0, static_cast<CUstream>(s.handle()), params.data(), nullptr),
+      ("cuLaunchKernel(" + name_ + ")").c_str());
 }
 
 }  // namespace saturn::runtime::cuda

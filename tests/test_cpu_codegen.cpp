@@ -288,5 +288,6 @@ TEST_CASE("Epilogues stay separate nodes when their convolution does not go to o
   CHECK(p->library_calls == 1);
   CHECK(steps_with(*p, "+sum +relu") == 1);
   for (const auto& [result, operand] : p->in_place)
-    for (const lower::Step& s : p->steps) CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+    for (const lower::Step& s : p->steps)
+      CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
 }

@@ -54,11 +54,10 @@ ir::Attrs float_attr(const char* name, double v) {
 }  // namespace
 
 TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
-  const std::vector<std::string> unary = {"neg",     "recip",      "sqrt",       "exp2", "log2",       "sin",
-                                          "cos",     "exp",        "log",        "tanh", "erf",        "abs",
-                                          "sign",    "ceil",       "floor",      "sigmoid", "relu",    "leaky_relu",
-                                          "elu",     "selu",       "softplus",   "gelu", "hard_swish", "identity",
-                                          "hard_sigmoid"};
+  const std::vector<std::string> unary = {"neg",   "recip",      "sqrt",     "exp2",        "log2", "sin",  "cos",
+                                          "exp",   "log",        "tanh",     "erf",         "abs",  "sign", "ceil",
+                                          "floor", "sigmoid",    "relu",     "leaky_relu",  "elu",  "selu", "softplus",
+                                          "gelu",  "hard_swish", "identity", "hard_sigmoid"};
   const std::vector<std::string> binary = {"add", "sub", "mul", "div", "pow", "max", "min", "prelu"};
   models::GraphBuilder b("ops");
   std::string x = b.input("x", {3, 5});
@@ -80,8 +79,8 @@ TEST_CASE("Reductions - softmax - log-softmax and layer_norm compile with NVRTC"
   models::GraphBuilder b("reductions");
   std::string x = b.input("x", {7, 33});
   std::vector<std::string> outs;
-  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
-                         "reduce_sum_square"}) {
+  for (const char* op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2", "reduce_sum_square"}) {
     ir::Attrs a = models::ints_attr("axes", {1});
     outs.push_back(b.op(op, {x}, a));
   }
@@ -105,7 +104,7 @@ TEST_CASE("Generated CUDA source carries the shapes - strides and broadcasts it 
     REQUIRE(ks.size() == 1);
     CHECK(ks[0].vectorized);
     CHECK(ks[0].elements == 32);
-    CHECK(ks[0].source.find("i < 8LL") != std::string::npos);  // 32 elements, 4 per thread
+    CHECK(ks[0].source.find("i < 8LL") != std::string::npos);      // 32 elements, 4 per thread
     CHECK(ks[0].source.find("make_float4") != std::string::npos);  // the scalar, repeated
     CHECK(ks[0].source.find("% 8LL") != std::string::npos);        // the row index of the broadcast row
     compiles_for_both(ks);

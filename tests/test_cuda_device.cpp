@@ -98,8 +98,7 @@ TEST_CASE("Fused elementwise chains run on the device - scalar and float4") {
     models::GraphBuilder b("transposed");
     std::string x = b.input("x", {6, 12});
     std::string y = b.input("y", {12, 6});
-    check_against_interpreter(
-        b.finish({b.op("max", {b.op("transpose", {x}, models::ints_attr("perm", {1, 0})), y})}));
+    check_against_interpreter(b.finish({b.op("max", {b.op("transpose", {x}, models::ints_attr("perm", {1, 0})), y})}));
   }
 }
 
@@ -107,8 +106,7 @@ TEST_CASE("Reductions and softmax run on the device") {
   models::GraphBuilder b("red");
   std::string x = b.input("x", {7, 333});
   check_against_interpreter(b.finish({b.op("reduce_sum", {x}, models::ints_attr("axes", {1})),
-                                      b.op("reduce_max", {x}, models::ints_attr("axes", {0})),
-                                      b.op("softmax", {x})}));
+                                      b.op("reduce_max", {x}, models::ints_attr("axes", {0})), b.op("softmax", {x})}));
 }
 
 int main(int argc, char** argv) {
@@ -118,7 +116,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   const cuda::DeviceInfo& d = (*driver)->device(0);
-  std::cout << "CUDA device 0: " << d.name << " (sm_" << d.sm_major << d.sm_minor << ", "
-            << d.memory_bytes / (1 << 20) << " MiB), driver " << (*driver)->version() << "\n";
+  std::cout << "CUDA device 0: " << d.name << " (sm_" << d.sm_major << d.sm_minor << ", " << d.memory_bytes / (1 << 20)
+            << " MiB), driver " << (*driver)->version() << "\n";
   return Catch::Session().run(argc, argv);
 }

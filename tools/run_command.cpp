@@ -99,8 +99,9 @@ int run_model(const RunOptions& o) {
                      "), but its executor is not built yet: only its code generator and driver layer are "
                      "(use --target cpu or interp)");
 #else
-    return bad_input("this build has no cuda target: the CUDA toolkit was not found when it was configured "
-                     "(use --target cpu or interp)");
+    return bad_input(
+        "this build has no cuda target: the CUDA toolkit was not found when it was configured "
+        "(use --target cpu or interp)");
 #endif
   }
   std::vector<ir::Tensor> inputs;
