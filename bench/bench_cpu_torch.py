@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch on the same workloads as bench_cpu, in its best CPU setting:
-2 threads, TorchScript + optimize_for_inference (run this under
-OMP_WAIT_POLICY=PASSIVE, as bench_cpu.sh does). Prints one JSON object per
+2 threads, TorchScript + optimize_for_inference (bench_cpu.sh runs it under
+OMP_WAIT_POLICY=PASSIVE and under the default, and keeps the better). Prints one JSON object per
 workload: median and min milliseconds of N runs after warm-up."""
 import json
 import sys
