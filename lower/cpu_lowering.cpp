@@ -398,7 +398,6 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     auto fns = (*jit)->compile(kernels_);
     if (!fns) throw DiagnosticError{fns.error()};
     p_->keep_alive.push_back(*jit);
-    p_->kernels = std::make_shared<const std::vector<LoopKernel>>(kernels_);
     p_->ir_text = (*jit)->last_ir();
     p_->target_cpu = (*jit)->target_description();
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
@@ -420,6 +419,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
         ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
       };
     }
+    p_->kernels = std::make_shared<const std::vector<LoopKernel>>(std::move(kernels_));
     plan_memory(*p_);
   } catch (const DiagnosticError& e) {
     failure = e.diag;

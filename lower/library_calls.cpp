@@ -249,8 +249,8 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   s.reads = {a.buffer};  // the weights were packed above
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, av = View{a.buffer, a.offset, {}, {}}, out](const RunContext& ctx) {
-    p->src.set_data_handle(address(ctx, av));
+  s.run = [p, ab = a.buffer, a_off = a.offset, out](const RunContext& ctx) {
+    p->src.set_data_handle(ctx.at(ab) + a_off);
     p->dst.set_data_handle(ctx.at(out));
     p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->weights}, {DNNL_ARG_DST, p->dst}});
     p->stream.wait();

@@ -34,7 +34,7 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
 // out[batch..., M, N] = alpha * a[batch..., M, K] @ w[K, N] for a constant
 // w (a weight, broadcast over the batch): a oneDNN matmul whose weights are
 // packed once, now, into the layout its kernel reads fastest (measured
-// 1.1-1.9x OpenBLAS sgemm on BERT's and the MLP's shapes here, see
+// 1.2-2x OpenBLAS sgemm on BERT's and the MLP's shapes here, see
 // docs/cpu-backend.md). nullopt when a's batch does not fold into M.
 std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Buffer& w_buffer, BufferId out,
                                           const std::vector<std::int64_t>& out_dims, double alpha,

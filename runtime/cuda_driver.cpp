@@ -14,14 +14,15 @@ namespace saturn::runtime::cuda {
 #define SATURN_CU_STR2(x) #x
 #define SATURN_CU_NAME(x) SATURN_CU_STR2(x)
 #define SATURN_CU_ENTRY(x) decltype(&::x) x = nullptr;
-#define SATURN_CU_FUNCTIONS(X)                                                                                  \
-  X(cuInit)                                                                                                     \
-  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem)               \
-      X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)       \
-          X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)      \
-              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)  \
-                  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
-                      X(cuEventSynchronize) X(cuEventElapsedTime)
+#define SATURN_CU_FUNCTIONS(X)                                                                                     \
+  X(cuInit)                                                                                                        \
+  X(cuDriverGetVersion)                                                                                            \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)                \
+      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuGetErrorName)                \
+          X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuModuleLoadData)       \
+              X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)      \
+                  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
+                      X(cuEventElapsedTime)
 
 struct DriverApi {
   void* lib = nullptr;
@@ -72,10 +73,10 @@ Expected<const CudaDriver*> CudaDriver::load(std::unique_ptr<CudaDriver>& keep) 
               .append(err ? err : "libcuda.so.1 not found")
               .append(")");
   }
-#define SATURN_CU_LOAD(x)                                                                                     \
-  if (why.empty()) {                                                                                          \
-    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_CU_NAME(x)));                                \
-    if (!a->x) why = std::string("the NVIDIA driver lacks ").append(SATURN_CU_NAME(x)).append(" (too old?)"); \
+#define SATURN_CU_LOAD(x)                                                                                             \
+  if (why.empty()) {                                                                                                  \
+    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_CU_NAME(x)));                                        \
+    if (!a->x) why = std::string("the cuda target needs a newer NVIDIA driver: it lacks ").append(SATURN_CU_NAME(x)); \
   }
   SATURN_CU_FUNCTIONS(SATURN_CU_LOAD)
 #undef SATURN_CU_LOAD
@@ -136,8 +137,7 @@ Context::Context(int ordinal) {
     e.diag = d.error();
     throw e;
   }
-  driver_ = *d;
-  info_ = driver_->device(ordinal);
+  info_ = (*d)->device(ordinal);
   CUdevice dev = 0;
   check(api().cuDeviceGet(&dev, ordinal), "cuDeviceGet");
   dev_ = dev;

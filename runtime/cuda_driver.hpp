@@ -72,7 +72,6 @@ class Context {
   const DeviceInfo& device() const { return info_; }
 
  private:
-  const CudaDriver* driver_;
   DeviceInfo info_;
   int dev_ = 0;
   void* ctx_ = nullptr;

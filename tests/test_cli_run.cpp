@@ -98,7 +98,13 @@ TEST_CASE("bad input to run exits 2 with the place named") {
   auto j = run_saturn("run " + junk.string());
   CHECK(j.status == 2);
   CHECK(j.err.find(junk.string() + ": error: not a valid ONNX model") != std::string::npos);
-  CHECK(run_saturn("run " + model + " --target cuda").status == 2);
+  // No driver, no device, no toolkit, or no executor yet: each reason names
+  // the target and the ones that run.
+  auto cuda = run_saturn("run " + model + " --target cuda");
+  CHECK(cuda.status == 2);
+  CHECK(cuda.err.find("error: ") != std::string::npos);
+  CHECK(cuda.err.find("cuda target") != std::string::npos);
+  CHECK(cuda.err.find("(use --target cpu or interp)") != std::string::npos);
   CHECK(run_saturn("run /no/such/model.onnx").status == 2);
 }
 
