@@ -395,6 +395,64 @@ void register_movement_ops(OpRegistry& r) {
     r.add(std::move(d));
   }
   {
+    // The sliding windows of convolution and pooling as one strided view:
+    // conv and pools are defined from it (rulesets/decompose.rules), and it
+    // from reshape/expand/slice/transpose.
+    OpDef d = make("windows", OpKind::Composite, 1, 1,
+                   "sliding windows over the trailing len(`kernel_shape`) axes: [lead..., i...] to [lead..., o..., "
+                   "k...], o = (i - (k-1) dilation - 1) / stride + 1 (no padding: pad first)");
+    struct Geometry {
+      std::vector<std::int64_t> kernel, strides, dilations, out;
+      std::size_t lead = 0;
+    };
+    auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& dims) {
+      Geometry g;
+      g.kernel = a.ints("kernel_shape");
+      const std::size_t n = g.kernel.size();
+      if (n == 0 || n > dims.size()) shape_error("windows: kernel_shape must have 1 to rank entries");
+      g.lead = dims.size() - n;
+      g.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
+      g.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
+      if (g.strides.size() != n || g.dilations.size() != n)
+        shape_error("windows: strides and dilations must have one entry per kernel axis");
+      for (std::size_t j = 0; j < n; ++j) {
+        if (g.kernel[j] <= 0 || g.strides[j] <= 0 || g.dilations[j] <= 0)
+          shape_error("windows: kernel, strides and dilations must be positive");
+        std::int64_t ext = (g.kernel[j] - 1) * g.dilations[j] + 1, i = dims[g.lead + j];
+        if (i < ext) shape_error("windows: the window is larger than the input");
+        g.out.push_back((i - ext) / g.strides[j] + 1);
+      }
+      return g;
+    };
+    auto out_dims = [](const Geometry& g, const std::vector<std::int64_t>& dims) {
+      std::vector<std::int64_t> od(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(g.lead));
+      od.insert(od.end(), g.out.begin(), g.out.end());
+      od.insert(od.end(), g.kernel.begin(), g.kernel.end());
+      return od;
+    };
+    d.infer = [geometry, out_dims](const Attrs& a, Inputs in, std::size_t) {
+      auto dims = static_shape(in[0], "windows");
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(out_dims(geometry(a, dims), dims))}};
+    };
+    d.eval = [geometry, out_dims](const Attrs& a, Args x, Given, std::size_t) {
+      const auto& dims = x[0].dims();
+      Geometry g = geometry(a, dims);
+      auto od = out_dims(g, dims);
+      Tensor out(x[0].dtype(), od);
+      auto is = x[0].strides();
+      const std::size_t n = g.kernel.size();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto c = unflatten(static_cast<std::int64_t>(i), od);
+        std::vector<std::int64_t> src(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(g.lead));
+        for (std::size_t j = 0; j < n; ++j)
+          src.push_back(c[g.lead + j] * g.strides[j] + c[g.lead + n + j] * g.dilations[j]);
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(src, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
     OpDef d = make("gather", OpKind::Composite, 2, 2, "gather(data, indices) along attribute `axis`");
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       const Shape& ds = in[0].type.shape;
@@ -605,6 +663,7 @@ void register_movement_ops(OpRegistry& r) {
   r.declare_attrs("slice", {attr_ints("starts"), attr_ints("ends"), attr_ints("axes"), attr_ints("steps")});
   r.declare_attrs("expand", {attr_ints("shape")});
   r.declare_attrs("tile", {attr_ints("repeats")});
+  r.declare_attrs("windows", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("dilations")});
   r.declare_attrs("gather", {attr_int("axis", 0)});
   r.declare_attrs("shape", {attr_int("start", 0), attr_int("end")});
   r.declare_attrs("const", {attr_tensor("value")});

@@ -7,8 +7,45 @@
 #include <type_traits>
 
 #include "ir/op.hpp"
+#include "ir/window.hpp"
 
 namespace saturn::ir {
+
+WindowGeometry window_geometry(const Attrs& a, const std::vector<std::int64_t>& spatial,
+                               std::vector<std::int64_t> kernel, bool ceil_mode) {
+  const std::size_t n = spatial.size();
+  WindowGeometry w;
+  w.kernel = std::move(kernel);
+  if (w.kernel.size() != n)
+    shape_error("kernel has " + std::to_string(w.kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
+  w.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
+  w.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
+  auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
+  if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
+    shape_error("strides/dilations/pads do not match the spatial rank");
+  std::string autopad = a.s("auto_pad", "NOTSET");
+  w.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
+  w.pads_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (w.strides[i] <= 0 || w.dilations[i] <= 0) shape_error("strides and dilations must be positive");
+    std::int64_t ext = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+      std::int64_t o = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * w.strides[i] + ext - spatial[i]);
+      w.pads_begin[i] = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pads_end[i] = total - w.pads_begin[i];
+    } else if (autopad == "VALID") {
+      w.pads_begin[i] = w.pads_end[i] = 0;
+    }
+    std::int64_t span = spatial[i] + w.pads_begin[i] + w.pads_end[i] - ext;
+    if (span < 0) shape_error("the window is larger than the padded input");
+    std::int64_t o = ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] + 1 : span / w.strides[i] + 1;
+    // With ceil_mode the last window must start inside the input or its left padding.
+    if (ceil_mode && (o - 1) * w.strides[i] >= spatial[i] + w.pads_begin[i]) --o;
+    w.out.push_back(o);
+  }
+  return w;
+}
 
 namespace {
 
@@ -49,51 +86,10 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-struct Window {
-  std::vector<std::int64_t> kernel, strides, dilations, pads_begin, pads_end, out;
-};
-
-// Spatial geometry shared by conv and pooling over the trailing dims.
-Window window(const Attrs& a, const std::vector<std::int64_t>& spatial, std::vector<std::int64_t> kernel,
-              bool ceil_mode) {
-  const std::size_t n = spatial.size();
-  Window w;
-  w.kernel = std::move(kernel);
-  if (w.kernel.size() != n)
-    shape_error("kernel has " + std::to_string(w.kernel.size()) + " dims for " + std::to_string(n) + " spatial dims");
-  w.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
-  w.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
-  auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
-  if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
-    shape_error("strides/dilations/pads do not match the spatial rank");
-  std::string autopad = a.s("auto_pad", "NOTSET");
-  w.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
-  w.pads_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (w.strides[i] <= 0 || w.dilations[i] <= 0) shape_error("strides and dilations must be positive");
-    std::int64_t ext = (w.kernel[i] - 1) * w.dilations[i] + 1;
-    if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
-      std::int64_t o = (spatial[i] + w.strides[i] - 1) / w.strides[i];
-      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * w.strides[i] + ext - spatial[i]);
-      w.pads_begin[i] = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      w.pads_end[i] = total - w.pads_begin[i];
-    } else if (autopad == "VALID") {
-      w.pads_begin[i] = w.pads_end[i] = 0;
-    }
-    std::int64_t span = spatial[i] + w.pads_begin[i] + w.pads_end[i] - ext;
-    if (span < 0) shape_error("the window is larger than the padded input");
-    std::int64_t o = ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] + 1 : span / w.strides[i] + 1;
-    // With ceil_mode the last window must start inside the input or its left padding.
-    if (ceil_mode && (o - 1) * w.strides[i] >= spatial[i] + w.pads_begin[i]) --o;
-    w.out.push_back(o);
-  }
-  return w;
-}
-
 // Calls f(input spatial coordinates, in_bounds) for each kernel position of
 // output position `o`.
 template <class F>
-void for_window(const Window& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial, F&& f) {
+void for_window(const WindowGeometry& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial, F&& f) {
   std::int64_t total = 1;
   for (auto k : w.kernel) total *= k;
   std::vector<std::int64_t> pos(w.kernel.size());
@@ -140,13 +136,13 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
   auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& dims) {
     if (dims.size() < 3) shape_error("pooling needs rank >= 3 (N, C, spatial...)");
     std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
-    return window(a, spatial, a.ints("kernel_shape"), a.i("ceil_mode", 0) != 0);
+    return window_geometry(a, spatial, a.ints("kernel_shape"), a.i("ceil_mode", 0) != 0);
   };
   d.infer = [geometry, name, is_max](const Attrs& a, Inputs in, std::size_t outs) {
     if (is_max ? in[0].type.dtype == DType::Bool : !is_float(in[0].type.dtype))
       shape_error(std::string(name) + " does not take " + dtype_name(in[0].type.dtype) + " operands");
     auto dims = static_shape(in[0], name);
-    Window w = geometry(a, dims);
+    WindowGeometry w = geometry(a, dims);
     std::vector<std::int64_t> od{dims[0], dims[1]};
     od.insert(od.end(), w.out.begin(), w.out.end());
     std::vector<ValueType> res{{in[0].type.dtype, shape_of(od)}};
@@ -156,7 +152,7 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
   };
   set_kernel(d, [geometry, is_max](const Attrs& a, auto x, Given, std::size_t outs) {
     const auto& dims = x[0].dims();
-    Window w = geometry(a, dims);
+    WindowGeometry w = geometry(a, dims);
     std::vector<std::int64_t> spatial(dims.begin() + 2, dims.end());
     std::vector<std::int64_t> od{dims[0], dims[1]};
     od.insert(od.end(), w.out.begin(), w.out.end());
@@ -461,7 +457,7 @@ void register_nn_ops(OpRegistry& r) {
       if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv: x and w must have the same rank >= 3");
       std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
       auto ks = a.ints("kernel_shape", std::vector<std::int64_t>(wd.begin() + 2, wd.end()));
-      return window(a, spatial, ks, false);
+      return window_geometry(a, spatial, ks, false);
     };
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv");
@@ -477,14 +473,14 @@ void register_nn_ops(OpRegistry& r) {
       if (in.size() > 2 && in[2].present && (in[2].type.shape.size() != 1 || !(in[2].type.shape[0] == Dim::of(wd[0]))))
         shape_error("conv: the bias must have shape [" + std::to_string(wd[0]) + "], got " +
                     to_string(in[2].type.shape));
-      Window w = geometry(a, xd, wd);
+      WindowGeometry w = geometry(a, xd, wd);
       std::vector<std::int64_t> od{xd[0], wd[0]};
       od.insert(od.end(), w.out.begin(), w.out.end());
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
     set_kernel(d, [geometry](const Attrs& a, auto x, Given given, std::size_t) {
       const auto &xd = x[0].dims(), &wd = x[1].dims();
-      Window w = geometry(a, xd, wd);
+      WindowGeometry w = geometry(a, xd, wd);
       std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
       std::int64_t N = xd[0], Cin = xd[1], M = wd[0], G = a.i("group", 1), cpg = Cin / G, mpg = M / G;
       std::vector<std::int64_t> od{N, M};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "ir/op.hpp"
@@ -141,6 +142,10 @@ Sym SymContext::make(SymOp op, SymId a, SymId b, SymId c) {
       break;
     case SymOp::Div:
       if (cb && y == 1) return Sym(this, a);
+      break;
+    case SymOp::Max:  // -inf is max's identity, NaN included (it propagates NaN)
+      if (ca && x == -std::numeric_limits<double>::infinity()) return Sym(this, b);
+      if (cb && y == -std::numeric_limits<double>::infinity()) return Sym(this, a);
       break;
     case SymOp::Neg:
       if (ca) return constant(-x);

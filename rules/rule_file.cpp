@@ -183,12 +183,15 @@ class FileParser {
         ++i;
       } else if (item.is_atom(":phase")) {
         if (i + 1 >= f.items.size()) fail_at(item.loc, "expected a phase number after :phase");
-        auto n = number_of(f.items[i + 1]);
-        if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > 1000)
-          fail_at(f.items[i + 1].loc,
-                  "expected a phase number 0..1000 after :phase, found '" + f.items[i + 1].to_string() + "'");
-        opt.phase = static_cast<int>(n->as_int());
-        i += 2;
+        opt.phases.clear();
+        for (++i; i < f.items.size() && (opt.phases.empty() || number_of(f.items[i])); ++i) {
+          auto n = number_of(f.items[i]);
+          if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > 1000)
+            fail_at(f.items[i].loc, "expected a phase number 0..1000 after :phase, found '" + f.items[i].to_string() + "'");
+          if (std::find(opt.phases.begin(), opt.phases.end(), n->as_int()) != opt.phases.end())
+            fail_at(f.items[i].loc, "phase " + f.items[i].to_string() + " is named twice");
+          opt.phases.push_back(static_cast<int>(n->as_int()));
+        }
       } else if (item.is_keyword()) {
         fail_at(item.loc, "unknown optimizer option " + item.text + " (expected :phase)");
       } else {
@@ -338,16 +341,18 @@ Expected<std::vector<Phase>> group_phases(std::vector<RuleFile> files) {
   std::map<std::string, SourceLoc> seen;
   for (RuleFile& f : files) {
     for (Optimizer& o : f.optimizers) {
-      Phase& p = by_phase[o.phase];
-      p.phase = o.phase;
-      p.optimizers.push_back(o.name);
       for (std::size_t i = 0; i < o.rewrites.size(); ++i) {
         auto [it, fresh] = seen.emplace(o.info[i].name, o.info[i].loc);
         if (!fresh)
           return Diagnostic{o.info[i].loc, "duplicate rule name '" + o.info[i].name + "' (first defined at " +
                                                it->second.to_string() + ")"};
-        p.rewrites.push_back(std::move(o.rewrites[i]));
-        p.info.push_back(std::move(o.info[i]));
+      }
+      for (int phase : o.phases) {
+        Phase& p = by_phase[phase];
+        p.phase = phase;
+        p.optimizers.push_back(o.name);
+        p.rewrites.insert(p.rewrites.end(), o.rewrites.begin(), o.rewrites.end());
+        p.info.insert(p.info.end(), o.info.begin(), o.info.end());
       }
     }
   }

@@ -2,12 +2,13 @@
 //
 // Grammar (DESIGN.md, "Rule language"):
 //   file       := form*
-//   form       := (defoptimizer NAME ["doc"] [:phase N] rule*) | rule
+//   form       := (defoptimizer NAME ["doc"] [:phase N N*] rule*) | rule
 //   rule       := (rule NAME LHS => RHS clause*) | (rule NAME LHS <=> RHS clause*)
 //              |  (multirule NAME (LHS...) => (RHS...) clause*)
 //   clause     := :if EXPR | :let (?v EXPR) | :unverified "reason"
 // Rules outside any defoptimizer form one anonymous optimizer named after the
-// file (phase 0). Clauses run in the order written, so a guard can protect a
+// file (phase 0). An optimizer may join several phases (`:phase 1 2`): its
+// rules then run in each, e.g. view merging after the expansions too. Clauses run in the order written, so a guard can protect a
 // later :let (e.g. test a divisor before dividing). `A <=> B` yields two
 // rewrites, NAME and NAME-rev; both sides must use the same variables and it
 // takes no :let. Every problem is reported as file:line:col with what was
@@ -37,7 +38,7 @@ struct RuleInfo {
 struct Optimizer {
   std::string name;
   std::string doc;
-  int phase = 0;
+  std::vector<int> phases = {0};  // the phases it joins, in the order written
   SourceLoc loc;
   std::vector<egraph::Rewrite> rewrites;
   std::vector<RuleInfo> info;  // parallel to rewrites
@@ -59,7 +60,8 @@ Expected<RuleFile> load_rules(const std::string& path, const BuiltinRegistry& re
                               const OpChecker& check_op = {});
 
 // All rewrites of several files, grouped by phase in increasing order.
-// Duplicate rule names across files are an error.
+// Duplicate rule names across files are an error; an optimizer in several
+// phases has its rules in each.
 struct Phase {
   int phase = 0;
   std::vector<std::string> optimizers;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "rules/builtin_args.hpp"
+#include "rules/decompose_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 
 namespace saturn::rules {
@@ -10,30 +12,6 @@ namespace {
 
 using Args = std::span<const Value>;
 using Result = std::optional<Value>;
-
-const TensorInfo* tensor_of(EvalContext& ctx, const Value& v) {
-  if (v.kind != Value::Kind::Class) return nullptr;
-  auto* an = ctx.graph.analysis<TensorAnalysis>();
-  if (!an) return nullptr;
-  const TensorInfo& info = an->data(ctx.graph.find(v.cls));
-  return info.kind == TensorInfo::Kind::Tensor ? &info : nullptr;
-}
-
-std::optional<std::vector<std::int64_t>> ints_of(EvalContext& ctx, const Value& v) {
-  auto l = ctx.as_list(v);
-  if (!l) return std::nullopt;
-  std::vector<std::int64_t> out;
-  for (const Number& n : *l) {
-    if (!n.is_int()) return std::nullopt;
-    out.push_back(n.as_int());
-  }
-  return out;
-}
-
-Value list_of(const std::vector<std::int64_t>& v) {
-  std::vector<Number> out(v.begin(), v.end());
-  return Value::of_list(std::move(out));
-}
 
 // A tensor's shape, or a static shape given as a list.
 std::optional<ir::Shape> shape_arg(EvalContext& ctx, const Value& v) {
@@ -378,6 +356,7 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   return std::nullopt;
                 }
               }});
+  register_decompose_builtins(r);
 }
 
 }  // namespace saturn::rules

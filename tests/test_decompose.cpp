@@ -30,6 +30,15 @@ ir::Attrs attr(const char* k, ir::AttrValue v) {
   return a;
 }
 
+using Ints = std::vector<std::int64_t>;
+
+// Window attributes (convolution, pooling, windows) from name/value pairs.
+ir::Attrs attrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
+  ir::Attrs a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("every decomposition computes its op's definition - in primitives only", "[decompose]") {
@@ -77,6 +86,27 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       {"hard_swish", {{2, 3}}, {}},
       {"elu", {{2, 3}}, attr("alpha", 0.7)},
       {"cos", {{2, 3}}, {}},
+      // Windows, convolution and pooling: strides, dilations, asymmetric and
+      // automatic padding, groups, a bias, 1-D to 3-D, ceil_mode (extra
+      // windows, and a tail no window reaches), both average divisors.
+      {"windows", {{2, 7, 6}}, attrs({{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 1}}, {"dilations", Ints{2, 3}}})},
+      {"windows", {{3, 5}}, attrs({{"kernel_shape", Ints{5}}})},
+      {"conv", {{1, 2, 5, 5}, {3, 2, 3, 3}}, attrs({{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}})},
+      {"conv", {{1, 4, 6, 6}, {4, 2, 2, 2}, {4}}, attrs({{"group", std::int64_t{2}}, {"dilations", Ints{2, 2}}})},
+      {"conv", {{2, 2, 7}, {2, 2, 3}, {2}}, attrs({{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2}}})},
+      {"conv", {{1, 1, 4, 5}, {2, 1, 2, 3}}, attrs({{"pads", Ints{0, 1, 2, 0}}})},
+      {"conv", {{1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}}, attrs({{"strides", Ints{1, 2, 1}}})},
+      {"max_pool", {{1, 2, 5, 5}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"max_pool", {{1, 1, 6, 6}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}})},
+      {"max_pool", {{1, 1, 7, 7}}, attrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 0, 0, 1}}})},
+      {"max_pool", {{1, 2, 7}}, attrs({{"kernel_shape", Ints{1}}, {"strides", Ints{3}}, {"ceil_mode", std::int64_t{1}}})},
+      {"avg_pool", {{1, 2, 5, 5}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"avg_pool", {{1, 2, 5, 5}},
+       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", std::int64_t{1}}})},
+      {"avg_pool", {{1, 1, 6, 6}},
+       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{0, 0, 1, 1}}, {"ceil_mode", std::int64_t{1}},
+              {"count_include_pad", std::int64_t{1}}})},
+      {"avg_pool", {{1, 1, 4, 4, 4}}, attrs({{"kernel_shape", Ints{2, 2, 2}}, {"auto_pad", std::string("SAME_LOWER")}})},
   };
   for (const Case& c : cases) {
     INFO(c.op);

@@ -89,6 +89,11 @@ TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal pro
         CHECK(r["phases"][phase]["time_ms"].get<double>() >= 0);
         CHECK(r["phases"][phase].contains("stop_reason"));
       }
+      // The shipped rules reach a fixed point on these models: two rules
+      // that undo each other through ever new terms (a conv's bias split off
+      // and folded back, wrapped in one more reshape each time) hit the
+      // iteration limit instead.
+      CHECK(r["phases"]["saturate"]["stop_reason"] == "saturated");
       // A target only ever gets its own library calls.
       for (const ir::Node& n : res->graph.nodes) {
         bool cpu_lib = n.op.rfind("blas.", 0) == 0 || n.op.rfind("dnnl.", 0) == 0;

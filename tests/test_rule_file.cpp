@@ -32,7 +32,7 @@ TEST_CASE("defoptimizer groups - docs and phases") {
   const Optimizer& o = r->optimizers[0];
   CHECK(o.name == "views");
   CHECK(o.doc == "Merge and remove view ops.");
-  CHECK(o.phase == 1);
+  CHECK(o.phases == std::vector<int>{1});
   REQUIRE(o.rewrites.size() == 4);
   CHECK(o.rewrites[2].name() == "add-comm");
   CHECK(o.rewrites[3].name() == "add-comm-rev");
@@ -46,7 +46,7 @@ TEST_CASE("rules outside defoptimizer form an optimizer named after the file") {
   REQUIRE(r);
   REQUIRE(r->optimizers.size() == 1);
   CHECK(r->optimizers[0].name == "algebra");
-  CHECK(r->optimizers[0].phase == 0);
+  CHECK(r->optimizers[0].phases == std::vector<int>{0});
 }
 
 TEST_CASE("multirules - :let and :unverified") {
@@ -81,6 +81,24 @@ TEST_CASE("group_phases orders phases and rejects duplicate names across files")
   auto dup = group_phases({*a, *c});
   REQUIRE_FALSE(dup);
   CHECK(dup.error().to_string().find("c.rules:1:1: error: duplicate rule name 'r1' (first defined at a.rules:1:") == 0);
+}
+
+TEST_CASE("an optimizer may join several phases - its rules run in each") {
+  auto a = parse_rules("(defoptimizer views :phase 1 3 (rule r1 (f ?x) => ?x))\n"
+                       "(defoptimizer expand :phase 2 (rule r2 (g ?x) => ?x))",
+                       "a.rules");
+  REQUIRE(a);
+  CHECK(a->optimizers[0].phases == std::vector<int>{1, 3});
+  auto phases = group_phases({*a});
+  REQUIRE(phases);
+  REQUIRE(phases->size() == 3);
+  std::vector<std::string> names;
+  for (const Phase& p : *phases) names.push_back(std::to_string(p.phase) + ":" + p.rewrites.at(0).name());
+  CHECK(names == std::vector<std::string>{"1:r1", "2:r2", "3:r1"});
+  CHECK(error_of("(defoptimizer v :phase 1 1 (rule r (f ?x) => ?x))") ==
+        "bad.rules:1:26: error: phase 1 is named twice");
+  CHECK(error_of("(defoptimizer v :phase x (rule r (f ?x) => ?x))") ==
+        "bad.rules:1:24: error: expected a phase number 0..1000 after :phase, found 'x'");
 }
 
 TEST_CASE("errors carry file:line:col and say what was expected") {

@@ -46,12 +46,15 @@ SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, co
                          {"rebuild_ms", rep.rebuild_ms()}};
     if (!rep.stop_message.empty()) pj["stop_message"] = rep.stop_message;
     res.phases.push_back(std::move(pj));
-    for (const RuleReport& r : rep.rules)
-      res.rules[r.name] = {{"matches", r.matches},
-                           {"applications", r.applications},
-                           {"changed", r.changed},
-                           {"rejected", r.rejected},
-                           {"times_banned", r.times_banned}};
+    for (const RuleReport& r : rep.rules) {  // a rule in several phases: its counts summed
+      nlohmann::json& j = res.rules[r.name];
+      auto add = [&](const char* key, std::size_t n) { j[key] = (j.contains(key) ? j[key].get<std::size_t>() : 0) + n; };
+      add("matches", r.matches);
+      add("applications", r.applications);
+      add("changed", r.changed);
+      add("rejected", r.rejected);
+      add("times_banned", r.times_banned);
+    }
     if (rep.stop_reason == StopReason::Other) break;
   }
   if (o.progress) std::cerr << "\r\033[K" << std::flush;
