@@ -3,6 +3,7 @@
 // the result type; integer types compute in int64.
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -93,8 +94,11 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
   };
   set_kernel(d, [f, fi](const Attrs& at, auto a, Given, std::size_t) {
     auto out = like(a[0], a[0].dtype(), a[0].dims());
+    // Symbolic integers and bools take the generic path: the ops given an
+    // integer variant (abs, sign, relu, not, identity) mean the same on them.
+    constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
     for (std::size_t i = 0; i < out.numel(); ++i) {
-      if (fi && !is_float(a[0].dtype()))
+      if (fi && !is_float(a[0].dtype()) && !symbolic)
         out.set_int(i, fi(a[0].at_int(i)));
       else
         out.set(i, f(a[0].at(i), at));
@@ -125,7 +129,14 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     auto dims = broadcast_dims(a);
     auto out = like(a[0], result.value_or(a[0].dtype()), dims);
     Broadcaster b(dims, {a[0].dims(), a[1].dims()});
-    const bool integral = !is_float(a[0].dtype()) && fi;
+    // Symbolic integers and bools are held as reals: exact for comparisons,
+    // logic, add, sub, mul, max and min, but not for truncating division,
+    // floor modulo or integer pow, which keep needing known values.
+    constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
+    const std::string_view op = name;
+    const bool as_reals = symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" ||
+                                       op == "max" || op == "min");
+    const bool integral = !is_float(a[0].dtype()) && fi && !as_reals;
     for (std::size_t i = 0; i < out.numel(); ++i) {
       auto ia = b.offset(0, i), ib = b.offset(1, i);
       if (integral) {
@@ -275,14 +286,16 @@ void register_elementwise_ops(OpRegistry& r) {
   auto logic = [&](const char* name, auto op) {
     binary(
         r, name, K::Composite, Accepts::Bool, DType::Bool,
-        [op](double x, double y, const Attrs&) { return op(x != 0, y != 0) ? 1.0 : 0.0; },
+        [op](auto x, auto y, const Attrs&) { return op(x, y); },
         [op](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-          return op(x != 0, y != 0);
+          return op(static_cast<double>(x != 0), static_cast<double>(y != 0)) != 0;
         });
   };
-  logic("and", [](bool x, bool y) { return x && y; });
-  logic("or", [](bool x, bool y) { return x || y; });
-  logic("xor", [](bool x, bool y) { return x != y; });
+  // Written with select so that one definition serves bools held as doubles
+  // (nonzero is true) and as symbols; the integer variant gets 0/1 values.
+  logic("and", [](auto x, auto y) { return S::select(x, S::select(y, 1.0, 0.0), 0.0); });
+  logic("or", [](auto x, auto y) { return S::select(x, 1.0, S::select(y, 1.0, 0.0)); });
+  logic("xor", [](auto x, auto y) { return S::select(x, S::select(y, 0.0, 1.0), S::select(y, 1.0, 0.0)); });
 
   {
     OpDef d;
@@ -299,7 +312,8 @@ void register_elementwise_ops(OpRegistry& r) {
       auto dims = broadcast_dims(a);
       auto out = like(a[1], a[1].dtype(), dims);
       Broadcaster b(dims, {a[0].dims(), a[1].dims(), a[2].dims()});
-      const bool fl = is_float(a[1].dtype());
+      // Symbolic branches of any type are chosen with select: where moves values.
+      const bool fl = is_float(a[1].dtype()) || !std::is_same_v<decltype(a[1].at(0)), double>;
       for (std::size_t i = 0; i < out.numel(); ++i) {
         auto c = b.offset(0, i), x = b.offset(1, i), y = b.offset(2, i);
         if (fl)

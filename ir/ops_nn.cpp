@@ -390,6 +390,14 @@ void register_nn_ops(OpRegistry& r) {
                           ", got " + to_string(p));
           }
         }
+        if (instance) {  // per-channel scale and bias, [C]
+          const Shape& xs = in[0].type.shape;
+          if (xs.size() < 3) shape_error(std::string(name) + " needs rank >= 3 (N, C, spatial...)");
+          for (std::size_t k = 1; k < in.size(); ++k)
+            if (in[k].present && !(in[k].type.shape == Shape{xs[1]}))
+              shape_error(std::string(name) + ": scale and bias must have shape [" + to_string(Shape{xs[1]}) +
+                          "], got " + to_string(in[k].type.shape));
+        }
         std::vector<ValueType> res{in[0].type};
         if (!instance && outs > 1) {
           Shape stat = in[0].type.shape;
@@ -746,27 +754,28 @@ void register_nn_ops(OpRegistry& r) {
     OpDef d = make("lrn", 1, 1, "local response normalization across channels: size, alpha, beta, bias");
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       need_float(in, "lrn");
+      if (in[0].type.shape.size() < 2) shape_error("lrn needs rank >= 2 (N, C, ...)");
       return std::vector<ValueType>{in[0].type};
     };
-    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+    set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
       const auto& dims = x[0].dims();
       std::int64_t size = a.i("size", 1), C = dims[1], inner = 1;
       double alpha = a.f("alpha", 1e-4), beta = a.f("beta", 0.75), bias = a.f("bias", 1.0);
       for (std::size_t i = 2; i < dims.size(); ++i) inner *= dims[i];
-      Tensor out(x[0].dtype(), dims);
+      auto out = like(x[0], x[0].dtype(), dims);
       for (std::size_t i = 0; i < out.numel(); ++i) {
         std::int64_t c = (static_cast<std::int64_t>(i) / inner) % C;
         std::int64_t base = static_cast<std::int64_t>(i) - c * inner;
-        double sq = 0;
+        auto sq = lit(x[0], 0.0);
         std::int64_t lo = std::max<std::int64_t>(0, c - (size - 1) / 2), hi = std::min(C - 1, c + size / 2);
         for (std::int64_t k = lo; k <= hi; ++k) {
-          double v = x[0].at(static_cast<std::size_t>(base + k * inner));
+          auto v = x[0].at(static_cast<std::size_t>(base + k * inner));
           sq += v * v;
         }
-        out.set(i, x[0].at(i) / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+        out.set(i, x[0].at(i) / scalar::pow(bias + alpha / static_cast<double>(size) * sq, lit(x[0], beta)));
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
 

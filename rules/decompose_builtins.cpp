@@ -1,8 +1,10 @@
 #include "rules/decompose_builtins.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "ir/window.hpp"
 #include "rules/builtin_args.hpp"
@@ -32,6 +34,19 @@ std::optional<Ints> static_dims_of(EvalContext& ctx, const Value& v) {
   const TensorInfo* t = tensor_of(ctx, v);
   if (!t || !ir::is_static(t->type.shape)) return std::nullopt;
   return ir::static_dims(t->type.shape);
+}
+
+// A constant of the e-graph's pool, as the handle (const ?h) takes. Named
+// after its content, so that every application of a rule gets the same
+// handle however large the tensor: a new handle each time would be a new
+// e-node each time, and saturation would never be reached.
+Result constant(EvalContext& ctx, ir::Tensor t) {
+  auto* an = ctx.graph.analysis<TensorAnalysis>();
+  if (!an) return std::nullopt;
+  const std::string_view bytes(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
+  std::string name = t.summary();
+  name.append("#").append(std::to_string(std::hash<std::string_view>{}(bytes)));
+  return Value::of_symbol(an->constants().intern(std::move(t), name));
 }
 
 Ints iota(std::int64_t from, std::int64_t to) {
@@ -184,10 +199,6 @@ Result pool_plan(EvalContext& ctx, Args a) {
   } catch (const ir::ShapeError&) {
     return std::nullopt;
   }
-  if (*part == "lowest") {  // max's identity, the pad value of max pooling
-    if (!ir::is_float(x->type.dtype)) return std::nullopt;
-    return Value::of_number(Number(-std::numeric_limits<double>::infinity()));
-  }
   if (*part == "pads") {
     Ints end;
     for (std::size_t j = 0; j < n; ++j) {
@@ -202,8 +213,7 @@ Result pool_plan(EvalContext& ctx, Args a) {
   // inside the input, plus those in the explicit padding when
   // count_include_pad (never ceil_mode's extra ones). A window with none
   // sums only padding zeros: its divisor is 1, so its average is 0 as in the op.
-  auto* an = ctx.graph.analysis<TensorAnalysis>();
-  if (!an || !ir::is_float(x->type.dtype)) return std::nullopt;
+  if (!ir::is_float(x->type.dtype)) return std::nullopt;
   Ints od{1, 1};
   od.insert(od.end(), geo.out.begin(), geo.out.end());
   ir::Tensor counts(x->type.dtype, od);
@@ -223,7 +233,242 @@ Result pool_plan(EvalContext& ctx, Args a) {
     }
     counts.set(e, static_cast<double>(count == 0 ? 1 : count));
   }
-  return Value::of_symbol(an->constants().intern(std::move(counts)));
+  return constant(ctx, std::move(counts));
+}
+
+std::optional<std::int64_t> int_of(EvalContext& ctx, const Value& v) {
+  auto n = ctx.as_number(v);
+  if (!n || !n->is_int()) return std::nullopt;
+  return n->as_int();
+}
+
+std::optional<std::size_t> axis_of(EvalContext& ctx, const Value& v, std::size_t rank) {
+  auto a = int_of(ctx, v);
+  const auto r = static_cast<std::int64_t>(rank);
+  if (!a || *a < -r || *a >= r) return std::nullopt;
+  return static_cast<std::size_t>(*a < 0 ? *a + r : *a);
+}
+
+// The most negative value of a dtype: max's identity.
+std::optional<double> lowest(ir::DType t) {
+  if (ir::is_float(t)) return -std::numeric_limits<double>::infinity();
+  switch (t) {
+    case ir::DType::I64:
+      return static_cast<double>(std::numeric_limits<std::int64_t>::min());
+    case ir::DType::I32:
+      return static_cast<double>(std::numeric_limits<std::int32_t>::min());
+    default:
+      return std::nullopt;
+  }
+}
+
+// (lowest ?x) and (highest ?x): the extreme values of x's dtype (-inf and
+// inf for floating types): max's and min's identities.
+Result extreme(EvalContext& ctx, Args a, bool high) {
+  const TensorInfo* x = tensor_of(ctx, a[0]);
+  if (!x) return std::nullopt;
+  if (ir::is_float(x->type.dtype))
+    return Value::of_number(Number((high ? 1 : -1) * std::numeric_limits<double>::infinity()));
+  if (high) return std::nullopt;
+  auto low = lowest(x->type.dtype);
+  if (!low) return std::nullopt;
+  return Value::of_number(Number(*low));
+}
+
+// (lrn-plan PART ?x ?size): LRN's sum of squares over a channel window, as
+// windows over the channel axis moved last: PART is perm, unperm or pads
+// ((size-1)/2 channels before, size/2 after, as the op's window).
+Result lrn_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto dims = static_dims_of(ctx, a[1]);
+  auto size = int_of(ctx, a[2]);
+  if (!part || !dims || !size || *size <= 0 || dims->size() < 2) return std::nullopt;
+  const auto rank = static_cast<std::int64_t>(dims->size());
+  if (*part == "perm" || *part == "unperm") {
+    Ints perm{0};
+    for (std::int64_t i = 2; i < rank; ++i) perm.push_back(i);
+    perm.push_back(1);
+    if (*part == "unperm") {
+      Ints inv(perm.size());
+      for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+      perm = inv;
+    }
+    return list_of(perm);
+  }
+  if (*part != "pads") return std::nullopt;
+  Ints pads(2 * dims->size(), 0);
+  pads[dims->size() - 1] = (*size - 1) / 2;
+  pads.back() = *size / 2;
+  return list_of(pads);
+}
+
+// (concat-plan PART ?a ?b ?axis): concat(a, b) as a choice between a padded
+// after and b padded before: PART is pads-a, pads-b or mask (a constant,
+// true on a's part of the axis, 1 on every other axis).
+Result concat_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto ad = static_dims_of(ctx, a[1]), bd = static_dims_of(ctx, a[2]);
+  if (!part || !ad || !bd || ad->size() != bd->size() || ad->empty()) return std::nullopt;
+  auto axis = axis_of(ctx, a[3], ad->size());
+  if (!axis) return std::nullopt;
+  const std::size_t rank = ad->size();
+  const std::int64_t la = (*ad)[*axis], lb = (*bd)[*axis];
+  Ints pads(2 * rank, 0);
+  if (*part == "pads-a") {
+    pads[rank + *axis] = lb;
+    return list_of(pads);
+  }
+  if (*part == "pads-b") {
+    pads[*axis] = la;
+    return list_of(pads);
+  }
+  if (*part != "mask") return std::nullopt;
+  Ints md(rank, 1);
+  md[*axis] = la + lb;
+  ir::Tensor mask(ir::DType::Bool, md);
+  for (std::int64_t i = 0; i < la; ++i) mask.set_int(static_cast<std::size_t>(i), 1);
+  return constant(ctx, std::move(mask));
+}
+
+// (split-plan PART ?x ?axis ?split ?result ?count): result `result` of the
+// split as one slice: PART is starts, ends or axes (the op's part sizes:
+// `split`, or equal parts, the last one smaller).
+Result split_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto dims = static_dims_of(ctx, a[1]);
+  auto sizes = ints_of(ctx, a[3]);
+  auto result = int_of(ctx, a[4]), count = int_of(ctx, a[5]);
+  if (!part || !dims || dims->empty() || !sizes || !result || !count || *count <= 0 || *result < 0 ||
+      *result >= *count)
+    return std::nullopt;
+  auto axis = axis_of(ctx, a[2], dims->size());
+  if (!axis) return std::nullopt;
+  const std::int64_t n = (*dims)[*axis];
+  if (sizes->empty()) {
+    const std::int64_t each = (n + *count - 1) / *count;
+    for (std::int64_t k = 0; k < *count; ++k) sizes->push_back(std::min(each, n - each * k));
+  }
+  if (static_cast<std::int64_t>(sizes->size()) != *count) return std::nullopt;
+  std::int64_t start = 0;
+  for (std::int64_t k = 0; k < *result; ++k) start += (*sizes)[static_cast<std::size_t>(k)];
+  if (*part == "starts") return list_of({start});
+  if (*part == "ends") return list_of({start + (*sizes)[static_cast<std::size_t>(*result)]});
+  if (*part == "axes") return list_of({static_cast<std::int64_t>(*axis)});
+  return std::nullopt;
+}
+
+// (tile-plan PART ?x ?repeats): tile as a broadcast: each axis d gets a new
+// axis of `repeats` copies before it (spread: [1 d]..., repeat: [r d]...),
+// then each pair is flattened (flat: [r*d]...).
+Result tile_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto dims = static_dims_of(ctx, a[1]);
+  auto reps = ints_of(ctx, a[2]);
+  if (!part || !dims || !reps || reps->size() != dims->size()) return std::nullopt;
+  Ints out;
+  for (std::size_t i = 0; i < dims->size(); ++i) {
+    const std::int64_t d = (*dims)[i], r = (*reps)[i];
+    if (r < 0) return std::nullopt;
+    if (*part == "spread")
+      out.insert(out.end(), {1, d});
+    else if (*part == "repeat")
+      out.insert(out.end(), {r, d});
+    else if (*part == "flat")
+      out.push_back(r * d);
+    else
+      return std::nullopt;
+  }
+  return list_of(out);
+}
+
+// (shape-const ?x ?start ?end): the i64 constant shape(x) computes, for a
+// static shape; (numel-const ?x): the i64 scalar size(x) computes.
+Result shape_const(EvalContext& ctx, Args a) {
+  auto dims = static_dims_of(ctx, a[0]);
+  if (!dims) return std::nullopt;
+  const auto rank = static_cast<std::int64_t>(dims->size());
+  auto s = int_of(ctx, a[1]);
+  auto e = a.size() > 2 ? int_of(ctx, a[2]) : std::optional<std::int64_t>(rank);
+  auto r = ctx.resolve(a[2]);
+  if (!e && r && r->kind == Value::Kind::Symbol && r->symbol.name() == "none") e = rank;  // absent: to the end
+  if (!s || !e) return std::nullopt;
+  std::int64_t from = std::clamp<std::int64_t>(*s < 0 ? *s + rank : *s, 0, rank);
+  std::int64_t to = std::max(from, std::clamp<std::int64_t>(*e < 0 ? *e + rank : *e, 0, rank));
+  Ints v(dims->begin() + from, dims->begin() + to);
+  return constant(ctx, ir::Tensor::of_ints(ir::DType::I64, {to - from}, v));
+}
+
+Result numel_const(EvalContext& ctx, Args a) {
+  auto dims = static_dims_of(ctx, a[0]);
+  if (!dims) return std::nullopt;
+  return constant(ctx, ir::Tensor::of_ints(ir::DType::I64, {}, {ir::numel(*dims)}));
+}
+
+// (range-iota ?start ?limit ?delta): [0 1 ... n-1] in start's dtype, n the
+// length of range(start, limit, delta) (constant operands only).
+Result range_iota(EvalContext& ctx, Args a) {
+  const TensorInfo *s = tensor_of(ctx, a[0]), *l = tensor_of(ctx, a[1]), *d = tensor_of(ctx, a[2]);
+  if (!s || !l || !d || !s->value || !l->value || !d->value || s->value->numel() != 1 || l->value->numel() != 1 ||
+      d->value->numel() != 1 || d->value->at(0) == 0)
+    return std::nullopt;
+  const auto n = std::max<std::int64_t>(
+      0, static_cast<std::int64_t>(std::ceil((l->value->at(0) - s->value->at(0)) / d->value->at(0))));
+  if (n > (std::int64_t{1} << 24)) return std::nullopt;
+  Ints v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  return constant(ctx, ir::Tensor::of_ints(s->type.dtype, {n}, v));
+}
+
+// (trilu-mask ?x ?upper ?k): a bool constant [rows cols], true where trilu
+// keeps the element (col - row >= k for the upper triangle, <= k lower).
+Result trilu_mask(EvalContext& ctx, Args a) {
+  auto dims = static_dims_of(ctx, a[0]);
+  auto upper = int_of(ctx, a[1]), k = int_of(ctx, a[2]);
+  if (!dims || dims->size() < 2 || !upper || !k) return std::nullopt;
+  const std::int64_t rows = (*dims)[dims->size() - 2], cols = dims->back();
+  ir::Tensor mask(ir::DType::Bool, {rows, cols});
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      mask.set_int(static_cast<std::size_t>(r * cols + c), *upper ? c - r >= *k : c - r <= *k);
+  return constant(ctx, std::move(mask));
+}
+
+// (gather-plan PART ?x ?i ?axis): gather as a one-hot selection. With x
+// [pre n post] and indices i [q]: x viewed [pre 1(q) n post] (data-shape),
+// i viewed [1(pre) q 1 1(post)] (index-shape), compared with the constant
+// [0 .. n-1] along the n axis (iota, i's dtype); the matches are kept and the
+// rest set to max's identity (lowest), and a max over the n axis (axis)
+// leaves the one match. count is n as i's dtype, for negative indices.
+Result gather_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  const TensorInfo* x = tensor_of(ctx, a[1]);
+  const TensorInfo* idx = tensor_of(ctx, a[2]);
+  auto xd = static_dims_of(ctx, a[1]), id = static_dims_of(ctx, a[2]);
+  if (!part || !x || !idx || !xd || !id || xd->empty()) return std::nullopt;
+  auto axis = axis_of(ctx, a[3], xd->size());
+  if (!axis) return std::nullopt;
+  const std::size_t pre = *axis, post = xd->size() - *axis - 1, q = id->size();
+  const std::int64_t n = (*xd)[*axis];
+  if (*part == "data-shape") {
+    Ints out(xd->begin(), xd->begin() + static_cast<std::ptrdiff_t>(pre));
+    out.insert(out.end(), q, 1);
+    out.insert(out.end(), xd->begin() + static_cast<std::ptrdiff_t>(pre), xd->end());
+    return list_of(out);
+  }
+  if (*part == "index-shape") {
+    Ints out(pre, 1);
+    out.insert(out.end(), id->begin(), id->end());
+    out.insert(out.end(), 1 + post, 1);
+    return list_of(out);
+  }
+  if (*part == "axis") return Value::of_number(Number(static_cast<std::int64_t>(pre + q)));
+  if (*part == "count") return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, {}, {n}));
+  if (*part != "iota") return std::nullopt;
+  Ints od(pre + q, 1), v;
+  od.push_back(n);
+  od.insert(od.end(), post, 1);
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, od, v));
 }
 
 }  // namespace
@@ -240,9 +485,33 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 conv_plan});
   r.add(Builtin{"pool-plan", 9, 9,
                 "(pool-plan PART x kernel strides pads dilations auto_pad ceil_mode count_include_pad): pooling as a "
-                "reduction over windows; PART is pads, axes, lowest (max's pad value) or counts (average's "
-                "divisors, a constant)",
+                "reduction over windows; PART is pads, axes or counts (average's divisors, a constant)",
                 pool_plan});
+  r.add(Builtin{"lowest", 1, 1, "the most negative value of the tensor's dtype (-inf for floating types)",
+                [](EvalContext& ctx, Args a) { return extreme(ctx, a, false); }});
+  r.add(Builtin{"highest", 1, 1, "inf, for a tensor of a floating type",
+                [](EvalContext& ctx, Args a) { return extreme(ctx, a, true); }});
+  r.add(Builtin{"lrn-plan", 3, 3, "(lrn-plan PART x size): perm, unperm or pads of LRN's channel window", lrn_plan});
+  r.add(Builtin{"concat-plan", 4, 4,
+                "(concat-plan PART a b axis): pads-a, pads-b or mask (a constant) of concat(a, b) as a where",
+                concat_plan});
+  r.add(Builtin{"split-plan", 6, 6,
+                "(split-plan PART x axis split result count): starts, ends or axes of one split result as a slice",
+                split_plan});
+  r.add(Builtin{"tile-plan", 3, 3, "(tile-plan PART x repeats): spread, repeat or flat shapes of tile as expand",
+                tile_plan});
+  r.add(Builtin{"shape-const", 3, 3, "(shape-const x start end): the i64 constant shape(x) gives (static shapes)",
+                shape_const});
+  r.add(Builtin{"numel-const", 1, 1, "the i64 scalar constant size(x) gives (static shapes)", numel_const});
+  r.add(Builtin{"range-iota", 3, 3,
+                "(range-iota start limit delta): the constant [0 .. n-1] in start's dtype, n = len(range(...))",
+                range_iota});
+  r.add(Builtin{"trilu-mask", 3, 3, "(trilu-mask x upper k): the bool constant [rows cols] of what trilu keeps",
+                trilu_mask});
+  r.add(Builtin{"gather-plan", 4, 4,
+                "(gather-plan PART x indices axis): data-shape, index-shape, iota, count or axis of gather as a one-hot "
+                "selection",
+                gather_plan});
 }
 
 }  // namespace saturn::rules

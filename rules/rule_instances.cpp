@@ -221,8 +221,41 @@ struct Slot {
   std::set<std::string> values;  // the value guards that read it: try constants they accept
   const OpDef* parent = nullptr;
   const AttrSpec* spec = nullptr;
+  ir::DType dtype = ir::DType::F32;  // of a tensor: f32 unless the parent op takes only others
+  bool needs_value = false;          // a constant: the parent's shape depends on the value
   std::string why;
 };
+
+// What a tensor variable is instantiated as: an f32 input, unless the op it
+// is an operand of (at `pos`, of `nops`) rejects f32 there whatever its other
+// operands hold: then i64 or bool, the first the op accepts (logic ops take
+// bools, gather's indices integers); and a constant when the op's shape
+// depends on its operands' values (range). Probed with small all-ones
+// operands and default attributes; an op these do not satisfy keeps f32.
+struct OperandKind {
+  ir::DType dtype = ir::DType::F32;
+  bool needs_value = false;
+};
+OperandKind operand_kind(const OpDef& def, std::size_t pos, std::size_t nops) {
+  const ir::DType kinds[] = {ir::DType::F32, ir::DType::I64, ir::DType::Bool};
+  for (bool valued : {false, true})
+    for (ir::DType mine : kinds)
+      for (ir::DType others : kinds) {
+        std::vector<ir::Tensor> values;
+        std::vector<ir::TypedInput> in;
+        for (std::size_t i = 0; i < nops; ++i) values.emplace_back(i == pos ? mine : others, Dims{1, 1, 1, 1});
+        for (std::size_t i = 0; i < nops; ++i) {
+          for (std::size_t e = 0; e < values[i].numel(); ++e) values[i].set(e, 1.0);
+          in.push_back(ir::TypedInput{{values[i].dtype(), ir::shape_of(values[i].dims())},
+                                      valued ? &values[i] : nullptr, true});
+        }
+        try {
+          if (!def.infer(ir::Attrs{}, in, 1).empty()) return {mine, valued};
+        } catch (const ir::ShapeError&) {
+        }
+      }
+  return {};
+}
 
 // Flattened LHS patterns: step s is node `node` of pattern `pattern`.
 struct Step {
@@ -236,8 +269,9 @@ class Enumerator {
       : rule_(rule), opt_(opt), out_(out), rng_(opt.seed) {
     out_.analysis = &out_.graph.add_analysis<TensorAnalysis>();
     shapes_ = all_shapes(opt.max_rank, opt.max_dim);
-    // Which constants each variable a value guard reads ranges over.
-    static const std::regex kValueGuard(R"(\((is-const|is-zero|is-one|splat|weight\?)\s+\?([A-Za-z0-9_\-\.]+))");
+    // Which constants each variable a value guard reads ranges over (and,
+    // for a guard on the element type, which types).
+    static const std::regex kValueGuard(R"(\((is-const|is-zero|is-one|splat|weight\?|floating\?)\s+\?([A-Za-z0-9_\-\.]+))");
     for (std::sregex_iterator it(source.begin(), source.end(), kValueGuard), end; it != end; ++it)
       valued_["?" + (*it)[2].str()].insert((*it)[1].str());
     // A guard that fixes a rank, (= (rank ?x) 2), narrows that variable's shapes.
@@ -321,6 +355,9 @@ class Enumerator {
       if (pos < nops) {
         s.kind = Slot::Kind::Tensor;
         s.optional = pos >= static_cast<std::size_t>(def->min_inputs);
+        const OperandKind k = operand_kind(*def, pos, nops);
+        s.dtype = k.dtype;
+        s.needs_value = k.needs_value;
       } else if (pos < nops + def->attrs.size()) {
         s.kind = Slot::Kind::Attribute;
         s.spec = &def->attrs[pos - nops];
@@ -350,13 +387,27 @@ class Enumerator {
     const TensorOps& lang = TensorOps::get();
     std::vector<EClassId> c;
     std::string name = rule_.var_names()[v].substr(1) + ir::to_string(ir::shape_of(s));
-    out_.analysis->declare_input(name, ir::ValueType{ir::DType::F32, ir::shape_of(s)});
-    c.push_back(g.add(lang.input, {g.add(Op::symbol(name))}));
+    const ir::DType dtype = slots_[v].dtype;
     const auto& guards = slots_[v].values;
-    if (guards.empty()) return c;
+    static const double kMix[] = {0.5, -1.5, 2.0, -0.25, 3.0, 1.25, -2.0};
+    if (slots_[v].needs_value) {  // small scalars only: the value sets the shape
+      if (!s.empty()) return c;
+      ir::Tensor t(dtype, s);
+      t.set(0, kMix[(3 * v) % std::size(kMix)]);
+      c.push_back(g.add(lang.constant, {g.add(out_.analysis->constants().intern(t, name + "#c"))}));
+      return c;
+    }
+    out_.analysis->declare_input(name, ir::ValueType{dtype, ir::shape_of(s)});
+    c.push_back(g.add(lang.input, {g.add(Op::symbol(name))}));
+    if (guards.count("floating?") && dtype == ir::DType::F32) {  // a guard on the type: integers too
+      out_.analysis->declare_input(name + "i64", ir::ValueType{ir::DType::I64, ir::shape_of(s)});
+      c.push_back(g.add(lang.input, {g.add(Op::symbol(name + "i64"))}));
+    }
+    if (std::all_of(guards.begin(), guards.end(), [](const std::string& k) { return k == "floating?"; }) ||
+        dtype != ir::DType::F32)
+      return c;
     // All zeros (is-zero), all ones (is-one), one repeated value (splat),
     // and a mix of nonzero values that differs from variable to variable.
-    static const double kMix[] = {0.5, -1.5, 2.0, -0.25, 3.0, 1.25, -2.0};
     std::vector<ir::Tensor> consts;
     auto filled = [&](auto value) {
       ir::Tensor t(ir::DType::F32, s);
@@ -441,6 +492,12 @@ class Enumerator {
     }
     std::vector<EClassId> c;
     for (Op op : attribute_domain(*slots_[v].parent, *slots_[v].spec, operands, opt_)) c.push_back(out_.graph.add(op));
+    if (slots_[v].spec->type == ir::AttrType::Tensor)  // fill's value: one number, as a scalar and as [1]
+      for (const auto& dims : {Dims{}, Dims{1}}) {
+        ir::Tensor t(ir::DType::F32, dims);
+        t.set(0, 2.5);
+        c.push_back(out_.graph.add(out_.analysis->constants().intern(std::move(t))));
+      }
     return c;
   }
 

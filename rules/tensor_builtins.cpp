@@ -92,6 +92,12 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   if (!t) return std::nullopt;
                   return Value::of_symbol(egraph::Op::symbol(ir::dtype_name(t->type.dtype)));
                 }});
+  r.add(Builtin{"floating?", 1, 1, "the tensor's element type is a floating type (f16, bf16, f32, f64)",
+                [](EvalContext& ctx, Args a) -> Result {
+                  const TensorInfo* t = tensor_of(ctx, a[0]);
+                  if (!t) return std::nullopt;
+                  return Value::of_bool(ir::is_float(t->type.dtype));
+                }});
   r.add(Builtin{"dim", 2, 2, "static size of axis i (negative counts from the end)",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);

@@ -66,7 +66,11 @@ class SymbolicEvaluator {
       SymTensor t(ctx_, d.type.dtype, dims);
       std::string name = leaf_symbol(g, g.children(n)[0])->name();
       name = name.substr(0, name.find('['));
-      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, ctx_.var(name + index_text(i, dims)));
+      for (std::size_t i = 0; i < t.numel(); ++i) {
+        ir::Sym v = ctx_.var(name + index_text(i, dims));
+        // A bool is 0 or 1: a real variable chooses which (nonzero is true).
+        t.set(i, d.type.dtype == ir::DType::Bool ? ir::scalar::select(v, 1.0, 0.0) : v);
+      }
       return t;
     }
     if (g.op(n) == lang.constant) {
@@ -81,6 +85,19 @@ class SymbolicEvaluator {
     auto node = inst_.analysis->decode(g, n, &why);
     if (!node) throw ir::SymbolicUnsupported{why};
     const std::size_t n_ops = node->operands.size();
+    if (n_ops == 0) {  // an op without operands (fill) computes a constant
+      std::vector<ir::Tensor> vals;
+      try {
+        vals = node->def->eval(node->attrs, {}, {}, node->num_results);
+      } catch (const ir::ShapeError& e) {
+        throw ir::SymbolicUnsupported{node->def->name + ": " + e.message};
+      }
+      if (node->result >= vals.size()) throw ir::SymbolicUnsupported{node->def->name + ": missing result"};
+      const ir::Tensor& v = vals[node->result];
+      SymTensor t(ctx_, v.dtype(), v.dims());
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, v.at(i));
+      return t;
+    }
     std::vector<SymTensor> args;
     auto given = std::make_unique<bool[]>(n_ops + 1);  // std::vector<bool> has no span
     for (std::size_t i = 0; i < n_ops; ++i) {
@@ -222,6 +239,9 @@ class Encoder {
       case SymOp::Sqrt:
         facts.push_back(self >= zero());
         facts.push_back(z3::implies(x >= zero(), self * self == x));
+        break;
+      case SymOp::Pow:  // a^b = 2^(b log2 a) for a > 0
+        facts.push_back(z3::implies(x > zero(), self == apply(SymOp::Exp2, encode(n.b) * apply(SymOp::Log2, x))));
         break;
       case SymOp::Tanh:
       case SymOp::Erf:

@@ -3,6 +3,8 @@
 // decomposition rules, extracted with composites priced at infinity (so the
 // program is made of primitives only), and run against the op's reference
 // semantics on random inputs. A composite with no decomposition fails here.
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "bench/models.hpp"
@@ -39,9 +41,8 @@ ir::Attrs attrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv)
   return a;
 }
 
-}  // namespace
-
-TEST_CASE("every decomposition computes its op's definition - in primitives only", "[decompose]") {
+// The loaded decomposition rules (decompose.rules and constfold.rules).
+std::vector<rules::Phase> decomposition_phases() {
   rules::register_tensor_builtins(rules::BuiltinRegistry::global());
   std::vector<rules::RuleFile> files;
   for (const char* f : {"decompose.rules", "constfold.rules"}) {
@@ -52,6 +53,62 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
   }
   auto loaded = rules::group_phases(std::move(files));
   REQUIRE(loaded);
+  return std::move(*loaded);
+}
+
+// Saturates g's e-graph with the decompositions, extracts a program of
+// primitives only (erf aside: it has no closed form), and checks that it
+// computes g's outputs on `inputs`: the same types and shapes, values within
+// float rounding, NaN where g gives NaN.
+void check_primitive_form(const ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
+  static const std::vector<rules::Phase> loaded = decomposition_phases();
+  auto t = rules::to_egraph(g);
+  if (!t) FAIL(t.error().to_string());
+  cli::SaturateOptions so;
+  so.iter_limit = 8;
+  auto phases = loaded;
+  cli::saturate(t->graph, phases, so);
+  REQUIRE_FALSE(t->analysis->conflict());
+  auto cost = [&](const egraph::EGraph& eg, egraph::NodeId n) -> double {
+    if (eg.children(n).empty() || eg.op(n).is_literal()) return 0;
+    const ir::OpDef* d = ir::OpRegistry::get().find(eg.op(n).name());
+    if (d && d->name == "erf") return 1.0;
+    return d && d->kind == ir::OpKind::Composite ? extract::kInfinity : 1.0;
+  };
+  auto p = extract::problem_from_egraph(t->graph, t->outputs, cost);
+  auto x = extract::extract_tree_greedy(p);
+  REQUIRE(x.dag_cost < extract::kInfinity);  // a primitives-only program exists
+  auto prim = rules::from_egraph(*t, [&](egraph::EClassId k) {
+    return p.node_ids[static_cast<std::size_t>(x.choice[p.class_index(t->graph.find(k))])];
+  });
+  if (!prim) FAIL(prim.error().to_string());
+  for (const ir::Node& n : prim->nodes) {
+    INFO(n.op);
+    // identity only names an output that is an input (clip without bounds).
+    CHECK((n.op == "erf" || n.op == "identity" || ir::OpRegistry::get().find(n.op)->kind == ir::OpKind::Primitive));
+  }
+  auto want = runtime::interpret(g, inputs);
+  auto got = runtime::interpret(*prim, inputs);
+  REQUIRE(want);
+  if (!got) FAIL(got.error().to_string());
+  REQUIRE(got->size() == want->size());
+  for (std::size_t k = 0; k < want->size(); ++k) {
+    const ir::Tensor &w = (*want)[k], &o = (*got)[k];
+    REQUIRE(o.dtype() == w.dtype());
+    REQUIRE(o.dims() == w.dims());
+    for (std::size_t i = 0; i < w.numel(); ++i) {
+      INFO("element " << i << ": want " << w.at(i) << ", got " << o.at(i));
+      if (std::isnan(w.at(i)))
+        CHECK(std::isnan(o.at(i)));
+      else
+        CHECK((o.at(i) == w.at(i) || std::abs(o.at(i) - w.at(i)) <= 1e-4 + 1e-3 * std::abs(w.at(i))));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every decomposition computes its op's definition - in primitives only", "[decompose]") {
   ir::Attrs ln = attr("axis", std::int64_t{-1});
   ln.set("epsilon", 1e-5);
   ir::Attrs gm = attr("alpha", 0.5);
@@ -115,38 +172,138 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
     for (std::size_t i = 1; i < c.inputs.size(); ++i)
       ins.push_back(c.positive ? b.fill(c.inputs[i], 1.5) : b.weight(c.inputs[i], 1.0));
     auto g = b.finish({b.op(c.op, ins, c.attrs)});
-    auto t = rules::to_egraph(g);
-    if (!t) FAIL(t.error().to_string());
-    cli::SaturateOptions so;
-    so.iter_limit = 8;
-    auto phases = *loaded;
-    cli::saturate(t->graph, phases, so);
-    REQUIRE_FALSE(t->analysis->conflict());
-    auto cost = [&](const egraph::EGraph& eg, egraph::NodeId n) -> double {
-      if (eg.children(n).empty() || eg.op(n).is_literal()) return 0;
-      const ir::OpDef* d = ir::OpRegistry::get().find(eg.op(n).name());
-      // erf has no closed form in the primitives: gelu keeps it.
-      if (d && d->name == "erf") return 1.0;
-      return d && d->kind == ir::OpKind::Composite ? extract::kInfinity : 1.0;
-    };
-    auto p = extract::problem_from_egraph(t->graph, t->outputs, cost);
-    auto x = extract::extract_tree_greedy(p);
-    REQUIRE(x.dag_cost < extract::kInfinity);  // a primitives-only program exists
-    auto prim = rules::from_egraph(*t, [&](egraph::EClassId k) {
-      return p.node_ids[static_cast<std::size_t>(x.choice[p.class_index(t->graph.find(k))])];
-    });
-    if (!prim) FAIL(prim.error().to_string());
-    for (const ir::Node& n : prim->nodes)
-      CHECK((n.op == "erf" || ir::OpRegistry::get().find(n.op)->kind == ir::OpKind::Primitive));
     std::mt19937 rng(11);
     std::uniform_real_distribution<double> u(c.positive ? 0.5 : -2.0, 2.0);
     ir::Tensor in(ir::DType::F32, c.inputs[0]);
     for (std::size_t i = 0; i < in.numel(); ++i) in.set(i, u(rng));
-    auto want = runtime::interpret(g, std::vector<ir::Tensor>{in});
-    auto got = runtime::interpret(*prim, std::vector<ir::Tensor>{in});
-    REQUIRE(want);
-    if (!got) FAIL(got.error().to_string());
-    for (std::size_t i = 0; i < (*want)[0].numel(); ++i)
-      CHECK(std::abs((*got)[0].at(i) - (*want)[0].at(i)) <= 1e-4 + 1e-3 * std::abs((*want)[0].at(i)));
+    check_primitive_form(g, {in});
+  }
+}
+
+namespace {
+
+// An operand of the op under test: fed at run time, or a constant of the model.
+struct Operand {
+  ir::Tensor value;
+  bool constant = false;
+};
+
+Operand fed(ir::Tensor t) { return {std::move(t), false}; }
+Operand constant(ir::Tensor t) { return {std::move(t), true}; }
+
+ir::Tensor floats(Ints dims, std::vector<double> v) { return ir::Tensor::of_doubles(ir::DType::F32, std::move(dims), v); }
+ir::Tensor ints(Ints dims, const Ints& v) { return ir::Tensor::of_ints(ir::DType::I64, std::move(dims), v); }
+ir::Tensor bools(Ints dims, const Ints& v) { return ir::Tensor::of_ints(ir::DType::Bool, std::move(dims), v); }
+ir::Tensor random(Ints dims, std::uint32_t seed, double lo = -2.0, double hi = 2.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  ir::Tensor t(ir::DType::F32, std::move(dims));
+  for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  return t;
+}
+
+// One node of `op` over the operands, with `results` outputs, all outputs of
+// the graph; checked by check_primitive_form.
+void check_op(const std::string& op, std::vector<Operand> operands, ir::Attrs attrs = {}, std::size_t results = 1) {
+  ir::Graph g;
+  g.name = op;
+  ir::Node n{op, op, {}, {}, std::move(attrs), op};
+  std::vector<ir::Tensor> inputs;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    std::string name = std::string("v").append(std::to_string(i));
+    n.inputs.push_back(name);
+    if (operands[i].constant) {
+      g.initializers.emplace(name, operands[i].value);
+    } else {
+      g.inputs.push_back({name, {operands[i].value.dtype(), ir::shape_of(operands[i].value.dims())}});
+      g.declared_inputs.push_back(name);
+      inputs.push_back(operands[i].value);
+    }
+  }
+  for (std::size_t r = 0; r < results; ++r) {
+    n.outputs.push_back(std::string("y").append(std::to_string(r)));
+    g.outputs.push_back(n.outputs.back());
+  }
+  g.nodes.push_back(std::move(n));
+  check_primitive_form(g, inputs);
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST_CASE("decompositions over other types and special values - comparisons and logic - shapes - gather", "[decompose]") {
+  // Values where comparisons, rounding and sign differ: signed zeros,
+  // integers, halves, tiny numbers, infinities, NaN.
+  const ir::Tensor special = floats({10}, {0.0, -0.0, 1.0, -2.5, 2.0, -1e-9, kInf, -kInf, NAN, 1.5});
+  const ir::Tensor against = floats({10}, {-0.0, 0.0, 2.0, -2.5, 1.0, -1e-9, kInf, NAN, NAN, -kInf});
+  SECTION("clip, selu, sign, prelu, floor, ceil") {
+    check_op("clip", {fed(random({2, 3}, 1))}, attrs({{"min", -0.5}, {"max", 0.7}}));
+    check_op("clip", {fed(random({2, 3}, 2))}, attrs({{"min", -0.5}}));
+    check_op("clip", {fed(random({2, 3}, 3))}, attrs({{"max", 0.7}}));
+    check_op("clip", {fed(random({2, 3}, 4))});
+    check_op("clip", {fed(ints({4}, {-3, 0, 2, 9}))}, attrs({{"min", std::int64_t{-1}}, {"max", std::int64_t{5}}}));
+    check_op("selu", {fed(random({2, 3}, 5))});
+    check_op("sign", {fed(special)});
+    check_op("sign", {fed(ints({3}, {-4, 0, 7}))});
+    check_op("prelu", {fed(random({2, 3}, 6)), constant(random({3}, 7))});
+    check_op("floor", {fed(special)});
+    check_op("ceil", {fed(special)});
+    check_op("floor", {fed(floats({6}, {-0.5, 0.5, 3.999, -3.999, 1e6 + 0.5, -1e-30}))});
+  }
+  SECTION("comparisons - with NaN and infinities") {
+    for (const char* op : {"greater", "less_equal", "greater_equal", "equal"}) {
+      INFO(op);
+      check_op(op, {fed(special), constant(against)});
+      check_op(op, {fed(ints({5}, {-1, 0, 2, 5, 7})), constant(ints({5}, {-1, 3, 2, 4, 7}))});
+    }
+    check_op("equal", {fed(bools({4}, {0, 1, 0, 1})), constant(bools({4}, {0, 0, 1, 1}))});
+  }
+  SECTION("logic") {
+    for (const char* op : {"and", "or", "xor"}) {
+      INFO(op);
+      check_op(op, {fed(bools({4}, {0, 1, 0, 1})), constant(bools({4}, {0, 0, 1, 1}))});
+      check_op(op, {fed(bools({2, 2}, {0, 1, 1, 0})), constant(bools({2}, {1, 0}))});  // broadcast
+    }
+    check_op("not", {fed(bools({3}, {0, 1, 1}))});
+  }
+  SECTION("concat, split, tile, fill, shape, size, range, trilu") {
+    check_op("concat", {fed(random({2, 3}, 8)), constant(random({2, 2}, 9))}, attr("axis", std::int64_t{1}));
+    check_op("concat", {fed(special), constant(against), constant(special)}, attr("axis", std::int64_t{0}));
+    check_op("concat",
+             {fed(random({1, 2, 1}, 10)), constant(random({1, 2, 3}, 11)), fed(random({1, 2, 2}, 12)),
+              constant(random({1, 2, 1}, 13))},
+             attr("axis", std::int64_t{-1}));
+    check_op("concat", {fed(ints({2}, {4, 5})), constant(ints({1}, {6}))}, attr("axis", std::int64_t{0}));
+    check_op("split", {fed(random({2, 5}, 14))}, attr("axis", std::int64_t{1}), 3);  // 2 2 1
+    check_op("split", {fed(random({4, 2}, 15))}, attrs({{"axis", std::int64_t{0}}, {"split", Ints{1, 3}}}), 2);
+    check_op("tile", {fed(random({2, 3}, 16))}, attr("repeats", Ints{2, 3}));
+    check_op("tile", {fed(ints({3}, {1, 2, 3}))}, attr("repeats", Ints{2}));
+    check_op("fill", {}, attrs({{"shape", Ints{2, 3}}, {"value", floats({1}, {2.5})}}));
+    check_op("fill", {}, attrs({{"shape", Ints{}}, {"value", ints({1}, {7})}}));
+    check_op("shape", {fed(random({2, 3, 4}, 17))}, attr("start", std::int64_t{1}));
+    check_op("shape", {fed(random({2, 3, 4}, 18))}, attrs({{"start", std::int64_t{-3}}, {"end", std::int64_t{-1}}}));
+    check_op("size", {fed(random({2, 3, 4}, 19))});
+    check_op("range", {constant(floats({}, {1.0})), constant(floats({}, {7.5})), constant(floats({}, {2.0}))});
+    check_op("range", {constant(ints({}, {10})), constant(ints({}, {1})), constant(ints({}, {-3}))});
+    check_op("trilu", {fed(random({2, 3, 4}, 20))}, attrs({{"upper", std::int64_t{1}}, {"k", std::int64_t{1}}}));
+    check_op("trilu", {fed(floats({2, 5}, {0.0, -0.0, 1.0, -2.5, 2.0, -1e-9, kInf, -kInf, NAN, 1.5}))},
+             attrs({{"upper", std::int64_t{0}}, {"k", std::int64_t{-1}}}));
+  }
+  SECTION("trilu and gather on rank 2 - gather's negative indices - integer data") {
+    check_op("trilu", {fed(random({3, 3}, 21))}, attrs({{"upper", std::int64_t{0}}, {"k", std::int64_t{0}}}));
+    check_op("gather", {fed(random({3, 4}, 22)), constant(ints({2, 2}, {0, -1, 2, 1}))}, attr("axis", std::int64_t{0}));
+    check_op("gather", {fed(random({2, 3, 4}, 23)), constant(ints({5}, {3, 0, -4, 1, 3}))},
+             attr("axis", std::int64_t{2}));
+    check_op("gather", {fed(random({3, 2}, 24)), constant(ints({}, {-2}))}, attr("axis", std::int64_t{0}));
+    check_op("gather", {fed(special), constant(ints({3}, {8, 6, 1}))}, attr("axis", std::int64_t{0}));
+    check_op("gather", {fed(ints({4}, {5, -6, 7, -8})), constant(ints({2}, {3, 0}))}, attr("axis", std::int64_t{0}));
+  }
+  SECTION("log_softmax, instance_norm, lrn") {
+    check_op("log_softmax", {fed(random({2, 3, 4}, 25))}, attr("axis", std::int64_t{1}));
+    check_op("instance_norm", {fed(random({2, 3, 2, 2}, 26)), constant(random({3}, 27)), constant(random({3}, 28))},
+             attr("epsilon", 1e-5));
+    check_op("lrn", {fed(random({1, 5, 2, 2}, 29))}, attrs({{"size", std::int64_t{3}}, {"alpha", 0.3}, {"beta", 0.75}}));
+    check_op("lrn", {fed(random({2, 4, 3}, 30))}, attrs({{"size", std::int64_t{2}}, {"bias", 2.0}}));
   }
 }
