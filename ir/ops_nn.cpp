@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ir/op.hpp"
+#include "ir/einsum.hpp"
 #include "ir/window.hpp"
 
 namespace saturn::ir {
@@ -45,6 +46,81 @@ WindowGeometry window_geometry(const Attrs& a, const std::vector<std::int64_t>& 
     w.out.push_back(o);
   }
   return w;
+}
+
+EinsumPlan einsum_plan(const std::string& equation, const std::vector<std::vector<std::int64_t>>& shapes) {
+  std::string eq;
+  for (char ch : equation)
+    if (ch != ' ') eq += ch;
+  EinsumPlan p;
+  std::string lhs = eq, rhs;
+  bool explicit_out = false;
+  if (auto arrow = eq.find("->"); arrow != std::string::npos) {
+    lhs = eq.substr(0, arrow);
+    rhs = eq.substr(arrow + 2);
+    explicit_out = true;
+  }
+  std::vector<std::string> raw;
+  for (std::size_t b = 0;;) {
+    auto comma = lhs.find(',', b);
+    raw.push_back(lhs.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
+    if (comma == std::string::npos) break;
+    b = comma + 1;
+  }
+  if (raw.size() != shapes.size())
+    shape_error("einsum: the equation has " + std::to_string(raw.size()) + " operands, given " +
+                std::to_string(shapes.size()));
+  // Ellipsis dimensions get the reserved letters '0'...'9' (right-aligned).
+  std::size_t ell_rank = 0;
+  for (std::size_t k = 0; k < raw.size(); ++k)
+    if (raw[k].find("...") != std::string::npos) {
+      if (shapes[k].size() + 3 < raw[k].size())
+        shape_error("einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k].size()) +
+                    ", fewer than the equation's " + std::to_string(raw[k].size() - 3) + " letters");
+      ell_rank = std::max(ell_rank, shapes[k].size() - (raw[k].size() - 3));
+    }
+  if (ell_rank > 10) shape_error("einsum: more than 10 axes under '...'");
+  auto ell = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = ell_rank - n; i < ell_rank; ++i) s += static_cast<char>('0' + i);
+    return s;
+  };
+  for (std::size_t k = 0; k < raw.size(); ++k) {
+    std::string t = raw[k];
+    if (auto e = t.find("..."); e != std::string::npos)
+      t = t.substr(0, e) + ell(shapes[k].size() - (t.size() - 3)) + t.substr(e + 3);
+    if (t.size() != shapes[k].size())
+      shape_error("einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k].size()) +
+                  ", the equation says " + std::to_string(t.size()));
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      std::int64_t n = shapes[k][i];
+      auto [it, fresh] = p.size.emplace(t[i], n);
+      if (!fresh && it->second != n) {
+        if (it->second == 1)
+          it->second = n;
+        else if (n != 1)
+          shape_error(std::string("einsum: index '") + t[i] + "' has sizes " + std::to_string(it->second) +
+                      " and " + std::to_string(n));
+      }
+    }
+    p.terms.push_back(t);
+  }
+  if (explicit_out) {
+    if (auto e = rhs.find("..."); e != std::string::npos)
+      rhs = rhs.substr(0, e) + ell(ell_rank) + rhs.substr(e + 3);
+    p.out = rhs;
+  } else {
+    std::map<char, int> count;
+    for (auto& t : p.terms)
+      for (char ch : t) ++count[ch];
+    p.out = ell(ell_rank);
+    for (auto& [ch, n] : count)
+      if (n == 1 && !(ch >= '0' && ch <= '9')) p.out += ch;
+  }
+  for (char ch : p.out)
+    if (!p.size.count(ch))
+      shape_error(std::string("einsum: output index '") + ch + "' does not appear in the operands");
+  return p;
 }
 
 namespace {
@@ -395,8 +471,8 @@ void register_nn_ops(OpRegistry& r) {
           if (xs.size() < 3) shape_error(std::string(name) + " needs rank >= 3 (N, C, spatial...)");
           for (std::size_t k = 1; k < in.size(); ++k)
             if (in[k].present && !(in[k].type.shape == Shape{xs[1]}))
-              shape_error(std::string(name) + ": scale and bias must have shape [" + to_string(Shape{xs[1]}) +
-                          "], got " + to_string(in[k].type.shape));
+              shape_error(std::string(name) + ": scale and bias must have shape " + to_string(Shape{xs[1]}) +
+                          ", got " + to_string(in[k].type.shape));
         }
         std::vector<ValueType> res{in[0].type};
         if (!instance && outs > 1) {
@@ -628,79 +704,8 @@ void register_nn_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("einsum", 1, -1, "Einstein summation over attribute `equation` (explicit or implicit output, ...)");
-    struct Plan {
-      std::vector<std::string> terms;  // letters per operand, ellipsis expanded
-      std::string out;
-      std::map<char, std::int64_t> size;
-    };
     auto plan_of = [](const Attrs& a, const std::vector<std::vector<std::int64_t>>& shapes) {
-      std::string eq;
-      for (char ch : a.s("equation", ""))
-        if (ch != ' ') eq += ch;
-      Plan p;
-      std::string lhs = eq, rhs;
-      bool explicit_out = false;
-      if (auto arrow = eq.find("->"); arrow != std::string::npos) {
-        lhs = eq.substr(0, arrow);
-        rhs = eq.substr(arrow + 2);
-        explicit_out = true;
-      }
-      std::vector<std::string> raw;
-      for (std::size_t b = 0;;) {
-        auto comma = lhs.find(',', b);
-        raw.push_back(lhs.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
-        if (comma == std::string::npos) break;
-        b = comma + 1;
-      }
-      if (raw.size() != shapes.size())
-        shape_error("einsum: the equation has " + std::to_string(raw.size()) + " operands, given " +
-                    std::to_string(shapes.size()));
-      // Ellipsis dimensions get the reserved letters '0'...'9' (right-aligned).
-      std::size_t ell_rank = 0;
-      for (std::size_t k = 0; k < raw.size(); ++k)
-        if (raw[k].find("...") != std::string::npos)
-          ell_rank = std::max(ell_rank, shapes[k].size() - (raw[k].size() - 3));
-      auto ell = [&](std::size_t n) {
-        std::string s;
-        for (std::size_t i = ell_rank - n; i < ell_rank; ++i) s += static_cast<char>('0' + i);
-        return s;
-      };
-      for (std::size_t k = 0; k < raw.size(); ++k) {
-        std::string t = raw[k];
-        if (auto e = t.find("..."); e != std::string::npos)
-          t = t.substr(0, e) + ell(shapes[k].size() - (t.size() - 3)) + t.substr(e + 3);
-        if (t.size() != shapes[k].size())
-          shape_error("einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k].size()) +
-                      ", the equation says " + std::to_string(t.size()));
-        for (std::size_t i = 0; i < t.size(); ++i) {
-          std::int64_t n = shapes[k][i];
-          auto [it, fresh] = p.size.emplace(t[i], n);
-          if (!fresh && it->second != n) {
-            if (it->second == 1)
-              it->second = n;
-            else if (n != 1)
-              shape_error(std::string("einsum: index '") + t[i] + "' has sizes " + std::to_string(it->second) +
-                          " and " + std::to_string(n));
-          }
-        }
-        p.terms.push_back(t);
-      }
-      if (explicit_out) {
-        if (auto e = rhs.find("..."); e != std::string::npos)
-          rhs = rhs.substr(0, e) + ell(ell_rank) + rhs.substr(e + 3);
-        p.out = rhs;
-      } else {
-        std::map<char, int> count;
-        for (auto& t : p.terms)
-          for (char ch : t) ++count[ch];
-        p.out = ell(ell_rank);
-        for (auto& [ch, n] : count)
-          if (n == 1 && !(ch >= '0' && ch <= '9')) p.out += ch;
-      }
-      for (char ch : p.out)
-        if (!p.size.count(ch))
-          shape_error(std::string("einsum: output index '") + ch + "' does not appear in the operands");
-      return p;
+      return einsum_plan(a.s("equation", ""), shapes);
     };
     d.infer = [plan_of](const Attrs& a, Inputs in, std::size_t) {
       std::vector<std::vector<std::int64_t>> shapes;
@@ -710,7 +715,7 @@ void register_nn_ops(OpRegistry& r) {
       for (char ch : p.out) od.push_back(p.size[ch]);
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
-    d.eval = [plan_of](const Attrs& a, Args x, Given, std::size_t) {
+    set_kernel(d, [plan_of](const Attrs& a, auto x, Given, std::size_t) {
       std::vector<std::vector<std::int64_t>> shapes;
       for (const auto& t : x) shapes.push_back(t.dims());
       auto p = plan_of(a, shapes);
@@ -722,12 +727,13 @@ void register_nn_ops(OpRegistry& r) {
       }
       std::vector<std::int64_t> od;
       for (char ch : p.out) od.push_back(p.size[ch]);
-      std::vector<double> acc(static_cast<std::size_t>(numel(od)), 0.0);
+      using E = decltype(x[0].at(0));
+      std::vector<E> acc(static_cast<std::size_t>(numel(od)), lit(x[0], 0.0));
       auto pos = [&](char ch) { return letters.find(ch); };
       std::int64_t total = numel(sizes);
       for (std::int64_t it = 0; it < total; ++it) {
         auto idx = unflatten(it, sizes);
-        double prod = 1;
+        E prod = lit(x[0], 1.0);
         for (std::size_t k = 0; k < x.size(); ++k) {
           std::int64_t off = 0;
           for (std::size_t i = 0; i < p.terms[k].size(); ++i) {
@@ -740,10 +746,10 @@ void register_nn_ops(OpRegistry& r) {
         for (std::size_t i = 0; i < p.out.size(); ++i) o = o * od[i] + idx[pos(p.out[i])];
         acc[static_cast<std::size_t>(o)] += prod;
       }
-      Tensor out(x[0].dtype(), od);
+      auto out = like(x[0], x[0].dtype(), od);
       for (std::size_t i = 0; i < out.numel(); ++i) out.set(i, acc[i]);
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   pool(r, "max_pool", true);

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "ir/einsum.hpp"
 #include "ir/window.hpp"
 #include "rules/builtin_args.hpp"
 
@@ -471,6 +472,59 @@ Result gather_plan(EvalContext& ctx, Args a) {
   return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, od, v));
 }
 
+// (einsum-plan PART k equation x0 x1 ...): einsum as a product summed.
+// Every letter gets an axis, the output's first (in order), then the
+// others sorted, then one more axis of size 1 so the sum is never over no
+// axis (reduce_sum over [] would sum everything). Operand k is transposed
+// to that order (perm) and reshaped with 1s for the letters it lacks
+// (shape); the product of all of them is summed over axes. Equations with
+// a letter repeated within one operand (diagonals) are not decomposed.
+Result einsum_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto k = int_of(ctx, a[1]);
+  auto eq = symbol_of(ctx, a[2]);
+  if (!part || !k || !eq) return std::nullopt;
+  std::vector<Ints> shapes;
+  for (std::size_t i = 3; i < a.size(); ++i) {
+    auto d = static_dims_of(ctx, a[i]);
+    if (!d) return std::nullopt;
+    shapes.push_back(*d);
+  }
+  if (*k < 0 || static_cast<std::size_t>(*k) >= shapes.size()) return std::nullopt;
+  ir::EinsumPlan plan;
+  try {
+    plan = ir::einsum_plan(*eq, shapes);
+  } catch (const ir::ShapeError&) {
+    return std::nullopt;
+  }
+  std::string order = plan.out;
+  for (const auto& [letter, n] : plan.size)
+    if (order.find(letter) == std::string::npos) order.push_back(letter);
+  for (const std::string& t : plan.terms)
+    for (std::size_t i = 0; i < t.size(); ++i)
+      if (t.find(t[i], i + 1) != std::string::npos) return std::nullopt;  // a diagonal
+  const std::string& term = plan.terms[static_cast<std::size_t>(*k)];
+  const Ints& dims = shapes[static_cast<std::size_t>(*k)];
+  if (*part == "perm") {
+    Ints perm;
+    for (char letter : order)
+      if (auto at = term.find(letter); at != std::string::npos) perm.push_back(static_cast<std::int64_t>(at));
+    return list_of(perm);
+  }
+  if (*part == "shape") {
+    Ints shape;
+    for (char letter : order) {
+      auto at = term.find(letter);
+      shape.push_back(at == std::string::npos ? 1 : dims[at]);
+    }
+    shape.push_back(1);
+    return list_of(shape);
+  }
+  if (*part == "axes")
+    return list_of(iota(static_cast<std::int64_t>(plan.out.size()), static_cast<std::int64_t>(order.size() + 1)));
+  return std::nullopt;
+}
+
 }  // namespace
 
 void register_decompose_builtins(BuiltinRegistry& r) {
@@ -491,6 +545,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, false); }});
   r.add(Builtin{"highest", 1, 1, "inf, for a tensor of a floating type",
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, true); }});
+  r.add(Builtin{"einsum-plan", 4, -1,
+                "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
+                "a product summed (no diagonals)",
+                einsum_plan});
   r.add(Builtin{"lrn-plan", 3, 3, "(lrn-plan PART x size): perm, unperm or pads of LRN's channel window", lrn_plan});
   r.add(Builtin{"concat-plan", 4, 4,
                 "(concat-plan PART a b axis): pads-a, pads-b or mask (a constant) of concat(a, b) as a where",

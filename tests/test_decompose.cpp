@@ -299,6 +299,18 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("gather", {fed(special), constant(ints({3}, {8, 6, 1}))}, attr("axis", std::int64_t{0}));
     check_op("gather", {fed(ints({4}, {5, -6, 7, -8})), constant(ints({2}, {3, 0}))}, attr("axis", std::int64_t{0}));
   }
+  SECTION("einsum - one to three operands - ellipsis and broadcasting") {
+    auto eq = [](const char* e) { return attr("equation", std::string(e)); };
+    check_op("einsum", {fed(random({2, 3}, 31)), constant(random({3, 4}, 32))}, eq("ij,jk->ik"));
+    check_op("einsum", {fed(random({2, 3}, 33)), constant(random({3, 4}, 34))}, eq("ij,jk"));
+    check_op("einsum", {fed(random({2, 1, 3, 4}, 35)), constant(random({5, 4, 2}, 36))}, eq("...ij,...jk->...ik"));
+    check_op("einsum", {fed(random({2, 3}, 37))}, eq("ij->ji"));
+    check_op("einsum", {fed(random({2, 3}, 38))}, eq("ij->"));
+    check_op("einsum", {fed(random({3}, 39)), constant(random({4}, 40))}, eq("i,j->ij"));
+    check_op("einsum", {fed(random({2, 3}, 41)), constant(random({3, 4}, 42)), constant(random({4, 2}, 43))},
+             eq("ij,jk,kl->il"));
+    check_op("einsum", {fed(random({2, 3, 4}, 44)), constant(random({2, 4, 3}, 45))}, eq("bij,bji->b"));
+  }
   SECTION("log_softmax, instance_norm, lrn") {
     check_op("log_softmax", {fed(random({2, 3, 4}, 25))}, attr("axis", std::int64_t{1}));
     check_op("instance_norm", {fed(random({2, 3, 2, 2}, 26)), constant(random({3}, 27)), constant(random({3}, 28))},
