@@ -123,6 +123,48 @@ EinsumPlan einsum_plan(const std::string& equation, const std::vector<std::vecto
   return p;
 }
 
+ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<std::int64_t>& xd,
+                                          const std::vector<std::int64_t>& wd) {
+  if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
+  const std::size_t n = xd.size() - 2;
+  ConvTransposeGeometry g;
+  g.kernel = a.ints("kernel_shape", std::vector<std::int64_t>(wd.begin() + 2, wd.end()));
+  g.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
+  g.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
+  auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
+  auto outpad = a.ints("output_padding", std::vector<std::int64_t>(n, 0));
+  auto oshape = a.ints("output_shape");
+  std::string autopad = a.s("auto_pad", "NOTSET");
+  if (g.kernel.size() != n || g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n ||
+      outpad.size() != n)
+    shape_error("conv_transpose: attributes do not match the spatial rank");
+  if (oshape.size() > n)
+    oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    std::int64_t target = -1;
+    if (!oshape.empty())
+      target = oshape[i];
+    else if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER")
+      target = xd[i + 2] * g.strides[i];
+    if (target >= 0) {
+      // ONNX's reference divides with Python's floor division; the total
+      // is negative when output_shape asks for extra trailing outputs.
+      std::int64_t total = full - target;
+      std::int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autopad == "SAME_UPPER";
+      g.begin.push_back(upper ? half : total - half);
+      g.out.push_back(target);
+    } else {
+      std::int64_t b = autopad == "VALID" ? 0 : pads[i], e = autopad == "VALID" ? 0 : pads[i + n];
+      g.begin.push_back(b);
+      g.out.push_back(full - b - e);
+    }
+    if (g.out.back() <= 0) shape_error("conv_transpose: non-positive output size");
+  }
+  return g;
+}
+
 namespace {
 
 using Args = std::span<const Tensor>;
@@ -598,48 +640,8 @@ void register_nn_ops(OpRegistry& r) {
   {
     OpDef d = make("conv_transpose", 2, 3,
                    "transposed convolution: strides, pads, dilations, group, output_padding, output_shape, auto_pad");
-    struct Geometry {
-      std::vector<std::int64_t> kernel, strides, dilations, begin, out;
-    };
     auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& xd, const std::vector<std::int64_t>& wd) {
-      if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
-      const std::size_t n = xd.size() - 2;
-      Geometry g;
-      g.kernel = a.ints("kernel_shape", std::vector<std::int64_t>(wd.begin() + 2, wd.end()));
-      g.strides = a.ints("strides", std::vector<std::int64_t>(n, 1));
-      g.dilations = a.ints("dilations", std::vector<std::int64_t>(n, 1));
-      auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
-      auto outpad = a.ints("output_padding", std::vector<std::int64_t>(n, 0));
-      auto oshape = a.ints("output_shape");
-      std::string autopad = a.s("auto_pad", "NOTSET");
-      if (g.kernel.size() != n || g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n ||
-          outpad.size() != n)
-        shape_error("conv_transpose: attributes do not match the spatial rank");
-      if (oshape.size() > n)
-        oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
-      for (std::size_t i = 0; i < n; ++i) {
-        std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
-        std::int64_t target = -1;
-        if (!oshape.empty())
-          target = oshape[i];
-        else if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER")
-          target = xd[i + 2] * g.strides[i];
-        if (target >= 0) {
-          // ONNX's reference divides with Python's floor division; the total
-          // is negative when output_shape asks for extra trailing outputs.
-          std::int64_t total = full - target;
-          std::int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-          bool upper = autopad == "SAME_UPPER";
-          g.begin.push_back(upper ? half : total - half);
-          g.out.push_back(target);
-        } else {
-          std::int64_t b = autopad == "VALID" ? 0 : pads[i], e = autopad == "VALID" ? 0 : pads[i + n];
-          g.begin.push_back(b);
-          g.out.push_back(full - b - e);
-        }
-        if (g.out.back() <= 0) shape_error("conv_transpose: non-positive output size");
-      }
-      return g;
+      return conv_transpose_geometry(a, xd, wd);
     };
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv_transpose");
@@ -660,13 +662,14 @@ void register_nn_ops(OpRegistry& r) {
       od.insert(od.end(), g.out.begin(), g.out.end());
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
-    d.eval = [geometry](const Attrs& a, Args x, Given given, std::size_t) {
+    set_kernel(d, [geometry](const Attrs& a, auto x, Given given, std::size_t) {
       const auto &xd = x[0].dims(), &wd = x[1].dims();
       auto g = geometry(a, xd, wd);
       std::int64_t N = xd[0], C = xd[1], G = a.i("group", 1), cpg = C / G, mpg = wd[1], M = mpg * G;
       std::vector<std::int64_t> od{N, M};
       od.insert(od.end(), g.out.begin(), g.out.end());
-      std::vector<double> acc(static_cast<std::size_t>(numel(od)), 0.0);
+      using E = decltype(x[0].at(0));
+      std::vector<E> acc(static_cast<std::size_t>(numel(od)), lit(x[0], 0.0));
       std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
       std::int64_t plane = numel(spatial), oplane = numel(g.out), kplane = numel(g.kernel);
       for (std::int64_t n = 0; n < N; ++n)
@@ -674,7 +677,7 @@ void register_nn_ops(OpRegistry& r) {
           std::int64_t grp = c / cpg;
           for (std::int64_t ip = 0; ip < plane; ++ip) {
             auto ic = unflatten(ip, spatial);
-            double xv = x[0].at(static_cast<std::size_t>((n * C + c) * plane + ip));
+            E xv = x[0].at(static_cast<std::size_t>((n * C + c) * plane + ip));
             for (std::int64_t kp = 0; kp < kplane; ++kp) {
               auto kc = unflatten(kp, g.kernel);
               std::vector<std::int64_t> oc(kc.size());
@@ -686,20 +689,20 @@ void register_nn_ops(OpRegistry& r) {
               if (!inside) continue;
               for (std::int64_t mm = 0; mm < mpg; ++mm) {
                 std::int64_t m = grp * mpg + mm;
-                double wv = x[1].at(static_cast<std::size_t>((c * mpg + mm) * kplane + kp));
+                E wv = x[1].at(static_cast<std::size_t>((c * mpg + mm) * kplane + kp));
                 acc[static_cast<std::size_t>((n * M + m) * oplane + offset(oc, g.out))] += xv * wv;
               }
             }
           }
         }
-      Tensor out(x[0].dtype(), od);
+      auto out = like(x[0], x[0].dtype(), od);
       const bool has_bias = x.size() > 2 && given[2];
       for (std::size_t i = 0; i < out.numel(); ++i) {
         std::int64_t m = (static_cast<std::int64_t>(i) / oplane) % M;
-        out.set(i, acc[i] + (has_bias ? x[2].at(static_cast<std::size_t>(m)) : 0.0));
+        out.set(i, has_bias ? acc[i] + x[2].at(static_cast<std::size_t>(m)) : acc[i]);
       }
-      return std::vector<Tensor>{std::move(out)};
-    };
+      return std::vector<decltype(out)>{std::move(out)};
+    });
     r.add(std::move(d));
   }
   {

@@ -23,4 +23,13 @@ struct WindowGeometry {
 WindowGeometry window_geometry(const Attrs& a, const std::vector<std::int64_t>& spatial,
                                std::vector<std::int64_t> kernel, bool ceil_mode);
 
+// Transposed convolution over x [N C i...] and w [C M/G k...]: output
+// position o takes input i at tap k where o = i stride - begin + k dilation;
+// `out` from pads and output_padding, or output_shape / auto_pad.
+struct ConvTransposeGeometry {
+  std::vector<std::int64_t> kernel, strides, dilations, begin, out;
+};
+ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<std::int64_t>& xd,
+                                              const std::vector<std::int64_t>& wd);
+
 }  // namespace saturn::ir

@@ -525,6 +525,84 @@ Result einsum_plan(EvalContext& ctx, Args a) {
   return std::nullopt;
 }
 
+// (convt-plan PART x w kernel strides pads dilations group auto_pad
+// output_padding output_shape): conv_transpose as a convolution. x is
+// spread by the stride (each element followed by s-1 zeros: spread,
+// up-pads, up-shape), then padded so that every output reads its taps
+// (pads; negative cuts), and convolved with stride 1 and the same
+// dilation by w regrouped to [M C/G k...] (w-groups, w-perm, w-shape) and
+// flipped along every spatial axis (flip-starts, flip-ends, flip-axes,
+// flip-steps). kernel, dilations and bias-shape are the conv's.
+Result convt_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto xd = static_dims_of(ctx, a[1]), wd = static_dims_of(ctx, a[2]);
+  auto g = int_of(ctx, a[7]);
+  if (!part || !xd || !wd || !g || *g <= 0 || xd->size() < 3 || wd->size() != xd->size()) return std::nullopt;
+  auto attrs = window_attrs(ctx, a[4], a[5], a[6], a[8]);
+  auto k = ints_of(ctx, a[3]), opad = ints_of(ctx, a[9]), oshape = ints_of(ctx, a[10]);
+  if (!attrs || !k || !opad || !oshape) return std::nullopt;
+  if (!k->empty()) attrs->set("kernel_shape", *k);
+  if (!opad->empty()) attrs->set("output_padding", *opad);
+  if (!oshape->empty()) attrs->set("output_shape", *oshape);
+  const std::int64_t N = (*xd)[0], C = (*xd)[1], G = *g, mpg = (*wd)[1];
+  if (C % G != 0 || (*wd)[0] != C) return std::nullopt;
+  const std::size_t n = xd->size() - 2;
+  ir::ConvTransposeGeometry geo;
+  try {
+    geo = ir::conv_transpose_geometry(*attrs, *xd, *wd);
+  } catch (const ir::ShapeError&) {
+    return std::nullopt;
+  }
+  Ints out;
+  const std::string& p = *part;
+  if (p == "spread" || p == "up-shape") {
+    out = {N, C};
+    for (std::size_t j = 0; j < n; ++j) {
+      if (p == "spread")
+        out.insert(out.end(), {(*xd)[2 + j], 1});
+      else
+        out.push_back((*xd)[2 + j] * geo.strides[j]);
+    }
+  } else if (p == "up-pads") {
+    out.assign(2 * (2 + 2 * n), 0);
+    for (std::size_t j = 0; j < n; ++j) out[(2 + 2 * n) + 2 + 2 * j + 1] = geo.strides[j] - 1;
+  } else if (p == "pads") {
+    Ints begin, end;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t reach = (geo.kernel[j] - 1) * geo.dilations[j];
+      begin.push_back(reach - geo.begin[j]);
+      end.push_back(geo.out[j] + reach - (*xd)[2 + j] * geo.strides[j] - begin.back());
+    }
+    out = spatial_pads(begin, end);
+  } else if (p == "w-groups") {
+    out = {G, C / G, mpg};
+    out.insert(out.end(), wd->begin() + 2, wd->end());
+  } else if (p == "w-perm") {
+    out = {0, 2, 1};
+    Ints rest = iota(3, static_cast<std::int64_t>(3 + n));
+    out.insert(out.end(), rest.begin(), rest.end());
+  } else if (p == "w-shape") {
+    out = {G * mpg, C / G};
+    out.insert(out.end(), wd->begin() + 2, wd->end());
+  } else if (p == "flip-starts" || p == "flip-steps") {
+    out.assign(n, -1);
+  } else if (p == "flip-ends") {
+    for (std::size_t j = 0; j < n; ++j) out.push_back(-((*wd)[2 + j] + 1));
+  } else if (p == "flip-axes") {
+    out = iota(2, static_cast<std::int64_t>(2 + n));
+  } else if (p == "kernel") {
+    out = geo.kernel;
+  } else if (p == "dilations") {
+    out = geo.dilations;
+  } else if (p == "bias-shape") {
+    out = {G * mpg};
+    out.insert(out.end(), n, 1);
+  } else {
+    return std::nullopt;
+  }
+  return list_of(out);
+}
+
 }  // namespace
 
 void register_decompose_builtins(BuiltinRegistry& r) {
@@ -549,6 +627,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
                 "a product summed (no diagonals)",
                 einsum_plan});
+  r.add(Builtin{"convt-plan", 11, 11,
+                "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
+                "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped",
+                convt_plan});
   r.add(Builtin{"lrn-plan", 3, 3, "(lrn-plan PART x size): perm, unperm or pads of LRN's channel window", lrn_plan});
   r.add(Builtin{"concat-plan", 4, 4,
                 "(concat-plan PART a b axis): pads-a, pads-b or mask (a constant) of concat(a, b) as a where",
