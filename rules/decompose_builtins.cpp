@@ -270,7 +270,11 @@ Result extreme(EvalContext& ctx, Args a, bool high) {
   if (!x) return std::nullopt;
   if (ir::is_float(x->type.dtype))
     return Value::of_number(Number((high ? 1 : -1) * std::numeric_limits<double>::infinity()));
-  if (high) return std::nullopt;
+  if (high) {
+    if (x->type.dtype == ir::DType::I64) return Value::of_number(Number(std::numeric_limits<std::int64_t>::max()));
+    if (x->type.dtype == ir::DType::I32) return Value::of_number(Number(std::int64_t{std::numeric_limits<std::int32_t>::max()}));
+    return std::nullopt;
+  }
   auto low = lowest(x->type.dtype);
   if (!low) return std::nullopt;
   return Value::of_number(Number(*low));
@@ -603,6 +607,18 @@ Result convt_plan(EvalContext& ctx, Args a) {
   return list_of(out);
 }
 
+// (axis-iota ?x ?axis): the i64 constant [0 .. n-1] along x's axis (size
+// 1 on the others), n = x's size there: which position each element holds.
+Result axis_iota(EvalContext& ctx, Args a) {
+  auto dims = static_dims_of(ctx, a[0]);
+  if (!dims || dims->empty()) return std::nullopt;
+  auto axis = axis_of(ctx, a[1], dims->size());
+  if (!axis) return std::nullopt;
+  Ints shape(dims->size(), 1);
+  shape[*axis] = (*dims)[*axis];
+  return constant(ctx, ir::Tensor::of_ints(ir::DType::I64, shape, iota(0, (*dims)[*axis])));
+}
+
 }  // namespace
 
 void register_decompose_builtins(BuiltinRegistry& r) {
@@ -621,7 +637,7 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 pool_plan});
   r.add(Builtin{"lowest", 1, 1, "the most negative value of the tensor's dtype (-inf for floating types)",
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, false); }});
-  r.add(Builtin{"highest", 1, 1, "inf, for a tensor of a floating type",
+  r.add(Builtin{"highest", 1, 1, "the largest value of the tensor's dtype (inf for floating types)",
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, true); }});
   r.add(Builtin{"einsum-plan", 4, -1,
                 "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
@@ -631,6 +647,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
                 "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped",
                 convt_plan});
+  r.add(Builtin{"nan", 0, 0, "a quiet NaN", [](EvalContext&, Args) -> Result {
+                  return Value::of_number(Number(std::numeric_limits<double>::quiet_NaN()));
+                }});
+  r.add(Builtin{"axis-iota", 2, 2, "(axis-iota x axis): the i64 constant [0 .. n-1] along x's axis", axis_iota});
   r.add(Builtin{"lrn-plan", 3, 3, "(lrn-plan PART x size): perm, unperm or pads of LRN's channel window", lrn_plan});
   r.add(Builtin{"concat-plan", 4, 4,
                 "(concat-plan PART a b axis): pads-a, pads-b or mask (a constant) of concat(a, b) as a where",

@@ -282,6 +282,10 @@ class Enumerator {
     static const std::regex kRankGuard(R"(\(=\s+\(rank\s+\?([A-Za-z0-9_\-\.]+)\)\s+(\d+)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kRankGuard), end; it != end; ++it)
       rank_pin_["?" + (*it)[1].str()] = std::stoi((*it)[2].str());
+    // A guard that wants one value, (= (splat ?e) 2), gets constants of it.
+    static const std::regex kSplatGuard(R"(\(=\s+\(splat\s+\?([A-Za-z0-9_\-\.]+)\)\s+(-?[0-9.]+)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kSplatGuard), end; it != end; ++it)
+      splat_values_["?" + (*it)[1].str()].push_back(std::stod((*it)[2].str()));
     auto lhs = rule.lhs();
     slots_.resize(rule.num_lhs_vars());
     std::vector<bool> seen(rule.num_lhs_vars(), false);
@@ -421,6 +425,8 @@ class Enumerator {
     if (guards.count("is-zero")) filled([](std::size_t) { return 0.0; });
     if (guards.count("is-one")) filled([](std::size_t) { return 1.0; });
     if (guards.count("splat")) filled([](std::size_t) { return 2.5; });
+    if (auto it = splat_values_.find(rule_.var_names()[v]); it != splat_values_.end())
+      for (double value : it->second) filled([value](std::size_t) { return value; });
     filled([v](std::size_t i) { return kMix[(i + 3 * v) % std::size(kMix)]; });
     for (const ir::Tensor& t : consts)
       c.push_back(g.add(lang.constant, {g.add(out_.analysis->constants().intern(t, name + "#c"))}));
@@ -582,6 +588,7 @@ class Enumerator {
   std::map<VarId, std::vector<EClassId>> tensor_classes_;
   std::map<std::string, std::set<std::string>> valued_;
   std::map<std::string, int> rank_pin_;
+  std::map<std::string, std::vector<double>> splat_values_;
   std::map<VarId, std::vector<Dims>> var_shapes_;
   std::size_t steps_taken_ = 0;
   std::size_t clock_checks_ = 0;

@@ -148,13 +148,23 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                   return Value::of_number(Number(v));
                 }});
   r.add(Builtin{"scalar", 2, 2,
-                "a new rank-0 constant of the first tensor's dtype holding the number; gives the handle for (const ?h)",
+                "a new rank-0 constant holding the number, of the first argument's dtype (a tensor's, or a dtype "
+                "named: i64, f32, ...); gives the handle for (const ?h)",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);
+                  std::optional<ir::DType> dtype;
+                  if (t) {
+                    dtype = t->type.dtype;
+                  } else if (auto r = ctx.resolve(a[0]); r && r->kind == Value::Kind::Symbol) {
+                    dtype = ir::dtype_from_name(r->symbol.name());
+                  }
                   auto v = ctx.as_number(a[1]);
                   auto* an = ctx.graph.analysis<TensorAnalysis>();
-                  if (!t || !v || !an) return std::nullopt;
-                  return Value::of_symbol(an->constants().intern(ir::Tensor::scalar(t->type.dtype, v->as_real())));
+                  if (!dtype || !v || !an) return std::nullopt;
+                  ir::Tensor c = v->is_int() && !ir::is_float(*dtype)
+                                     ? ir::Tensor::of_ints(*dtype, {}, {v->as_int()})  // exact, INT64_MAX too
+                                     : ir::Tensor::scalar(*dtype, v->as_real());
+                  return Value::of_symbol(an->constants().intern(std::move(c)));
                 }});
   r.add(Builtin{"perm-compose", 2, 2, "p then q: transpose(transpose(x, p), q) = transpose(x, (perm-compose p q))",
                 [](EvalContext& ctx, Args a) -> Result {

@@ -240,9 +240,16 @@ class Encoder {
         facts.push_back(self >= zero());
         facts.push_back(z3::implies(x >= zero(), self * self == x));
         break;
-      case SymOp::Pow:  // a^b = 2^(b log2 a) for a > 0
+      case SymOp::Pow: {  // a^b = 2^(b log2 a) for a > 0; a^k a product for a small natural k
         facts.push_back(z3::implies(x > zero(), self == apply(SymOp::Exp2, encode(n.b) * apply(SymOp::Log2, x))));
+        const ir::SymNode& e = s_.node(n.b);
+        if (e.op == SymOp::Const && e.value >= 0 && e.value <= 4 && e.value == std::floor(e.value)) {
+          z3::expr power = one();
+          for (int k = 0; k < static_cast<int>(e.value); ++k) power = power * x;
+          facts.push_back(self == power);
+        }
         break;
+      }
       case SymOp::Tanh:
       case SymOp::Erf:
         facts.push_back(self > -one() && self < one());

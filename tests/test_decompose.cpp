@@ -258,6 +258,26 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("ceil", {fed(special)});
     check_op("floor", {fed(floats({6}, {-0.5, 0.5, 3.999, -3.999, 1e6 + 0.5, -1e-30}))});
   }
+  SECTION("pow - every IEEE special case - and reduce_prod") {
+    // Bases and exponents crossing: zeros of both signs, +-1, negative and
+    // positive finite values, +-inf, NaN; integers (odd and even) and not.
+    const std::vector<double> bases = {0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, kInf, -kInf, NAN};
+    const std::vector<double> exps = {0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, -3.0, 0.5, -0.5, 2.5, kInf, -kInf, NAN};
+    std::vector<double> xs, ys;
+    for (double b : bases)
+      for (double e : exps) {
+        xs.push_back(b);
+        ys.push_back(e);
+      }
+    const auto n = static_cast<std::int64_t>(xs.size());
+    check_op("pow", {fed(floats({n}, xs)), constant(floats({n}, ys))});
+    check_op("pow", {fed(random({2, 3}, 47, 0.5, 3.0)), constant(floats({}, {2.0}))});  // x * x
+    check_op("pow", {fed(random({2, 3}, 48, -3.0, 3.0)), constant(floats({3}, {3.0, -2.0, 0.75}))});
+    check_op("reduce_prod", {fed(random({2, 3, 4}, 49, -2.0, 2.0))}, attrs({{"axes", Ints{1}}, {"keepdims", std::int64_t{1}}}));
+    check_op("reduce_prod", {fed(floats({3, 4}, {1.5, -2.0, 0.0, 3.0, -1.0, -1.0, -1.0, 2.0, kInf, 0.0, 1.0, -kInf}))},
+             attrs({{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}));
+    check_op("reduce_prod", {fed(random({2, 3}, 50))});
+  }
   SECTION("comparisons - with NaN and infinities") {
     for (const char* op : {"greater", "less_equal", "greater_equal", "equal"}) {
       INFO(op);
@@ -317,6 +337,24 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("einsum", {fed(random({2, 3}, 41)), constant(random({3, 4}, 42)), constant(random({4, 2}, 43))},
              eq("ij,jk,kl->il"));
     check_op("einsum", {fed(random({2, 3, 4}, 44)), constant(random({2, 4, 3}, 45))}, eq("bij,bji->b"));
+  }
+  SECTION("argmax and argmin - first and last of ties - NaN - infinities - keepdims") {
+    // Ties (2 twice, -1 twice), infinities, and NaN first, inside and alone in a row.
+    const ir::Tensor rows = floats({5, 4}, {2.0, -1.0, 2.0, -1.0,     //
+                                            NAN, 5.0, -kInf, 1.0,     //
+                                            0.0, NAN, 3.0, 3.0,       //
+                                            -kInf, -kInf, -kInf, NAN,  //
+                                            kInf, 0.5, kInf, -0.0});
+    for (const char* op : {"argmax", "argmin"})
+      for (std::int64_t last : {0, 1})
+        for (std::int64_t keep : {0, 1}) {
+          INFO(op << " select_last_index " << last << " keepdims " << keep);
+          for (std::int64_t axis : {1, 0, -1})
+            check_op(op, {fed(rows)},
+                     attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}));
+          check_op(op, {fed(random({2, 3, 4}, 46))}, attrs({{"axis", std::int64_t{1}}, {"keepdims", keep},
+                                                           {"select_last_index", last}}));
+        }
   }
   SECTION("log_softmax, instance_norm, lrn") {
     check_op("log_softmax", {fed(random({2, 3, 4}, 25))}, attr("axis", std::int64_t{1}));
