@@ -134,8 +134,8 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     // floor modulo or integer pow, which keep needing known values.
     constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
     const std::string_view op = name;
-    const bool as_reals = symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" ||
-                                       op == "max" || op == "min");
+    const bool as_reals =
+        symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" || op == "max" || op == "min");
     const bool integral = !is_float(a[0].dtype()) && fi && !as_reals;
     for (std::size_t i = 0; i < out.numel(); ++i) {
       auto ia = b.offset(0, i), ib = b.offset(1, i);
@@ -285,8 +285,7 @@ void register_elementwise_ops(OpRegistry& r) {
   cmp("greater_equal", K::Composite, [](auto x, auto y) { return x >= y; });
   auto logic = [&](const char* name, auto op) {
     binary(
-        r, name, K::Composite, Accepts::Bool, DType::Bool,
-        [op](auto x, auto y, const Attrs&) { return op(x, y); },
+        r, name, K::Composite, Accepts::Bool, DType::Bool, [op](auto x, auto y, const Attrs&) { return op(x, y); },
         [op](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
           return op(static_cast<double>(x != 0), static_cast<double>(y != 0)) != 0;
         });

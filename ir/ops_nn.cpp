@@ -6,8 +6,8 @@
 #include <map>
 #include <type_traits>
 
-#include "ir/op.hpp"
 #include "ir/einsum.hpp"
+#include "ir/op.hpp"
 #include "ir/window.hpp"
 
 namespace saturn::ir {
@@ -99,15 +99,14 @@ EinsumPlan einsum_plan(const std::string& equation, const std::vector<std::vecto
         if (it->second == 1)
           it->second = n;
         else if (n != 1)
-          shape_error(std::string("einsum: index '") + t[i] + "' has sizes " + std::to_string(it->second) +
-                      " and " + std::to_string(n));
+          shape_error(std::string("einsum: index '") + t[i] + "' has sizes " + std::to_string(it->second) + " and " +
+                      std::to_string(n));
       }
     }
     p.terms.push_back(t);
   }
   if (explicit_out) {
-    if (auto e = rhs.find("..."); e != std::string::npos)
-      rhs = rhs.substr(0, e) + ell(ell_rank) + rhs.substr(e + 3);
+    if (auto e = rhs.find("..."); e != std::string::npos) rhs = rhs.substr(0, e) + ell(ell_rank) + rhs.substr(e + 3);
     p.out = rhs;
   } else {
     std::map<char, int> count;
@@ -124,7 +123,7 @@ EinsumPlan einsum_plan(const std::string& equation, const std::vector<std::vecto
 }
 
 ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<std::int64_t>& xd,
-                                          const std::vector<std::int64_t>& wd) {
+                                              const std::vector<std::int64_t>& wd) {
   if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
   const std::size_t n = xd.size() - 2;
   ConvTransposeGeometry g;
@@ -138,8 +137,7 @@ ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<
   if (g.kernel.size() != n || g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n ||
       outpad.size() != n)
     shape_error("conv_transpose: attributes do not match the spatial rank");
-  if (oshape.size() > n)
-    oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
+  if (oshape.size() > n) oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
     std::int64_t target = -1;
@@ -207,7 +205,8 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
 // Calls f(input spatial coordinates, in_bounds) for each kernel position of
 // output position `o`.
 template <class F>
-void for_window(const WindowGeometry& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial, F&& f) {
+void for_window(const WindowGeometry& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial,
+                F&& f) {
   std::int64_t total = 1;
   for (auto k : w.kernel) total *= k;
   std::vector<std::int64_t> pos(w.kernel.size());
@@ -513,8 +512,8 @@ void register_nn_ops(OpRegistry& r) {
           if (xs.size() < 3) shape_error(std::string(name) + " needs rank >= 3 (N, C, spatial...)");
           for (std::size_t k = 1; k < in.size(); ++k)
             if (in[k].present && !(in[k].type.shape == Shape{xs[1]}))
-              shape_error(std::string(name) + ": scale and bias must have shape " + to_string(Shape{xs[1]}) +
-                          ", got " + to_string(in[k].type.shape));
+              shape_error(std::string(name) + ": scale and bias must have shape " + to_string(Shape{xs[1]}) + ", got " +
+                          to_string(in[k].type.shape));
         }
         std::vector<ValueType> res{in[0].type};
         if (!instance && outs > 1) {

@@ -272,7 +272,8 @@ Result extreme(EvalContext& ctx, Args a, bool high) {
     return Value::of_number(Number((high ? 1 : -1) * std::numeric_limits<double>::infinity()));
   if (high) {
     if (x->type.dtype == ir::DType::I64) return Value::of_number(Number(std::numeric_limits<std::int64_t>::max()));
-    if (x->type.dtype == ir::DType::I32) return Value::of_number(Number(std::int64_t{std::numeric_limits<std::int32_t>::max()}));
+    if (x->type.dtype == ir::DType::I32)
+      return Value::of_number(Number(std::int64_t{std::numeric_limits<std::int32_t>::max()}));
     return std::nullopt;
   }
   auto low = lowest(x->type.dtype);
@@ -295,7 +296,8 @@ Result lrn_plan(EvalContext& ctx, Args a) {
     perm.push_back(1);
     if (*part == "unperm") {
       Ints inv(perm.size());
-      for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+      for (std::size_t i = 0; i < perm.size(); ++i)
+        inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
       perm = inv;
     }
     return list_of(perm);
@@ -343,8 +345,7 @@ Result split_plan(EvalContext& ctx, Args a) {
   auto dims = static_dims_of(ctx, a[1]);
   auto sizes = ints_of(ctx, a[3]);
   auto result = int_of(ctx, a[4]), count = int_of(ctx, a[5]);
-  if (!part || !dims || dims->empty() || !sizes || !result || !count || *count <= 0 || *result < 0 ||
-      *result >= *count)
+  if (!part || !dims || dims->empty() || !sizes || !result || !count || *count <= 0 || *result < 0 || *result >= *count)
     return std::nullopt;
   auto axis = axis_of(ctx, a[2], dims->size());
   if (!axis) return std::nullopt;
@@ -639,10 +640,11 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, false); }});
   r.add(Builtin{"highest", 1, 1, "the largest value of the tensor's dtype (inf for floating types)",
                 [](EvalContext& ctx, Args a) { return extreme(ctx, a, true); }});
-  r.add(Builtin{"einsum-plan", 4, -1,
-                "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
-                "a product summed (no diagonals)",
-                einsum_plan});
+  r.add(
+      Builtin{"einsum-plan", 4, -1,
+              "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
+              "a product summed (no diagonals)",
+              einsum_plan});
   r.add(Builtin{"convt-plan", 11, 11,
                 "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
                 "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped",
@@ -668,10 +670,11 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 range_iota});
   r.add(Builtin{"trilu-mask", 3, 3, "(trilu-mask x upper k): the bool constant [rows cols] of what trilu keeps",
                 trilu_mask});
-  r.add(Builtin{"gather-plan", 4, 4,
-                "(gather-plan PART x indices axis): data-shape, index-shape, iota, count or axis of gather as a one-hot "
-                "selection",
-                gather_plan});
+  r.add(
+      Builtin{"gather-plan", 4, 4,
+              "(gather-plan PART x indices axis): data-shape, index-shape, iota, count or axis of gather as a one-hot "
+              "selection",
+              gather_plan});
 }
 
 }  // namespace saturn::rules

@@ -187,7 +187,8 @@ class FileParser {
         for (++i; i < f.items.size() && (opt.phases.empty() || number_of(f.items[i])); ++i) {
           auto n = number_of(f.items[i]);
           if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > 1000)
-            fail_at(f.items[i].loc, "expected a phase number 0..1000 after :phase, found '" + f.items[i].to_string() + "'");
+            fail_at(f.items[i].loc,
+                    "expected a phase number 0..1000 after :phase, found '" + f.items[i].to_string() + "'");
           if (std::find(opt.phases.begin(), opt.phases.end(), n->as_int()) != opt.phases.end())
             fail_at(f.items[i].loc, "phase " + f.items[i].to_string() + " is named twice");
           opt.phases.push_back(static_cast<int>(n->as_int()));

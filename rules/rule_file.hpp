@@ -8,10 +8,9 @@
 //   clause     := :if EXPR | :let (?v EXPR) | :unverified "reason"
 // Rules outside any defoptimizer form one anonymous optimizer named after the
 // file (phase 0). An optimizer may join several phases (`:phase 1 2`): its
-// rules then run in each, e.g. view merging after the expansions too. Clauses run in the order written, so a guard can protect a
-// later :let (e.g. test a divisor before dividing). `A <=> B` yields two
-// rewrites, NAME and NAME-rev; both sides must use the same variables and it
-// takes no :let. Every problem is reported as file:line:col with what was
+// rules then run in each, e.g. view merging after the expansions too. Clauses run in the order written, so a guard can
+// protect a later :let (e.g. test a divisor before dividing). `A <=> B` yields two rewrites, NAME and NAME-rev; both
+// sides must use the same variables and it takes no :let. Every problem is reported as file:line:col with what was
 // expected, and nothing is loaded from a file that has one.
 #pragma once
 

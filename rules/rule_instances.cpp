@@ -122,8 +122,9 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
       if (n == "auto_pad") {
         for (const char* s : {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}) out.push_back(Op::symbol(s));
       } else if (n == "equation") {  // einsum: the common forms; the shape rule keeps those that fit
-        for (const char* e : {"ij->ji", "ij->i", "ij->", "ijk->kj", "ij,jk->ik", "ij,jk", "bij,bjk->bik", "i,j->ij",
-                              "i,i->", "ij,ij->ij", "ij,j->i", "...ij,...jk->...ik", "ij,jk,kl->il", "i,i,i->i", "ii->i"})
+        for (const char* e :
+             {"ij->ji", "ij->i", "ij->", "ijk->kj", "ij,jk->ik", "ij,jk", "bij,bjk->bik", "i,j->ij", "i,i->",
+              "ij,ij->ij", "ij,j->i", "...ij,...jk->...ik", "ij,jk,kl->il", "i,i,i->i", "ii->i"})
           out.push_back(Op::symbol(e));
       } else if (n == "approximate") {
         out.push_back(Op::symbol("none"));
@@ -250,8 +251,8 @@ OperandKind operand_kind(const OpDef& def, std::size_t pos, std::size_t nops) {
         for (std::size_t i = 0; i < nops; ++i) values.emplace_back(i == pos ? mine : others, Dims{1, 1, 1, 1});
         for (std::size_t i = 0; i < nops; ++i) {
           for (std::size_t e = 0; e < values[i].numel(); ++e) values[i].set(e, 1.0);
-          in.push_back(ir::TypedInput{{values[i].dtype(), ir::shape_of(values[i].dims())},
-                                      valued ? &values[i] : nullptr, true});
+          in.push_back(
+              ir::TypedInput{{values[i].dtype(), ir::shape_of(values[i].dims())}, valued ? &values[i] : nullptr, true});
         }
         try {
           if (!def.infer(ir::Attrs{}, in, 1).empty()) return {mine, valued};
@@ -275,7 +276,8 @@ class Enumerator {
     shapes_ = all_shapes(opt.max_rank, opt.max_dim);
     // Which constants each variable a value guard reads ranges over (and,
     // for a guard on the element type, which types).
-    static const std::regex kValueGuard(R"(\((is-const|is-zero|is-one|splat|weight\?|floating\?)\s+\?([A-Za-z0-9_\-\.]+))");
+    static const std::regex kValueGuard(
+        R"(\((is-const|is-zero|is-one|splat|weight\?|floating\?)\s+\?([A-Za-z0-9_\-\.]+))");
     for (std::sregex_iterator it(source.begin(), source.end(), kValueGuard), end; it != end; ++it)
       valued_["?" + (*it)[2].str()].insert((*it)[1].str());
     // A guard that fixes a rank, (= (rank ?x) 2), narrows that variable's shapes.

@@ -134,7 +134,7 @@ std::string pow2(int k) {
 z3::expr exact_real(z3::context& z, double v) {
   if (v == 0) return z.real_val(0);
   int e = 0;
-  const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
+  const double m = std::frexp(v, &e);                        // v = m 2^e, 0.5 <= |m| < 1
   auto mant = static_cast<std::int64_t>(std::ldexp(m, 53));  // exact
   e -= 53;
   for (; mant % 2 == 0 && e < 0; mant /= 2) ++e;

@@ -146,7 +146,9 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       // Windows, convolution and pooling: strides, dilations, asymmetric and
       // automatic padding, groups, a bias, 1-D to 3-D, ceil_mode (extra
       // windows, and a tail no window reaches), both average divisors.
-      {"windows", {{2, 7, 6}}, attrs({{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 1}}, {"dilations", Ints{2, 3}}})},
+      {"windows",
+       {{2, 7, 6}},
+       attrs({{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 1}}, {"dilations", Ints{2, 3}}})},
       {"windows", {{3, 5}}, attrs({{"kernel_shape", Ints{5}}})},
       {"conv", {{1, 2, 5, 5}, {3, 2, 3, 3}}, attrs({{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}})},
       {"conv", {{1, 4, 6, 6}, {4, 2, 2, 2}, {4}}, attrs({{"group", std::int64_t{2}}, {"dilations", Ints{2, 2}}})},
@@ -154,23 +156,45 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       {"conv", {{1, 1, 4, 5}, {2, 1, 2, 3}}, attrs({{"pads", Ints{0, 1, 2, 0}}})},
       {"conv", {{1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}}, attrs({{"strides", Ints{1, 2, 1}}})},
       {"conv_transpose", {{1, 2, 3, 3}, {2, 3, 3, 3}}, attrs({{"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 0, 1}}})},
-      {"conv_transpose", {{1, 4, 3}, {4, 1, 2}, {2}},
+      {"conv_transpose",
+       {{1, 4, 3}, {4, 1, 2}, {2}},
        attrs({{"group", std::int64_t{2}}, {"dilations", Ints{2}}, {"output_padding", Ints{1}}, {"strides", Ints{3}}})},
-      {"conv_transpose", {{2, 2, 2, 3}, {2, 2, 3, 2}},
+      {"conv_transpose",
+       {{2, 2, 2, 3}, {2, 2, 3, 2}},
        attrs({{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 1}}})},
       {"conv_transpose", {{1, 1, 4}, {1, 2, 3}}, attrs({{"output_shape", Ints{10}}, {"strides", Ints{2}}})},
       {"conv_transpose", {{1, 1, 5}, {1, 1, 3}}, attrs({{"pads", Ints{3, 3}}})},
-      {"max_pool", {{1, 2, 5, 5}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
-      {"max_pool", {{1, 1, 6, 6}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}})},
-      {"max_pool", {{1, 1, 7, 7}}, attrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 0, 0, 1}}})},
-      {"max_pool", {{1, 2, 7}}, attrs({{"kernel_shape", Ints{1}}, {"strides", Ints{3}}, {"ceil_mode", std::int64_t{1}}})},
-      {"avg_pool", {{1, 2, 5, 5}}, attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
-      {"avg_pool", {{1, 2, 5, 5}},
-       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", std::int64_t{1}}})},
-      {"avg_pool", {{1, 1, 6, 6}},
-       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{0, 0, 1, 1}}, {"ceil_mode", std::int64_t{1}},
+      {"max_pool",
+       {{1, 2, 5, 5}},
+       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"max_pool",
+       {{1, 1, 6, 6}},
+       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}})},
+      {"max_pool",
+       {{1, 1, 7, 7}},
+       attrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 0, 0, 1}}})},
+      {"max_pool",
+       {{1, 2, 7}},
+       attrs({{"kernel_shape", Ints{1}}, {"strides", Ints{3}}, {"ceil_mode", std::int64_t{1}}})},
+      {"avg_pool",
+       {{1, 2, 5, 5}},
+       attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"avg_pool",
+       {{1, 2, 5, 5}},
+       attrs({{"kernel_shape", Ints{3, 3}},
+              {"strides", Ints{2, 2}},
+              {"pads", Ints{1, 1, 1, 1}},
               {"count_include_pad", std::int64_t{1}}})},
-      {"avg_pool", {{1, 1, 4, 4, 4}}, attrs({{"kernel_shape", Ints{2, 2, 2}}, {"auto_pad", std::string("SAME_LOWER")}})},
+      {"avg_pool",
+       {{1, 1, 6, 6}},
+       attrs({{"kernel_shape", Ints{3, 3}},
+              {"strides", Ints{2, 2}},
+              {"pads", Ints{0, 0, 1, 1}},
+              {"ceil_mode", std::int64_t{1}},
+              {"count_include_pad", std::int64_t{1}}})},
+      {"avg_pool",
+       {{1, 1, 4, 4, 4}},
+       attrs({{"kernel_shape", Ints{2, 2, 2}}, {"auto_pad", std::string("SAME_LOWER")}})},
   };
   for (const Case& c : cases) {
     INFO(c.op);
@@ -198,7 +222,9 @@ struct Operand {
 Operand fed(ir::Tensor t) { return {std::move(t), false}; }
 Operand constant(ir::Tensor t) { return {std::move(t), true}; }
 
-ir::Tensor floats(Ints dims, std::vector<double> v) { return ir::Tensor::of_doubles(ir::DType::F32, std::move(dims), v); }
+ir::Tensor floats(Ints dims, std::vector<double> v) {
+  return ir::Tensor::of_doubles(ir::DType::F32, std::move(dims), v);
+}
 ir::Tensor ints(Ints dims, const Ints& v) { return ir::Tensor::of_ints(ir::DType::I64, std::move(dims), v); }
 ir::Tensor bools(Ints dims, const Ints& v) { return ir::Tensor::of_ints(ir::DType::Bool, std::move(dims), v); }
 ir::Tensor random(Ints dims, std::uint32_t seed, double lo = -2.0, double hi = 2.0) {
@@ -239,7 +265,8 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-TEST_CASE("decompositions over other types and special values - comparisons and logic - shapes - gather", "[decompose]") {
+TEST_CASE("decompositions over other types and special values - comparisons and logic - shapes - gather",
+          "[decompose]") {
   // Values where comparisons, rounding and sign differ: signed zeros,
   // integers, halves, tiny numbers, infinities, NaN.
   const ir::Tensor special = floats({10}, {0.0, -0.0, 1.0, -2.5, 2.0, -1e-9, kInf, -kInf, NAN, 1.5});
@@ -273,7 +300,8 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("pow", {fed(floats({n}, xs)), constant(floats({n}, ys))});
     check_op("pow", {fed(random({2, 3}, 47, 0.5, 3.0)), constant(floats({}, {2.0}))});  // x * x
     check_op("pow", {fed(random({2, 3}, 48, -3.0, 3.0)), constant(floats({3}, {3.0, -2.0, 0.75}))});
-    check_op("reduce_prod", {fed(random({2, 3, 4}, 49, -2.0, 2.0))}, attrs({{"axes", Ints{1}}, {"keepdims", std::int64_t{1}}}));
+    check_op("reduce_prod", {fed(random({2, 3, 4}, 49, -2.0, 2.0))},
+             attrs({{"axes", Ints{1}}, {"keepdims", std::int64_t{1}}}));
     check_op("reduce_prod", {fed(floats({3, 4}, {1.5, -2.0, 0.0, 3.0, -1.0, -1.0, -1.0, 2.0, kInf, 0.0, 1.0, -kInf}))},
              attrs({{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}));
     check_op("reduce_prod", {fed(random({2, 3}, 50))});
@@ -340,27 +368,27 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
   }
   SECTION("argmax and argmin - first and last of ties - NaN - infinities - keepdims") {
     // Ties (2 twice, -1 twice), infinities, and NaN first, inside and alone in a row.
-    const ir::Tensor rows = floats({5, 4}, {2.0, -1.0, 2.0, -1.0,     //
-                                            NAN, 5.0, -kInf, 1.0,     //
-                                            0.0, NAN, 3.0, 3.0,       //
-                                            -kInf, -kInf, -kInf, NAN,  //
-                                            kInf, 0.5, kInf, -0.0});
+    const ir::Tensor rows = floats({5, 4}, {2.0,   -1.0,  2.0,   -1.0,  //
+                                            NAN,   5.0,   -kInf, 1.0,   //
+                                            0.0,   NAN,   3.0,   3.0,   //
+                                            -kInf, -kInf, -kInf, NAN,   //
+                                            kInf,  0.5,   kInf,  -0.0});
     for (const char* op : {"argmax", "argmin"})
       for (std::int64_t last : {0, 1})
         for (std::int64_t keep : {0, 1}) {
           INFO(op << " select_last_index " << last << " keepdims " << keep);
           for (std::int64_t axis : {1, 0, -1})
-            check_op(op, {fed(rows)},
-                     attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}));
-          check_op(op, {fed(random({2, 3, 4}, 46))}, attrs({{"axis", std::int64_t{1}}, {"keepdims", keep},
-                                                           {"select_last_index", last}}));
+            check_op(op, {fed(rows)}, attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}));
+          check_op(op, {fed(random({2, 3, 4}, 46))},
+                   attrs({{"axis", std::int64_t{1}}, {"keepdims", keep}, {"select_last_index", last}}));
         }
   }
   SECTION("log_softmax, instance_norm, lrn") {
     check_op("log_softmax", {fed(random({2, 3, 4}, 25))}, attr("axis", std::int64_t{1}));
     check_op("instance_norm", {fed(random({2, 3, 2, 2}, 26)), constant(random({3}, 27)), constant(random({3}, 28))},
              attr("epsilon", 1e-5));
-    check_op("lrn", {fed(random({1, 5, 2, 2}, 29))}, attrs({{"size", std::int64_t{3}}, {"alpha", 0.3}, {"beta", 0.75}}));
+    check_op("lrn", {fed(random({1, 5, 2, 2}, 29))},
+             attrs({{"size", std::int64_t{3}}, {"alpha", 0.3}, {"beta", 0.75}}));
     check_op("lrn", {fed(random({2, 4, 3}, 30))}, attrs({{"size", std::int64_t{2}}, {"bias", 2.0}}));
   }
 }

@@ -171,13 +171,14 @@ TEST_CASE("reductions and arg-reductions") {
   CHECK(run("argmax", {f32({3}, {5, 1, 5})}, am)[0].at_int(0) == 2);
 }
 
-TEST_CASE("einsum rejects an ellipsis operand with fewer axes than letters - and instance_norm a scale of the wrong shape") {
+TEST_CASE(
+    "einsum rejects an ellipsis operand with fewer axes than letters - and instance_norm a scale of the wrong shape") {
   Attrs a;
   a.set("equation", std::string("...ij,jk->...ik"));
   CHECK(shape_error_of("einsum", {{DType::F32, shape_of({3})}, {DType::F32, shape_of({3, 2})}}, a) ==
         "einsum: operand 0 has rank 1, fewer than the equation's 2 letters");
-  CHECK(shape_error_of("instance_norm", {{DType::F32, shape_of({2, 3, 4})},
-                                         {DType::F32, shape_of({2, 3})},
-                                         {DType::F32, shape_of({3})}}) ==
+  CHECK(shape_error_of(
+            "instance_norm",
+            {{DType::F32, shape_of({2, 3, 4})}, {DType::F32, shape_of({2, 3})}, {DType::F32, shape_of({3})}}) ==
         "instance_norm: scale and bias must have shape [3], got [2 3]");
 }

@@ -84,9 +84,10 @@ TEST_CASE("group_phases orders phases and rejects duplicate names across files")
 }
 
 TEST_CASE("an optimizer may join several phases - its rules run in each") {
-  auto a = parse_rules("(defoptimizer views :phase 1 3 (rule r1 (f ?x) => ?x))\n"
-                       "(defoptimizer expand :phase 2 (rule r2 (g ?x) => ?x))",
-                       "a.rules");
+  auto a = parse_rules(
+      "(defoptimizer views :phase 1 3 (rule r1 (f ?x) => ?x))\n"
+      "(defoptimizer expand :phase 2 (rule r2 (g ?x) => ?x))",
+      "a.rules");
   REQUIRE(a);
   CHECK(a->optimizers[0].phases == std::vector<int>{1, 3});
   auto phases = group_phases({*a});

@@ -48,7 +48,9 @@ SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, co
     res.phases.push_back(std::move(pj));
     for (const RuleReport& r : rep.rules) {  // a rule in several phases: its counts summed
       nlohmann::json& j = res.rules[r.name];
-      auto add = [&](const char* key, std::size_t n) { j[key] = (j.contains(key) ? j[key].get<std::size_t>() : 0) + n; };
+      auto add = [&](const char* key, std::size_t n) {
+        j[key] = (j.contains(key) ? j[key].get<std::size_t>() : 0) + n;
+      };
       add("matches", r.matches);
       add("applications", r.applications);
       add("changed", r.changed);
