@@ -73,6 +73,17 @@ std::vector<const OpDef*> OpRegistry::all() const {
 
 void OpRegistry::add(OpDef def) {
   std::string name = def.name;
+  // Whatever the attributes ask for, a result never has a negative
+  // dimension: checked here once for every op's shape rule.
+  if (def.infer)
+    def.infer = [infer = std::move(def.infer), name](const Attrs& a, std::span<const TypedInput> in, std::size_t n) {
+      auto out = infer(a, in, n);
+      for (const ValueType& t : out)
+        for (const Dim& d : t.shape)
+          if (d.is_static() && d.value() < 0)
+            shape_error(name + ": the result would have a negative dimension " + to_string(t.shape));
+      return out;
+    };
   ops_[name] = std::make_unique<OpDef>(std::move(def));
 }
 

@@ -538,8 +538,12 @@ void register_movement_ops(OpRegistry& r) {
       return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((l - s) / dl)));
     };
     d.infer = [count](const Attrs&, Inputs in, std::size_t) {
-      for (const TypedInput& t : in)
+      for (const TypedInput& t : in) {
         if (!t.value) shape_error("range: start, limit and delta must be constants");
+        if (t.value->numel() != 1)
+          shape_error("range: start, limit and delta must be scalars, got " + t.value->summary());
+        if (t.type.dtype != in[0].type.dtype) shape_error("range: start, limit and delta must have one type");
+      }
       return std::vector<ValueType>{
           {in[0].type.dtype, shape_of({count(in[0].value->at(0), in[1].value->at(0), in[2].value->at(0))})}};
     };

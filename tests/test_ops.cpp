@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
+#include <memory>
+#include <random>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -181,4 +183,107 @@ TEST_CASE(
             "instance_norm",
             {{DType::F32, shape_of({2, 3, 4})}, {DType::F32, shape_of({2, 3})}, {DType::F32, shape_of({3})}}) ==
         "instance_norm: scale and bias must have shape [3], got [2 3]");
+}
+
+namespace {
+
+// A random operand type for the robustness sweep: mostly f32, ranks 0..4,
+// dims 0..3 (empty tensors included).
+ValueType random_type(std::mt19937& rng) {
+  const DType kinds[] = {DType::F32, DType::F32, DType::F32, DType::I64, DType::Bool};
+  std::uniform_int_distribution<int> kind(0, 4), rank(0, 4), dim(0, 3);
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(rank(rng)));
+  for (auto& d : dims) d = dim(rng) == 0 && dim(rng) == 0 ? 0 : 1 + dim(rng) % 3;
+  return {kinds[kind(rng)], shape_of(dims)};
+}
+
+// A random value for an attribute: absent, or of its type, often odd.
+std::optional<AttrValue> random_attr(const AttrSpec& spec, std::mt19937& rng) {
+  std::uniform_int_distribution<int> coin(0, 3), small(-3, 4), len(0, 5);
+  if (coin(rng) == 0) return std::nullopt;
+  static const char* strings[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER",   "VALID", "constant", "reflect",
+                                  "edge",   "wrap",       "f32",          "i64",   "bool",     "none",
+                                  "tanh",   "ij,jk->ik",  "...ij->...ji", "ii->i", "i,i",      "->",
+                                  "",       "x",          "...,...->..."};
+  switch (spec.type) {
+    case AttrType::Int:
+      return AttrValue(static_cast<std::int64_t>(small(rng)));
+    case AttrType::Real:
+      return AttrValue(0.5 * small(rng));
+    case AttrType::String:
+      return AttrValue(
+          std::string(strings[std::uniform_int_distribution<std::size_t>(0, std::size(strings) - 1)(rng)]));
+    case AttrType::Ints: {
+      std::vector<std::int64_t> v(static_cast<std::size_t>(len(rng)));
+      for (auto& x : v) x = small(rng);
+      return AttrValue(v);
+    }
+    case AttrType::Reals:
+      return AttrValue(std::vector<double>(static_cast<std::size_t>(len(rng) % 3), 0.5));
+    case AttrType::Tensor:
+      return AttrValue(Tensor::scalar(DType::F32, 2.5));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Every op, given random operand types and attributes: the shape rule either
+// accepts or throws ShapeError (nothing else, no crash), and when it accepts,
+// the reference kernel gives results of exactly the inferred types and shapes
+// (or rejects the values with ShapeError). Seeded: failures repeat.
+TEST_CASE("every op takes random shapes and attributes without crashing - and computes what its shape rule says") {
+  std::mt19937 rng(2026);
+  for (const OpDef* d : OpRegistry::get().all()) {
+    if (d->name == "const") continue;  // its value is the attribute itself
+    for (int trial = 0; trial < 1000; ++trial) {
+      const int lo = d->min_inputs, hi = d->max_inputs < 0 ? lo + 2 : d->max_inputs;
+      const int n = std::uniform_int_distribution<int>(lo, std::max(lo, hi))(rng);
+      std::vector<ValueType> types;
+      for (int i = 0; i < n; ++i) types.push_back(random_type(rng));
+      // Sometimes all operands alike: most ops want that, and it reaches their kernels.
+      if (n > 1 && trial % 2 == 0)
+        for (auto& t : types) t = types[0];
+      Attrs attrs;
+      for (const AttrSpec& spec : d->attrs)
+        if (auto v = random_attr(spec, rng)) attrs.set(spec.name, *v);
+      std::vector<Tensor> values;
+      for (const ValueType& t : types) {
+        Tensor v(t.dtype, static_dims(t.shape));
+        for (std::size_t i = 0; i < v.numel(); ++i) v.set(i, std::uniform_int_distribution<int>(-2, 2)(rng));
+        values.push_back(std::move(v));
+      }
+      std::vector<TypedInput> ins;
+      for (std::size_t i = 0; i < types.size(); ++i) ins.push_back(TypedInput{types[i], &values[i], true});
+      const std::size_t outs = d->num_outputs < 0 ? 1 + static_cast<std::size_t>(trial % 3) : 1;
+      std::string what = d->name;
+      for (const auto& t : types) what.append(" ").append(dtype_name(t.dtype)).append(to_string(t.shape));
+      for (const auto& [k, v] : attrs.all()) what.append(" ").append(k);
+      INFO(what);
+      std::vector<ValueType> inferred;
+      try {
+        inferred = d->infer(attrs, ins, outs);
+      } catch (const ShapeError&) {
+        continue;
+      }
+      std::size_t elements = 0;
+      for (const ValueType& t : inferred)
+        if (is_static(t.shape)) elements += static_cast<std::size_t>(numel(static_dims(t.shape)));
+      if (elements > 100000) continue;
+      auto given = std::make_unique<bool[]>(values.size() + 1);
+      for (std::size_t i = 0; i < values.size(); ++i) given[i] = true;
+      std::vector<Tensor> res;
+      try {
+        res = d->eval(attrs, values, std::span<const bool>(given.get(), values.size()), outs);
+      } catch (const ShapeError&) {
+        continue;
+      }
+      REQUIRE(res.size() >= std::min(outs, inferred.size()));
+      for (std::size_t k = 0; k < std::min(outs, inferred.size()); ++k) {
+        INFO("result " << k);
+        CHECK(res[k].dtype() == inferred[k].dtype);
+        CHECK(res[k].dims() == static_dims(inferred[k].shape));
+      }
+    }
+  }
 }
