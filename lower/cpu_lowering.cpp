@@ -10,11 +10,15 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "lower/cuda_steps.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/llvm_jit.hpp"
 #include "lower/loop_kernel.hpp"
 #include "lower/memory_plan.hpp"
 #include "lower/view.hpp"
+#ifdef SATURN_HAVE_CUDA
+#include "runtime/cuda_driver.hpp"
+#endif
 
 namespace saturn::lower {
 
@@ -45,6 +49,22 @@ bool is_view(const std::string& op) {
 }
 
 // The view walks its buffer with these strides (size-1 dimensions aside).
+// Whether padding both sides by `begin` gives the result dims `out` (the
+// last window ends inside the input and the left padding): cuDNN's
+// symmetric padding then computes the op. On success `end` becomes `begin`.
+bool symmetric_padding(const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& out,
+                       const std::vector<std::int64_t>& w, const std::vector<std::int64_t>& strides,
+                       const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& begin,
+                       std::vector<std::int64_t>& end) {
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    const std::int64_t span = (w[2 + i] - 1) * dilations[i] + 1;
+    const std::int64_t padded = x[2 + i] + 2 * begin[i];
+    if (padded < span || (padded - span) / strides[i] + 1 != out[2 + i] || end[i] > begin[i]) return false;
+  }
+  end = begin;
+  return true;
+}
+
 bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
   for (std::size_t i = 0; i < v.dims.size(); ++i)
     if (v.dims[i] != 1 && v.strides[i] != strides[i]) return false;
@@ -314,6 +334,17 @@ class Lowerer {
   void lower_gemm_like(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, Value* c, double beta,
                        const Dims& out_dims);
 
+  bool cuda() const { return o_.target == LoweringTarget::Cuda; }
+  // The CUDA target's pieces (lower/cuda_steps.hpp), built only with the toolkit.
+  void start_cuda();
+  void finish_cuda();
+  Step cuda_gemm_step(Value& a_in, Value& b_in, bool ta, bool tb, View a, View b, BufferId y, const Dims& out_dims,
+                      double alpha);
+  LibraryStep cuda_conv_step(const ConvSpec& spec, const View& x, BufferId w, std::optional<BufferId> bias,
+                             const View* skip, BufferId y);
+  LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
+  std::shared_ptr<CudaSteps> cuda_;
+
   CpuOptions o_;
   std::shared_ptr<ir::Graph> graph_;
   std::shared_ptr<Program> p_ = std::make_shared<Program>();
@@ -349,9 +380,15 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     types_ = std::move(*types);
     for (const auto& [name, t] : types_)
       if (!ir::is_static(t.shape))
-        throw DiagnosticError{at_graph("the cpu target needs static shapes: '" + name + "' is " +
-                                       ir::to_string(t.shape) + " (give inputs, or set the dimensions)")};
+        throw DiagnosticError{at_graph(std::string("the ")
+                                           .append(cuda() ? "cuda" : "cpu")
+                                           .append(" target needs static shapes: '")
+                                           .append(name)
+                                           .append("' is ")
+                                           .append(ir::to_string(t.shape))
+                                           .append(" (give inputs, or set the dimensions)"))};
     acc_ = ctx_->var("acc").id();
+    if (cuda()) start_cuda();
     p_->keep_alive.push_back(graph_);
     p_->keep_alive.push_back(folded_);
     for (std::size_t i = 0; i < graph_->inputs.size(); ++i) {
@@ -390,6 +427,13 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       seen.insert(p_->outputs.back());
       p_->buffers[static_cast<std::size_t>(p_->outputs.back())].kind = BufferKind::Output;
       p_->output_dims.push_back(v.dims);
+    }
+    if (cuda()) {
+      finish_cuda();
+      p_->kernels = std::make_shared<const std::vector<LoopKernel>>(std::move(kernels_));
+      plan_memory(*p_);
+      p_->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return p_;
     }
     // Compile every loop kernel in one module.
     auto jit = KernelJit::create();
@@ -445,7 +489,7 @@ void Lowerer::plan_epilogues() {
     auto it = producer.find(v);
     if (it == producer.end() || uses_[v] != 1) return std::nullopt;
     const std::string& op = nodes[it->second].op;
-    if (op != "conv" && op != "dnnl.conv") return std::nullopt;
+    if (op != "conv" && op != "dnnl.conv" && op != "cudnn.conv") return std::nullopt;
     return it->second;
   };
   std::map<std::size_t, std::size_t> add_conv;  // planned add node -> its conv
@@ -737,18 +781,19 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     pending(y.id(), 1 + operand_ops({&x}));
     return true;
   }
-  if ((n.op == "matmul" || n.op == "blas.matmul") && in.size() == 2 && in[0]->dims.size() >= 2 &&
-      in[1]->dims.size() >= 2) {
+  if ((n.op == "matmul" || n.op == "blas.matmul" || n.op == "cublas.matmul") && in.size() == 2 &&
+      in[0]->dims.size() >= 2 && in[1]->dims.size() >= 2) {
     lower_gemm_like(n, *in[0], *in[1], false, false, 1.0, nullptr, 0.0, out);
     return true;
   }
-  if ((n.op == "gemm" || n.op == "blas.gemm") && in.size() >= 2) {
+  if ((n.op == "gemm" || n.op == "blas.gemm" || n.op == "cublas.gemm") && in.size() >= 2) {
     Value* c = in.size() > 2 ? in[2] : nullptr;
     lower_gemm_like(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
                     n.attrs.f("alpha", 1.0), c, n.attrs.f("beta", 1.0), out);
     return true;
   }
-  const bool conv = n.op == "conv" || n.op == "dnnl.conv" || n.op == "dnnl.conv_relu";
+  const bool conv = n.op == "conv" || n.op == "dnnl.conv" || n.op == "dnnl.conv_relu" || n.op == "cudnn.conv" ||
+                    n.op == "cudnn.conv_relu";
   if (conv && in[0]->dims.size() == 4 && in[1] && !in[1]->pending &&
       p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)].kind == BufferKind::Weight && in[1]->view.whole() &&
       n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
@@ -774,15 +819,32 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     if (auto it = epilogue_.find(index); it != epilogue_.end()) e = it->second;
     Value* skip = e.add ? &values_.at(e.skip) : nullptr;
     if (e.add && (skip->dtype != DType::F32 || skip->dims != out)) e = {};  // (relu came after the add)
-    spec.relu = n.op == "dnnl.conv_relu" || e.relu;
+    // cuDNN takes symmetric padding only. The exact right padding computed
+    // above may be smaller than the left one and still give the same result
+    // (a last window that does not reach it): then the symmetric one does
+    // too. Other convolutions run their reference kernel (on the host).
+    if (cuda() &&
+        !symmetric_padding(spec.x_dims, out, spec.w_dims, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
+      return false;
+    const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
+    spec.relu = own_relu || e.relu;
     spec.sum = e.add.has_value();
     View x = dense(*in[0]);
     std::optional<View> skip_view;
     if (e.add) skip_view = dense(*skip);
+    if (cuda() && skip_view && !skip_view->whole()) {  // cuDNN reads the residual in the result's layout
+      e = {};
+      skip_view.reset();
+      spec.sum = false;
+      spec.relu = own_relu;
+    }
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
     const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
-    LibraryStep ls = make_conv_step(spec, x, wb, bb, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
+    LibraryStep ls = cuda() ? cuda_conv_step(spec, x, in[1]->view.buffer,
+                                             bb ? std::optional<BufferId>(in[2]->view.buffer) : std::nullopt,
+                                             skip_view ? &*skip_view : nullptr, y)
+                            : make_conv_step(spec, x, wb, bb, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
     // The sum post-op reads each skip element once, where it writes: skip's
     // storage may become the result's when it is laid out alike (and is not
     // the conv's own input, read all over).
@@ -798,7 +860,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     set(v);
     return true;
   }
-  const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool";
+  const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
+                    n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in[0]->dims.size() == 4 && n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
       n.attrs.i("storage_order", 0) == 0) {
     for (auto d : n.attrs.ints("dilations"))
@@ -820,9 +883,12 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     // padding may be smaller than what ceil_mode adds.
     if (!spec.max && spec.count_include_pad && (spec.pads_end[0] != pads[2] || spec.pads_end[1] != pads[3]))
       return false;
+    Dims kernel4{1, 1, spec.kernel[0], spec.kernel[1]};
+    if (cuda() && !symmetric_padding(spec.x_dims, out, kernel4, spec.strides, {1, 1}, spec.pads_begin, spec.pads_end))
+      return false;  // cuDNN pads symmetrically
     View x = dense(*in[0]);
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    LibraryStep ls = make_pool_step(spec, x, y, p_->keep_alive);
+    LibraryStep ls = cuda() ? cuda_pool_step(spec, x, y) : make_pool_step(spec, x, y, p_->keep_alive);
     p_->steps.push_back(std::move(ls.step));
     ++p_->library_calls;
     Value v = stored(y);
@@ -842,11 +908,15 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
   View a = gemm_operand(a_in, ta, M, K, batch);
   View b = gemm_operand(b_in, tb, K, N, batch);
   BufferId y = add_buffer(BufferKind::Temp, DType::F32, out_dims, n.op);
-  std::optional<Step> packed;
-  if (p_->buffers[static_cast<std::size_t>(b.buffer)].kind == BufferKind::Weight)
-    packed = make_packed_gemm_step(a, b, p_->buffers[static_cast<std::size_t>(b.buffer)], y, out_dims, alpha,
-                                   p_->keep_alive);
-  p_->steps.push_back(packed ? std::move(*packed) : make_gemm_step(a, b, y, out_dims, alpha));
+  if (cuda()) {
+    p_->steps.push_back(cuda_gemm_step(a_in, b_in, ta, tb, a, b, y, out_dims, alpha));
+  } else {
+    std::optional<Step> packed;
+    if (p_->buffers[static_cast<std::size_t>(b.buffer)].kind == BufferKind::Weight)
+      packed = make_packed_gemm_step(a, b, p_->buffers[static_cast<std::size_t>(b.buffer)], y, out_dims, alpha,
+                                     p_->keep_alive);
+    p_->steps.push_back(packed ? std::move(*packed) : make_gemm_step(a, b, y, out_dims, alpha));
+  }
   ++p_->library_calls;
   Value v = stored(y);
   if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {
@@ -924,9 +994,76 @@ void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType
     if (outs[k] >= 0) values_[n.outputs[k]] = stored(outs[k]);
 }
 
+#ifdef SATURN_HAVE_CUDA
+void Lowerer::start_cuda() {
+  std::string arch = "compute_80";  // PTX that later GPUs run through the driver's JIT
+  if (auto d = runtime::cuda::CudaDriver::get(); d && (*d)->device_count() > 0) arch = (*d)->device(0).arch();
+  cuda_ = make_cuda_steps(arch);
+  p_->target_cpu = "cuda " + arch;
+}
+
+void Lowerer::finish_cuda() {
+  std::vector<Step*> steps;
+  for (std::size_t k = 0; k < kernels_.size(); ++k) steps.push_back(&p_->steps[kernel_step_[k]]);
+  set_cuda_kernel_steps(cuda_, kernels_, steps);
+  for (Step& s : p_->steps)
+    if (s.kind == StepKind::Reference) run_on_host(cuda_, s, p_->buffers);
+  p_->keep_alive.push_back(cuda_);
+}
+
+Step Lowerer::cuda_gemm_step(Value& a_in, Value& b_in, bool ta, bool tb, View a, View b, BufferId y,
+                             const Dims& out_dims, double alpha) {
+  auto g = cublas_gemm(a, b, out_dims, alpha);
+  if (!g) {  // batch dims no single stride walks: the operands copied row-major
+    const std::size_t r = out_dims.size();
+    const Dims batch(out_dims.begin(), out_dims.end() - 2);
+    const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
+    Value ca = a_in, cb = b_in;
+    whole(ca);
+    whole(cb);
+    g = cublas_gemm(gemm_operand(ca, ta, M, K, batch), gemm_operand(cb, tb, K, N, batch), out_dims, alpha);
+  }
+  if (!g) throw DiagnosticError{at_graph("cuda lowering: a product cuBLAS cannot take")};
+  std::string label = "cublas sgemm " + std::to_string(g->n) + "x" + std::to_string(g->m) + "x" + std::to_string(g->k);
+  if (g->batch > 1) label.append(" x").append(std::to_string(g->batch));
+  return make_cublas_gemm_step(cuda_, *g, y, label);
+}
+
+LibraryStep Lowerer::cuda_conv_step(const ConvSpec& spec, const View& x, BufferId w, std::optional<BufferId> bias,
+                                    const View* skip, BufferId y) {
+  auto ls = make_cudnn_conv_step(cuda_, spec, x, w, bias, skip, y);
+  if (!ls) throw DiagnosticError{at_graph("cuda lowering: a convolution cuDNN cannot take")};
+  return std::move(*ls);
+}
+
+LibraryStep Lowerer::cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y) {
+  auto ls = make_cudnn_pool_step(cuda_, spec, x, y);
+  if (!ls) throw DiagnosticError{at_graph("cuda lowering: a pooling cuDNN cannot take")};
+  return std::move(*ls);
+}
+#else
+[[noreturn]] void no_cuda() {
+  throw DiagnosticError{Diagnostic{{}, "the cuda target is not built here: CMake found no CUDA toolkit"}};
+}
+void Lowerer::start_cuda() { no_cuda(); }
+void Lowerer::finish_cuda() { no_cuda(); }
+Step Lowerer::cuda_gemm_step(Value&, Value&, bool, bool, View, View, BufferId, const Dims&, double) { no_cuda(); }
+LibraryStep Lowerer::cuda_conv_step(const ConvSpec&, const View&, BufferId, std::optional<BufferId>, const View*,
+                                    BufferId) {
+  no_cuda();
+}
+LibraryStep Lowerer::cuda_pool_step(const PoolSpec&, const View&, BufferId) { no_cuda(); }
+#endif
+
 }  // namespace
 
 Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const CpuOptions& o) {
+  Lowerer l(g, o);
+  return l.run();
+}
+
+Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, CpuOptions o) {
+  o.target = LoweringTarget::Cuda;
   Lowerer l(g, o);
   return l.run();
 }

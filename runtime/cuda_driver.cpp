@@ -14,15 +14,16 @@ namespace saturn::runtime::cuda {
 #define SATURN_CU_STR2(x) #x
 #define SATURN_CU_NAME(x) SATURN_CU_STR2(x)
 #define SATURN_CU_ENTRY(x) decltype(&::x) x = nullptr;
-#define SATURN_CU_FUNCTIONS(X)                                                                                     \
-  X(cuInit)                                                                                                        \
-  X(cuDriverGetVersion)                                                                                            \
-  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)                \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuGetErrorName)                \
-          X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuModuleLoadData)       \
-              X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)      \
-                  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
-                      X(cuEventElapsedTime)
+#define SATURN_CU_FUNCTIONS(X)                                                                                         \
+  X(cuInit)                                                                                                            \
+  X(cuDriverGetVersion)                                                                                                \
+  X(cuDeviceGetCount)                                                                                                  \
+  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)            \
+      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) \
+          X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                 \
+              X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)           \
+                  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync)  \
+                      X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async)
 
 struct DriverApi {
   void* lib = nullptr;
@@ -220,6 +221,31 @@ void Function::launch(std::int64_t grid, int block, const std::vector<std::uint6
       api().cuLaunchKernel(static_cast<CUfunction>(f_), static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
                            1, 1, 0, static_cast<CUstream>(s.handle()), params.data(), nullptr),
       ("cuLaunchKernel(" + name_ + ")").c_str());
+}
+
+void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes, const Stream& s) {
+  if (!bytes) return;
+  auto st = static_cast<CUstream>(s.handle());
+  check(api().cuMemcpyDtoHAsync(dst, static_cast<CUdeviceptr>(src), bytes, st), "cuMemcpyDtoHAsync");
+  s.synchronize();
+}
+void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes, const Stream& s) {
+  if (!bytes) return;
+  auto st = static_cast<CUstream>(s.handle());
+  check(api().cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dst), src, bytes, st), "cuMemcpyHtoDAsync");
+  s.synchronize();
+}
+void copy_on_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, const Stream& s) {
+  if (!bytes || dst == src) return;
+  check(api().cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                                static_cast<CUstream>(s.handle())),
+        "cuMemcpyDtoDAsync");
+}
+
+void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s) {
+  if (bytes < 4) return;
+  check(api().cuMemsetD32Async(static_cast<CUdeviceptr>(dst), 0u, bytes / 4, static_cast<CUstream>(s.handle())),
+        "cuMemsetD32Async");
 }
 
 }  // namespace saturn::runtime::cuda

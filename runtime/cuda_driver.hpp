@@ -149,4 +149,13 @@ class Module {
   void* m_ = nullptr;
 };
 
+// Copies between raw device addresses (DeviceBuffer::address) and host
+// memory, in order on `s`; the ones touching host memory return when the
+// copy is done, so the host side may be reused at once.
+void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes, const Stream& s);
+void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes, const Stream& s);
+void copy_on_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, const Stream& s);
+// Zeros `bytes` (a multiple of 4) at dst, in order on `s`.
+void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s);
+
 }  // namespace saturn::runtime::cuda

@@ -17,6 +17,7 @@
 #include "runtime/cpu_executor.hpp"
 #ifdef SATURN_HAVE_CUDA
 #include "runtime/cuda_driver.hpp"
+#include "runtime/cuda_executor.hpp"
 #endif
 #include "runtime/interp.hpp"
 #include "tools/cli_common.hpp"
@@ -41,8 +42,8 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--threads", o.threads, "cpu target: worker threads (0: every hardware thread)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_flag("--profile", o.profile, "cpu target: print the time of every step of one run");
-  cmd->add_flag("--no-fuse", o.no_fuse, "cpu target: one kernel per elementwise op (to measure fusion)");
+  cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
+  cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
 }
 
 namespace {
@@ -94,10 +95,6 @@ int run_model(const RunOptions& o) {
 #ifdef SATURN_HAVE_CUDA
     auto driver = runtime::cuda::CudaDriver::get();
     if (!driver) return bad_input(driver.error().message + " (use --target cpu or interp)");
-    const runtime::cuda::DeviceInfo& dev = (*driver)->device(0);
-    return bad_input("the cuda target found " + dev.name + " (sm_" + std::to_string(dev.sm_major * 10 + dev.sm_minor) +
-                     "), but its executor is not built yet: only its code generator and driver layer are "
-                     "(use --target cpu or interp)");
 #else
     return bad_input(
         "this build has no cuda target: the CUDA toolkit was not found when it was configured "
@@ -141,6 +138,32 @@ int run_model(const RunOptions& o) {
                 << ", liveness bound " << p.lower_bound_bytes << "), compiled in " << p.compile_ms << " ms\n";
     }
   }
+#ifdef SATURN_HAVE_CUDA
+  std::unique_ptr<runtime::CudaExecutor> gpu;
+  if (o.target == "cuda") {
+    runtime::CudaExecutorOptions co;
+    co.lowering.fuse = !o.no_fuse;
+    auto made = runtime::CudaExecutor::create(*g, co);
+    if (!made) return bad_input(made.error().to_string());
+    gpu = std::move(*made);
+    execute = [&] { return gpu->run(run_inputs); };
+    const lower::Program& p = gpu->program();
+    summary["device"] = gpu->device().name;
+    summary["arena_bytes"] = p.arena_bytes;
+    summary["naive_bytes"] = p.naive_bytes;
+    summary["kernels"] = p.fused_kernels;
+    summary["fused_ops"] = p.fused_ops;
+    summary["library_calls"] = p.library_calls;
+    summary["reference_ops"] = p.reference_ops;
+    summary["compile_ms"] = p.compile_ms;
+    if (!o.json) {
+      std::cerr << "cuda (" << gpu->device().name << ", " << p.target_cpu << "): " << p.steps.size() << " steps ("
+                << p.fused_kernels << " generated kernels for " << p.fused_ops << " ops, " << p.library_calls
+                << " library calls, " << p.reference_ops.size() << " ops on the host), arena " << p.arena_bytes
+                << " bytes (naive " << p.naive_bytes << "), compiled in " << p.compile_ms << " ms\n";
+    }
+  }
+#endif
   auto outs = execute();
   if (!outs) return bad_input(outs.error().to_string());
   std::vector<ir::Tensor> reused;  // the cpu target writes timed runs' outputs here
@@ -150,6 +173,30 @@ int run_model(const RunOptions& o) {
       if (!r) return r.error();
       return std::vector<ir::Tensor>{};
     };
+#ifdef SATURN_HAVE_CUDA
+  if (gpu)
+    execute = [&]() -> Expected<std::vector<ir::Tensor>> {
+      auto r = gpu->run_into(run_inputs, reused);
+      if (!r) return r.error();
+      return std::vector<ir::Tensor>{};
+    };
+  if (gpu && o.profile) {
+    gpu->set_profile(true);
+    auto again = gpu->run(run_inputs);
+    if (!again) return bad_input(again.error().to_string());
+    const lower::Program& p = gpu->program();
+    nlohmann::json steps = nlohmann::json::array();
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      steps.push_back({{"step", p.steps[s].label}, {"ms", gpu->step_ms()[s]}});
+      if (!o.json)
+        std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << gpu->step_ms()[s] << " ms  "
+                  << p.steps[s].label << "\n";
+    }
+    std::cerr.unsetf(std::ios::floatfield);
+    summary["profile"] = steps;
+    gpu->set_profile(false);
+  }
+#endif
   if (cpu && o.profile) {
     cpu->set_profile(true);
     auto again = cpu->run(run_inputs);
@@ -192,6 +239,9 @@ int run_model(const RunOptions& o) {
       if (i > 0) ms.push_back(dt);  // the first run warms up
     }
     std::sort(ms.begin(), ms.end());
+#ifdef SATURN_HAVE_CUDA
+    if (gpu) summary["last_device_ms"] = gpu->device_ms();  // the steps alone, without the copies
+#endif
     summary["median_ms"] = ms[ms.size() / 2];
     summary["min_ms"] = ms.front();
     summary["runs"] = o.bench;

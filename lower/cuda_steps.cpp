@@ -1,0 +1,462 @@
+#include "lower/cuda_steps.hpp"
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+#include "lower/cuda_codegen.hpp"
+#include "runtime/cuda_compiler.hpp"
+#include "runtime/cuda_driver.hpp"
+
+namespace saturn::lower {
+
+namespace cu = runtime::cuda;
+using Dims = std::vector<std::int64_t>;
+
+// ---------------------------------------------------------------- cuBLAS mapping
+
+namespace {
+
+// The one stride that walks an operand's batch dims in row-major order (0
+// when it broadcasts them all), or nullopt when no single stride does.
+std::optional<std::int64_t> batch_stride(const View& v, const Dims& batch) {
+  std::optional<std::int64_t> stride;
+  std::int64_t inner = 1;  // batch entries inside dim i
+  for (std::size_t i = batch.size(); i-- > 0;) {
+    if (batch[i] != 1) {
+      const std::int64_t s = v.strides[i];
+      if (!stride) {
+        if (s % inner != 0) return std::nullopt;
+        stride = s / inner;
+      } else if (s != *stride * inner) {
+        return std::nullopt;
+      }
+    }
+    inner *= batch[i];
+  }
+  return stride.value_or(0);
+}
+
+}  // namespace
+
+std::optional<CublasGemm> cublas_gemm(const View& a, const View& b, const Dims& out_dims, double alpha) {
+  const std::size_t r = out_dims.size();
+  if (r < 2 || a.dims.size() != r || b.dims.size() != r) return std::nullopt;
+  const Dims batch(out_dims.begin(), out_dims.end() - 2);
+  const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
+  auto la = matrix_layout(a), lb = matrix_layout(b);
+  auto sa = batch_stride(a, batch), sb = batch_stride(b, batch);
+  if (!la || !lb || !sa || !sb) return std::nullopt;
+  std::int64_t count = 1;
+  for (auto d : batch) count *= d;
+  CublasGemm g;
+  g.alpha = static_cast<float>(alpha);
+  // cuBLAS's first operand, op(A) [m x k] column-major, is our B^T: B's
+  // (k, n) element sits at k ld + n (row-major: no op, lda = ld) or at
+  // k + n ld (stored transposed: op T on the K x N column-major matrix).
+  g.trans_a = lb->transposed;
+  g.lda = lb->ld;
+  g.a = b.buffer;
+  g.offset_a = b.offset;
+  g.stride_a = *sb;
+  // Its second, op(B) [k x n], is our A^T, the same way.
+  g.trans_b = la->transposed;
+  g.ldb = la->ld;
+  g.b = a.buffer;
+  g.offset_b = a.offset;
+  g.stride_b = *sa;
+  g.m = N;
+  g.n = M;
+  g.k = K;
+  g.ldc = N;
+  g.stride_c = M * N;
+  g.batch = count;
+  // A batch that B broadcasts and A holds as consecutive rows is more rows.
+  if (count > 1 && *sb == 0 && !la->transposed && *sa == M * la->ld) {
+    g.n = M * count;
+    g.batch = 1;
+  }
+  // cuBLAS counts in int.
+  const auto limit = static_cast<std::int64_t>(std::numeric_limits<int>::max());
+  for (std::int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch})
+    if (v > limit) return std::nullopt;
+  // Leading dimensions below the rows cuBLAS checks against are never read
+  // across (a single column or row): give the smallest value it accepts.
+  g.lda = std::max<std::int64_t>(g.lda, std::max<std::int64_t>(1, g.trans_a ? g.k : g.m));
+  g.ldb = std::max<std::int64_t>(g.ldb, std::max<std::int64_t>(1, g.trans_b ? g.n : g.k));
+  return g;
+}
+
+// ---------------------------------------------------------------- shared device state
+
+namespace {
+
+[[noreturn]] void library_error(const std::string& call, const std::string& what) {
+  cu::CudaError e;
+  e.diag.message = call + ": " + what;
+  throw e;
+}
+
+void check_cublas(cublasStatus_t s, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS) library_error(call, cublasGetStatusString(s));
+}
+
+void check_cudnn(cudnnStatus_t s, const char* call) {
+  if (s != CUDNN_STATUS_SUCCESS) library_error(call, cudnnGetErrorString(s));
+}
+
+const cu::Stream& stream_of(const RunContext& ctx) { return *static_cast<const cu::Stream*>(ctx.stream); }
+
+std::uint64_t device_address(const RunContext& ctx, BufferId b, std::int64_t offset_elements = 0) {
+  return reinterpret_cast<std::uint64_t>(ctx.addr[static_cast<std::size_t>(b)]) +
+         static_cast<std::uint64_t>(offset_elements) * sizeof(float);
+}
+
+}  // namespace
+
+struct CudaSteps {
+  explicit CudaSteps(std::string a) : arch(std::move(a)) {}
+  ~CudaSteps() {
+    if (cublas) cublasDestroy(cublas);
+    if (cudnn) cudnnDestroy(cudnn);
+  }
+  CudaSteps(const CudaSteps&) = delete;
+  CudaSteps& operator=(const CudaSteps&) = delete;
+
+  std::string arch;
+  runtime::CudaCompiler compiler;
+  std::vector<std::string> ptx, names;  // per kernel
+  std::vector<std::unique_ptr<cu::Module>> modules;
+  std::vector<cu::Function> functions;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+
+  // The device state, made on the first run (a context is current then).
+  const cu::Function& function(std::size_t k) {
+    if (functions.size() != ptx.size()) {
+      modules.clear();
+      functions.clear();
+      for (std::size_t i = 0; i < ptx.size(); ++i) {
+        modules.push_back(std::make_unique<cu::Module>(ptx[i]));
+        functions.push_back(modules.back()->function(names[i]));
+      }
+    }
+    return functions[k];
+  }
+  cublasHandle_t blas(const cu::Stream& s) {
+    if (!cublas) {
+      check_cublas(cublasCreate(&cublas), "cublasCreate");
+      // Plain float32 products (no TF32): the results the reference gives.
+      check_cublas(cublasSetMathMode(cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    }
+    check_cublas(cublasSetStream(cublas, static_cast<cudaStream_t>(s.handle())), "cublasSetStream");
+    return cublas;
+  }
+  cudnnHandle_t dnn(const cu::Stream& s) {
+    if (!cudnn) check_cudnn(cudnnCreate(&cudnn), "cudnnCreate");
+    check_cudnn(cudnnSetStream(cudnn, static_cast<cudaStream_t>(s.handle())), "cudnnSetStream");
+    return cudnn;
+  }
+};
+
+std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch) { return std::make_shared<CudaSteps>(arch); }
+
+// ---------------------------------------------------------------- kernels
+
+void set_cuda_kernel_steps(const std::shared_ptr<CudaSteps>& cs, const std::vector<LoopKernel>& kernels,
+                           const std::vector<Step*>& steps) {
+  cs->ptx.clear();
+  cs->names.clear();
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    CudaKernelSource src = cuda_kernel_source(kernels[k], static_cast<int>(k));
+    auto ptx = cs->compiler.ptx(src.source, src.name, cs->arch);
+    if (!ptx) throw DiagnosticError{ptx.error()};
+    cs->ptx.push_back(std::move(*ptx));
+    cs->names.push_back(src.name);
+    std::vector<BufferId> args;
+    for (const Leaf& l : kernels[k].leaves) args.push_back(l.buffer);
+    args.push_back(kernels[k].out);
+    const std::int64_t grid = src.grid;
+    const int block = src.block;
+    steps[k]->run = [cs, k, args, grid, block,
+                     values = std::vector<std::uint64_t>(args.size())](const RunContext& ctx) mutable {
+      for (std::size_t i = 0; i < args.size(); ++i) values[i] = device_address(ctx, args[i]);
+      cs->function(k).launch(grid, block, values, stream_of(ctx));
+    };
+  }
+}
+
+// ---------------------------------------------------------------- cuBLAS
+
+Step make_cublas_gemm_step(const std::shared_ptr<CudaSteps>& cs, const CublasGemm& g, BufferId out,
+                           const std::string& label) {
+  Step s;
+  s.kind = StepKind::Gemm;
+  s.label = label;
+  s.reads = {g.a, g.b};
+  s.writes = {out};
+  s.run = [cs, g, out](const RunContext& ctx) {
+    cublasHandle_t h = cs->blas(stream_of(ctx));
+    const float alpha = g.alpha, beta = 0.0f;
+    const auto* A = reinterpret_cast<const float*>(device_address(ctx, g.a, g.offset_a));
+    const auto* B = reinterpret_cast<const float*>(device_address(ctx, g.b, g.offset_b));
+    auto* C = reinterpret_cast<float*>(device_address(ctx, out));
+    const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    if (g.batch == 1) {
+      check_cublas(cublasSgemm(h, ta, tb, m, n, k, &alpha, A, static_cast<int>(g.lda), B, static_cast<int>(g.ldb),
+                               &beta, C, static_cast<int>(g.ldc)),
+                   "cublasSgemm");
+    } else {
+      check_cublas(cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, static_cast<int>(g.lda), g.stride_a, B,
+                                             static_cast<int>(g.ldb), g.stride_b, &beta, C, static_cast<int>(g.ldc),
+                                             g.stride_c, static_cast<int>(g.batch)),
+                   "cublasSgemmStridedBatched");
+    }
+  };
+  return s;
+}
+
+// ---------------------------------------------------------------- cuDNN
+
+namespace {
+
+// A tensor descriptor of a View (any strides) or of row-major dims.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc(const Dims& dims, const Dims& strides) {
+    check_cudnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+    std::vector<int> di(dims.begin(), dims.end()), si(strides.begin(), strides.end());
+    check_cudnn(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(di.size()), di.data(), si.data()),
+                "cudnnSetTensorNdDescriptor");
+  }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+
+// Strides along size-1 dims are free in a View; cuDNN wants them consistent.
+Dims tidy_strides(const View& v) {
+  Dims s = v.strides;
+  for (std::size_t i = v.dims.size(); i-- > 0;)
+    if (v.dims[i] == 1) s[i] = i + 1 < v.dims.size() ? s[i + 1] * v.dims[i + 1] : 1;
+  return s;
+}
+
+// What one convolution keeps between runs: descriptors, the algorithm and
+// its workspace, made on the first run.
+struct ConvState {
+  ConvSpec spec;
+  Dims x_strides;
+  std::unique_ptr<TensorDesc> x, y, bias;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  std::unique_ptr<cu::DeviceBuffer> workspace, zero_bias;
+  ~ConvState() {
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+  }
+
+  void make(cudnnHandle_t h) {
+    if (conv) return;
+    const Dims& xd = spec.x_dims;
+    x = std::make_unique<TensorDesc>(xd, x_strides);
+    y = std::make_unique<TensorDesc>(spec.out_dims, row_major_strides(spec.out_dims));
+    const std::int64_t M = spec.w_dims[0];
+    bias = std::make_unique<TensorDesc>(Dims{1, M, 1, 1}, Dims{M, 1, 1, 1});
+    check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(spec.w_dims[0]),
+                                           static_cast<int>(spec.w_dims[1]), static_cast<int>(spec.w_dims[2]),
+                                           static_cast<int>(spec.w_dims[3])),
+                "cudnnSetFilter4dDescriptor");
+    check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    check_cudnn(
+        cudnnSetConvolution2dDescriptor(conv, static_cast<int>(spec.pads_begin[0]),
+                                        static_cast<int>(spec.pads_begin[1]), static_cast<int>(spec.strides[0]),
+                                        static_cast<int>(spec.strides[1]), static_cast<int>(spec.dilations[0]),
+                                        static_cast<int>(spec.dilations[1]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor");
+    check_cudnn(cudnnSetConvolutionGroupCount(conv, static_cast<int>(spec.group)), "cudnnSetConvolutionGroupCount");
+    // Plain float32 (no TF32 tensor cores): the results the reference gives.
+    check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    check_cudnn(cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor");
+    check_cudnn(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+                "cudnnSetActivationDescriptor");
+    int found = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x->d, w, conv, y->d, 8, &found, perf),
+                "cudnnGetConvolutionForwardAlgorithm_v7");
+    for (int i = 0; i < found; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+        algo = perf[i].algo;
+        break;
+      }
+    std::size_t bytes = 0;
+    check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(h, x->d, w, conv, y->d, algo, &bytes),
+                "cudnnGetConvolutionForwardWorkspaceSize");
+    workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
+  }
+};
+
+}  // namespace
+
+std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
+                                                const View& x, BufferId w, std::optional<BufferId> bias,
+                                                const View* skip, BufferId out) {
+  if (spec.x_dims.size() != 4 || spec.pads_begin != spec.pads_end) return std::nullopt;
+  if (skip && !skip->whole()) return std::nullopt;  // the residual is read as y's own layout
+  auto st = std::make_shared<ConvState>();
+  st->spec = spec;
+  st->x_strides = tidy_strides(x);
+  Step s;
+  s.kind = StepKind::Conv;
+  s.label = std::string("cudnn conv") + (bias ? "+bias" : "") + (spec.sum ? "+sum" : "") + (spec.relu ? "+relu" : "");
+  s.reads = {x.buffer, w};
+  if (bias) s.reads.push_back(*bias);
+  if (skip) s.reads.push_back(skip->buffer);
+  s.writes = {out};
+  std::size_t out_bytes = sizeof(float);
+  for (auto d : spec.out_dims) out_bytes *= static_cast<std::size_t>(d);
+  const BufferId xb = x.buffer;
+  const std::int64_t x_off = x.offset;
+  std::optional<BufferId> skip_buffer;
+  if (skip) skip_buffer = skip->buffer;
+  s.run = [cs, st, xb, x_off, w, bias, skip_buffer, out, out_bytes](const RunContext& ctx) {
+    const cu::Stream& stream = stream_of(ctx);
+    cudnnHandle_t h = cs->dnn(stream);
+    const ConvSpec& sp = st->spec;
+    // With a ReLU: one fused call, y = relu(conv(x) + bias + z), z the
+    // residual (or zeros). Without: the convolution accumulating into the
+    // residual, then the bias.
+    const bool fused = sp.relu;
+    st->make(h);
+    const std::uint64_t y = device_address(ctx, out);
+    // The residual is accumulated into y: copied there first, unless the
+    // memory planner gave its storage to y.
+    if (skip_buffer)
+      cu::copy_on_device(y, device_address(ctx, *skip_buffer), out_bytes, stream);
+    else if (fused)
+      cu::fill_zero(y, out_bytes, stream);
+    const auto* X = reinterpret_cast<const void*>(device_address(ctx, xb, x_off));
+    const auto* W = reinterpret_cast<const void*>(device_address(ctx, w));
+    void* Y = reinterpret_cast<void*>(y);
+    void* ws = reinterpret_cast<void*>(st->workspace->address());
+    const std::size_t ws_bytes = st->workspace->bytes();
+    const float one = 1.0f, zero = 0.0f, z_scale = skip_buffer ? 1.0f : 0.0f;
+    if (fused) {
+      const void* bias_ptr = nullptr;
+      if (bias) {
+        bias_ptr = reinterpret_cast<const void*>(device_address(ctx, *bias));
+      } else {
+        if (!st->zero_bias) {
+          std::vector<float> zeros(static_cast<std::size_t>(sp.w_dims[0]), 0.0f);
+          st->zero_bias = std::make_unique<cu::DeviceBuffer>(zeros.size() * sizeof(float));
+          st->zero_bias->copy_from_host(zeros.data(), zeros.size() * sizeof(float));
+        }
+        bias_ptr = reinterpret_cast<const void*>(st->zero_bias->address());
+      }
+      check_cudnn(
+          cudnnConvolutionBiasActivationForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
+                                                &z_scale, st->y->d, Y, st->bias->d, bias_ptr, st->act, st->y->d, Y),
+          "cudnnConvolutionBiasActivationForward");
+      return;
+    }
+    check_cudnn(cudnnConvolutionForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
+                                        skip_buffer ? &one : &zero, st->y->d, Y),
+                "cudnnConvolutionForward");
+    if (bias)
+      check_cudnn(cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)), &one,
+                                 st->y->d, Y),
+                  "cudnnAddTensor");
+  };
+  return LibraryStep{std::move(s), row_major_strides(spec.out_dims)};
+}
+
+namespace {
+
+struct PoolState {
+  PoolSpec spec;
+  Dims x_strides;
+  std::unique_ptr<TensorDesc> x, y;
+  cudnnPoolingDescriptor_t pool = nullptr;
+  ~PoolState() {
+    if (pool) cudnnDestroyPoolingDescriptor(pool);
+  }
+  void make() {
+    if (pool) return;
+    x = std::make_unique<TensorDesc>(spec.x_dims, x_strides);
+    y = std::make_unique<TensorDesc>(spec.out_dims, row_major_strides(spec.out_dims));
+    check_cudnn(cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
+    const cudnnPoolingMode_t mode = spec.max                 ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                    : spec.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    check_cudnn(cudnnSetPooling2dDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(spec.kernel[0]),
+                                            static_cast<int>(spec.kernel[1]), static_cast<int>(spec.pads_begin[0]),
+                                            static_cast<int>(spec.pads_begin[1]), static_cast<int>(spec.strides[0]),
+                                            static_cast<int>(spec.strides[1])),
+                "cudnnSetPooling2dDescriptor");
+  }
+};
+
+}  // namespace
+
+std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
+                                                const View& x, BufferId out) {
+  if (spec.x_dims.size() != 4 || spec.pads_begin != spec.pads_end) return std::nullopt;
+  auto st = std::make_shared<PoolState>();
+  st->spec = spec;
+  st->x_strides = tidy_strides(x);
+  Step s;
+  s.kind = StepKind::Pool;
+  s.label = spec.max ? "cudnn max_pool" : "cudnn avg_pool";
+  s.reads = {x.buffer};
+  s.writes = {out};
+  const BufferId xb = x.buffer;
+  const std::int64_t x_off = x.offset;
+  s.run = [cs, st, xb, x_off, out](const RunContext& ctx) {
+    cudnnHandle_t h = cs->dnn(stream_of(ctx));
+    st->make();
+    const float one = 1.0f, zero = 0.0f;
+    check_cudnn(
+        cudnnPoolingForward(h, st->pool, &one, st->x->d, reinterpret_cast<const void*>(device_address(ctx, xb, x_off)),
+                            &zero, st->y->d, reinterpret_cast<void*>(device_address(ctx, out))),
+        "cudnnPoolingForward");
+  };
+  return LibraryStep{std::move(s), row_major_strides(spec.out_dims)};
+}
+
+// ---------------------------------------------------------------- host steps
+
+void run_on_host(const std::shared_ptr<CudaSteps>& cs, Step& s, const std::vector<Buffer>& buffers) {
+  std::vector<BufferId> touched = s.reads;
+  for (BufferId b : s.writes)
+    if (std::find(touched.begin(), touched.end(), b) == touched.end()) touched.push_back(b);
+  std::vector<std::size_t> bytes;
+  for (BufferId b : touched) bytes.push_back(buffers[static_cast<std::size_t>(b)].bytes);
+  const std::vector<BufferId> reads = s.reads, writes = s.writes;
+  s.label += " (on the host)";
+  s.run = [cs, inner = std::move(s.run), touched, bytes, reads, writes](const RunContext& ctx) {
+    const cu::Stream& stream = stream_of(ctx);
+    std::vector<std::vector<std::uint8_t>> host(touched.size());
+    RunContext on_host;
+    on_host.addr.assign(ctx.addr.size(), nullptr);
+    for (std::size_t i = 0; i < touched.size(); ++i) {
+      host[i].resize(std::max<std::size_t>(bytes[i], 1));
+      on_host.addr[static_cast<std::size_t>(touched[i])] = host[i].data();
+      if (std::find(reads.begin(), reads.end(), touched[i]) != reads.end())
+        cu::copy_to_host(host[i].data(), device_address(ctx, touched[i]), bytes[i], stream);
+    }
+    inner(on_host);
+    for (std::size_t i = 0; i < touched.size(); ++i)
+      if (std::find(writes.begin(), writes.end(), touched[i]) != writes.end())
+        cu::copy_to_device(device_address(ctx, touched[i]), host[i].data(), bytes[i], stream);
+  };
+}
+
+}  // namespace saturn::lower

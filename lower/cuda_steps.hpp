@@ -1,0 +1,85 @@
+// The CUDA target's steps: what the shared lowering (cpu_lowering.cpp, with
+// LoweringTarget::Cuda) builds where the CPU target builds JIT kernels,
+// OpenBLAS and oneDNN calls.
+//
+// - Loop kernels: CUDA C (lower/cuda_codegen), compiled to PTX by NVRTC when
+//   the program is compiled, loaded into the device by the first run.
+// - Products: one cuBLAS (strided-batched) sgemm per matmul/gemm, operands
+//   read in place through cuBLAS's transpose flags (row-major Y = A B is the
+//   column-major Y^T = B^T A^T).
+// - 2-D convolution and pooling: cuDNN, with bias, ReLU and a residual add
+//   fused (cudnnConvolutionBiasActivationForward) where the graph has them.
+// - Anything else runs its reference kernel on the host: the step copies
+//   what it reads from the device and what it writes back.
+//
+// Steps get device addresses in RunContext::addr and the stream in
+// RunContext::stream. Device resources (modules, cuBLAS and cuDNN handles,
+// descriptors, workspaces) are made on the first run, on the device current
+// then, and kept by the program; compiling needs no GPU, so tests without
+// one check what a program is made of.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/library_calls.hpp"
+#include "lower/loop_kernel.hpp"
+#include "lower/program.hpp"
+#include "lower/view.hpp"
+
+namespace saturn::lower {
+
+// A cuBLAS call for row-major Y [batch..., M, N] = alpha A [batch..., M, K]
+// B [batch..., K, N], Y fresh and row-major. In cuBLAS's column-major terms
+// it computes Y^T = B^T A^T: its first operand is our B, its second our A.
+struct CublasGemm {
+  bool trans_a = false, trans_b = false;  // cuBLAS's op on its first and second operand
+  std::int64_t m = 0, n = 0, k = 0;       // m = N, n = M (times a folded batch), k = K
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries
+  std::int64_t batch = 1;
+  BufferId a = -1, b = -1;                  // cuBLAS's operands: our B, our A
+  std::int64_t offset_a = 0, offset_b = 0;  // elements
+  float alpha = 1;
+};
+
+// a and b as gemm_operand gives them ([batch..., rows, cols], one of the
+// matrix strides 1, batch dims broadcast to the result's). nullopt when
+// an operand's batch dims do not collapse into one stride (copy it dense).
+// A batch that B broadcasts and A holds in consecutive rows is folded into
+// the rows: one product instead of a batch of them.
+std::optional<CublasGemm> cublas_gemm(const View& a, const View& b, const std::vector<std::int64_t>& out_dims,
+                                      double alpha);
+
+struct CudaSteps;  // what a CUDA program's steps share (cuda_steps.cpp)
+
+// Made by the lowering for each CUDA program; `arch` is NVRTC's virtual
+// architecture for the kernels ("compute_90"): the device's when there is
+// one, else compute_80 (PTX runs on later GPUs through the driver's JIT).
+std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch);
+
+// Compiles every kernel to PTX now and sets the run of steps[i] (the Kernel
+// step of kernels[i]) to launch it. Throws DiagnosticError naming the kernel
+// when NVRTC rejects it.
+void set_cuda_kernel_steps(const std::shared_ptr<CudaSteps>& cs, const std::vector<LoopKernel>& kernels,
+                           const std::vector<Step*>& steps);
+
+Step make_cublas_gemm_step(const std::shared_ptr<CudaSteps>& cs, const CublasGemm& g, BufferId out,
+                           const std::string& label);
+
+// cuDNN takes symmetric padding only: nullopt otherwise (and for what else
+// it cannot do), and the caller lowers the op another way. x and skip are
+// dense Views; the result is row-major NCHW.
+std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
+                                                const View& x, BufferId w, std::optional<BufferId> bias,
+                                                const View* skip, BufferId out);
+std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
+                                                const View& x, BufferId out);
+
+// Makes a host step (its run reads and writes host memory) run in a CUDA
+// program: its reads are copied from the device first, its writes back.
+void run_on_host(const std::shared_ptr<CudaSteps>& cs, Step& s, const std::vector<Buffer>& buffers);
+
+}  // namespace saturn::lower

@@ -1,0 +1,213 @@
+// The CUDA target's lowering without a GPU: how products map onto cuBLAS's
+// column-major calls (checked by running the calls' own semantics on the
+// host), and what CUDA programs are made of (every kernel through NVRTC,
+// products as cuBLAS calls, convolutions and pooling as cuDNN calls, the
+// rest on the host only where cuDNN cannot go).
+#include <random>
+
+#include "bench/models.hpp"
+#include "helpers.hpp"
+#include "ir/onnx_import.hpp"
+#include "lower/cpu_lowering.hpp"
+#include "lower/cuda_steps.hpp"
+#include "tools/optimize.hpp"
+
+using namespace saturn;
+using Dims = std::vector<std::int64_t>;
+
+namespace {
+
+// cublasSgemmStridedBatched as its documentation defines it, on host arrays:
+// column-major, C_i = alpha op(A_i) op(B_i), A_i at A + i stride_a.
+void emulate(const lower::CublasGemm& g, const std::vector<float>& a_mem, const std::vector<float>& b_mem,
+             std::vector<float>& c_mem) {
+  for (std::int64_t i = 0; i < g.batch; ++i)
+    for (std::int64_t col = 0; col < g.n; ++col)
+      for (std::int64_t row = 0; row < g.m; ++row) {
+        double acc = 0;
+        for (std::int64_t p = 0; p < g.k; ++p) {
+          // op(A)(row, p) and op(B)(p, col).
+          const std::int64_t ai = g.trans_a ? p + row * g.lda : row + p * g.lda;
+          const std::int64_t bi = g.trans_b ? col + p * g.ldb : p + col * g.ldb;
+          acc += static_cast<double>(a_mem.at(static_cast<std::size_t>(g.offset_a + i * g.stride_a + ai))) *
+                 b_mem.at(static_cast<std::size_t>(g.offset_b + i * g.stride_b + bi));
+        }
+        c_mem.at(static_cast<std::size_t>(i * g.stride_c + row + col * g.ldc)) = static_cast<float>(g.alpha * acc);
+      }
+}
+
+std::int64_t numel(const Dims& d) {
+  std::int64_t n = 1;
+  for (auto x : d) n *= x;
+  return n;
+}
+
+// A [batch..., rows, cols] operand stored in `mem` at `offset`, row-major or
+// with its last two dims swapped in memory, its batch dims broadcast where
+// `shared` says.
+lower::View operand(Dims batch, std::int64_t rows, std::int64_t cols, bool transposed, std::vector<bool> shared,
+                    std::int64_t offset) {
+  Dims stored = batch;
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (shared[i]) stored[i] = 1;
+  stored.push_back(transposed ? cols : rows);
+  stored.push_back(transposed ? rows : cols);
+  lower::View v = lower::View::of(0, stored);
+  v.offset = offset;
+  if (transposed)
+    v = v.transposed([&] {
+      Dims p;
+      for (std::size_t i = 0; i < batch.size(); ++i) p.push_back(static_cast<std::int64_t>(i));
+      p.push_back(static_cast<std::int64_t>(batch.size() + 1));
+      p.push_back(static_cast<std::int64_t>(batch.size()));
+      return p;
+    }());
+  Dims full = batch;
+  full.push_back(rows);
+  full.push_back(cols);
+  return v.broadcast_to(full);
+}
+
+float element(const std::vector<float>& mem, const lower::View& v, const Dims& at) {
+  std::int64_t off = v.offset;
+  for (std::size_t d = 0; d < at.size(); ++d) off += at[d] * v.strides[d];
+  return mem.at(static_cast<std::size_t>(off));
+}
+
+}  // namespace
+
+TEST_CASE("products map onto cuBLAS column-major calls - transposes - batches - broadcasts - folding") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int folded = 0, batched = 0, transposed = 0, total = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::uniform_int_distribution<std::int64_t> dim(1, 5), nb(0, 2);
+    Dims batch(static_cast<std::size_t>(nb(rng)));
+    for (auto& d : batch) d = dim(rng);
+    const std::int64_t M = dim(rng), N = dim(rng), K = dim(rng);
+    const bool ta = trial % 2, tb = (trial / 2) % 2;
+    std::vector<bool> share_a(batch.size()), share_b(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      share_a[i] = trial % 7 == 0 && i == 0;
+      share_b[i] = trial % 3 == 0 || (trial % 5 == 0 && i == 0);
+    }
+    std::vector<float> a_mem(static_cast<std::size_t>(3 + numel(batch) * M * K)),
+        b_mem(static_cast<std::size_t>(2 + numel(batch) * K * N));
+    for (float& x : a_mem) x = u(rng);
+    for (float& x : b_mem) x = u(rng);
+    lower::View a = operand(batch, M, K, ta, share_a, 3), b = operand(batch, K, N, tb, share_b, 2);
+    Dims out = batch;
+    out.push_back(M);
+    out.push_back(N);
+    INFO("trial " << trial << ": batch " << batch.size() << " M " << M << " N " << N << " K " << K << " ta " << ta
+                  << " tb " << tb);
+    auto g = lower::cublas_gemm(a, b, out, 0.5);
+    if (!g) {
+      // Only an operand shared along an outer batch dim but not an inner one
+      // has no single batch stride.
+      CHECK(batch.size() == 2);
+      continue;
+    }
+    ++total;
+    folded += g->batch == 1 && numel(batch) > 1;
+    batched += g->batch > 1;
+    transposed += g->trans_a || g->trans_b;
+    CHECK(g->a == b.buffer);
+    std::vector<float> c(static_cast<std::size_t>(numel(out)), NAN);
+    emulate(*g, b_mem, a_mem, c);  // cuBLAS's first operand is our B
+    for (std::int64_t e = 0; e < numel(out); ++e) {
+      Dims at(out.size());
+      std::int64_t rest = e;
+      for (std::size_t d = out.size(); d-- > 0;) {
+        at[d] = rest % out[d];
+        rest /= out[d];
+      }
+      double want = 0;
+      for (std::int64_t p = 0; p < K; ++p) {
+        Dims ai = at, bi = at;
+        ai.back() = p;
+        bi[bi.size() - 2] = p;
+        want += static_cast<double>(element(a_mem, a, ai)) * element(b_mem, b, bi);
+      }
+      REQUIRE(c[static_cast<std::size_t>(e)] == Approx(0.5 * want).margin(1e-5));
+    }
+  }
+  // The trials reached every kind of call.
+  CHECK(total > 200);
+  CHECK(folded > 10);
+  CHECK(batched > 10);
+  CHECK(transposed > 100);
+}
+
+namespace {
+
+std::shared_ptr<lower::Program> lower_for_cuda(const ir::Graph& g) {
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  return *p;
+}
+
+int count(const lower::Program& p, lower::StepKind k, const std::string& label_part = "") {
+  int n = 0;
+  for (const lower::Step& s : p.steps) n += s.kind == k && s.label.find(label_part) != std::string::npos;
+  return n;
+}
+
+ir::Graph optimized(const std::string& name) {
+  auto g = ir::import_onnx_file(test::source_dir() + "/docs/examples/models/" + name + ".onnx");
+  if (!g) FAIL(g.error().to_string());
+  cli::OptimizeOptions o;
+  o.target = "cuda";
+  o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", "cuda");
+  auto r = cli::optimize(*g, o);
+  if (!r) FAIL(r.error().to_string());
+  return r->graph;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "CUDA programs of the bundled models - kernels through NVRTC - cuBLAS and cuDNN calls - nothing on the host") {
+  {
+    auto p = lower_for_cuda(optimized("transformer_layer"));
+    INFO(p->steps.size() << " steps");
+    CHECK(p->target_cpu.rfind("cuda compute_", 0) == 0);
+    CHECK(p->reference_ops.empty());
+    CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") >= 4);  // projections, attention, feed-forward
+    CHECK(p->fused_kernels == count(*p, lower::StepKind::Kernel));
+    CHECK(p->kernels->size() == static_cast<std::size_t>(p->fused_kernels));
+    CHECK(p->arena_bytes > 0);
+    CHECK(p->arena_bytes <= p->naive_bytes);
+    for (const lower::Step& s : p->steps) CHECK(static_cast<bool>(s.run));
+  }
+  {
+    auto p = lower_for_cuda(optimized("resnet_small"));
+    std::string host;
+    for (const lower::Step& s : p->steps)
+      if (s.kind == lower::StepKind::Reference) host.append(s.label).append("; ");
+    INFO("on the host: " << host);
+    CHECK(p->reference_ops.empty());
+    CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") >= 3);
+    CHECK(count(*p, lower::StepKind::Conv, "+relu") >= 1);  // conv + ReLU fused into one cuDNN call
+  }
+  {
+    auto p = lower_for_cuda(optimized("mlp"));
+    CHECK(p->reference_ops.empty());
+    CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 3);
+  }
+}
+
+TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
+  models::GraphBuilder b("odd");
+  std::string x = b.input("x", {1, 2, 6, 6});
+  ir::Attrs conv;
+  conv.set("pads", Dims{0, 1, 1, 0});
+  ir::Attrs pool;
+  pool.set("kernel_shape", Dims{3, 3});
+  pool.set("strides", Dims{2, 2});
+  pool.set("ceil_mode", std::int64_t{1});
+  auto p =
+      lower_for_cuda(b.finish({b.op("conv", {x, b.weight({3, 2, 2, 2}, 1.0)}, conv), b.op("max_pool", {x}, pool)}));
+  CHECK(p->reference_ops == std::vector<std::string>{"conv", "max_pool"});
+  CHECK(count(*p, lower::StepKind::Reference, "(on the host)") == 2);
+}
