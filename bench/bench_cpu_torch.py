@@ -11,9 +11,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-torch.set_num_threads(THREADS)
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 and __name__ == "__main__" else 20
+THREADS = int(sys.argv[2]) if len(sys.argv) > 2 and __name__ == "__main__" else 2
+if __name__ == "__main__":
+    torch.set_num_threads(THREADS)
 torch.manual_seed(0)
 
 
@@ -87,27 +88,32 @@ class MatMul(nn.Module):
         return torch.matmul(x, self.w)
 
 
-work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
-        ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024))]
-only = sys.argv[3] if len(sys.argv) > 3 else None
-for name, model, shape in work:
-    if only and name != only:
-        continue
-    model.eval()
-    x = torch.randn(*shape)
-    with torch.no_grad():
-        try:
-            m = torch.jit.optimize_for_inference(torch.jit.trace(model, x))
-            setting = "torchscript+optimize_for_inference"
-        except Exception:  # noqa: BLE001 - fall back to eager
-            m, setting = model, "eager"
-        for _ in range(3):
-            m(x)
-        ms = []
-        for _ in range(RUNS):
-            t0 = time.perf_counter()
-            m(x)
-            ms.append((time.perf_counter() - t0) * 1e3)
-    ms.sort()
-    print(json.dumps({"workload": name, "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "setting": setting,
-                      "threads": THREADS, "torch": torch.__version__}), flush=True)
+def main():
+    work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
+            ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024))]
+    only = sys.argv[3] if len(sys.argv) > 3 else None
+    for name, model, shape in work:
+        if only and name != only:
+            continue
+        model.eval()
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            try:
+                m = torch.jit.optimize_for_inference(torch.jit.trace(model, x))
+                setting = "torchscript+optimize_for_inference"
+            except Exception:  # noqa: BLE001 - fall back to eager
+                m, setting = model, "eager"
+            for _ in range(3):
+                m(x)
+            ms = []
+            for _ in range(RUNS):
+                t0 = time.perf_counter()
+                m(x)
+                ms.append((time.perf_counter() - t0) * 1e3)
+        ms.sort()
+        print(json.dumps({"workload": name, "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "setting": setting,
+                          "threads": THREADS, "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

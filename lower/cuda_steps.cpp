@@ -292,8 +292,10 @@ struct ConvState {
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x->d, w, conv, y->d, 8, &found, perf),
                 "cudnnGetConvolutionForwardAlgorithm_v7");
+    // The fastest the heuristic expects that stays in plain float32 math.
     for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+          perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
         algo = perf[i].algo;
         break;
       }
