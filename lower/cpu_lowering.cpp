@@ -1011,17 +1011,21 @@ void Lowerer::finish_cuda() {
   p_->keep_alive.push_back(cuda_);
 }
 
-Step Lowerer::cuda_gemm_step(Value& a_in, Value& b_in, bool ta, bool tb, View a, View b, BufferId y,
-                             const Dims& out_dims, double alpha) {
+Step Lowerer::cuda_gemm_step(Value& a_in, Value& b_in, bool, bool, View a, View b, BufferId y, const Dims& out_dims,
+                             double alpha) {
   auto g = cublas_gemm(a, b, out_dims, alpha);
-  if (!g) {  // batch dims no single stride walks: the operands copied row-major
-    const std::size_t r = out_dims.size();
-    const Dims batch(out_dims.begin(), out_dims.end() - 2);
-    const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
-    Value ca = a_in, cb = b_in;
-    whole(ca);
-    whole(cb);
-    g = cublas_gemm(gemm_operand(ca, ta, M, K, batch), gemm_operand(cb, tb, K, N, batch), out_dims, alpha);
+  if (!g) {
+    // Batch dims no single stride walks (an operand broadcast along some of
+    // them but not others): both operands copied out in full, row-major.
+    auto dense_copy = [&](const Value& in, const View& v) {
+      Value c = in;
+      c.view = v;
+      c.dims = v.dims;
+      c.pending = false;
+      c.is_scalar_constant = false;
+      return whole(c);
+    };
+    g = cublas_gemm(dense_copy(a_in, a), dense_copy(b_in, b), out_dims, alpha);
   }
   if (!g) throw DiagnosticError{at_graph("cuda lowering: a product cuBLAS cannot take")};
   std::string label = "cublas sgemm " + std::to_string(g->n) + "x" + std::to_string(g->m) + "x" + std::to_string(g->k);

@@ -16,6 +16,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/cuda_executor.hpp"
 #include "runtime/interp.hpp"
+#include "tests/onnx_cases.hpp"
 #include "tools/optimize.hpp"
 
 using namespace saturn;
@@ -205,6 +206,76 @@ TEST_CASE("Bundled models run on the device and match the interpreter - before a
     if (!opt) FAIL(opt.error().to_string());
     check_executor(opt->graph, 1e-3);
   }
+}
+
+// ONNX backend conformance on the device: every case the importer takes,
+// compiled for the CUDA target and run by its executor, against the case's
+// expected outputs (the CPU conformance test's tolerance). Cases whose
+// program runs everything on the host are counted apart.
+TEST_CASE("ONNX backend conformance on the CUDA target") {
+  namespace fs = std::filesystem;
+  const fs::path root = test::tests_root();
+  if (!fs::exists(root)) {
+    WARN("ONNX test data not found at " << root.string() << ": CUDA conformance not run");
+    return;
+  }
+  int on_device = 0, host_only = 0, skipped = 0;
+  std::vector<std::string> failures;
+  for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
+    for (const fs::path& c : test::cases_in(root / folder)) {
+      const fs::path ds = c / "test_data_set_0";
+      if (!fs::exists(ds)) continue;
+      std::vector<ir::Tensor> inputs, expected;
+      bool readable = true;
+      for (const char* kind : {"input_", "output_"})
+        for (std::size_t i = 0;; ++i) {
+          auto p = ds / (kind + std::to_string(i) + ".pb");
+          if (!fs::exists(p)) break;
+          auto t = ir::read_tensor_pb(p.string());
+          if (!t) {
+            readable = false;
+            break;
+          }
+          (kind[0] == 'i' ? inputs : expected).push_back(*t);
+        }
+      auto g = readable ? ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs)
+                        : Expected<ir::Graph>(Diagnostic{});
+      if (!readable || !g) {
+        ++skipped;
+        continue;
+      }
+      const std::string name = std::string(folder) + "/" + c.filename().string();
+      auto exec = runtime::CudaExecutor::create(*g);
+      if (!exec) {
+        failures.push_back(name + ": compile: " + exec.error().message);
+        continue;
+      }
+      const lower::Program& p = (*exec)->program();
+      (p.fused_kernels + p.library_calls > 0 ? on_device : host_only) += 1;
+      auto got = (*exec)->run(ir::runtime_inputs(*g, inputs));
+      if (!got) {
+        failures.push_back(name + ": run: " + got.error().message);
+        continue;
+      }
+      if (got->size() != expected.size()) {
+        failures.push_back(name + ": " + std::to_string(got->size()) + " outputs, expected " +
+                           std::to_string(expected.size()));
+        continue;
+      }
+      for (std::size_t k = 0; k < expected.size(); ++k) {
+        std::string diff = test::compare((*got)[k], expected[k]);
+        if (!diff.empty()) {
+          failures.push_back(name + ": output " + std::to_string(k) + ": " + diff);
+          break;
+        }
+      }
+    }
+  }
+  std::cout << "\nCUDA conformance: " << on_device << " cases with device kernels or library calls, " << host_only
+            << " on the host only, " << skipped << " not imported, " << failures.size() << " failed\n";
+  for (const auto& f : failures) std::cout << "  FAILED " << f << "\n";
+  CHECK(on_device > 300);
+  CHECK(failures.empty());
 }
 
 int main(int argc, char** argv) {

@@ -10,6 +10,7 @@
 #include "ir/onnx_import.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/cuda_steps.hpp"
+#include "tests/onnx_cases.hpp"
 #include "tools/optimize.hpp"
 
 using namespace saturn;
@@ -197,6 +198,16 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a product whose batch no single stride walks is copied out in full - one cuBLAS call") {
+  models::GraphBuilder b("bcast");
+  // A broadcast along the inner batch dim only: [2 1 3 4] @ [5 4 6] -> [2 5 3 6].
+  auto p = lower_for_cuda(b.finish({b.op("matmul", {b.input("a", {2, 1, 3, 4}), b.input("b", {5, 4, 6})})}));
+  CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 1);
+  CHECK(count(*p, lower::StepKind::Gemm, "x10") == 1);  // one strided-batched call over the 10 products
+  CHECK(p->fused_kernels == 2);                         // the two copies
+  CHECK(p->reference_ops.empty());
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
@@ -210,4 +221,49 @@ TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_m
       lower_for_cuda(b.finish({b.op("conv", {x, b.weight({3, 2, 2, 2}, 1.0)}, conv), b.op("max_pool", {x}, pool)}));
   CHECK(p->reference_ops == std::vector<std::string>{"conv", "max_pool"});
   CHECK(count(*p, lower::StepKind::Reference, "(on the host)") == 2);
+}
+
+// The ONNX conformance cases the importer takes lower for the CUDA target:
+// each of their kernels compiles with NVRTC (no GPU needed), and no step is
+// left without code. Every third case, in order (all of them take a minute
+// of NVRTC); test_cuda_device runs them all on a GPU.
+TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kernels compile with NVRTC") {
+  namespace fs = std::filesystem;
+  const fs::path root = test::tests_root();
+  if (!fs::exists(root)) {
+    if (std::getenv("CI")) FAIL("ONNX test data not found at " << root.string());
+    WARN("ONNX test data not found at " << root.string());
+    return;
+  }
+  int seen = 0, lowered = 0, kernels = 0, library = 0;
+  std::vector<std::string> failures;
+  for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"})
+    for (const fs::path& c : test::cases_in(root / folder)) {
+      if (++seen % 3 != 0) continue;
+      const fs::path ds = c / "test_data_set_0";
+      std::vector<ir::Tensor> inputs;
+      for (std::size_t i = 0;; ++i) {
+        auto p = ds / ("input_" + std::to_string(i) + ".pb");
+        if (!fs::exists(p)) break;
+        auto t = ir::read_tensor_pb(p.string());
+        if (t) inputs.push_back(*t);
+      }
+      auto g = ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs);
+      if (!g) continue;
+      auto p = lower::compile_cuda(*g);
+      if (!p) {
+        failures.push_back(c.filename().string() + ": " + p.error().message);
+        continue;
+      }
+      ++lowered;
+      kernels += (*p)->fused_kernels;
+      library += (*p)->library_calls;
+      for (const lower::Step& s : (*p)->steps)
+        if (!s.run) failures.push_back(c.filename().string() + ": a step without code: " + s.label);
+    }
+  INFO(failures.size() << " failures, first: " << (failures.empty() ? "" : failures[0]));
+  CHECK(failures.empty());
+  CHECK(lowered > 300);
+  CHECK(kernels > 300);
+  CHECK(library > 30);
 }
