@@ -138,6 +138,9 @@ ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<
       outpad.size() != n)
     shape_error("conv_transpose: attributes do not match the spatial rank");
   if (oshape.size() > n) oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
+  if (!oshape.empty() && oshape.size() < n)
+    shape_error("conv_transpose: output_shape has " + std::to_string(oshape.size()) + " entries for " +
+                std::to_string(n) + " spatial dims");
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
     std::int64_t target = -1;

@@ -183,6 +183,10 @@ TEST_CASE(
             "instance_norm",
             {{DType::F32, shape_of({2, 3, 4})}, {DType::F32, shape_of({2, 3})}, {DType::F32, shape_of({3})}}) ==
         "instance_norm: scale and bias must have shape [3], got [2 3]");
+  Attrs ct;
+  ct.set("output_shape", std::vector<std::int64_t>{5});  // one entry for two spatial dims (read past it before)
+  CHECK(shape_error_of("conv_transpose", {{DType::F32, shape_of({1, 1, 3, 3})}, {DType::F32, shape_of({1, 1, 2, 2})}},
+                       ct) == "conv_transpose: output_shape has 1 entries for 2 spatial dims");
 }
 
 namespace {
@@ -197,9 +201,11 @@ ValueType random_type(std::mt19937& rng) {
   return {kinds[kind(rng)], shape_of(dims)};
 }
 
-// A random value for an attribute: absent, or of its type, often odd.
-std::optional<AttrValue> random_attr(const AttrSpec& spec, std::mt19937& rng) {
-  std::uniform_int_distribution<int> coin(0, 3), small(-3, 4), len(0, 5);
+// A random value for an attribute: absent, or of its type, often odd. Lists
+// are often as long as the spatial rank (or twice it, or the rank) of an
+// operand of rank `rank`, with small positive values: what windowed ops take.
+std::optional<AttrValue> random_attr(const AttrSpec& spec, std::mt19937& rng, std::size_t rank) {
+  std::uniform_int_distribution<int> coin(0, 3), small(-3, 4), len(0, 5), pick(0, 9), positive(1, 3);
   if (coin(rng) == 0) return std::nullopt;
   static const char* strings[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER",   "VALID", "constant", "reflect",
                                   "edge",   "wrap",       "f32",          "i64",   "bool",     "none",
@@ -214,8 +220,17 @@ std::optional<AttrValue> random_attr(const AttrSpec& spec, std::mt19937& rng) {
       return AttrValue(
           std::string(strings[std::uniform_int_distribution<std::size_t>(0, std::size(strings) - 1)(rng)]));
     case AttrType::Ints: {
-      std::vector<std::int64_t> v(static_cast<std::size_t>(len(rng)));
-      for (auto& x : v) x = small(rng);
+      // One short of the spatial rank too: a list read past its end is the
+      // kind of bug this finds.
+      const int spatial = std::max(0, static_cast<int>(rank) - 2), p = pick(rng);
+      const int n = p < 4   ? spatial
+                    : p < 5 ? 2 * spatial
+                    : p < 6 ? static_cast<int>(rank)
+                    : p < 8 ? std::max(0, spatial - 1)
+                            : len(rng);
+      std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+      const bool valid = pick(rng) < 6;
+      for (auto& x : v) x = valid ? positive(rng) : small(rng);
       return AttrValue(v);
     }
     case AttrType::Reals:
@@ -236,17 +251,22 @@ TEST_CASE("every op takes random shapes and attributes without crashing - and co
   std::mt19937 rng(2026);
   for (const OpDef* d : OpRegistry::get().all()) {
     if (d->name == "const") continue;  // its value is the attribute itself
-    for (int trial = 0; trial < 1000; ++trial) {
+    for (int trial = 0; trial < 1500; ++trial) {
       const int lo = d->min_inputs, hi = d->max_inputs < 0 ? lo + 2 : d->max_inputs;
       const int n = std::uniform_int_distribution<int>(lo, std::max(lo, hi))(rng);
       std::vector<ValueType> types;
       for (int i = 0; i < n; ++i) types.push_back(random_type(rng));
-      // Sometimes all operands alike: most ops want that, and it reaches their kernels.
+      // Sometimes all operands alike: most ops want that, and it reaches their
+      // kernels; sometimes small NCHW tensors of one channel, which
+      // convolutions and pooling take, so their attributes get exercised.
       if (n > 1 && trial % 2 == 0)
         for (auto& t : types) t = types[0];
+      if (trial % 4 == 1)
+        for (auto& t : types) t = {DType::F32, shape_of({1, 1, 1 + trial % 3, 2 + trial % 2})};
       Attrs attrs;
+      const std::size_t rank = types.empty() ? 0 : types[0].shape.size();
       for (const AttrSpec& spec : d->attrs)
-        if (auto v = random_attr(spec, rng)) attrs.set(spec.name, *v);
+        if (auto v = random_attr(spec, rng, rank)) attrs.set(spec.name, *v);
       std::vector<Tensor> values;
       for (const ValueType& t : types) {
         Tensor v(t.dtype, static_dims(t.shape));
