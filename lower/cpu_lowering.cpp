@@ -102,7 +102,7 @@ struct Value {
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& g, const CpuOptions& o) : o_(o), graph_(std::make_shared<ir::Graph>(g)) {}
+  Lowerer(const ir::Graph& g, const LoweringOptions& o) : o_(o), graph_(std::make_shared<ir::Graph>(g)) {}
 
   Expected<std::shared_ptr<Program>> run();
 
@@ -345,7 +345,7 @@ class Lowerer {
   LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
   std::shared_ptr<CudaSteps> cuda_;
 
-  CpuOptions o_;
+  LoweringOptions o_;
   std::shared_ptr<ir::Graph> graph_;
   std::shared_ptr<Program> p_ = std::make_shared<Program>();
   std::shared_ptr<ir::SymContext> ctx_ = std::make_shared<ir::SymContext>();
@@ -1007,7 +1007,7 @@ void Lowerer::finish_cuda() {
   for (std::size_t k = 0; k < kernels_.size(); ++k) steps.push_back(&p_->steps[kernel_step_[k]]);
   set_cuda_kernel_steps(cuda_, kernels_, steps);
   for (Step& s : p_->steps)
-    if (s.kind == StepKind::Reference) run_on_host(cuda_, s, p_->buffers);
+    if (s.kind == StepKind::Reference) run_on_host(s, p_->buffers);
   p_->keep_alive.push_back(cuda_);
 }
 
@@ -1061,12 +1061,12 @@ LibraryStep Lowerer::cuda_pool_step(const PoolSpec&, const View&, BufferId) { no
 
 }  // namespace
 
-Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const CpuOptions& o) {
+Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const LoweringOptions& o) {
   Lowerer l(g, o);
   return l.run();
 }
 
-Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, CpuOptions o) {
+Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, LoweringOptions o) {
   o.target = LoweringTarget::Cuda;
   Lowerer l(g, o);
   return l.run();

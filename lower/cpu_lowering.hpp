@@ -30,7 +30,7 @@ namespace saturn::lower {
 // (lower/cuda_steps.hpp).
 enum class LoweringTarget { Cpu, Cuda };
 
-struct CpuOptions {
+struct LoweringOptions {
   bool fuse = true;      // false: one kernel per elementwise op (for comparisons)
   bool keep_ir = false;  // keep the generated LLVM IR in Program (ir_text)
   LoweringTarget target = LoweringTarget::Cpu;
@@ -39,11 +39,11 @@ struct CpuOptions {
 // Needs static shapes (import specializes symbolic dimensions to the given
 // inputs). Constant subgraphs are evaluated here, once. The result is
 // memory-planned (plan_memory) and ready to run.
-Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const CpuOptions& o = {});
+Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const LoweringOptions& o = {});
 
 // The same for the CUDA target: steps take device addresses and a stream
 // (RunContext::stream); runtime::CudaExecutor runs the result. Compiling
 // needs NVRTC, not a GPU. Without the toolkit at configure time, an error.
-Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, CpuOptions o = {});
+Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, LoweringOptions o = {});
 
 }  // namespace saturn::lower

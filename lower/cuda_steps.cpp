@@ -435,7 +435,7 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
 
 // ---------------------------------------------------------------- host steps
 
-void run_on_host(const std::shared_ptr<CudaSteps>& cs, Step& s, const std::vector<Buffer>& buffers) {
+void run_on_host(Step& s, const std::vector<Buffer>& buffers) {
   std::vector<BufferId> touched = s.reads;
   for (BufferId b : s.writes)
     if (std::find(touched.begin(), touched.end(), b) == touched.end()) touched.push_back(b);
@@ -443,7 +443,7 @@ void run_on_host(const std::shared_ptr<CudaSteps>& cs, Step& s, const std::vecto
   for (BufferId b : touched) bytes.push_back(buffers[static_cast<std::size_t>(b)].bytes);
   const std::vector<BufferId> reads = s.reads, writes = s.writes;
   s.label += " (on the host)";
-  s.run = [cs, inner = std::move(s.run), touched, bytes, reads, writes](const RunContext& ctx) {
+  s.run = [inner = std::move(s.run), touched, bytes, reads, writes](const RunContext& ctx) {
     const cu::Stream& stream = stream_of(ctx);
     std::vector<std::vector<std::uint8_t>> host(touched.size());
     RunContext on_host;

@@ -80,6 +80,6 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA
 // program: its reads are copied from the device first, its writes back.
-void run_on_host(const std::shared_ptr<CudaSteps>& cs, Step& s, const std::vector<Buffer>& buffers);
+void run_on_host(Step& s, const std::vector<Buffer>& buffers);
 
 }  // namespace saturn::lower

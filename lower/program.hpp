@@ -95,7 +95,7 @@ struct Program {
   std::vector<std::string> reference_ops;
   double compile_ms = 0;
   std::string target_cpu;  // what LLVM generated code for
-  std::string ir_text;     // the optimized LLVM IR, when CpuOptions::keep_ir
+  std::string ir_text;     // the optimized LLVM IR, when LoweringOptions::keep_ir
   // The loop kernels the Kernel steps run, in step order (what the CUDA
   // code generator and reports read).
   std::shared_ptr<const std::vector<LoopKernel>> kernels;

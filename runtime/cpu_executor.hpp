@@ -20,7 +20,7 @@ namespace saturn::runtime {
 
 struct CpuExecutorOptions {
   int threads = 0;  // 0: every hardware thread
-  lower::CpuOptions lowering;
+  lower::LoweringOptions lowering;
   bool profile = false;  // time every step (step_ms)
 };
 

@@ -23,7 +23,7 @@ namespace saturn::runtime {
 
 struct CudaExecutorOptions {
   int device = 0;
-  lower::CpuOptions lowering;
+  lower::LoweringOptions lowering;
   bool profile = false;  // time every step (step_ms), with events
 };
 
