@@ -6,6 +6,7 @@
 #include <new>
 
 #include "lower/library_calls.hpp"
+#include "runtime/program_io.hpp"
 
 namespace saturn::runtime {
 
@@ -34,12 +35,7 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
 
 Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
   const lower::Program& p = *program_;
-  outs.resize(p.outputs.size());
-  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
-    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
-    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
-      outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
-  }
+  prepare_outputs(p, outs);
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
   lower::RunContext ctx;
   ctx.pool = pool_.get();
@@ -56,17 +52,9 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
         ctx.addr[b] = const_cast<std::uint8_t*>(buf.weight->bytes());
         break;
       case lower::BufferKind::Input: {
-        const auto i = static_cast<std::size_t>(buf.input_index);
-        if (i >= inputs.size())
-          return fail("the model takes " + std::to_string(i + 1) + " or more inputs, given " +
-                      std::to_string(inputs.size()));
-        const ir::Tensor& t = inputs[i];
-        if (t.dtype() != buf.dtype || t.dims() != buf.dims)
-          return fail("input " + std::to_string(i) + " ('" + buf.name + "') is " + t.summary() +
-                      ", the program was compiled for " + ir::dtype_name(buf.dtype) +
-                      ir::to_string(ir::shape_of(buf.dims)));
+        if (auto why = input_mismatch(buf, inputs)) return fail(*why);
         // Steps only read inputs.
-        ctx.addr[b] = const_cast<std::uint8_t*>(t.bytes());
+        ctx.addr[b] = const_cast<std::uint8_t*>(inputs[static_cast<std::size_t>(buf.input_index)].bytes());
         break;
       }
     }

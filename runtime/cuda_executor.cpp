@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "runtime/program_io.hpp"
+
 namespace saturn::runtime {
 
 namespace {
@@ -68,26 +70,14 @@ Expected<std::vector<ir::Tensor>> CudaExecutor::run(std::span<const ir::Tensor> 
 Expected<bool> CudaExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
   const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
-  outs.resize(p.outputs.size());
-  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
-    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
-    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
-      outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
-  }
+  prepare_outputs(p, outs);
   try {
     for (std::size_t b = 0; b < p.buffers.size(); ++b) {
       const lower::Buffer& buf = p.buffers[b];
       if (buf.kind != lower::BufferKind::Input) continue;
-      const auto i = static_cast<std::size_t>(buf.input_index);
-      if (i >= inputs.size())
-        return fail("the model takes " + std::to_string(i + 1) + " or more inputs, given " +
-                    std::to_string(inputs.size()));
-      const ir::Tensor& t = inputs[i];
-      if (t.dtype() != buf.dtype || t.dims() != buf.dims)
-        return fail("input " + std::to_string(i) + " ('" + buf.name + "') is " + t.summary() +
-                    ", the program was compiled for " + ir::dtype_name(buf.dtype) +
-                    ir::to_string(ir::shape_of(buf.dims)));
-      cuda::copy_to_device(reinterpret_cast<std::uint64_t>(addr_[b]), t.bytes(), buf.bytes, *stream_);
+      if (auto why = input_mismatch(buf, inputs)) return fail(*why);
+      cuda::copy_to_device(reinterpret_cast<std::uint64_t>(addr_[b]),
+                           inputs[static_cast<std::size_t>(buf.input_index)].bytes(), buf.bytes, *stream_);
     }
     lower::RunContext ctx;
     ctx.addr = addr_;

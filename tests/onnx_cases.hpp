@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "ir/onnx_import.hpp"
 #include "ir/tensor.hpp"
 
 namespace saturn::test {
@@ -57,6 +60,33 @@ inline std::vector<fs::path> cases_in(const fs::path& suite) {
     if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   return cases;
+}
+
+// A data set's tensors (input_N.pb, output_N.pb); nullopt when one of them
+// does not read.
+struct DataSet {
+  std::vector<ir::Tensor> inputs, expected;
+};
+inline std::optional<DataSet> read_data_set(const fs::path& dir) {
+  DataSet d;
+  for (const char* kind : {"input_", "output_"})
+    for (std::size_t i = 0;; ++i) {
+      auto p = dir / (kind + std::to_string(i) + ".pb");
+      if (!fs::exists(p)) break;
+      auto t = ir::read_tensor_pb(p.string());
+      if (!t) return std::nullopt;
+      (kind[0] == 'i' ? d.inputs : d.expected).push_back(std::move(*t));
+    }
+  return d;
+}
+
+// Empty when every output matches (compare), else what differs first.
+inline std::string outputs_mismatch(const std::vector<ir::Tensor>& got, const std::vector<ir::Tensor>& want) {
+  if (got.size() != want.size())
+    return std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
+  for (std::size_t k = 0; k < want.size(); ++k)
+    if (std::string diff = compare(got[k], want[k]); !diff.empty()) return "output " + std::to_string(k) + ": " + diff;
+  return {};
 }
 
 }  // namespace saturn::test

@@ -225,22 +225,10 @@ TEST_CASE("ONNX backend conformance on the CUDA target") {
     for (const fs::path& c : test::cases_in(root / folder)) {
       const fs::path ds = c / "test_data_set_0";
       if (!fs::exists(ds)) continue;
-      std::vector<ir::Tensor> inputs, expected;
-      bool readable = true;
-      for (const char* kind : {"input_", "output_"})
-        for (std::size_t i = 0;; ++i) {
-          auto p = ds / (kind + std::to_string(i) + ".pb");
-          if (!fs::exists(p)) break;
-          auto t = ir::read_tensor_pb(p.string());
-          if (!t) {
-            readable = false;
-            break;
-          }
-          (kind[0] == 'i' ? inputs : expected).push_back(*t);
-        }
-      auto g = readable ? ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs)
-                        : Expected<ir::Graph>(Diagnostic{});
-      if (!readable || !g) {
+      auto data = test::read_data_set(ds);
+      auto g = data ? ir::import_onnx_for_inputs((c / "model.onnx").string(), data->inputs)
+                    : Expected<ir::Graph>(Diagnostic{});
+      if (!data || !g) {
         ++skipped;
         continue;
       }
@@ -252,23 +240,13 @@ TEST_CASE("ONNX backend conformance on the CUDA target") {
       }
       const lower::Program& p = (*exec)->program();
       (p.fused_kernels + p.library_calls > 0 ? on_device : host_only) += 1;
-      auto got = (*exec)->run(ir::runtime_inputs(*g, inputs));
+      auto got = (*exec)->run(ir::runtime_inputs(*g, data->inputs));
       if (!got) {
         failures.push_back(name + ": run: " + got.error().message);
         continue;
       }
-      if (got->size() != expected.size()) {
-        failures.push_back(name + ": " + std::to_string(got->size()) + " outputs, expected " +
-                           std::to_string(expected.size()));
-        continue;
-      }
-      for (std::size_t k = 0; k < expected.size(); ++k) {
-        std::string diff = test::compare((*got)[k], expected[k]);
-        if (!diff.empty()) {
-          failures.push_back(name + ": output " + std::to_string(k) + ": " + diff);
-          break;
-        }
-      }
+      if (std::string diff = test::outputs_mismatch(*got, data->expected); !diff.empty())
+        failures.push_back(name + ": " + diff);
     }
   }
   std::cout << "\nCUDA conformance: " << on_device << " cases with device kernels or library calls, " << host_only

@@ -240,15 +240,9 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kern
   for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"})
     for (const fs::path& c : test::cases_in(root / folder)) {
       if (++seen % 3 != 0) continue;
-      const fs::path ds = c / "test_data_set_0";
-      std::vector<ir::Tensor> inputs;
-      for (std::size_t i = 0;; ++i) {
-        auto p = ds / ("input_" + std::to_string(i) + ".pb");
-        if (!fs::exists(p)) break;
-        auto t = ir::read_tensor_pb(p.string());
-        if (t) inputs.push_back(*t);
-      }
-      auto g = ir::import_onnx_for_inputs((c / "model.onnx").string(), inputs);
+      auto data = test::read_data_set(c / "test_data_set_0");
+      if (!data) continue;
+      auto g = ir::import_onnx_for_inputs((c / "model.onnx").string(), data->inputs);
       if (!g) continue;
       auto p = lower::compile_cuda(*g);
       if (!p) {

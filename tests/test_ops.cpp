@@ -187,6 +187,23 @@ TEST_CASE(
   ct.set("output_shape", std::vector<std::int64_t>{5});  // one entry for two spatial dims (read past it before)
   CHECK(shape_error_of("conv_transpose", {{DType::F32, shape_of({1, 1, 3, 3})}, {DType::F32, shape_of({1, 1, 2, 2})}},
                        ct) == "conv_transpose: output_shape has 1 entries for 2 spatial dims");
+  // A negative result dimension is a shape error for every op (it escaped
+  // as std::invalid_argument from expand).
+  Attrs neg;
+  neg.set("shape", std::vector<std::int64_t>{-2, 3});
+  CHECK(shape_error_of("expand", {{DType::F32, shape_of({1, 3})}}, neg) ==
+        "expand: the result would have a negative dimension [-2 3]");
+  // range reads its operands' one value each (it read past an empty one).
+  Tensor empty(DType::F32, {0}), one = Tensor::scalar(DType::F32, 1.0);
+  std::vector<TypedInput> ins{
+      {{DType::F32, shape_of({0})}, &empty, true}, {{DType::F32, {}}, &one, true}, {{DType::F32, {}}, &one, true}};
+  std::string what = "(no error)";
+  try {
+    OpRegistry::get().find("range")->infer(Attrs{}, ins, 1);
+  } catch (const ShapeError& e) {
+    what = e.message;
+  }
+  CHECK(what == "range: start, limit and delta must be scalars, got f32[0]");
 }
 
 namespace {

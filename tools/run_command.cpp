@@ -87,6 +87,50 @@ Mismatch compare(const ir::Tensor& got, const ir::Tensor& want, double rtol, dou
   return {false, s.str()};
 }
 
+// What a compiled program is made of, for --json (both compiled targets).
+void summarize_program(const lower::Program& p, nlohmann::json& summary) {
+  summary["arena_bytes"] = p.arena_bytes;
+  summary["naive_bytes"] = p.naive_bytes;
+  summary["lower_bound_bytes"] = p.lower_bound_bytes;
+  summary["kernels"] = p.fused_kernels;
+  summary["fused_ops"] = p.fused_ops;
+  summary["library_calls"] = p.library_calls;
+  summary["reference_ops"] = p.reference_ops;
+  summary["compile_ms"] = p.compile_ms;
+}
+
+// The runs --bench times: into outputs reused from run to run (no allocation).
+template <class Executor>
+std::function<Expected<std::vector<ir::Tensor>>()> reusing_runs(Executor& e, const std::vector<ir::Tensor>& inputs,
+                                                                std::vector<ir::Tensor>& reused) {
+  return [&e, &inputs, &reused]() -> Expected<std::vector<ir::Tensor>> {
+    auto r = e.run_into(inputs, reused);
+    if (!r) return r.error();
+    return std::vector<ir::Tensor>{};
+  };
+}
+
+// --profile: one more run with every step timed, printed unless quiet and
+// put in the summary.
+template <class Executor>
+Expected<bool> profile_steps(Executor& e, const std::vector<ir::Tensor>& inputs, bool quiet, nlohmann::json& summary) {
+  e.set_profile(true);
+  auto again = e.run(inputs);
+  e.set_profile(false);
+  if (!again) return again.error();
+  const lower::Program& p = e.program();
+  nlohmann::json steps = nlohmann::json::array();
+  for (std::size_t s = 0; s < p.steps.size(); ++s) {
+    steps.push_back({{"step", p.steps[s].label}, {"ms", e.step_ms()[s]}});
+    if (!quiet)
+      std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << e.step_ms()[s] << " ms  "
+                << p.steps[s].label << "\n";
+  }
+  std::cerr.unsetf(std::ios::floatfield);
+  summary["profile"] = steps;
+  return true;
+}
+
 }  // namespace
 
 int run_model(const RunOptions& o) {
@@ -123,14 +167,7 @@ int run_model(const RunOptions& o) {
     cpu = std::move(*made);
     execute = [&] { return cpu->run(run_inputs); };
     const lower::Program& p = cpu->program();
-    summary["arena_bytes"] = p.arena_bytes;
-    summary["naive_bytes"] = p.naive_bytes;
-    summary["lower_bound_bytes"] = p.lower_bound_bytes;
-    summary["kernels"] = p.fused_kernels;
-    summary["fused_ops"] = p.fused_ops;
-    summary["library_calls"] = p.library_calls;
-    summary["reference_ops"] = p.reference_ops;
-    summary["compile_ms"] = p.compile_ms;
+    summarize_program(p, summary);
     if (!o.json) {
       std::cerr << "cpu: " << p.steps.size() << " steps (" << p.fused_kernels << " generated kernels for "
                 << p.fused_ops << " ops, " << p.library_calls << " library calls, " << p.reference_ops.size()
@@ -149,13 +186,7 @@ int run_model(const RunOptions& o) {
     execute = [&] { return gpu->run(run_inputs); };
     const lower::Program& p = gpu->program();
     summary["device"] = gpu->device().name;
-    summary["arena_bytes"] = p.arena_bytes;
-    summary["naive_bytes"] = p.naive_bytes;
-    summary["kernels"] = p.fused_kernels;
-    summary["fused_ops"] = p.fused_ops;
-    summary["library_calls"] = p.library_calls;
-    summary["reference_ops"] = p.reference_ops;
-    summary["compile_ms"] = p.compile_ms;
+    summarize_program(p, summary);
     if (!o.json) {
       std::cerr << "cuda (" << gpu->device().name << ", " << p.target_cpu << "): " << p.steps.size() << " steps ("
                 << p.fused_kernels << " generated kernels for " << p.fused_ops << " ops, " << p.library_calls
@@ -166,53 +197,19 @@ int run_model(const RunOptions& o) {
 #endif
   auto outs = execute();
   if (!outs) return bad_input(outs.error().to_string());
-  std::vector<ir::Tensor> reused;  // the cpu target writes timed runs' outputs here
-  if (cpu)
-    execute = [&]() -> Expected<std::vector<ir::Tensor>> {
-      auto r = cpu->run_into(run_inputs, reused);
-      if (!r) return r.error();
-      return std::vector<ir::Tensor>{};
-    };
+  std::vector<ir::Tensor> reused;  // the compiled targets write timed runs' outputs here
+  if (cpu) {
+    execute = reusing_runs(*cpu, run_inputs, reused);
+    if (o.profile)
+      if (auto p = profile_steps(*cpu, run_inputs, o.json, summary); !p) return bad_input(p.error().to_string());
+  }
 #ifdef SATURN_HAVE_CUDA
-  if (gpu)
-    execute = [&]() -> Expected<std::vector<ir::Tensor>> {
-      auto r = gpu->run_into(run_inputs, reused);
-      if (!r) return r.error();
-      return std::vector<ir::Tensor>{};
-    };
-  if (gpu && o.profile) {
-    gpu->set_profile(true);
-    auto again = gpu->run(run_inputs);
-    if (!again) return bad_input(again.error().to_string());
-    const lower::Program& p = gpu->program();
-    nlohmann::json steps = nlohmann::json::array();
-    for (std::size_t s = 0; s < p.steps.size(); ++s) {
-      steps.push_back({{"step", p.steps[s].label}, {"ms", gpu->step_ms()[s]}});
-      if (!o.json)
-        std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << gpu->step_ms()[s] << " ms  "
-                  << p.steps[s].label << "\n";
-    }
-    std::cerr.unsetf(std::ios::floatfield);
-    summary["profile"] = steps;
-    gpu->set_profile(false);
+  if (gpu) {
+    execute = reusing_runs(*gpu, run_inputs, reused);
+    if (o.profile)
+      if (auto p = profile_steps(*gpu, run_inputs, o.json, summary); !p) return bad_input(p.error().to_string());
   }
 #endif
-  if (cpu && o.profile) {
-    cpu->set_profile(true);
-    auto again = cpu->run(run_inputs);
-    if (!again) return bad_input(again.error().to_string());
-    const lower::Program& p = cpu->program();
-    nlohmann::json steps = nlohmann::json::array();
-    for (std::size_t s = 0; s < p.steps.size(); ++s) {
-      steps.push_back({{"step", p.steps[s].label}, {"ms", cpu->step_ms()[s]}});
-      if (!o.json)
-        std::cerr << "  " << std::setw(9) << std::fixed << std::setprecision(3) << cpu->step_ms()[s] << " ms  "
-                  << p.steps[s].label << "\n";
-    }
-    std::cerr.unsetf(std::ios::floatfield);
-    summary["profile"] = steps;
-    cpu->set_profile(false);
-  }
 
   for (std::size_t k = 0; k < outs->size(); ++k) {
     const ir::Tensor& t = (*outs)[k];

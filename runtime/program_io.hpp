@@ -1,0 +1,41 @@
+// A compiled program's borders, the same for every executor: the output
+// tensors it writes, and whether the caller's inputs are what it was
+// compiled for.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/shape.hpp"
+#include "ir/tensor.hpp"
+#include "lower/program.hpp"
+
+namespace saturn::runtime {
+
+// Sizes `outs` to the program's outputs, reallocating only those whose
+// number, type or shape differ (timed runs allocate nothing).
+inline void prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& outs) {
+  outs.resize(p.outputs.size());
+  for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+    const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
+    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
+      outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
+  }
+}
+
+// Why input buffer `buf` cannot take the caller's inputs (missing, or another
+// type or shape than compiled for); nullopt when it can.
+inline std::optional<std::string> input_mismatch(const lower::Buffer& buf, std::span<const ir::Tensor> inputs) {
+  const auto i = static_cast<std::size_t>(buf.input_index);
+  if (i >= inputs.size())
+    return "the model takes " + std::to_string(i + 1) + " or more inputs, given " + std::to_string(inputs.size());
+  const ir::Tensor& t = inputs[i];
+  if (t.dtype() != buf.dtype || t.dims() != buf.dims)
+    return "input " + std::to_string(i) + " ('" + buf.name + "') is " + t.summary() +
+           ", the program was compiled for " + ir::dtype_name(buf.dtype) + ir::to_string(ir::shape_of(buf.dims));
+  return std::nullopt;
+}
+
+}  // namespace saturn::runtime
