@@ -2,7 +2,6 @@
 
 #include <nvrtc.h>
 
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,7 +25,7 @@ std::string CudaCompiler::version() {
 }
 
 Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::string& name, const std::string& arch) {
-  const auto key = std::make_pair(std::hash<std::string>{}(source), arch);
+  std::string key = std::string(arch).append("\n").append(source);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(key); it != cache_.end()) {
@@ -56,7 +55,7 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
   while (!text.empty() && text.back() == '\0') text.pop_back();
   std::lock_guard<std::mutex> lock(mu_);
   ++compiled_;
-  cache_.emplace(key, text);
+  cache_.emplace(std::move(key), text);
   return text;
 }
 

@@ -1,16 +1,17 @@
 // NVRTC: CUDA C source to PTX for a device architecture, in process, with a
-// cache keyed by the source's hash and the architecture (a program compiled
-// twice, or kernels that come out identical, are compiled once).
+// cache keyed by the source and the architecture (a program compiled twice,
+// or kernels that come out identical, are compiled once). The cache is a
+// hash table over the whole source, so two sources whose hashes collide
+// are told apart instead of sharing one kernel's PTX.
 //
 // Needs only the toolkit's NVRTC library, not a GPU or a driver: CI
 // compiles every generated kernel for sm_80 and sm_90 this way.
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <mutex>
 #include <string>
-#include <utility>
+#include <unordered_map>
 
 #include "ir/diagnostic.hpp"
 
@@ -28,7 +29,7 @@ class CudaCompiler {
 
  private:
   std::mutex mu_;
-  std::map<std::pair<std::size_t, std::string>, std::string> cache_;
+  std::unordered_map<std::string, std::string> cache_;  // arch + "\n" + source -> PTX
   std::size_t compiled_ = 0, hits_ = 0;
 };
 

@@ -4,27 +4,73 @@
 // source carries the shapes and strides it was given (row decomposition,
 // broadcast and transposed reads, float4 only where every read is
 // contiguous and aligned, one warp per reduced element); NVRTC errors name
-// the kernel and carry the log; the compile cache hits. Running the kernels
-// needs a device: tests/test_cuda_device.cpp.
+// the kernel and carry the log; the compile cache hits. The kernels also
+// run on the host emulator (tests/cuda_host_emulator.hpp) and must compute
+// what their loop kernels mean; running them on a device is
+// tests/test_cuda_device.cpp.
+#include <unistd.h>
 #include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
 
 #include "bench/models.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/cuda_codegen.hpp"
 #include "runtime/cuda_compiler.hpp"
+#include "tests/cuda_host_emulator.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;
 
 namespace {
 
-std::vector<lower::CudaKernelSource> sources_of(const ir::Graph& g) {
+std::vector<lower::LoopKernel> kernels_of(const ir::Graph& g) {
   auto p = lower::compile_cpu(g);
   if (!p) FAIL(p.error().to_string());
+  return *(*p)->kernels;
+}
+
+std::vector<lower::CudaKernelSource> sources_of(const ir::Graph& g) {
   std::vector<lower::CudaKernelSource> out;
   int i = 0;
-  for (const lower::LoopKernel& k : *(*p)->kernels) out.push_back(lower::cuda_kernel_source(k, i++));
+  for (const lower::LoopKernel& k : kernels_of(g)) out.push_back(lower::cuda_kernel_source(k, i++));
   return out;
+}
+
+std::string emulator_dir(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() / ("saturn-cuda-emu-" + std::to_string(getpid()) + "-" + tag))
+      .string();
+}
+
+// Every kernel of `g`'s program, generated as CUDA C and run on the host
+// emulator, against the loop kernel's meaning on the same inputs. `poke`
+// may put special values into the inputs. Returns how many ran.
+int emulated_kernels_match(const ir::Graph& g, const std::string& tag,
+                           const std::function<void(std::vector<float>&)>& poke = {}) {
+  const std::vector<lower::LoopKernel> ks = kernels_of(g);
+  std::vector<lower::CudaKernelSource> srcs;
+  for (std::size_t i = 0; i < ks.size(); ++i) srcs.push_back(lower::cuda_kernel_source(ks[i], static_cast<int>(i)));
+  auto emu = test::CudaHostEmulator::build(srcs, emulator_dir(tag));
+  if (!emu) FAIL(emu.error().message);
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    auto inputs = test::leaf_inputs(ks[i], static_cast<unsigned>(i) + 1);
+    if (poke)
+      for (auto& in : inputs) poke(in);
+    std::vector<const float*> ptrs;
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    std::vector<float> got(static_cast<std::size_t>(srcs[i].elements));
+    INFO(ks[i].name << "\n" << srcs[i].source);
+    const std::string error = emu->run(i, ptrs, got);
+    CHECK(error == "");
+    CHECK(test::first_mismatch(got, test::reference_kernel(ks[i], inputs)) == "");
+  }
+  return static_cast<int>(ks.size());
+}
+
+// Some infinities and NaNs among the values.
+void special_values(std::vector<float>& a) {
+  for (std::size_t i = 3; i < a.size(); i += 7) a[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -INFINITY;
 }
 
 runtime::CudaCompiler& compiler() {
@@ -51,9 +97,8 @@ ir::Attrs float_attr(const char* name, double v) {
   return a;
 }
 
-}  // namespace
-
-TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
+// One output per fusable elementwise op over x and y [3 5], each its own kernel.
+ir::Graph elementwise_ops(std::size_t& outputs) {
   const std::vector<std::string> unary = {"neg",   "recip",      "sqrt",     "exp2",        "log2", "sin",  "cos",
                                           "exp",   "log",        "tanh",     "erf",         "abs",  "sign", "ceil",
                                           "floor", "sigmoid",    "relu",     "leaky_relu",  "elu",  "selu", "softplus",
@@ -68,14 +113,12 @@ TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90"
   ir::Attrs clip = float_attr("min", -0.5);
   clip.set("max", 0.5);
   outs.push_back(b.op("clip", {x}, clip));
-  auto ks = sources_of(b.finish(outs));
-  // One kernel per output (each is stored), every op's semantics inside one.
-  CHECK(ks.size() == outs.size());
-  compiles_for_both(ks);
-  CHECK(compiler().compiled() >= 2 * outs.size());
+  outputs = outs.size();
+  return b.finish(outs);
 }
 
-TEST_CASE("Reductions - softmax - log-softmax and layer_norm compile with NVRTC") {
+// Every reduction over the last axis of x [7 33], softmax, log-softmax and layer_norm.
+ir::Graph reductions() {
   models::GraphBuilder b("reductions");
   std::string x = b.input("x", {7, 33});
   std::vector<std::string> outs;
@@ -87,7 +130,22 @@ TEST_CASE("Reductions - softmax - log-softmax and layer_norm compile with NVRTC"
   outs.push_back(b.op("softmax", {x}));
   outs.push_back(b.op("log_softmax", {x}));
   outs.push_back(b.layer_norm(x, 33));
-  auto ks = sources_of(b.finish(outs));
+  return b.finish(outs);
+}
+
+}  // namespace
+
+TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
+  std::size_t outputs = 0;
+  auto ks = sources_of(elementwise_ops(outputs));
+  // One kernel per output (each is stored), every op's semantics inside one.
+  CHECK(ks.size() == outputs);
+  compiles_for_both(ks);
+  CHECK(compiler().compiled() >= 2 * outputs);
+}
+
+TEST_CASE("Reductions - softmax - log-softmax and layer_norm compile with NVRTC") {
+  auto ks = sources_of(reductions());
   compiles_for_both(ks);
   int warp_reductions = 0;
   for (const auto& k : ks) warp_reductions += k.source.find("__shfl_xor_sync") != std::string::npos;
@@ -147,6 +205,132 @@ TEST_CASE("Generated CUDA source carries the shapes - strides and broadcasts it 
     auto ks = sources_of(b.finish({b.op("exp", {x})}));
     REQUIRE(ks.size() == 1);
     CHECK(ks[0].grid == (1031 * 1031 + 255) / 256);
+  }
+}
+
+TEST_CASE("Generated kernels compute what their loop kernels mean - run on the host emulator") {
+  SECTION("every fusable elementwise op - finite values") {
+    std::size_t outputs = 0;
+    const ir::Graph g = elementwise_ops(outputs);
+    CHECK(emulated_kernels_match(g, "ops") == static_cast<int>(outputs));
+  }
+  SECTION("every fusable elementwise op - with infinities and NaN") {
+    std::size_t outputs = 0;
+    const ir::Graph g = elementwise_ops(outputs);
+    CHECK(emulated_kernels_match(g, "ops-special", special_values) == static_cast<int>(outputs));
+  }
+  SECTION("reductions - softmax - log-softmax - layer_norm") {
+    CHECK(emulated_kernels_match(reductions(), "reductions") >= 9);
+    CHECK(emulated_kernels_match(reductions(), "reductions-special", special_values) >= 9);
+  }
+  SECTION("float4 rows with broadcast rows - columns and scalars") {
+    models::GraphBuilder b("vec");
+    std::string x = b.input("x", {6, 16});
+    std::string row = b.input("row", {16});
+    std::string col = b.input("col", {6, 1});
+    std::string s = b.input("s", {1});
+    ir::Graph g = b.finish({b.op("mul", {b.op("add", {b.op("sub", {x, col}), row}), s})});
+    REQUIRE(sources_of(g).at(0).vectorized);
+    CHECK(emulated_kernels_match(g, "vec") == 1);
+  }
+  SECTION("rows off a 16-byte boundary or reversed - one element per thread") {
+    // Loop kernels as a slice would give them: x [4 12] read from element 1
+    // (x[:, 1:9]), and read with its rows reversed (x[:, 8:0:-1]).
+    for (const auto& [offset, stride] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {8, -1}}) {
+      lower::LoopKernel k;
+      k.name = "exp of a strided view";
+      k.ctx = std::make_shared<ir::SymContext>();
+      const ir::Sym v = k.ctx->var("x");
+      k.body = ir::scalar::exp(v).id();
+      k.leaf_vars = {v.id()};
+      k.leaves = {lower::Leaf{0, offset, {12, stride}}};
+      k.dims = {4, 8};
+      const lower::CudaKernelSource src = lower::cuda_kernel_source(k, 0);
+      CHECK_FALSE(src.vectorized);
+      auto emu = test::CudaHostEmulator::build({src}, emulator_dir("offset" + std::to_string(offset)));
+      if (!emu) FAIL(emu.error().message);
+      auto inputs = test::leaf_inputs(k, 3);
+      std::vector<float> got(32);
+      CHECK(emu->run(0, {inputs[0].data()}, got) == "");
+      CHECK(test::first_mismatch(got, test::reference_kernel(k, inputs)) == "");
+    }
+  }
+  SECTION("transposed and odd-sized reads") {
+    models::GraphBuilder b("strided");
+    std::string x = b.input("x", {6, 13});
+    std::string y = b.input("y", {13, 6});
+    std::string t = b.op("transpose", {x}, models::ints_attr("perm", {1, 0}));
+    ir::Graph g =
+        b.finish({b.op("add", {t, y}), b.op("neg", {b.op("transpose", {y}, models::ints_attr("perm", {1, 0}))})});
+    CHECK(emulated_kernels_match(g, "strided") == 2);
+  }
+  SECTION("reductions over a middle axis and over all axes") {
+    models::GraphBuilder b("axes");
+    std::string x = b.input("x", {5, 37, 3});
+    ir::Graph g = b.finish({b.op("reduce_sum", {x}, models::ints_attr("axes", {1})),
+                            b.op("reduce_max", {x}, models::ints_attr("axes", {0, 1, 2}))});
+    CHECK(emulated_kernels_match(g, "axes") == 2);
+  }
+  SECTION("more elements than the launch has threads - the grid-stride loop") {
+    models::GraphBuilder b("big");
+    std::string x = b.input("x", {301, 257});
+    std::string row = b.input("row", {257});
+    ir::Graph g =
+        b.finish({b.op("tanh", {b.op("add", {x, row})}), b.op("reduce_sum", {x}, models::ints_attr("axes", {1}))});
+    CHECK(emulated_kernels_match(g, "big") == 2);
+  }
+}
+
+TEST_CASE("The host emulator reports what a device would reject - and a wrong kernel does not match") {
+  models::GraphBuilder b("sum");
+  std::string x = b.input("x", {4, 40});
+  const std::vector<lower::LoopKernel> ks =
+      kernels_of(b.finish({b.op("reduce_sum", {x}, models::ints_attr("axes", {1}))}));
+  REQUIRE(ks.size() == 1);
+  lower::CudaKernelSource src = lower::cuda_kernel_source(ks[0], 0);
+  auto inputs = test::leaf_inputs(ks[0], 1);
+  const std::vector<const float*> ptrs{inputs[0].data()};
+  std::vector<float> got(4);
+  auto mutated = [&](const std::string& from, const std::string& to, const std::string& tag) {
+    lower::CudaKernelSource m = src;
+    const std::size_t at = m.source.find(from);
+    REQUIRE(at != std::string::npos);
+    m.source.replace(at, from.size(), to);
+    auto emu = test::CudaHostEmulator::build({m}, emulator_dir(tag));
+    if (!emu) FAIL(emu.error().message);
+    return emu->run(0, ptrs, got);
+  };
+  SECTION("the kernel as generated matches") {
+    CHECK(mutated("", "", "as-is") == "");
+    CHECK(test::first_mismatch(got, test::reference_kernel(ks[0], inputs)) == "");
+  }
+  SECTION("a reduction reading one element too few") {
+    CHECK(mutated("j < 40LL", "j < 39LL", "short") == "");
+    CHECK(test::first_mismatch(got, test::reference_kernel(ks[0], inputs)).find("element 0") == 0);
+  }
+  SECTION("lanes that leave before the shuffle") {
+    CHECK(mutated("    for (int m = 16;", "    if (lane == 3) return;\n    for (int m = 16;", "diverge")
+              .find("divergence") != std::string::npos);
+  }
+  SECTION("an output element never written") {
+    CHECK(mutated("if (lane == 0) out[o]", "if (lane == 0 && o != 2) out[o]", "unwritten") ==
+          "output element 2 was never written");
+  }
+  SECTION("a write past the end") {
+    CHECK(mutated("if (lane == 0) out[o]", "if (lane == 0) out[o + 1]", "past").find("past the end") !=
+          std::string::npos);
+  }
+  SECTION("a float4 load that is not aligned") {
+    models::GraphBuilder v("vec");
+    std::string y = v.input("y", {2, 8});
+    const std::vector<lower::LoopKernel> vk = kernels_of(v.finish({v.op("exp", {y})}));
+    lower::CudaKernelSource vs = lower::cuda_kernel_source(vk.at(0), 0);
+    REQUIRE(vs.vectorized);
+    auto emu = test::CudaHostEmulator::build({vs}, emulator_dir("misaligned"));
+    if (!emu) FAIL(emu.error().message);
+    std::vector<float> in(17, 1.0f), out(16);
+    CHECK(emu->run(0, {in.data()}, out) == "");
+    CHECK(emu->run(0, {in.data() + 1}, out).find("not 16-byte aligned") != std::string::npos);
   }
 }
 

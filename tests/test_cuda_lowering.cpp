@@ -3,13 +3,17 @@
 // host), and what CUDA programs are made of (every kernel through NVRTC,
 // products as cuBLAS calls, convolutions and pooling as cuDNN calls, the
 // rest on the host only where cuDNN cannot go).
+#include <unistd.h>
+
 #include <random>
+#include <set>
 
 #include "bench/models.hpp"
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/cuda_steps.hpp"
+#include "tests/cuda_host_emulator.hpp"
 #include "tests/onnx_cases.hpp"
 #include "tools/optimize.hpp"
 
@@ -165,7 +169,46 @@ ir::Graph optimized(const std::string& name) {
   return r->graph;
 }
 
+// Runs each kernel as the CUDA C generated for it on the host emulator,
+// against the loop kernel's meaning; a line per kernel that went wrong,
+// naming where it came from.
+std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>& ks,
+                                            const std::vector<std::string>& where, const std::string& tag) {
+  std::vector<lower::CudaKernelSource> sources;
+  for (std::size_t i = 0; i < ks.size(); ++i) sources.push_back(lower::cuda_kernel_source(ks[i], static_cast<int>(i)));
+  const auto dir = std::filesystem::temp_directory_path() / ("saturn-cuda-emu-" + std::to_string(getpid()) + "-" + tag);
+  auto emu = test::CudaHostEmulator::build(sources, dir.string());
+  if (!emu) FAIL(emu.error().message);
+  std::vector<std::string> wrong;
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    auto inputs = test::leaf_inputs(ks[i], static_cast<unsigned>(i) + 1);
+    std::vector<const float*> ptrs;
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
+    std::string error = emu->run(i, ptrs, got);
+    if (error.empty()) error = test::first_mismatch(got, test::reference_kernel(ks[i], inputs));
+    if (!error.empty()) wrong.push_back(where[i] + " (" + ks[i].name + "): " + error);
+  }
+  return wrong;
+}
+
 }  // namespace
+
+TEST_CASE("Kernels of the bundled models' CUDA programs compute what they mean - run on the host emulator") {
+  std::vector<lower::LoopKernel> ks;
+  std::vector<std::string> where;
+  for (const char* model : {"mlp", "transformer_layer", "resnet_small"}) {
+    auto p = lower_for_cuda(optimized(model));
+    for (const lower::LoopKernel& k : *p->kernels) {
+      ks.push_back(k);
+      where.push_back(model);
+    }
+  }
+  const std::vector<std::string> wrong = emulation_failures(ks, where, "models");
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
+  CHECK(ks.size() >= 10);
+}
 
 TEST_CASE(
     "CUDA programs of the bundled models - kernels through NVRTC - cuBLAS and cuDNN calls - nothing on the host") {
@@ -226,7 +269,8 @@ TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_m
 // The ONNX conformance cases the importer takes lower for the CUDA target:
 // each of their kernels compiles with NVRTC (no GPU needed), and no step is
 // left without code. Every third case, in order (all of them take a minute
-// of NVRTC); test_cuda_device runs them all on a GPU.
+// of NVRTC); test_cuda_device runs them all on a GPU. Their distinct
+// kernels also run on the host emulator and must compute what they mean.
 TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kernels compile with NVRTC") {
   namespace fs = std::filesystem;
   const fs::path root = test::tests_root();
@@ -237,6 +281,10 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kern
   }
   int seen = 0, lowered = 0, kernels = 0, library = 0;
   std::vector<std::string> failures;
+  // The distinct kernels (by source), with the case each first came from.
+  std::set<std::string> distinct;
+  std::vector<lower::LoopKernel> emulated;
+  std::vector<std::string> emulated_from;
   for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"})
     for (const fs::path& c : test::cases_in(root / folder)) {
       if (++seen % 3 != 0) continue;
@@ -254,10 +302,20 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kern
       library += (*p)->library_calls;
       for (const lower::Step& s : (*p)->steps)
         if (!s.run) failures.push_back(c.filename().string() + ": a step without code: " + s.label);
+      for (const lower::LoopKernel& k : *(*p)->kernels)
+        if (distinct.insert(lower::cuda_kernel_source(k, 0).source).second) {
+          emulated.push_back(k);
+          emulated_from.push_back(c.filename().string());
+        }
     }
   INFO(failures.size() << " failures, first: " << (failures.empty() ? "" : failures[0]));
   CHECK(failures.empty());
   CHECK(lowered > 300);
   CHECK(kernels > 300);
   CHECK(library > 30);
+
+  const std::vector<std::string> wrong = emulation_failures(emulated, emulated_from, "conformance");
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
+  CHECK(emulated.size() > 150);
 }

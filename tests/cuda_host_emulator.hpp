@@ -1,0 +1,70 @@
+// Runs the CUDA C that lower/cuda_codegen.cpp generates on the host, so the
+// kernels' indexing, vectorization and warp reductions are checked against
+// the loop kernels' meaning on machines without a GPU (CI's).
+//
+// The sources are compiled by the host C++ compiler (the one that built the
+// tests) with a small header standing in for CUDA's built-ins: blockIdx /
+// threadIdx / blockDim / gridDim, float4, __int_as_float, and
+// __shfl_xor_sync, which exchanges values between the 32 threads of a warp
+// in lockstep as the hardware does. Every thread of a block is a host
+// thread; blocks run one after the other (the kernels are grid-stride loops
+// without inter-block communication, so any launch geometry is correct, and
+// the emulator uses a smaller one than the device would).
+//
+// What the device would reject, the emulator reports instead of computing on:
+// a float4 access not 16-byte aligned, a shuffle that not all 32 lanes of a
+// warp reach (divergence), an output element the kernel never wrote, and a
+// write past the end of the output.
+//
+// What it does not model: the device's own libm (expf, erff... differ by a
+// few ulp from the host's) and memory ordering between threads (the
+// kernels share nothing but the shuffles).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/diagnostic.hpp"
+#include "lower/cuda_codegen.hpp"
+#include "lower/loop_kernel.hpp"
+
+namespace saturn::test {
+
+class CudaHostEmulator {
+ public:
+  // Compiles `kernels` into one shared library and loads it. `work_dir` is
+  // where the source, library and compiler log go; it is removed with the
+  // emulator, and kept when the compiler fails (the error names it).
+  static Expected<CudaHostEmulator> build(const std::vector<lower::CudaKernelSource>& kernels,
+                                          const std::string& work_dir);
+
+  // Runs kernel `index` on `leaves` (one array per leaf of its LoopKernel,
+  // in order) into `out` (the result's elements). The launch is `blocks`
+  // blocks of `threads` threads (a multiple of 32). Returns "" or what went
+  // wrong.
+  std::string run(std::size_t index, const std::vector<const float*>& leaves, std::vector<float>& out, int blocks = 2,
+                  int threads = 64) const;
+
+  std::size_t size() const { return count_; }
+
+ private:
+  struct Library;
+  std::shared_ptr<Library> lib_;
+  std::size_t count_ = 0;
+};
+
+// The loop kernel's meaning, evaluated in double over the leaves' arrays
+// (one per leaf, read at offset + index . strides) and rounded to f32.
+std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves);
+
+// Arrays for the leaves of `k`, each as long as its reads reach, filled with
+// deterministic values from `seed` in [-2, 2] (some exactly 0 and ±1).
+std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned seed);
+
+// The first element where `got` and `want` differ beyond f32 tolerance
+// (NaN matches NaN, infinities match exactly), as a message, or "".
+std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want);
+
+}  // namespace saturn::test
