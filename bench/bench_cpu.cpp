@@ -59,6 +59,21 @@ ir::Graph matmul_graph(std::int64_t n, bool constant_weight) {
   return b.finish({b.op("matmul", {x, constant_weight ? b.weight({n, n}, 0.05) : b.input("w", {n, n})})});
 }
 
+// A GPT-style fused QKV projection's output [512 2304] split into q, k, v
+// by slices, then q*k+v and gelu: slices are strided views, so this is one
+// kernel reading x once (before: three reference slice copies, then it).
+ir::Graph qkv_split() {
+  models::GraphBuilder b("qkv_split");
+  std::string x = b.input("x", {512, 2304});
+  auto part = [&](std::int64_t i) {
+    ir::Attrs a = models::ints_attr("starts", {768 * i});
+    a.set("ends", std::vector<std::int64_t>{768 * (i + 1)});
+    a.set("axes", std::vector<std::int64_t>{1});
+    return b.op("slice", {x}, a);
+  };
+  return b.finish({b.op("gelu", {b.op("add", {b.op("mul", {part(0), part(1)}), part(2)})})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +100,7 @@ int main(int argc, char** argv) {
   work.push_back({"chain8_16M", chain8(16 * 1024 * 1024), false});
   work.push_back({"matmul_1024", matmul_graph(1024, true), false});
   work.push_back({"matmul_1024_inputs", matmul_graph(1024, false), false});
+  work.push_back({"qkv_split", qkv_split(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";

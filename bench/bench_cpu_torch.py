@@ -75,6 +75,12 @@ class Chain8(nn.Module):
         return torch.sqrt(torch.sigmoid((torch.relu(x * 0.5 + 1.0) * 2.0) - 0.3) + 1.0)
 
 
+class QkvSplit(nn.Module):
+    def forward(self, x):
+        q, k, v = x[:, :768], x[:, 768:1536], x[:, 1536:]
+        return F.gelu(q * k + v)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -90,7 +96,8 @@ class MatMul(nn.Module):
 
 def main():
     work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
-            ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024))]
+            ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024)),
+            ("qkv_split", QkvSplit(), (512, 2304))]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "ir/op.hpp"
+#include "ir/slice.hpp"
 
 namespace saturn::ir {
 
@@ -76,9 +77,7 @@ Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& spec, bool
   return out;
 }
 
-struct SliceSpec {
-  std::vector<std::int64_t> start, step, count;  // per input axis
-};
+}  // namespace
 
 SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
   const auto rank = static_cast<std::int64_t>(dims.size());
@@ -109,13 +108,11 @@ SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
       e = std::clamp<std::int64_t>(e, -1, n - 1);
       s.count[ax] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
     }
-    s.start[ax] = b;
+    s.start[ax] = s.count[ax] ? b : 0;
     s.step[ax] = st;
   }
   return s;
 }
-
-}  // namespace
 
 void register_movement_ops(OpRegistry& r) {
   {

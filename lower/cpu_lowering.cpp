@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ir/slice.hpp"
 #include "lower/cuda_steps.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/llvm_jit.hpp"
@@ -324,6 +325,8 @@ class Lowerer {
       out.strides.push_back(view.strides[r - 2]);
       out.strides.push_back(view.strides[r - 1]);
       if (!matrix_layout(out)) return std::nullopt;
+      for (std::int64_t st : out.strides)
+        if (st < 0) return std::nullopt;  // a reversed slice: BLAS walks forwards
       return out;
     };
     store(v);
@@ -661,6 +664,16 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     if (perm.empty())
       for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
     v.view = v.view.transposed(perm);
+    v.dims = out;
+    set(v);
+    return true;
+  }
+  if (n.op == "slice" && in.size() == 1 && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    const ir::SliceSpec spec = ir::slice_spec(n.attrs, v.dims);
+    v.view = v.view.sliced(spec.start, spec.step, spec.count);
     v.dims = out;
     set(v);
     return true;

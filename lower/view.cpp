@@ -62,6 +62,17 @@ View View::transposed(const std::vector<std::int64_t>& perm) const {
   return v;
 }
 
+View View::sliced(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
+                  const std::vector<std::int64_t>& count) const {
+  View v = *this;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    v.offset += start.at(i) * strides[i];
+    v.strides[i] = strides[i] * step.at(i);
+    v.dims[i] = count.at(i);
+  }
+  return v;
+}
+
 View View::broadcast_to(const std::vector<std::int64_t>& to) const {
   if (to.size() < dims.size()) throw std::logic_error("broadcast_to a lower rank");
   View v{buffer, offset, to, std::vector<std::int64_t>(to.size(), 0)};

@@ -1,5 +1,5 @@
-// Strided views of buffers: how reshape, transpose, expand and broadcasting
-// cost nothing. A View reads element (i0, ..., in-1) of its dims at
+// Strided views of buffers: how reshape, transpose, expand, slice and
+// broadcasting cost nothing. A View reads element (i0, ..., in-1) of its dims at
 // `offset + sum(ik * strides[k])` of its buffer (strides in elements; 0
 // repeats an element along a broadcast dimension).
 #pragma once
@@ -34,6 +34,10 @@ struct View {
   View broadcast_to(const std::vector<std::int64_t>& to) const;
   // Precondition: contiguous().
   View reshaped(const std::vector<std::int64_t>& to) const;
+  // Per dimension: `count` elements from `start`, `step` apart (negative:
+  // backwards), as ir::slice_spec gives them.
+  View sliced(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
+              const std::vector<std::int64_t>& count) const;
 };
 
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);

@@ -108,6 +108,38 @@ TEST_CASE("Transposed and expanded operands are read in place") {
   CHECK(p->fused_kernels == 1);
 }
 
+TEST_CASE("Slices are read in place - strided - reversed - of fused values - into products and reshapes") {
+  auto slice = [](std::vector<std::int64_t> starts, std::vector<std::int64_t> ends, std::vector<std::int64_t> axes,
+                  std::vector<std::int64_t> steps) {
+    ir::Attrs a = models::ints_attr("starts", std::move(starts));
+    a.set("ends", std::move(ends));
+    a.set("axes", std::move(axes));
+    a.set("steps", std::move(steps));
+    return a;
+  };
+  models::GraphBuilder b("slices");
+  std::string x = b.input("x", {6, 9});
+  std::string y = b.input("y", {4, 4});
+  std::string w = b.input("w", {5, 3});
+  // Rows 1..4, every other column from 1; the columns reversed; of exp(x).
+  std::string strided = b.op("slice", {x}, slice({1, 1}, {5, 9}, {0, 1}, {1, 2}));
+  std::string reversed = b.op("slice", {x}, slice({-1, 4}, {-100, 0}, {1, 0}, {-2, -1}));
+  std::string of_fused = b.op("slice", {b.op("exp", {x})}, slice({2}, {5}, {1}, {1}));
+  std::string a = b.op("add", {strided, y});
+  std::string r = b.op("neg", {reversed});
+  // Into a product: a strided operand is read in place, a reversed one copied.
+  std::string m1 = b.op("matmul", {b.op("slice", {x}, slice({0, 2}, {4, 7}, {0, 1}, {1, 1})), w});
+  std::string m2 = b.op("matmul", {b.op("slice", {x}, slice({5, 8}, {1, 3}, {0, 1}, {-1, -1})), w});
+  // Straight to an output, into a reshape, and an empty slice.
+  std::string out = b.op("slice", {x}, slice({1}, {3}, {0}, {1}));
+  std::string flat = b.op("reshape", {strided}, models::ints_attr("shape", {16}));
+  std::string empty = b.op("relu", {b.op("slice", {x}, slice({7}, {9}, {0}, {1}))});
+  auto p = check_against_interpreter(b.finish({a, r, of_fused, m1, m2, out, flat, empty}));
+  CHECK(p->reference_ops.empty());
+  // add, neg, exp (stored whole, then sliced), m2's copy, out's copy, flat's copy, relu.
+  CHECK(p->fused_kernels <= 8);
+}
+
 TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpreter") {
   const Dims dims = {3, 5, 7};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l2"}) {

@@ -251,6 +251,25 @@ TEST_CASE("a product whose batch no single stride walks is copied out in full - 
   CHECK(p->reference_ops.empty());
 }
 
+TEST_CASE("slices are strided views on the device too - one kernel and nothing on the host") {
+  models::GraphBuilder b("qkv");
+  std::string x = b.input("x", {8, 24});
+  auto part = [&](std::int64_t start, std::int64_t end, std::int64_t step) {
+    ir::Attrs a = models::ints_attr("starts", {start});
+    a.set("ends", std::vector<std::int64_t>{end});
+    a.set("axes", std::vector<std::int64_t>{1});
+    a.set("steps", std::vector<std::int64_t>{step});
+    return b.op("slice", {x}, a);
+  };
+  // q = x[:, 0:8], k reversed = x[:, 15:7:-1], every other column of x[:, 8:24].
+  auto p = lower_for_cuda(b.finish({b.op("add", {b.op("mul", {part(0, 8, 1), part(15, 7, -1)}), part(8, 24, 2)})}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(p->fused_kernels == 1);
+  REQUIRE(p->kernels->size() == 1);
+  CHECK(emulation_failures(*p->kernels, {"qkv"}, "qkv").empty());
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
