@@ -43,6 +43,16 @@ class GraphBuilder {
     g_.nodes.push_back(ir::Node{out, op, std::move(inputs), {out}, std::move(attrs), op});
     return out;
   }
+  // An op with several results, named after the node: NAME.0, NAME.1, ...
+  std::vector<std::string> op_results(const std::string& op, std::vector<std::string> inputs, std::size_t results,
+                                      ir::Attrs attrs = {}) {
+    std::string name = op;
+    name.append("_").append(std::to_string(g_.nodes.size()));
+    std::vector<std::string> outs;
+    for (std::size_t k = 0; k < results; ++k) outs.push_back(name + "." + std::to_string(k));
+    g_.nodes.push_back(ir::Node{name, op, std::move(inputs), outs, std::move(attrs), op});
+    return outs;
+  }
   ir::Graph finish(std::vector<std::string> outputs) {
     g_.outputs = std::move(outputs);
     return std::move(g_);

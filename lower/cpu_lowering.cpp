@@ -604,6 +604,26 @@ void Lowerer::lower_node(std::size_t index) {
 
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
+  if (n.op == "split" && in.size() == 1 && in[0]) {
+    // Each part is a slice view of the operand; the parts' sizes are the
+    // inferred output types'.
+    store(*in[0]);
+    const Value& x = *in[0];
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    const auto axis = static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), rank));
+    Dims start(x.dims.size(), 0), step(x.dims.size(), 1);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      const Dims part = ir::static_dims(out_types[k].shape);
+      if (!n.outputs[k].empty()) {
+        Value v = x;
+        v.view = x.view.sliced(start, step, part);
+        v.dims = part;
+        values_[n.outputs[k]] = std::move(v);
+      }
+      start[axis] += part[axis];
+    }
+    return true;
+  }
   if (n.outputs.size() != 1 || n.outputs[0].empty()) {
     if (!(n.op == "layer_norm" && n.outputs.size() >= 1)) return false;
     for (std::size_t k = 1; k < n.outputs.size(); ++k)

@@ -108,7 +108,7 @@ TEST_CASE("Transposed and expanded operands are read in place") {
   CHECK(p->fused_kernels == 1);
 }
 
-TEST_CASE("Slices are read in place - strided - reversed - of fused values - into products and reshapes") {
+TEST_CASE("Slices and splits are read in place - strided - reversed - of fused values - into products and reshapes") {
   auto slice = [](std::vector<std::int64_t> starts, std::vector<std::int64_t> ends, std::vector<std::int64_t> axes,
                   std::vector<std::int64_t> steps) {
     ir::Attrs a = models::ints_attr("starts", std::move(starts));
@@ -134,10 +134,16 @@ TEST_CASE("Slices are read in place - strided - reversed - of fused values - int
   std::string out = b.op("slice", {x}, slice({1}, {3}, {0}, {1}));
   std::string flat = b.op("reshape", {strided}, models::ints_attr("shape", {16}));
   std::string empty = b.op("relu", {b.op("slice", {x}, slice({7}, {9}, {0}, {1}))});
-  auto p = check_against_interpreter(b.finish({a, r, of_fused, m1, m2, out, flat, empty}));
+  // A split into uneven parts along the columns of a fused value, one part unused.
+  ir::Attrs parts = models::ints_attr("split", {2, 3, 4});
+  parts.set("axis", std::int64_t{1});
+  auto split = b.op_results("split", {b.op("tanh", {x})}, 3, parts);
+  std::string joined = b.op("add", {b.op("slice", {split[1]}, slice({0}, {2}, {1}, {1})), split[0]});
+  auto p = check_against_interpreter(b.finish({a, r, of_fused, m1, m2, out, flat, empty, joined, split[2]}));
   CHECK(p->reference_ops.empty());
-  // add, neg, exp (stored whole, then sliced), m2's copy, out's copy, flat's copy, relu.
-  CHECK(p->fused_kernels <= 8);
+  // add, neg, exp (stored whole, then sliced), m2's copy, out's copy, flat's
+  // copy, relu, tanh, the second add, split[2]'s copy.
+  CHECK(p->fused_kernels <= 11);
 }
 
 TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpreter") {
