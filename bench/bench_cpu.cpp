@@ -74,6 +74,17 @@ ir::Graph qkv_split() {
   return b.finish({b.op("gelu", {b.op("add", {b.op("mul", {part(0), part(1)}), part(2)})})});
 }
 
+// A key cache grown by one block: concat of [12 384 64] and [12 128 64]
+// along the sequence axis (block copies), then scaled.
+ir::Graph kv_concat() {
+  models::GraphBuilder b("kv_concat");
+  std::string cache = b.input("cache", {12, 384, 64});
+  std::string fresh = b.input("fresh", {12, 128, 64});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{1});
+  return b.finish({b.op("mul", {b.op("concat", {cache, fresh}, a), b.fill({}, 0.125)})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +112,7 @@ int main(int argc, char** argv) {
   work.push_back({"matmul_1024", matmul_graph(1024, true), false});
   work.push_back({"matmul_1024_inputs", matmul_graph(1024, false), false});
   work.push_back({"qkv_split", qkv_split(), false});
+  work.push_back({"kv_concat", kv_concat(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";

@@ -2,8 +2,9 @@
 # The CPU backend next to PyTorch on this machine, in one run: MLP
 # 784-1024-1024-10 (batch 64), a BERT-base encoder layer (seq 128), ResNet-18
 # (224x224), a chain of 8 elementwise ops over 16 M floats, a 1024^3
-# matmul (also against OpenBLAS called directly), and a GPT-style QKV split
-# (slices of a [512 2304] tensor, then q*k+v and gelu). Both sides use 2 threads;
+# matmul (also against OpenBLAS called directly), a GPT-style QKV split
+# (slices of a [512 2304] tensor, then q*k+v and gelu) and a key-cache
+# concat ([12 384 64] and [12 128 64] along the sequence, then scaled). Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

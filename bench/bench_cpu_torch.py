@@ -81,6 +81,11 @@ class QkvSplit(nn.Module):
         return F.gelu(q * k + v)
 
 
+class KvConcat(nn.Module):
+    def forward(self, cache, fresh):
+        return torch.cat([cache, fresh], dim=1) * 0.125
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -97,25 +102,26 @@ class MatMul(nn.Module):
 def main():
     work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
             ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024)),
-            ("qkv_split", QkvSplit(), (512, 2304))]
+            ("qkv_split", QkvSplit(), (512, 2304)), ("kv_concat", KvConcat(), [(12, 384, 64), (12, 128, 64)])]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:
             continue
         model.eval()
-        x = torch.randn(*shape)
+        # One input shape, or a list of them (a model of several inputs).
+        xs = tuple(torch.randn(*s) for s in shape) if isinstance(shape, list) else (torch.randn(*shape),)
         with torch.no_grad():
             try:
-                m = torch.jit.optimize_for_inference(torch.jit.trace(model, x))
+                m = torch.jit.optimize_for_inference(torch.jit.trace(model, xs))
                 setting = "torchscript+optimize_for_inference"
             except Exception:  # noqa: BLE001 - fall back to eager
                 m, setting = model, "eager"
             for _ in range(3):
-                m(x)
+                m(*xs)
             ms = []
             for _ in range(RUNS):
                 t0 = time.perf_counter()
-                m(x)
+                m(*xs)
                 ms.append((time.perf_counter() - t0) * 1e3)
         ms.sort()
         print(json.dumps({"workload": name, "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "setting": setting,

@@ -4,6 +4,7 @@
 // at import with the node named.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "ir/op.hpp"
@@ -260,15 +261,18 @@ void register_movement_ops(OpRegistry& r) {
       od[axis] = 0;
       for (const Tensor& t : x) od[axis] += t.dims()[axis];
       Tensor out(x[0].dtype(), od);
-      auto os = out.strides();
-      std::int64_t base = 0;
+      // Row-major, the result is `outer` blocks (one per index of the dims
+      // before the axis), each the operands' blocks side by side.
+      std::size_t outer = 1;
+      for (std::size_t d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(od[d]);
+      if (out.numel() == 0) return std::vector<Tensor>{std::move(out)};
+      const std::size_t out_block = out.nbytes() / outer;
+      std::size_t at = 0;
       for (const Tensor& t : x) {
-        for (std::size_t i = 0; i < t.numel(); ++i) {
-          auto c = unflatten(static_cast<std::int64_t>(i), t.dims());
-          c[axis] += base;
-          copy_elem(out, static_cast<std::size_t>(flat(c, os)), t, i);
-        }
-        base += t.dims()[axis];
+        const std::size_t block = t.nbytes() / outer;
+        for (std::size_t o = 0; o < outer && block; ++o)
+          std::memcpy(out.bytes() + o * out_block + at, t.bytes() + o * block, block);
+        at += block;
       }
       return std::vector<Tensor>{std::move(out)};
     };

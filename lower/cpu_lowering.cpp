@@ -1,5 +1,6 @@
 #include "lower/cpu_lowering.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "ir/slice.hpp"
+#include "lower/block_copy.hpp"
 #include "lower/cuda_steps.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/llvm_jit.hpp"
@@ -307,6 +309,28 @@ class Lowerer {
   void lower_node(std::size_t index);
   bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
+  // concat of any element type: operands stored contiguously, then block
+  // copies into the result (lower/block_copy.hpp).
+  void lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type) {
+    const Dims out = ir::static_dims(out_type.shape);
+    const auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(out.size())));
+    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, out, n.outputs[0]);
+    std::vector<BufferId> srcs;
+    std::vector<Dims> dims;
+    for (Value* v : in) {
+      srcs.push_back(whole(*v).buffer);
+      dims.push_back(v->dims);
+    }
+    const BlockCopy c = concat_block_copy(srcs, dims, axis, ir::dtype_size(out_type.dtype), y);
+    const std::string label = "concat (" + std::to_string(c.parts.size()) + " block copies)";
+#ifdef SATURN_HAVE_CUDA
+    p_->steps.push_back(cuda() ? make_cuda_block_copy_step(c, label) : make_host_block_copy_step(c, label));
+#else
+    p_->steps.push_back(make_host_block_copy_step(c, label));
+#endif
+    values_[n.outputs[0]] = stored(y);
+  }
   // v as sgemm reads it: [batch..., rows, cols] (after an optional transpose
   // of its last two dims), copied to a contiguous buffer only when its
   // strides fit neither sgemm layout.
@@ -598,6 +622,11 @@ void Lowerer::lower_node(std::size_t index) {
       values_[n.outputs[0]] = v;
       return;
     }
+  }
+  if (n.op == "concat" && n.outputs.size() == 1 && !n.outputs[0].empty() &&
+      std::all_of(in.begin(), in.end(), [](Value* v) { return v != nullptr; })) {
+    lower_concat(n, in, out_types[0]);
+    return;
   }
   lower_reference(n, out_types);
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/block_copy.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/loop_kernel.hpp"
 #include "lower/program.hpp"
@@ -77,6 +78,10 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
                                                 const View* skip, BufferId out);
 std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
                                                 const View& x, BufferId out);
+
+// `c` as one 2-D device copy per operand (cuMemcpy2DAsync: its runs are the
+// rows, the result block the destination pitch).
+Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label);
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA
 // program: its reads are copied from the device first, its writes back.

@@ -62,7 +62,8 @@ struct RunContext {
   }
 };
 
-enum class StepKind { Kernel, Gemm, Conv, Pool, Reference };
+// Copy: block copies between buffers (lower/block_copy.hpp), no arithmetic.
+enum class StepKind { Kernel, Gemm, Conv, Pool, Reference, Copy };
 
 struct Step {
   StepKind kind = StepKind::Kernel;

@@ -18,12 +18,13 @@ namespace saturn::runtime::cuda {
   X(cuInit)                                                                                                            \
   X(cuDriverGetVersion)                                                                                                \
   X(cuDeviceGetCount)                                                                                                  \
-  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)            \
+  X(cuDeviceGet)                                                                                                       \
+  X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                           \
       X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) \
           X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                 \
               X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)           \
                   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync)  \
-                      X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async)
+                      X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpy2DAsync) X(cuMemsetD32Async)
 
 struct DriverApi {
   void* lib = nullptr;
@@ -240,6 +241,21 @@ void copy_on_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, con
   check(api().cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
                                 static_cast<CUstream>(s.handle())),
         "cuMemcpyDtoDAsync");
+}
+
+void copy_rows_on_device(std::uint64_t dst, std::size_t dst_pitch, std::uint64_t src, std::size_t src_pitch,
+                         std::size_t width, std::size_t rows, const Stream& s) {
+  if (!width || !rows) return;
+  CUDA_MEMCPY2D m{};
+  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.srcDevice = static_cast<CUdeviceptr>(src);
+  m.srcPitch = src_pitch;
+  m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.dstDevice = static_cast<CUdeviceptr>(dst);
+  m.dstPitch = dst_pitch;
+  m.WidthInBytes = width;
+  m.Height = rows;
+  check(api().cuMemcpy2DAsync(&m, static_cast<CUstream>(s.handle())), "cuMemcpy2DAsync");
 }
 
 void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s) {

@@ -155,6 +155,10 @@ class Module {
 void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes, const Stream& s);
 void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes, const Stream& s);
 void copy_on_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, const Stream& s);
+// `rows` runs of `width` bytes, each `src_pitch` apart at src, to runs
+// `dst_pitch` apart at dst (one cuMemcpy2DAsync), in order on `s`.
+void copy_rows_on_device(std::uint64_t dst, std::size_t dst_pitch, std::uint64_t src, std::size_t src_pitch,
+                         std::size_t width, std::size_t rows, const Stream& s);
 // Zeros `bytes` (a multiple of 4) at dst, in order on `s`.
 void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s);
 

@@ -97,25 +97,27 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int m) {
 using sat_kernel_fn = void (*)(const float* const*, float*);
 )CUDA";
 
-// The launcher: blocks one after the other, each block's threads at once.
+// The launcher: one host thread per thread of a block, which plays that
+// thread in every block in turn (blocks are independent; a warp's 32 lanes
+// are the same host threads in each block, so its shuffles pair up).
 constexpr const char* kLauncher = R"CUDA(
 extern "C" const char* sat_launch(int index, const float* const* leaves, float* out, unsigned blocks, unsigned threads) {
   sat_error.clear();
   gridDim = {blocks, 1, 1};
   blockDim = {threads, 1, 1};
-  for (unsigned b = 0; b < blocks && sat_error.empty(); ++b) {
-    std::unique_ptr<sat_warp[]> warps(new sat_warp[threads / 32]);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
+  std::unique_ptr<sat_warp[]> warps(new sat_warp[threads / 32]);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      threadIdx = {t, 0, 0};
+      sat_my_warp = &warps[t / 32];
+      sat_lane = t % 32;
+      for (unsigned b = 0; b < blocks; ++b) {
         blockIdx = {b, 0, 0};
-        threadIdx = {t, 0, 0};
-        sat_my_warp = &warps[t / 32];
-        sat_lane = t % 32;
         sat_kernels[index](leaves, out);
-      });
-    for (std::thread& th : pool) th.join();
-  }
+      }
+    });
+  for (std::thread& th : pool) th.join();
   return sat_error.c_str();
 }
 )CUDA";

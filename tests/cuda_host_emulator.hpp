@@ -7,9 +7,10 @@
 // threadIdx / blockDim / gridDim, float4, __int_as_float, and
 // __shfl_xor_sync, which exchanges values between the 32 threads of a warp
 // in lockstep as the hardware does. Every thread of a block is a host
-// thread; blocks run one after the other (the kernels are grid-stride loops
-// without inter-block communication, so any launch geometry is correct, and
-// the emulator uses a smaller one than the device would).
+// thread, which plays that thread in each block in turn (the kernels are
+// grid-stride loops without inter-block communication, so blocks may run in
+// any order and any launch geometry is correct; the emulator uses a smaller
+// one than the device would).
 //
 // What the device would reject, the emulator reports instead of computing on:
 // a float4 access not 16-byte aligned, a shuffle that not all 32 lanes of a

@@ -146,6 +146,42 @@ TEST_CASE("Slices and splits are read in place - strided - reversed - of fused v
   CHECK(p->fused_kernels <= 11);
 }
 
+TEST_CASE("Concat is block copies of any element type - along every axis - of views and fused values") {
+  for (std::int64_t axis : {0, 1, 2, -1}) {
+    INFO("axis " << axis);
+    models::GraphBuilder b("concat");
+    std::string x = b.input("x", {3, 4, 5});
+    std::string y = b.input("y", {3, 4, 5});
+    ir::Attrs a;
+    a.set("axis", axis);
+    // A fused value, a transposed view (copied contiguous first), an input,
+    // a constant, and an empty operand.
+    std::string t = b.op("transpose", {b.op("transpose", {y}, models::ints_attr("perm", {1, 0, 2}))},
+                         models::ints_attr("perm", {1, 0, 2}));
+    Dims empty_dims{3, 4, 5};
+    empty_dims[static_cast<std::size_t>(axis < 0 ? axis + 3 : axis)] = 0;
+    std::string joined =
+        b.op("concat", {b.op("tanh", {x}), t, y, b.weight({3, 4, 5}, 1.0), b.input("e", empty_dims)}, a);
+    auto p = check_against_interpreter(b.finish({b.op("neg", {joined})}));
+    CHECK(p->reference_ops.empty());
+    CHECK(steps_with(*p, "concat (4 block copies)") == 1);
+  }
+  SECTION("integers and booleans") {
+    models::GraphBuilder b("ints");
+    std::string x = b.input("x", {2, 3});
+    ir::Attrs cast;
+    cast.set("to", std::string("i64"));
+    ir::Attrs a;
+    a.set("axis", std::int64_t{1});
+    std::string i = b.op("cast", {x}, cast);
+    std::string joined = b.op("concat", {i, i}, a);
+    ir::Attrs back;
+    back.set("to", std::string("f32"));
+    auto p = check_against_interpreter(b.finish({b.op("cast", {joined}, back)}));
+    CHECK(steps_with(*p, "concat (2 block copies)") == 1);
+  }
+}
+
 TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpreter") {
   const Dims dims = {3, 5, 7};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l2"}) {

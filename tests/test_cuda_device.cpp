@@ -192,6 +192,26 @@ TEST_CASE("cuDNN convolutions and pooling on the device - bias - ReLU - residual
   check_executor(b.finish({res, b.op("max_pool", {res}, mp), b.op("avg_pool", {res}, ap), odd}), 1e-3);
 }
 
+TEST_CASE("Concat as 2-D device copies and slices and splits as views on the device") {
+  models::GraphBuilder b("movement");
+  std::string x = b.input("x", {3, 5, 4});
+  std::string y = b.input("y", {3, 2, 4});
+  ir::Attrs axis1;
+  axis1.set("axis", std::int64_t{1});
+  ir::Attrs last;
+  last.set("axis", std::int64_t{-1});
+  ir::Attrs sl = models::ints_attr("starts", {4});
+  sl.set("ends", std::vector<std::int64_t>{0});
+  sl.set("axes", std::vector<std::int64_t>{1});
+  sl.set("steps", std::vector<std::int64_t>{-2});
+  std::string joined = b.op("concat", {x, b.op("exp", {y}), y}, axis1);  // [3 9 4]
+  std::string wide =
+      b.op("concat", {b.op("transpose", {x}, models::ints_attr("perm", {0, 2, 1})), b.op("slice", {x}, sl)},
+           last);  // [3 4 7]
+  auto parts = b.op_results("split", {joined}, 3, axis1);
+  check_executor(b.finish({joined, wide, b.op("add", {parts[0], parts[2]}), parts[1]}));
+}
+
 TEST_CASE("Bundled models run on the device and match the interpreter - before and after saturn opt") {
   for (const char* name : {"mlp", "transformer_layer", "resnet_small"}) {
     INFO(name);

@@ -270,6 +270,18 @@ TEST_CASE("slices are strided views on the device too - one kernel and nothing o
   CHECK(emulation_failures(*p->kernels, {"qkv"}, "qkv").empty());
 }
 
+TEST_CASE("concat is one 2-D device copy per operand - of any element type - nothing on the host") {
+  models::GraphBuilder b("concat");
+  std::string x = b.input("x", {2, 3, 4});
+  std::string y = b.input("y", {2, 5, 4});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{1});
+  auto p = lower_for_cuda(b.finish({b.op("concat", {b.op("exp", {x}), y, x}, a)}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Copy, "concat (3 block copies)") == 1);
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});

@@ -1,0 +1,38 @@
+#include "lower/block_copy.hpp"
+
+#include <cstring>
+
+namespace saturn::lower {
+
+BlockCopy concat_block_copy(const std::vector<BufferId>& srcs, const std::vector<std::vector<std::int64_t>>& dims,
+                            std::size_t axis, std::size_t element_bytes, BufferId dst) {
+  BlockCopy c;
+  c.dst = dst;
+  c.outer = 1;
+  for (std::size_t d = 0; d < axis; ++d) c.outer *= static_cast<std::size_t>(dims.at(0).at(d));
+  for (std::size_t k = 0; k < srcs.size(); ++k) {
+    std::size_t block = element_bytes;
+    for (std::size_t d = axis; d < dims[k].size(); ++d) block *= static_cast<std::size_t>(dims[k][d]);
+    if (block) c.parts.push_back({srcs[k], block, c.dst_block});
+    c.dst_block += block;
+  }
+  return c;
+}
+
+Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
+  Step s;
+  s.kind = StepKind::Copy;
+  s.label = label;
+  for (const BlockCopy::Part& p : c.parts) s.reads.push_back(p.src);
+  s.writes = {c.dst};
+  s.run = [c](const RunContext& ctx) {
+    std::uint8_t* out = ctx.at<std::uint8_t>(c.dst);
+    for (const BlockCopy::Part& p : c.parts) {
+      const std::uint8_t* in = ctx.at<std::uint8_t>(p.src);
+      for (std::size_t o = 0; o < c.outer; ++o) std::memcpy(out + o * c.dst_block + p.at, in + o * p.block, p.block);
+    }
+  };
+  return s;
+}
+
+}  // namespace saturn::lower
