@@ -27,10 +27,21 @@ Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
   s.writes = {c.dst};
   s.run = [c](const RunContext& ctx) {
     std::uint8_t* out = ctx.at<std::uint8_t>(c.dst);
-    for (const BlockCopy::Part& p : c.parts) {
-      const std::uint8_t* in = ctx.at<std::uint8_t>(p.src);
-      for (std::size_t o = 0; o < c.outer; ++o) std::memcpy(out + o * c.dst_block + p.at, in + o * p.block, p.block);
-    }
+    // Copy t is operand t % parts, block t / parts.
+    const auto copies = static_cast<std::int64_t>(c.outer * c.parts.size());
+    auto run = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t t = begin; t < end; ++t) {
+        const BlockCopy::Part& p = c.parts[static_cast<std::size_t>(t) % c.parts.size()];
+        const std::size_t o = static_cast<std::size_t>(t) / c.parts.size();
+        std::memcpy(out + o * c.dst_block + p.at, ctx.at<std::uint8_t>(p.src) + o * p.block, p.block);
+      }
+    };
+    // Split over the pool from 256 KiB of result (not tuned: the order of
+    // the loop kernels' threshold, below which waking the pool costs more).
+    if (copies >= 2 && c.outer * c.dst_block >= (1u << 18) && ctx.pool && ctx.pool->size() >= 2)
+      ctx.pool->parallel_for(copies, run);
+    else
+      run(0, copies);
   };
   return s;
 }

@@ -166,7 +166,15 @@ TEST_CASE("Concat is block copies of any element type - along every axis - of vi
     CHECK(p->reference_ops.empty());
     CHECK(steps_with(*p, "concat (4 block copies)") == 1);
   }
-  SECTION("integers and booleans") {
+  SECTION("large enough to split over the pool") {
+    models::GraphBuilder b("big");
+    ir::Attrs a;
+    a.set("axis", std::int64_t{1});
+    std::string joined = b.op("concat", {b.input("x", {64, 600}), b.input("y", {64, 500})}, a);  // 275 KiB
+    auto p = check_against_interpreter(b.finish({b.op("neg", {joined})}));
+    CHECK(steps_with(*p, "concat (2 block copies)") == 1);
+  }
+  SECTION("integers") {
     models::GraphBuilder b("ints");
     std::string x = b.input("x", {2, 3});
     ir::Attrs cast;
