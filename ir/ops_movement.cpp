@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "ir/concat.hpp"
 #include "ir/op.hpp"
 #include "ir/slice.hpp"
 
@@ -113,6 +114,20 @@ SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
     s.step[ax] = st;
   }
   return s;
+}
+
+ConcatBlocks concat_blocks(const std::vector<std::vector<std::int64_t>>& dims, std::size_t axis,
+                           std::size_t element_bytes) {
+  ConcatBlocks g;
+  for (std::size_t d = 0; d < axis; ++d) g.outer *= static_cast<std::size_t>(dims.at(0).at(d));
+  for (const auto& od : dims) {
+    std::size_t block = element_bytes;
+    for (std::size_t d = axis; d < od.size(); ++d) block *= static_cast<std::size_t>(od[d]);
+    g.block.push_back(block);
+    g.at.push_back(g.out_block);
+    g.out_block += block;
+  }
+  return g;
 }
 
 void register_movement_ops(OpRegistry& r) {
@@ -261,19 +276,12 @@ void register_movement_ops(OpRegistry& r) {
       od[axis] = 0;
       for (const Tensor& t : x) od[axis] += t.dims()[axis];
       Tensor out(x[0].dtype(), od);
-      // Row-major, the result is `outer` blocks (one per index of the dims
-      // before the axis), each the operands' blocks side by side.
-      std::size_t outer = 1;
-      for (std::size_t d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(od[d]);
-      if (out.numel() == 0) return std::vector<Tensor>{std::move(out)};
-      const std::size_t out_block = out.nbytes() / outer;
-      std::size_t at = 0;
-      for (const Tensor& t : x) {
-        const std::size_t block = t.nbytes() / outer;
-        for (std::size_t o = 0; o < outer && block; ++o)
-          std::memcpy(out.bytes() + o * out_block + at, t.bytes() + o * block, block);
-        at += block;
-      }
+      std::vector<std::vector<std::int64_t>> dims;
+      for (const Tensor& t : x) dims.push_back(t.dims());
+      const ConcatBlocks g = concat_blocks(dims, axis, dtype_size(out.dtype()));
+      for (std::size_t k = 0; k < x.size(); ++k)
+        for (std::size_t o = 0; o < g.outer && g.block[k]; ++o)
+          std::memcpy(out.bytes() + o * g.out_block + g.at[k], x[k].bytes() + o * g.block[k], g.block[k]);
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));

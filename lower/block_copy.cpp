@@ -2,20 +2,19 @@
 
 #include <cstring>
 
+#include "ir/concat.hpp"
+
 namespace saturn::lower {
 
 BlockCopy concat_block_copy(const std::vector<BufferId>& srcs, const std::vector<std::vector<std::int64_t>>& dims,
                             std::size_t axis, std::size_t element_bytes, BufferId dst) {
+  const ir::ConcatBlocks g = ir::concat_blocks(dims, axis, element_bytes);
   BlockCopy c;
   c.dst = dst;
-  c.outer = 1;
-  for (std::size_t d = 0; d < axis; ++d) c.outer *= static_cast<std::size_t>(dims.at(0).at(d));
-  for (std::size_t k = 0; k < srcs.size(); ++k) {
-    std::size_t block = element_bytes;
-    for (std::size_t d = axis; d < dims[k].size(); ++d) block *= static_cast<std::size_t>(dims[k][d]);
-    if (block) c.parts.push_back({srcs[k], block, c.dst_block});
-    c.dst_block += block;
-  }
+  c.outer = g.outer;
+  c.dst_block = g.out_block;
+  for (std::size_t k = 0; k < srcs.size(); ++k)
+    if (g.block[k]) c.parts.push_back({srcs[k], g.block[k], g.at[k]});
   return c;
 }
 

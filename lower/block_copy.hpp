@@ -1,13 +1,12 @@
-// Concatenation as block copies. Row-major, a concat's result is `outer`
-// blocks, one per index of the dims before the axis; each operand, stored
-// contiguously, fills a run of `block` bytes at byte `at` of every result
-// block. So a concat of any element type is one memcpy per operand and
-// block on the CPU, and one 2-D copy per operand on a GPU
-// (cuda_steps.hpp), instead of the reference kernel's element-by-element
-// walk with host round trips.
+// Concatenation as block copies between buffers, laid out by the concat
+// op's own geometry (ir/concat.hpp): each operand, stored contiguously,
+// fills a run of `block` bytes at byte `at` of each of the result's `outer`
+// blocks. A concat of any element type is then one memcpy per operand and
+// block on the CPU, and one 2-D copy per operand on a GPU (cuda_steps.hpp),
+// with no host round trip.
 //
-// Invariant: the parts' runs tile each result block exactly:
-// sum(block) == dst_block and the `at` are their running sums.
+// Invariant: the parts tile each result block, except operands with no
+// elements, which have no part.
 #pragma once
 
 #include <cstddef>

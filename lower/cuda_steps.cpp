@@ -436,11 +436,7 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
 // ---------------------------------------------------------------- host steps
 
 Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label) {
-  Step s;
-  s.kind = StepKind::Copy;
-  s.label = label;
-  for (const BlockCopy::Part& p : c.parts) s.reads.push_back(p.src);
-  s.writes = {c.dst};
+  Step s = make_host_block_copy_step(c, label);  // its reads and writes; the copies are the device's
   s.run = [c](const RunContext& ctx) {
     for (const BlockCopy::Part& p : c.parts)
       cu::copy_rows_on_device(device_address(ctx, c.dst) + p.at, c.dst_block, device_address(ctx, p.src), p.block,

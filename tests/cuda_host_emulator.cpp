@@ -1,6 +1,7 @@
 #include "tests/cuda_host_emulator.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -316,6 +317,34 @@ std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned
     out.push_back(std::move(a));
   }
   return out;
+}
+
+std::string emulator_dir(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() / ("saturn-cuda-emu-" + std::to_string(getpid()) + "-" + tag))
+      .string();
+}
+
+std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>& kernels,
+                                            const std::vector<std::string>& where, const std::string& tag,
+                                            const std::function<void(std::vector<float>&)>& poke) {
+  std::vector<lower::CudaKernelSource> sources;
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    sources.push_back(lower::cuda_kernel_source(kernels[i], static_cast<int>(i)));
+  auto emu = CudaHostEmulator::build(sources, emulator_dir(tag));
+  if (!emu) return {"the emulator could not be built: " + emu.error().message};
+  std::vector<std::string> wrong;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    auto inputs = leaf_inputs(kernels[i], static_cast<unsigned>(i) + 1);
+    if (poke)
+      for (auto& in : inputs) poke(in);
+    std::vector<const float*> ptrs;
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
+    std::string error = emu->run(i, ptrs, got);
+    if (error.empty()) error = first_mismatch(got, reference_kernel(kernels[i], inputs));
+    if (!error.empty()) wrong.push_back(where.at(i) + " (" + kernels[i].name + "): " + error);
+  }
+  return wrong;
 }
 
 std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,18 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
 // Arrays for the leaves of `k`, each as long as its reads reach, filled with
 // deterministic values from `seed` in [-2, 2] (some exactly 0 and ±1).
 std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned seed);
+
+// Runs each kernel as the CUDA C generated for it, on the emulator, against
+// the loop kernel's meaning on inputs from leaf_inputs (`poke` may change
+// them). A line per kernel that went wrong, naming `where[i]` and the
+// kernel; one line alone when the emulator could not be built. `tag` names
+// its work directory.
+std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>& kernels,
+                                            const std::vector<std::string>& where, const std::string& tag,
+                                            const std::function<void(std::vector<float>&)>& poke = {});
+
+// A fresh work directory for an emulator, under the system's temporary one.
+std::string emulator_dir(const std::string& tag);
 
 // The first element where `got` and `want` differ beyond f32 tolerance
 // (NaN matches NaN, infinities match exactly), as a message, or "".

@@ -8,11 +8,9 @@
 // run on the host emulator (tests/cuda_host_emulator.hpp) and must compute
 // what their loop kernels mean; running them on a device is
 // tests/test_cuda_device.cpp.
-#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <filesystem>
 
 #include "bench/models.hpp"
 #include "lower/cpu_lowering.hpp"
@@ -38,33 +36,17 @@ std::vector<lower::CudaKernelSource> sources_of(const ir::Graph& g) {
   return out;
 }
 
-std::string emulator_dir(const std::string& tag) {
-  return (std::filesystem::temp_directory_path() / ("saturn-cuda-emu-" + std::to_string(getpid()) + "-" + tag))
-      .string();
-}
-
 // Every kernel of `g`'s program, generated as CUDA C and run on the host
 // emulator, against the loop kernel's meaning on the same inputs. `poke`
 // may put special values into the inputs. Returns how many ran.
 int emulated_kernels_match(const ir::Graph& g, const std::string& tag,
                            const std::function<void(std::vector<float>&)>& poke = {}) {
   const std::vector<lower::LoopKernel> ks = kernels_of(g);
-  std::vector<lower::CudaKernelSource> srcs;
-  for (std::size_t i = 0; i < ks.size(); ++i) srcs.push_back(lower::cuda_kernel_source(ks[i], static_cast<int>(i)));
-  auto emu = test::CudaHostEmulator::build(srcs, emulator_dir(tag));
-  if (!emu) FAIL(emu.error().message);
-  for (std::size_t i = 0; i < ks.size(); ++i) {
-    auto inputs = test::leaf_inputs(ks[i], static_cast<unsigned>(i) + 1);
-    if (poke)
-      for (auto& in : inputs) poke(in);
-    std::vector<const float*> ptrs;
-    for (const auto& in : inputs) ptrs.push_back(in.data());
-    std::vector<float> got(static_cast<std::size_t>(srcs[i].elements));
-    INFO(ks[i].name << "\n" << srcs[i].source);
-    const std::string error = emu->run(i, ptrs, got);
-    CHECK(error == "");
-    CHECK(test::first_mismatch(got, test::reference_kernel(ks[i], inputs)) == "");
-  }
+  std::vector<std::string> where;
+  for (const lower::LoopKernel& k : ks) where.push_back(g.name + " " + k.name);
+  const std::vector<std::string> wrong = test::emulation_failures(ks, where, tag, poke);
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
   return static_cast<int>(ks.size());
 }
 
@@ -247,7 +229,7 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
       k.dims = {4, 8};
       const lower::CudaKernelSource src = lower::cuda_kernel_source(k, 0);
       CHECK_FALSE(src.vectorized);
-      auto emu = test::CudaHostEmulator::build({src}, emulator_dir("offset" + std::to_string(offset)));
+      auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("offset" + std::to_string(offset)));
       if (!emu) FAIL(emu.error().message);
       auto inputs = test::leaf_inputs(k, 3);
       std::vector<float> got(32);
@@ -296,7 +278,7 @@ TEST_CASE("The host emulator reports what a device would reject - and a wrong ke
     const std::size_t at = m.source.find(from);
     REQUIRE(at != std::string::npos);
     m.source.replace(at, from.size(), to);
-    auto emu = test::CudaHostEmulator::build({m}, emulator_dir(tag));
+    auto emu = test::CudaHostEmulator::build({m}, test::emulator_dir(tag));
     if (!emu) FAIL(emu.error().message);
     return emu->run(0, ptrs, got);
   };
@@ -326,7 +308,7 @@ TEST_CASE("The host emulator reports what a device would reject - and a wrong ke
     const std::vector<lower::LoopKernel> vk = kernels_of(v.finish({v.op("exp", {y})}));
     lower::CudaKernelSource vs = lower::cuda_kernel_source(vk.at(0), 0);
     REQUIRE(vs.vectorized);
-    auto emu = test::CudaHostEmulator::build({vs}, emulator_dir("misaligned"));
+    auto emu = test::CudaHostEmulator::build({vs}, test::emulator_dir("misaligned"));
     if (!emu) FAIL(emu.error().message);
     std::vector<float> in(17, 1.0f), out(16);
     CHECK(emu->run(0, {in.data()}, out) == "");

@@ -3,7 +3,6 @@
 // host), and what CUDA programs are made of (every kernel through NVRTC,
 // products as cuBLAS calls, convolutions and pooling as cuDNN calls, the
 // rest on the host only where cuDNN cannot go).
-#include <unistd.h>
 
 #include <random>
 #include <set>
@@ -169,29 +168,6 @@ ir::Graph optimized(const std::string& name) {
   return r->graph;
 }
 
-// Runs each kernel as the CUDA C generated for it on the host emulator,
-// against the loop kernel's meaning; a line per kernel that went wrong,
-// naming where it came from.
-std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>& ks,
-                                            const std::vector<std::string>& where, const std::string& tag) {
-  std::vector<lower::CudaKernelSource> sources;
-  for (std::size_t i = 0; i < ks.size(); ++i) sources.push_back(lower::cuda_kernel_source(ks[i], static_cast<int>(i)));
-  const auto dir = std::filesystem::temp_directory_path() / ("saturn-cuda-emu-" + std::to_string(getpid()) + "-" + tag);
-  auto emu = test::CudaHostEmulator::build(sources, dir.string());
-  if (!emu) FAIL(emu.error().message);
-  std::vector<std::string> wrong;
-  for (std::size_t i = 0; i < ks.size(); ++i) {
-    auto inputs = test::leaf_inputs(ks[i], static_cast<unsigned>(i) + 1);
-    std::vector<const float*> ptrs;
-    for (const auto& in : inputs) ptrs.push_back(in.data());
-    std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
-    std::string error = emu->run(i, ptrs, got);
-    if (error.empty()) error = test::first_mismatch(got, test::reference_kernel(ks[i], inputs));
-    if (!error.empty()) wrong.push_back(where[i] + " (" + ks[i].name + "): " + error);
-  }
-  return wrong;
-}
-
 }  // namespace
 
 TEST_CASE("Kernels of the bundled models' CUDA programs compute what they mean - run on the host emulator") {
@@ -204,7 +180,7 @@ TEST_CASE("Kernels of the bundled models' CUDA programs compute what they mean -
       where.push_back(model);
     }
   }
-  const std::vector<std::string> wrong = emulation_failures(ks, where, "models");
+  const std::vector<std::string> wrong = test::emulation_failures(ks, where, "models");
   INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
   CHECK(wrong.empty());
   CHECK(ks.size() >= 10);
@@ -267,7 +243,7 @@ TEST_CASE("slices are strided views on the device too - one kernel and nothing o
   CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(p->fused_kernels == 1);
   REQUIRE(p->kernels->size() == 1);
-  CHECK(emulation_failures(*p->kernels, {"qkv"}, "qkv").empty());
+  CHECK(test::emulation_failures(*p->kernels, {"qkv"}, "qkv").empty());
 }
 
 TEST_CASE("concat is one 2-D device copy per operand - of any element type - nothing on the host") {
@@ -345,7 +321,7 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - every third - kern
   CHECK(kernels > 300);
   CHECK(library > 30);
 
-  const std::vector<std::string> wrong = emulation_failures(emulated, emulated_from, "conformance");
+  const std::vector<std::string> wrong = test::emulation_failures(emulated, emulated_from, "conformance");
   INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
   CHECK(wrong.empty());
   CHECK(emulated.size() > 150);
