@@ -85,6 +85,23 @@ ir::Graph kv_concat() {
   return b.finish({b.op("mul", {b.op("concat", {cache, fresh}, a), b.fill({}, 0.125)})});
 }
 
+// Attention scores [12 384 384] masked two ways before the softmax, as
+// exported models do: a bool causal mask chosen with where (GPT-2) and an
+// int64 key-padding mask cast to f32, (1 - m) * -10000, added (BERT).
+ir::Graph masked_softmax() {
+  models::GraphBuilder b("masked_softmax");
+  std::string scores = b.input("scores", {12, 384, 384});
+  std::string causal = b.input("causal", {384, 384}, ir::DType::Bool);
+  std::string keep = b.input("keep", {1, 384}, ir::DType::I64);
+  ir::Attrs to;
+  to.set("to", std::string("f32"));
+  std::string pad = b.op("mul", {b.op("sub", {b.fill({}, 1.0), b.op("cast", {keep}, to)}), b.fill({}, -10000.0)});
+  std::string masked = b.op("add", {b.op("where", {causal, scores, b.fill({}, -1e9)}), pad});
+  ir::Attrs sm;
+  sm.set("axis", std::int64_t{-1});
+  return b.finish({b.op("softmax", {masked}, sm)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +130,7 @@ int main(int argc, char** argv) {
   work.push_back({"matmul_1024_inputs", matmul_graph(1024, false), false});
   work.push_back({"qkv_split", qkv_split(), false});
   work.push_back({"kv_concat", kv_concat(), false});
+  work.push_back({"masked_softmax", masked_softmax(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";
@@ -145,8 +163,11 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(-1, 1);
     for (const ir::GraphValue& in : g.inputs) {
       ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-      auto* f = reinterpret_cast<float*>(t.bytes());
-      for (std::size_t i = 0; i < t.numel(); ++i) f[i] = u(rng);
+      // Floats in [-1, 1]; bools and integers (masks) 0 or 1, about half each.
+      for (std::size_t i = 0; i < t.numel(); ++i) {
+        const float x = u(rng);
+        t.set(i, ir::is_float(in.type.dtype) ? x : static_cast<float>(x > 0));
+      }
       inputs.push_back(std::move(t));
     }
     std::vector<ir::Tensor> outputs;

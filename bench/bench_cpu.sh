@@ -4,7 +4,9 @@
 # (224x224), a chain of 8 elementwise ops over 16 M floats, a 1024^3
 # matmul (also against OpenBLAS called directly), a GPT-style QKV split
 # (slices of a [512 2304] tensor, then q*k+v and gelu) and a key-cache
-# concat ([12 384 64] and [12 128 64] along the sequence, then scaled). Both sides use 2 threads;
+# concat ([12 384 64] and [12 128 64] along the sequence, then scaled) and
+# a masked softmax ([12 384 384] scores, a bool causal mask by where and an
+# i64 padding mask cast to f32, as GPT-2 and BERT exports do). Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

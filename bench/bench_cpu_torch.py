@@ -86,6 +86,19 @@ class KvConcat(nn.Module):
         return torch.cat([cache, fresh], dim=1) * 0.125
 
 
+class MaskedSoftmax(nn.Module):
+    def forward(self, scores, causal, keep):
+        pad = (1.0 - keep.to(torch.float32)) * -10000.0
+        return torch.softmax(scores.masked_fill(~causal, -1e9) + pad, dim=-1)
+
+
+def make_input(spec):
+    """A shape (floats from randn), or (dtype, shape): a mask of 0/1 values."""
+    if isinstance(spec[0], torch.dtype):
+        return torch.randint(0, 2, spec[1]).to(spec[0])
+    return torch.randn(*spec)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -102,14 +115,15 @@ class MatMul(nn.Module):
 def main():
     work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
             ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024)),
-            ("qkv_split", QkvSplit(), (512, 2304)), ("kv_concat", KvConcat(), [(12, 384, 64), (12, 128, 64)])]
+            ("qkv_split", QkvSplit(), (512, 2304)), ("kv_concat", KvConcat(), [(12, 384, 64), (12, 128, 64)]),
+            ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))])]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:
             continue
         model.eval()
         # One input shape, or a list of them (a model of several inputs).
-        xs = tuple(torch.randn(*s) for s in shape) if isinstance(shape, list) else (torch.randn(*shape),)
+        xs = tuple(make_input(s) for s in shape) if isinstance(shape, list) else (make_input(shape),)
         with torch.no_grad():
             try:
                 m = torch.jit.optimize_for_inference(torch.jit.trace(model, xs))

@@ -19,8 +19,8 @@ class GraphBuilder {
  public:
   explicit GraphBuilder(std::string name, std::uint32_t seed = 1) : rng_(seed) { g_.name = std::move(name); }
 
-  std::string input(const std::string& name, std::vector<std::int64_t> dims) {
-    g_.inputs.push_back({name, {ir::DType::F32, ir::shape_of(dims)}});
+  std::string input(const std::string& name, std::vector<std::int64_t> dims, ir::DType dtype = ir::DType::F32) {
+    g_.inputs.push_back({name, {dtype, ir::shape_of(dims)}});
     g_.declared_inputs.push_back(name);
     return name;
   }

@@ -140,7 +140,7 @@ class Lowerer {
     v.dtype = buf.dtype;
     v.dims = buf.dims;
     v.view = View::of(b, buf.dims);
-    if (buf.kind == BufferKind::Weight && buf.dtype == DType::F32 && buf.weight->numel() == 1) {
+    if (buf.kind == BufferKind::Weight && kernel_dtype(buf.dtype) && buf.weight->numel() == 1) {
       v.is_scalar_constant = true;
       v.constant = buf.weight->at(0);
     }
@@ -174,7 +174,7 @@ class Lowerer {
       physical.push_back(v.dims[static_cast<std::size_t>(order[i])]);
       inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
     }
-    BufferId out = add_buffer(BufferKind::Temp, DType::F32, physical, what);
+    BufferId out = add_buffer(BufferKind::Temp, v.dtype, physical, what);
     emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order);
     v.pending = false;
     v.view = View::of(out, physical).transposed(inverse);
@@ -205,8 +205,8 @@ class Lowerer {
   View whole(Value& v) {
     store(v, "", false);
     if (v.view.whole() && !v.is_scalar_constant) return v.view;
-    if (v.dtype != DType::F32) return copy_any(v);
-    BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, "copy");
+    if (!kernel_dtype(v.dtype)) return copy_any(v);
+    BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
     emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy");
     v.view = View::of(out, v.dims);
     v.is_scalar_constant = false;
@@ -245,6 +245,7 @@ class Lowerer {
     k.acc_var = acc_;
     k.reduce = how;
     k.out = out;
+    k.out_dtype = p_->buffers[static_cast<std::size_t>(out)].dtype;
     k.ops = ops;
     for (std::size_t d = 0; d < full.size(); ++d)
       (!reduced.empty() && reduced[d] ? k.red_dims : k.dims)
@@ -252,7 +253,7 @@ class Lowerer {
     for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
       if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
       const View& v = leaf_views_.at(id);
-      Leaf l{v.buffer, v.offset, {}};
+      Leaf l{v.buffer, v.offset, {}, p_->buffers[static_cast<std::size_t>(v.buffer)].dtype};
       if (reduced.empty() && !order.empty()) {
         for (std::int64_t d : order) l.strides.push_back(v.strides[static_cast<std::size_t>(d)]);
       } else if (reduced.empty()) {
@@ -281,8 +282,8 @@ class Lowerer {
         int readers = 0;
         for (const Leaf& l : k.leaves) readers += l.buffer == k.leaves[i].buffer;
         View whole_out = View::of(out, k.dims);
-        if (readers == 1 && lb.kind == BufferKind::Temp && lb.bytes == ob.bytes && k.leaves[i].offset == 0 &&
-            k.leaves[i].strides == whole_out.strides)
+        if (readers == 1 && lb.kind == BufferKind::Temp && lb.dtype == ob.dtype && lb.bytes == ob.bytes &&
+            k.leaves[i].offset == 0 && k.leaves[i].strides == whole_out.strides)
           s.in_place_ok.push_back(k.leaves[i].buffer);
       }
     }
@@ -308,6 +309,14 @@ class Lowerer {
 
   void lower_node(std::size_t index);
   bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
+  // An elementwise op (or comparison, logic, where, cast) as a pending
+  // expression over its operands', of the result's type.
+  bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
+  // Whether a node with operands or a result other than f32 still fuses:
+  // an elementwise op between f32 and bool values (integers: only cast).
+  bool fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
+                          const std::vector<ir::ValueType>& out_types);
+  void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
   // concat of any element type: operands stored contiguously, then block
   // copies into the result (lower/block_copy.hpp).
@@ -439,8 +448,8 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
       if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
         Value copy = v;
-        if (v.dtype == DType::F32) {
-          BufferId out = add_buffer(BufferKind::Temp, DType::F32, v.dims, "output");
+        if (kernel_dtype(v.dtype)) {
+          BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
           emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy");
           copy.view = View::of(out, v.dims);
         } else {
@@ -608,6 +617,7 @@ void Lowerer::lower_node(std::size_t index) {
     if (v) all_f32 &= v->dtype == DType::F32;
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
   if (all_f32 && lower_f32(n, in, out_types)) return;
+  if (fuses_across_types(n, in, out_types) && lower_elementwise(n, in, out_types)) return;
   // Views of stored values of any type.
   if (is_view(n.op) && in.size() >= 1 && in[0] && n.outputs.size() == 1) {
     store(*in[0]);
@@ -631,8 +641,72 @@ void Lowerer::lower_node(std::size_t index) {
   lower_reference(n, out_types);
 }
 
+void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s,
+                          int ops) {
+  Value v;
+  v.dtype = dtype;
+  v.dims = out;
+  v.pending = true;
+  v.sym = s;
+  v.ops = ops;
+  for (Value* x : in)
+    if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
+  v.label.append(n.op);
+  if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
+  values_[n.outputs[0]] = std::move(v);
+}
+
+bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
+                                 const std::vector<ir::ValueType>& out_types) {
+  static const std::set<std::string> ops = {"less", "less_equal", "greater", "greater_equal", "equal", "not",
+                                            "and",  "or",         "xor",     "where",         "cast"};
+  if (n.outputs.size() != 1 || n.outputs[0].empty() || !kernel_dtype(out_types[0].dtype)) return false;
+  if (!ops.count(n.op) && !is_elementwise(n.op)) return false;
+  // Integers only as a cast's operand: read as values, they are exact; in
+  // f32 comparisons or arithmetic they would not be beyond 2^24.
+  return std::all_of(in.begin(), in.end(), [&](const Value* v) {
+    return v && (kernel_dtype(v->dtype) || (n.op == "cast" && leaf_dtype(v->dtype)));
+  });
+}
+
+bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
+                                const std::vector<ir::ValueType>& out_types) {
+  const Dims out = ir::static_dims(out_types[0].shape);
+  std::vector<ir::SymTensor> args;
+  std::unique_ptr<bool[]> given(new bool[in.size() + 1]);
+  int ops = 1;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    given[k] = in[k] != nullptr;
+    if (!in[k]) {
+      args.emplace_back();
+      continue;
+    }
+    if (in[k]->pending && in[k]->dims == out) ops += in[k]->ops;
+    ir::SymTensor t(*ctx_, in[k]->dtype, {});
+    t.set(0, ir::Sym(ctx_.get(), expr_over(*in[k], out)));
+    args.push_back(std::move(t));
+  }
+  SymId result = 0;
+  if (n.op == "cast") {
+    // The operand is read as its value (loop_kernel.hpp); to bool is
+    // `x != 0`, NaN included, as Tensor::set converts.
+    if (in.size() != 1 || !in[0]) return false;
+    const ir::Sym x = args[0].at(0);
+    result = out_types[0].dtype == DType::Bool ? ir::scalar::select(ir::scalar::eq(x, 0.0), 0.0, 1.0).id() : x.id();
+  } else {
+    try {  // the op's own kernel applied to scalar expressions
+      auto res =
+          ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
+      result = res.at(0).id(0);
+    } catch (const ir::SymbolicUnsupported&) {
+      return false;
+    }
+  }
+  set_pending(n, in, out, out_types[0].dtype, result, ops);
+  return true;
+}
+
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
-  const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
   if (n.op == "split" && in.size() == 1 && in[0]) {
     // Each part is a slice view of the operand; the parts' sizes are the
     // inferred output types'.
@@ -662,18 +736,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   Value result;
   result.dims = out;
   auto set = [&](Value v) { values_[n.outputs[0]] = std::move(v); };
-  auto pending = [&](SymId s, int ops) {
-    Value v;
-    v.dims = out;
-    v.pending = true;
-    v.sym = s;
-    v.ops = ops;
-    for (Value* x : in)
-      if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
-    v.label.append(n.op);
-    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
-    set(v);
-  };
+  auto pending = [&](SymId s, int ops) { set_pending(n, in, out, DType::F32, s, ops); };
   auto operand_ops = [&](std::initializer_list<Value*> vs) {
     int k = 0;
     for (Value* v : vs)
@@ -681,30 +744,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     return k;
   };
 
-  if (is_elementwise(n.op)) {
-    // The op's own kernel applied to scalar expressions.
-    std::vector<ir::SymTensor> args;
-    std::unique_ptr<bool[]> given(new bool[in.size() + 1]);
-    int ops = 1;
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      given[k] = in[k] != nullptr;
-      if (!in[k]) {
-        args.emplace_back();
-        continue;
-      }
-      if (in[k]->pending && in[k]->dims == out) ops += in[k]->ops;
-      ir::SymTensor t(*ctx_, DType::F32, {});
-      t.set(0, ir::Sym(ctx_.get(), expr_over(*in[k], out)));
-      args.push_back(std::move(t));
-    }
-    try {
-      auto res = def.symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
-      pending(res.at(0).id(0), ops);
-    } catch (const ir::SymbolicUnsupported&) {
-      return false;
-    }
-    return true;
-  }
+  if (is_elementwise(n.op)) return lower_elementwise(n, in, out_types);
   if (n.op == "transpose" && in[0]) {
     Value v = *in[0];
     store(v);

@@ -140,6 +140,31 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
   return s.str();
 }
 
+// The C type a buffer of `t` holds, and a read of one as the kernel's float
+// (loop_kernel.hpp: integers by value, an i64 through double).
+const char* element_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32:
+      return "float";
+    case ir::DType::I64:
+      return "long long";
+    case ir::DType::I32:
+      return "int";
+    case ir::DType::I8:
+      return "signed char";
+    case ir::DType::U8:
+    case ir::DType::Bool:
+      return "unsigned char";
+    default:
+      throw std::logic_error(std::string("cuda codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+  }
+}
+std::string as_float(ir::DType t, const std::string& element) {
+  if (t == ir::DType::F32) return element;
+  if (t == ir::DType::I64) return "(float)(double)" + element;
+  return "(float)" + element;
+}
+
 std::int64_t product(const std::vector<std::int64_t>& d) {
   std::int64_t n = 1;
   for (auto x : d) n *= x;
@@ -176,9 +201,15 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   s << kPrelude << "// " << k.name << "\n";
   s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body");
   if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post");
+  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+    throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
   s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(";
-  for (std::size_t l = 0; l < nl; ++l) s << "const float* __restrict__ l" << l << ", ";
-  s << "float* __restrict__ out) {\n";
+  for (std::size_t l = 0; l < nl; ++l)
+    s << "const " << element_type(k.leaves[l].dtype) << "* __restrict__ l" << l << ", ";
+  s << element_type(k.out_dtype) << "* __restrict__ out) {\n";
+  auto read = [&](std::size_t l) {
+    return as_float(k.leaves[l].dtype, "l" + std::to_string(l) + "[off" + std::to_string(l) + "]");
+  };
   s << "  long long";
   for (std::size_t l = 0; l < nl; ++l) s << (l ? ", " : " ") << "off" << l << " = 0";
   if (nl == 0) s << " unused_ = 0";
@@ -192,13 +223,14 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   const std::int64_t threads_wanted = k.reduce == ReduceKind::None ? out.elements : out.elements * 32;
 
   if (k.reduce == ReduceKind::None) {
-    // float4 when every leaf walks the last dimension contiguously (from an
-    // aligned start) or repeats one value along it.
-    bool vec = rank > 0 && inner % 4 == 0 && out.elements >= 4;
+    // float4 when the result is f32 and every leaf walks the last dimension
+    // contiguously (an f32 leaf from an aligned start) or repeats one value
+    // along it.
+    bool vec = rank > 0 && inner % 4 == 0 && out.elements >= 4 && k.out_dtype == ir::DType::F32;
     for (const Leaf& l : k.leaves) {
       const std::int64_t last = l.strides[rank - 1];
       if (last == 0) continue;
-      bool aligned = last == 1 && l.offset % 4 == 0;
+      bool aligned = last == 1 && l.offset % 4 == 0 && l.dtype == ir::DType::F32;
       for (std::size_t d = 0; d + 1 < rank; ++d) aligned &= l.strides[d] % 4 == 0;
       vec &= aligned;
     }
@@ -208,13 +240,16 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
       << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
     decompose(s, k, vec ? "i * 4" : "i", k.dims, 0, false, "    ");
     if (!vec) {
-      for (std::size_t l = 0; l < nl; ++l) s << "    const float v" << l << " = l" << l << "[off" << l << "];\n";
-      s << "    out[i] = " << call_body("") << ";\n";
+      for (std::size_t l = 0; l < nl; ++l) s << "    const float v" << l << " = " << read(l) << ";\n";
+      if (k.out_dtype == ir::DType::Bool)  // value != 0, NaN included
+        s << "    out[i] = " << call_body("") << " != 0.0f;\n";
+      else
+        s << "    out[i] = " << call_body("") << ";\n";
     } else {
       for (std::size_t l = 0; l < nl; ++l) {
         if (k.leaves[l].strides[rank - 1] == 0)
-          s << "    const float s" << l << " = l" << l << "[off" << l << "];\n    const float4 v" << l
-            << " = make_float4(s" << l << ", s" << l << ", s" << l << ", s" << l << ");\n";
+          s << "    const float s" << l << " = " << read(l) << ";\n    const float4 v" << l << " = make_float4(s" << l
+            << ", s" << l << ", s" << l << ", s" << l << ");\n";
         else
           s << "    const float4 v" << l << " = *reinterpret_cast<const float4*>(l" << l << " + off" << l << ");\n";
       }
@@ -248,7 +283,7 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   for (std::size_t l = 0; l < nl; ++l) s << "      long long base" << l << " = off" << l << ";\n";
   // The reduced dimensions' offsets on top of the row's, then back.
   decompose(s, k, "j", k.red_dims, rank, true, "      ");
-  for (std::size_t l = 0; l < nl; ++l) s << "      const float v" << l << " = l" << l << "[off" << l << "];\n";
+  for (std::size_t l = 0; l < nl; ++l) s << "      const float v" << l << " = " << read(l) << ";\n";
   for (std::size_t l = 0; l < nl; ++l) s << "      off" << l << " = base" << l << ";\n";
   s << "      const float x = " << call_body("") << ";\n";
   s << "      acc = " << combine << ";\n    }\n";

@@ -12,7 +12,9 @@
 // reads and writes float4. Reductions give one warp to each result element:
 // the lanes stride over the reduced elements, then combine with
 // __shfl_xor_sync. Arithmetic is IEEE f32 (no fast-math), max/min
-// propagate NaN as the CPU kernels do.
+// propagate NaN as the CPU kernels do. Leaves of bool and integer types are
+// converted when read and a bool result stores `value != 0`, as on the CPU
+// (loop_kernel.hpp); only all-f32 kernels use float4.
 //
 // Invariant: the source only reads a leaf at the offsets its strides give
 // for points of the iteration space (check_bounds holds for the kernel).

@@ -244,6 +244,39 @@ void emit_loop(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, const cha
   b.SetInsertPoint(exit);
 }
 
+// The LLVM type a buffer of `t` holds.
+llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
+  switch (t) {
+    case ir::DType::F32:
+      return b.getFloatTy();
+    case ir::DType::I64:
+      return b.getInt64Ty();
+    case ir::DType::I32:
+      return b.getInt32Ty();
+    case ir::DType::I8:
+    case ir::DType::U8:
+    case ir::DType::Bool:
+      return b.getInt8Ty();
+    default:
+      throw std::logic_error(std::string("llvm codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+  }
+}
+
+// A loaded element of `t` as the f32 the kernel computes on (loop_kernel.hpp).
+llvm::Value* to_f32(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t) {
+  switch (t) {
+    case ir::DType::F32:
+      return v;
+    case ir::DType::I64:  // through double, as the reference cast rounds
+      return b.CreateFPTrunc(b.CreateSIToFP(v, b.getDoubleTy()), b.getFloatTy());
+    case ir::DType::U8:
+    case ir::DType::Bool:
+      return b.CreateUIToFP(v, b.getFloatTy());
+    default:
+      return b.CreateSIToFP(v, b.getFloatTy());
+  }
+}
+
 void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, const std::string& features) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
@@ -278,6 +311,11 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   const std::int64_t inner = rank ? k.dims.back() : 1;
   std::unordered_map<ir::SymId, std::size_t> leaf_of;
   for (std::size_t i = 0; i < nleaves; ++i) leaf_of[k.leaf_vars[i]] = i;
+  std::vector<llvm::Type*> leaf_type;
+  for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
+  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+    throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
+  llvm::Type* out_type = element_type(b, k.out_dtype);
   ExprEmitter ex(b, m, *k.ctx);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
@@ -311,12 +349,16 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       auto body_at = [&](const std::vector<llvm::Value*>& off) {
         return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
           std::size_t l = leaf_of.at(var);
-          return b.CreateLoad(f32, b.CreateInBoundsGEP(f32, leaf_ptr[l], off[l]));
+          llvm::Type* t = leaf_type[l];
+          return to_f32(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype);
         });
       };
-      llvm::Value* dst = b.CreateInBoundsGEP(f32, out, b.CreateAdd(out_row, i));
+      llvm::Value* dst = b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i));
       if (k.reduce == ReduceKind::None) {
-        b.CreateStore(body_at(offsets_at({}, rank)), dst);
+        llvm::Value* v = body_at(offsets_at({}, rank));
+        if (k.out_dtype == ir::DType::Bool)  // value != 0, NaN included (unordered or not equal)
+          v = b.CreateZExt(b.CreateFCmpUNE(v, ex.c(0)), out_type);
+        b.CreateStore(v, dst);
         return;
       }
       // Reduction: an accumulator in memory (promoted to a register by

@@ -28,6 +28,10 @@ void simplify_block(LoopKernel& k, std::vector<std::int64_t>& dims, std::size_t 
 
 }  // namespace
 
+bool leaf_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool || ir::is_integer(t); }
+
+bool kernel_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }
+
 void simplify_iteration_space(LoopKernel& k) {
   if (k.dims.empty()) {  // a scalar result: one row of one element
     k.dims.push_back(1);
@@ -74,6 +78,9 @@ void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers) {
     std::int64_t lo = l.offset, hi = l.offset;
     for (std::size_t i = 0; i < all.size(); ++i) (l.strides[i] > 0 ? hi : lo) += (all[i] - 1) * l.strides[i];
     const Buffer& b = buffers.at(static_cast<std::size_t>(l.buffer));
+    if (l.dtype != b.dtype || !leaf_dtype(l.dtype))
+      throw std::logic_error(k.name + ": a leaf reads '" + b.name + "' (" + ir::dtype_name(b.dtype) + ") as " +
+                             ir::dtype_name(l.dtype));
     const auto n = static_cast<std::int64_t>(b.bytes / ir::dtype_size(b.dtype));
     if (lo < 0 || hi >= n)
       throw std::logic_error(k.name + ": reads elements [" + std::to_string(lo) + ", " + std::to_string(hi) + "] of '" +

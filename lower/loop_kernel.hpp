@@ -1,4 +1,4 @@
-// A loop kernel: one generated function computing one f32 buffer.
+// A loop kernel: one generated function computing one f32 or bool buffer.
 //
 // The iteration space is the result's dimensions (row-major, the result is
 // written contiguously), optionally followed by reduction dimensions. Every
@@ -9,6 +9,13 @@
 // (ir::Sym, the same DAG `saturn verify` evaluates op semantics into), so a
 // fused chain of elementwise ops is the composition of the ops' own kernels
 // from the registry: nothing about an op's meaning is restated here.
+//
+// Element types: the arithmetic is f32. A leaf of another type is converted
+// when read (bool and integers to their value, an i64 through double, as the
+// reference cast rounds it), and a bool result stores `value != 0` (NaN is
+// true), as Tensor::set does; so comparisons, logic, where and casts fuse
+// with the f32 arithmetic around them. Integer arithmetic never runs here:
+// an integer result is not a kernel's (kernel_dtype says which types are).
 //
 // Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
 // reduction's `post`, `acc_var`); every leaf access stays inside its buffer
@@ -29,7 +36,13 @@ struct Leaf {
   BufferId buffer = -1;
   std::int64_t offset = 0;            // elements
   std::vector<std::int64_t> strides;  // one per dims, then one per red_dims (elements)
+  ir::DType dtype = ir::DType::F32;   // the buffer's element type (leaf_dtype)
 };
+
+// Types a leaf may have: f32, bool and the integers (read as values).
+bool leaf_dtype(ir::DType t);
+// Types a kernel's result may have: f32 and bool (a reduction's: f32).
+bool kernel_dtype(ir::DType t);
 
 enum class ReduceKind { None, Sum, Max, Min };
 
@@ -45,7 +58,8 @@ struct LoopKernel {
   std::vector<ir::SymId> leaf_vars;  // leaf_vars[i] is the variable that reads leaves[i]
   std::vector<Leaf> leaves;
   BufferId out = -1;
-  int ops = 0;  // graph ops fused into it (reports)
+  ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
+  int ops = 0;                           // graph ops fused into it (reports)
 };
 
 // Merges adjacent dimensions that every leaf (and the contiguous result)

@@ -95,14 +95,14 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int m) {
   w.sync();
   return r;
 }
-using sat_kernel_fn = void (*)(const float* const*, float*);
+using sat_kernel_fn = void (*)(const void* const*, void*);
 )CUDA";
 
 // The launcher: one host thread per thread of a block, which plays that
 // thread in every block in turn (blocks are independent; a warp's 32 lanes
 // are the same host threads in each block, so its shuffles pair up).
 constexpr const char* kLauncher = R"CUDA(
-extern "C" const char* sat_launch(int index, const float* const* leaves, float* out, unsigned blocks, unsigned threads) {
+extern "C" const char* sat_launch(int index, const void* const* leaves, void* out, unsigned blocks, unsigned threads) {
   sat_error.clear();
   gridDim = {blocks, 1, 1};
   blockDim = {threads, 1, 1};
@@ -148,20 +148,60 @@ std::int64_t leaf_offset(const lower::LoopKernel& k, const lower::Leaf& leaf, st
   return off;
 }
 
-// 64-byte-aligned float storage (the arena's alignment) with room after it.
-struct AlignedFloats {
-  explicit AlignedFloats(std::size_t n)
-      : data(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float)) / 64 + 1) * 64)), &std::free) {}
-  std::unique_ptr<float, decltype(&std::free)> data;
+// 64-byte-aligned storage (the arena's alignment) with room after it.
+struct AlignedBytes {
+  explicit AlignedBytes(std::size_t n)
+      : data(static_cast<std::uint8_t*>(std::aligned_alloc(64, (n / 64 + 1) * 64)), &std::free) {}
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> data;
 };
 
-constexpr std::uint32_t kUnwritten = 0x7fa5a5a5u;  // a signalling NaN: arithmetic never yields it
-constexpr std::size_t kGuard = 64;                 // floats after the output that must stay unwritten
+// What an output element holds until the kernel writes it: for f32 a
+// signalling NaN (arithmetic never yields it), for bool a byte that is
+// neither 0 nor 1.
+constexpr std::uint32_t kUnwrittenF32 = 0x7fa5a5a5u;
+constexpr std::uint8_t kUnwrittenByte = 0xa5;
+constexpr std::size_t kGuard = 64;  // elements after the output that must stay unwritten
 
-bool unwritten(float f) {
+void mark_unwritten(std::uint8_t* p, std::size_t n, ir::DType t) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (t == ir::DType::F32)
+      std::memcpy(p + 4 * i, &kUnwrittenF32, 4);
+    else
+      p[i] = kUnwrittenByte;
+  }
+}
+bool unwritten(const std::uint8_t* p, std::size_t i, ir::DType t) {
+  if (t != ir::DType::F32) return p[i] == kUnwrittenByte;
   std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits == kUnwritten;
+  std::memcpy(&bits, p + 4 * i, sizeof bits);
+  return bits == kUnwrittenF32;
+}
+
+// A leaf's values (from leaf_inputs: exact in its type) stored as `t`.
+std::unique_ptr<std::uint8_t, decltype(&std::free)> stored_as(const std::vector<float>& v, ir::DType t) {
+  AlignedBytes b(v.size() * ir::dtype_size(t));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint8_t* p = b.data.get() + i * ir::dtype_size(t);
+    auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
+    switch (t) {
+      case ir::DType::F32:
+        put(v[i]);
+        break;
+      case ir::DType::I64:
+        put(static_cast<std::int64_t>(v[i]));
+        break;
+      case ir::DType::I32:
+        put(static_cast<std::int32_t>(v[i]));
+        break;
+      case ir::DType::I8:
+        put(static_cast<std::int8_t>(v[i]));
+        break;
+      default:  // u8, bool
+        put(static_cast<std::uint8_t>(v[i]));
+        break;
+    }
+  }
+  return std::move(b.data);
 }
 
 }  // namespace
@@ -170,7 +210,7 @@ bool unwritten(float f) {
 struct CudaHostEmulator::Library {
   std::filesystem::path dir;
   void* handle = nullptr;
-  const char* (*launch)(int, const float* const*, float*, unsigned, unsigned) = nullptr;
+  const char* (*launch)(int, const void* const*, void*, unsigned, unsigned) = nullptr;
   ~Library() {
     if (handle) dlclose(handle);
     std::error_code ignored;
@@ -194,19 +234,18 @@ Expected<CudaHostEmulator> CudaHostEmulator::build(const std::vector<lower::Cuda
       d.message = "the host emulator does not know a memory access of kernel " + kernels[i].name;
       return d;
     }
-    // The kernel's parameters: one pointer per leaf, then the result.
+    // The kernel's parameters: one pointer per leaf, then the result's, each
+    // "TYPE* __restrict__ NAME".
     const std::size_t open = src.find('(', src.find(" " + kernels[i].name + "("));
     const std::size_t close = src.find(')', open);
-    const std::string params = src.substr(open + 1, close - open - 1);
-    std::size_t leaves = 0;
-    for (std::size_t at = params.find("const float*"); at != std::string::npos;
-         at = params.find("const float*", at + 1))
-      ++leaves;
+    std::vector<std::string> types;
+    std::stringstream params(src.substr(open + 1, close - open - 1));
+    for (std::string p; std::getline(params, p, ',');) types.push_back(p.substr(0, p.find("__restrict__")));
     tu << "namespace sat_k" << i << " {\n" << src << "}\n";
-    tu << "static void sat_call" << i << "(const float* const* l, float* o) { sat_k" << i << "::" << kernels[i].name
+    tu << "static void sat_call" << i << "(const void* const* l, void* o) { sat_k" << i << "::" << kernels[i].name
        << "(";
-    for (std::size_t l = 0; l < leaves; ++l) tu << "l[" << l << "], ";
-    tu << "o); }\n";
+    for (std::size_t l = 0; l + 1 < types.size(); ++l) tu << "static_cast<" << types[l] << ">(l[" << l << "]), ";
+    tu << "static_cast<" << types.back() << ">(o)); }\n";
   }
   tu << "static const sat_kernel_fn sat_kernels[] = {";
   for (std::size_t i = 0; i < kernels.size(); ++i) tu << (i ? ", " : "") << "sat_call" << i;
@@ -247,23 +286,31 @@ Expected<CudaHostEmulator> CudaHostEmulator::build(const std::vector<lower::Cuda
   return e;
 }
 
-std::string CudaHostEmulator::run(std::size_t index, const std::vector<const float*>& leaves, std::vector<float>& out,
-                                  int blocks, int threads) const {
+std::string CudaHostEmulator::run(std::size_t index, const std::vector<const void*>& leaves, std::vector<float>& out,
+                                  ir::DType out_dtype, int blocks, int threads) const {
   if (index >= count_) return "no kernel " + std::to_string(index);
   if (threads <= 0 || threads % 32 != 0 || blocks <= 0) return "a launch of whole warps is needed";
-  AlignedFloats result(out.size() + kGuard);
-  float unset;
-  std::memcpy(&unset, &kUnwritten, sizeof unset);
-  std::fill(result.data.get(), result.data.get() + out.size() + kGuard, unset);
-  std::string error = lib_->launch(static_cast<int>(index), leaves.data(), result.data.get(),
-                                   static_cast<unsigned>(blocks), static_cast<unsigned>(threads));
+  if (!lower::kernel_dtype(out_dtype)) return std::string("no kernel result of type ") + ir::dtype_name(out_dtype);
+  const std::size_t n = out.size() + kGuard;
+  AlignedBytes result(n * ir::dtype_size(out_dtype));
+  std::uint8_t* r = result.data.get();
+  mark_unwritten(r, n, out_dtype);
+  std::string error = lib_->launch(static_cast<int>(index), leaves.data(), r, static_cast<unsigned>(blocks),
+                                   static_cast<unsigned>(threads));
   if (!error.empty()) return error;
   for (std::size_t g = 0; g < kGuard; ++g)
-    if (!unwritten(result.data.get()[out.size() + g]))
+    if (!unwritten(r, out.size() + g, out_dtype))
       return "a write " + std::to_string(g) + " elements past the end of the output";
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (unwritten(result.data.get()[i])) return "output element " + std::to_string(i) + " was never written";
-  std::copy(result.data.get(), result.data.get() + out.size(), out.begin());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (unwritten(r, i, out_dtype)) return "output element " + std::to_string(i) + " was never written";
+    if (out_dtype == ir::DType::F32) {
+      std::memcpy(&out[i], r + 4 * i, 4);
+    } else if (r[i] > 1) {
+      return "output element " + std::to_string(i) + " is bool " + std::to_string(r[i]) + ", neither 0 nor 1";
+    } else {
+      out[i] = r[i];
+    }
+  }
   return "";
 }
 
@@ -280,7 +327,10 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
   for (std::int64_t o = 0; o < n; ++o) {
     if (k.reduce == lower::ReduceKind::None) {
       load(o, 0);
-      out[static_cast<std::size_t>(o)] = static_cast<float>(ctx.evaluate(k.body, value));
+      const double v = ctx.evaluate(k.body, value);
+      // A bool result is `value != 0` (NaN included), as Tensor::set stores it.
+      out[static_cast<std::size_t>(o)] =
+          k.out_dtype == ir::DType::Bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v);
       continue;
     }
     double acc = k.reduce == lower::ReduceKind::Sum ? 0.0 : k.reduce == lower::ReduceKind::Max ? -INFINITY : INFINITY;
@@ -309,10 +359,18 @@ std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned
     std::mt19937 gen(seed * 7919u + static_cast<unsigned>(l));
     std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
     std::uniform_int_distribution<int> special(0, 15);
+    std::uniform_int_distribution<int> bit(0, 1), small(-3, 3), unsigned_small(0, 6);
     std::vector<float> a(static_cast<std::size_t>(last + 1));
     for (float& x : a) {
       const int s = special(gen);
-      x = s == 0 ? 0.0f : s == 1 ? 1.0f : s == 2 ? -1.0f : dist(gen);
+      if (leaf.dtype == ir::DType::Bool)
+        x = static_cast<float>(bit(gen));
+      else if (leaf.dtype == ir::DType::U8)
+        x = static_cast<float>(unsigned_small(gen));
+      else if (ir::is_integer(leaf.dtype))
+        x = static_cast<float>(small(gen));
+      else
+        x = s == 0 ? 0.0f : s == 1 ? 1.0f : s == 2 ? -1.0f : dist(gen);
     }
     out.push_back(std::move(a));
   }
@@ -335,12 +393,16 @@ std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>
   std::vector<std::string> wrong;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     auto inputs = leaf_inputs(kernels[i], static_cast<unsigned>(i) + 1);
-    if (poke)
-      for (auto& in : inputs) poke(in);
-    std::vector<const float*> ptrs;
-    for (const auto& in : inputs) ptrs.push_back(in.data());
+    std::vector<std::unique_ptr<std::uint8_t, decltype(&std::free)>> stored;
+    std::vector<const void*> ptrs;
+    for (std::size_t l = 0; l < inputs.size(); ++l) {
+      const ir::DType t = kernels[i].leaves[l].dtype;
+      if (poke && t == ir::DType::F32) poke(inputs[l]);  // special values are floats'
+      stored.push_back(stored_as(inputs[l], t));
+      ptrs.push_back(stored.back().get());
+    }
     std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
-    std::string error = emu->run(i, ptrs, got);
+    std::string error = emu->run(i, ptrs, got, kernels[i].out_dtype);
     if (error.empty()) error = first_mismatch(got, reference_kernel(kernels[i], inputs));
     if (!error.empty()) wrong.push_back(where.at(i) + " (" + kernels[i].name + "): " + error);
   }

@@ -43,11 +43,12 @@ class CudaHostEmulator {
                                           const std::string& work_dir);
 
   // Runs kernel `index` on `leaves` (one array per leaf of its LoopKernel,
-  // in order) into `out` (the result's elements). The launch is `blocks`
+  // in order, each of the leaf's type) into `out` (the result's elements,
+  // computed as `out_dtype`: a bool as 0 or 1). The launch is `blocks`
   // blocks of `threads` threads (a multiple of 32). Returns "" or what went
   // wrong.
-  std::string run(std::size_t index, const std::vector<const float*>& leaves, std::vector<float>& out, int blocks = 2,
-                  int threads = 64) const;
+  std::string run(std::size_t index, const std::vector<const void*>& leaves, std::vector<float>& out,
+                  ir::DType out_dtype = ir::DType::F32, int blocks = 2, int threads = 64) const;
 
   std::size_t size() const { return count_; }
 
@@ -58,16 +59,18 @@ class CudaHostEmulator {
 };
 
 // The loop kernel's meaning, evaluated in double over the leaves' arrays
-// (one per leaf, read at offset + index . strides) and rounded to f32.
+// (one per leaf, read at offset + index . strides) and rounded to f32 (a
+// bool result: 0 or 1).
 std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves);
 
 // Arrays for the leaves of `k`, each as long as its reads reach, filled with
-// deterministic values from `seed` in [-2, 2] (some exactly 0 and ±1).
+// deterministic values from `seed`: for f32 leaves in [-2, 2] (some exactly
+// 0 and ±1), for bool ones 0 or 1, for integers small integers.
 std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned seed);
 
 // Runs each kernel as the CUDA C generated for it, on the emulator, against
 // the loop kernel's meaning on inputs from leaf_inputs (`poke` may change
-// them). A line per kernel that went wrong, naming `where[i]` and the
+// the f32 ones), stored in each leaf's type. A line per kernel that went wrong, naming `where[i]` and the
 // kernel; one line alone when the emulator could not be built. `tag` names
 // its work directory.
 std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>& kernels,

@@ -19,20 +19,39 @@ using Dims = std::vector<std::int64_t>;
 
 namespace {
 
-ir::Tensor random_tensor(const Dims& dims, std::uint32_t seed, double lo = -3, double hi = 3) {
+// Values uniform in [lo, hi]; for a bool tensor 0 or 1, for integers
+// integers in [lo, hi].
+ir::Tensor random_tensor(const Dims& dims, std::uint32_t seed, double lo = -3, double hi = 3,
+                         ir::DType dtype = ir::DType::F32) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(lo, hi);
-  ir::Tensor t(ir::DType::F32, dims);
-  for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  ir::Tensor t(dtype, dims);
+  for (std::size_t i = 0; i < t.numel(); ++i) {
+    const double x = u(rng);
+    t.set(i, dtype == ir::DType::Bool ? static_cast<double>(x > 0.5 * (lo + hi))
+             : ir::is_float(dtype)    ? x
+                                      : std::round(x));
+  }
   return t;
 }
 
-// Runs g on the CPU target and in the interpreter; returns the CPU program.
+std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph& g, std::vector<ir::Tensor> inputs,
+                                                                double rtol = 1e-5, double atol = 1e-5);
+
+// Runs g on the CPU target and in the interpreter, on random inputs of the
+// graph's input types; returns the CPU program.
 std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph& g, double rtol = 1e-5,
                                                                 double atol = 1e-5) {
   std::vector<ir::Tensor> inputs;
   std::uint32_t seed = 1;
-  for (const ir::GraphValue& in : g.inputs) inputs.push_back(random_tensor(ir::static_dims(in.type.shape), seed++));
+  for (const ir::GraphValue& in : g.inputs)
+    inputs.push_back(random_tensor(ir::static_dims(in.type.shape), seed++, -3, 3, in.type.dtype));
+  return check_against_interpreter(g, std::move(inputs), rtol, atol);
+}
+
+// The same on the given inputs.
+std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph& g, std::vector<ir::Tensor> inputs,
+                                                                double rtol, double atol) {
   auto want = runtime::interpret(g, inputs);
   REQUIRE(want);
   runtime::CpuExecutorOptions o;
@@ -47,9 +66,13 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
     const ir::Tensor& a = (*got)[k];
     const ir::Tensor& b = (*want)[k];
     REQUIRE(a.dims() == b.dims());
+    REQUIRE(a.dtype() == b.dtype());
     for (std::size_t i = 0; i < a.numel(); ++i) {
       INFO("output " << k << " element " << i << " of " << a.summary());
-      CHECK(a.at(i) == Approx(b.at(i)).epsilon(rtol).margin(atol));
+      if (std::isnan(b.at(i)))
+        CHECK(std::isnan(a.at(i)));
+      else
+        CHECK(a.at(i) == Approx(b.at(i)).epsilon(rtol).margin(atol));
     }
   }
   std::shared_ptr<runtime::CpuExecutor> owner = std::move(*exec);
@@ -372,4 +395,83 @@ TEST_CASE("Epilogues stay separate nodes when their convolution does not go to o
   for (const auto& [result, operand] : p->in_place)
     for (const lower::Step& s : p->steps)
       CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+}
+
+TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across element types") {
+  ir::Attrs to_f32, to_bool;
+  to_f32.set("to", std::string("f32"));
+  to_bool.set("to", std::string("bool"));
+  SECTION("where on a comparison of fused values") {
+    models::GraphBuilder b("where");
+    std::string x = b.input("x", {4, 7}), y = b.input("y", {4, 7});
+    std::string c = b.op("less", {b.op("mul", {x, y}), b.op("sub", {y, x})});
+    auto p = check_against_interpreter(b.finish({b.op("where", {c, b.op("exp", {x}), b.op("neg", {y})})}));
+    CHECK(p->reference_ops.empty());
+    CHECK(p->fused_kernels == 1);
+  }
+  SECTION("a broadcast bool mask before a softmax") {
+    models::GraphBuilder b("mask");
+    std::string x = b.input("x", {3, 5, 9});
+    std::string m = b.input("m", {5, 9}, ir::DType::Bool);
+    ir::Attrs sm;
+    sm.set("axis", std::int64_t{-1});
+    auto p = check_against_interpreter(b.finish({b.op("softmax", {b.op("where", {m, x, b.fill({}, -1e9)})}, sm)}));
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("integer inputs cast to f32 and to bool") {
+    for (ir::DType t : {ir::DType::I64, ir::DType::I32, ir::DType::I8, ir::DType::U8}) {
+      INFO(ir::dtype_name(t));
+      models::GraphBuilder b("ints");
+      std::string x = b.input("x", {6, 5});
+      std::string k = b.input("k", {1, 5}, t);
+      std::string pad = b.op("mul", {b.op("sub", {b.fill({}, 1.0), b.op("cast", {k}, to_f32)}), b.fill({}, -100.0)});
+      std::string keep = b.op("where", {b.op("cast", {k}, to_bool), x, pad});
+      auto p = check_against_interpreter(b.finish({b.op("add", {keep, pad})}));
+      CHECK(p->reference_ops.empty());
+      // pad (two uses) and the [1 5] bool (broadcast) are stored, each by a
+      // kernel of its own; where+add is the third.
+      CHECK(p->fused_kernels == 3);
+      CHECK(steps_with(*p, "where+add") == 1);
+    }
+  }
+  SECTION("an i64 beyond 2^53 is rounded through double as the reference cast does") {
+    models::GraphBuilder b("big");
+    std::string k = b.input("k", {4}, ir::DType::I64);
+    ir::Tensor v(ir::DType::I64, {4});
+    // 2^53 + 2^29 + 1: f32 from double gives 2^53, straight to f32 2^53 + 2^30.
+    const std::vector<std::int64_t> vals{9007199791611905LL, 16777217LL, -9007199791611905LL, 3};
+    for (std::size_t i = 0; i < 4; ++i) v.set_int(i, vals[i]);
+    // Exactly: the two roundings differ by one f32 ulp.
+    auto p =
+        check_against_interpreter(b.finish({b.op("mul", {b.op("cast", {k}, to_f32), b.fill({}, 1.0)})}), {v}, 0, 0);
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("bool results - logic - a bool output and a bool operand of a reference op") {
+    models::GraphBuilder b("logic");
+    std::string x = b.input("x", {5, 6}), y = b.input("y", {5, 6});
+    std::string m = b.input("m", {1, 6}, ir::DType::Bool);
+    std::string g = b.op("greater", {x, y});
+    std::string l = b.op("xor", {b.op("and", {b.op("not", {m}), g}), b.op("or", {m, b.op("equal", {x, x})})});
+    ir::Attrs cast_i64;
+    cast_i64.set("to", std::string("i64"));
+    // l is a graph output (a bool kernel result) and an operand of the
+    // reference cast to i64, which reads it stored.
+    auto p = check_against_interpreter(b.finish({l, b.op("cast", {l}, cast_i64), b.op("less_equal", {x, y})}));
+    CHECK(p->reference_ops == std::vector<std::string>{"cast"});
+  }
+  SECTION("to bool - zero is false and NaN is true") {
+    models::GraphBuilder b("nan");
+    std::string x = b.input("x", {3, 4});
+    std::string zero = b.op("mul", {x, b.fill({}, 0.0)});
+    std::string nan = b.op("div", {zero, zero});
+    auto p = check_against_interpreter(
+        b.finish({b.op("cast", {zero}, to_bool), b.op("cast", {nan}, to_bool), b.op("equal", {nan, nan})}));
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("a comparison of integers is not fused - f32 would not be exact") {
+    models::GraphBuilder b("cmp");
+    std::string k = b.input("k", {2, 3}, ir::DType::I64);
+    auto p = check_against_interpreter(b.finish({b.op("less", {k, k})}));
+    CHECK(p->reference_ops == std::vector<std::string>{"less"});
+  }
 }

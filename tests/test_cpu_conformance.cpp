@@ -3,6 +3,7 @@
 // match the case's expected outputs with the tolerance the interpreter's
 // conformance test uses (rtol 1e-3, atol 1e-7). Cases whose program runs
 // only reference kernels are counted apart: they test the fallback path.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <iostream>
@@ -23,6 +24,7 @@ TEST_CASE("ONNX backend conformance on the CPU target") {
     return;
   }
   int native = 0, reference_only = 0, skipped = 0;
+  std::map<std::string, int> reference_ops;  // what still runs the interpreter's kernels, by op
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
   for (const char* folder : {"node", "simple", "pytorch-converted", "pytorch-operator"}) {
@@ -46,6 +48,7 @@ TEST_CASE("ONNX backend conformance on the CPU target") {
       }
       const lower::Program& p = (*exec)->program();
       (p.fused_kernels + p.library_calls > 0 ? native : reference_only) += 1;
+      for (const std::string& op : p.reference_ops) ++reference_ops[op];
       auto got = (*exec)->run(ir::runtime_inputs(*g, data->inputs));
       if (!got) {
         failures.push_back(name + ": run: " + got.error().message);
@@ -59,6 +62,13 @@ TEST_CASE("ONNX backend conformance on the CPU target") {
   std::cout << "\nCPU conformance (" << secs << " s): " << native << " cases with generated kernels or library calls, "
             << reference_only << " on reference kernels only, " << skipped << " not imported, " << failures.size()
             << " failed\n";
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [op, k] : reference_ops) by_count.emplace_back(-k, op);
+  std::sort(by_count.begin(), by_count.end());
+  std::cout << "  reference kernels, most frequent:";
+  for (std::size_t i = 0; i < by_count.size() && i < 12; ++i)
+    std::cout << " " << by_count[i].second << " " << -by_count[i].first;
+  std::cout << "\n";
   for (const auto& f : failures) std::cout << "  FAILED " << f << "\n";
   CHECK(native > 300);
   CHECK(failures.empty());

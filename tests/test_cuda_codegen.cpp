@@ -115,7 +115,50 @@ ir::Graph reductions() {
   return b.finish(outs);
 }
 
+// Kernels across element types: bool and integer leaves (contiguous and
+// broadcast), bool results, and a reduction over a cast.
+ir::Graph typed_kernels() {
+  models::GraphBuilder b("typed");
+  std::string x = b.input("x", {6, 16});
+  std::string m = b.input("m", {6, 16}, ir::DType::Bool);
+  std::string col = b.input("col", {6, 1}, ir::DType::Bool);
+  std::string k = b.input("k", {1, 16}, ir::DType::I64);
+  std::string i = b.input("i", {6, 16}, ir::DType::I32);
+  std::string s = b.input("s", {6, 16}, ir::DType::I8);
+  std::string u = b.input("u", {6, 16}, ir::DType::U8);
+  auto cast = [&](const std::string& v, const char* to) {
+    ir::Attrs a;
+    a.set("to", std::string(to));
+    return b.op("cast", {v}, a);
+  };
+  return b.finish({
+      b.op("where", {m, x, cast(k, "f32")}),
+      b.op("where", {col, x, b.op("neg", {x})}),  // f32 rows, a broadcast bool: float4
+      b.op("add", {b.op("mul", {cast(i, "f32"), x}), cast(u, "f32")}),
+      b.op("greater", {x, cast(s, "f32")}),
+      b.op("and", {b.op("not", {m}), b.op("less", {x, b.fill({}, 0.0)})}),
+      cast(x, "bool"),
+      b.op("reduce_sum", {cast(m, "f32")}, models::ints_attr("axes", {1})),
+  });
+}
+
 }  // namespace
+
+TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90") {
+  const auto ks = sources_of(typed_kernels());
+  CHECK(ks.size() == 8);  // the seven results, and cast(k) stored before it broadcasts
+  compiles_for_both(ks);
+  // Only the kernel whose leaves are f32 or broadcast, into f32, reads float4.
+  int vectorized = 0, bool_results = 0, i64_reads = 0;
+  for (const auto& k : ks) {
+    vectorized += k.vectorized;
+    bool_results += k.source.find("unsigned char* __restrict__ out") != std::string::npos;
+    i64_reads += k.source.find("(float)(double)l") != std::string::npos;
+  }
+  CHECK(vectorized == 1);
+  CHECK(bool_results == 3);
+  CHECK(i64_reads == 1);
+}
 
 TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
   std::size_t outputs = 0;
@@ -205,6 +248,10 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
     CHECK(emulated_kernels_match(reductions(), "reductions") >= 9);
     CHECK(emulated_kernels_match(reductions(), "reductions-special", special_values) >= 9);
   }
+  SECTION("bool and integer leaves - bool results - finite values and NaN") {
+    CHECK(emulated_kernels_match(typed_kernels(), "typed") == 8);
+    CHECK(emulated_kernels_match(typed_kernels(), "typed-special", special_values) == 8);
+  }
   SECTION("float4 rows with broadcast rows - columns and scalars") {
     models::GraphBuilder b("vec");
     std::string x = b.input("x", {6, 16});
@@ -271,7 +318,7 @@ TEST_CASE("The host emulator reports what a device would reject - and a wrong ke
   REQUIRE(ks.size() == 1);
   lower::CudaKernelSource src = lower::cuda_kernel_source(ks[0], 0);
   auto inputs = test::leaf_inputs(ks[0], 1);
-  const std::vector<const float*> ptrs{inputs[0].data()};
+  const std::vector<const void*> ptrs{inputs[0].data()};
   std::vector<float> got(4);
   auto mutated = [&](const std::string& from, const std::string& to, const std::string& tag) {
     lower::CudaKernelSource m = src;

@@ -5,6 +5,7 @@
 // skipped (never as passed).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <iostream>
 #include <random>
 
@@ -119,9 +120,13 @@ std::vector<ir::Tensor> random_inputs(const ir::Graph& g, std::uint32_t seed) {
   std::vector<ir::Tensor> inputs;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-2, 2);
-  for (const ir::GraphValue& in : g.inputs) {
-    ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-    for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  for (const ir::GraphValue& in : g.inputs) {  // masks: 0 or 1; integers: -2 to 2
+    const ir::DType dt = in.type.dtype;
+    ir::Tensor t(dt, ir::static_dims(in.type.shape));
+    for (std::size_t i = 0; i < t.numel(); ++i) {
+      const double x = u(rng);
+      t.set(i, dt == ir::DType::Bool ? static_cast<double>(x > 0) : ir::is_float(dt) ? x : std::round(x));
+    }
     inputs.push_back(std::move(t));
   }
   return inputs;
@@ -210,6 +215,25 @@ TEST_CASE("Concat as 2-D device copies and slices and splits as views on the dev
            last);  // [3 4 7]
   auto parts = b.op_results("split", {joined}, 3, axis1);
   check_executor(b.finish({joined, wide, b.op("add", {parts[0], parts[2]}), parts[1]}));
+}
+
+TEST_CASE("Comparisons - where and casts across element types run in device kernels") {
+  models::GraphBuilder b("typed");
+  std::string x = b.input("x", {4, 6, 32});
+  std::string causal = b.input("causal", {6, 32}, ir::DType::Bool);
+  std::string keep = b.input("keep", {1, 32}, ir::DType::I64);
+  ir::Attrs to_f32, to_bool, last;
+  to_f32.set("to", std::string("f32"));
+  to_bool.set("to", std::string("bool"));
+  last.set("axis", std::int64_t{-1});
+  std::string pad = b.op("mul", {b.op("sub", {b.fill({}, 1.0), b.op("cast", {keep}, to_f32)}), b.fill({}, -10000.0)});
+  std::string masked = b.op("add", {b.op("where", {causal, x, b.fill({}, -1e9)}), pad});
+  const ir::Graph g = b.finish({b.op("softmax", {masked}, last), b.op("greater", {x, b.fill({}, 0.5)}),
+                                b.op("cast", {b.op("mul", {x, b.fill({}, 0.0)})}, to_bool)});
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  CHECK((*p)->reference_ops.empty());  // nothing goes to the host
+  check_executor(g);
 }
 
 TEST_CASE("Bundled models run on the device and match the interpreter - before and after saturn opt") {
