@@ -102,6 +102,15 @@ ir::Graph masked_softmax() {
   return b.finish({b.op("softmax", {masked}, sm)});
 }
 
+// BERT-base's embeddings for 128 tokens: rows of the [30522 768] word table
+// picked by i64 ids (a gather), plus position embeddings, then layer_norm.
+ir::Graph embedding() {
+  models::GraphBuilder b("embedding");
+  std::string ids = b.input("ids", {1, 128}, ir::DType::I64);
+  std::string words = b.op("gather", {b.weight({30522, 768}, 0.05), ids});
+  return b.finish({b.layer_norm(b.op("add", {words, b.weight({1, 128, 768}, 0.05)}), 768)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +140,7 @@ int main(int argc, char** argv) {
   work.push_back({"qkv_split", qkv_split(), false});
   work.push_back({"kv_concat", kv_concat(), false});
   work.push_back({"masked_softmax", masked_softmax(), false});
+  work.push_back({"embedding", embedding(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";
@@ -163,10 +173,13 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(-1, 1);
     for (const ir::GraphValue& in : g.inputs) {
       ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-      // Floats in [-1, 1]; bools and integers (masks) 0 or 1, about half each.
+      // Floats in [-1, 1]; token ids (an input named "ids") 0 to 999; other
+      // bools and integers (masks) 0 or 1, about half each.
       for (std::size_t i = 0; i < t.numel(); ++i) {
         const float x = u(rng);
-        t.set(i, ir::is_float(in.type.dtype) ? x : static_cast<float>(x > 0));
+        t.set(i, ir::is_float(in.type.dtype) ? x
+                 : in.name == "ids"          ? std::floor(500.0f * (x + 1.0f))
+                                             : static_cast<float>(x > 0));
       }
       inputs.push_back(std::move(t));
     }

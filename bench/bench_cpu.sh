@@ -6,7 +6,8 @@
 # (slices of a [512 2304] tensor, then q*k+v and gelu) and a key-cache
 # concat ([12 384 64] and [12 128 64] along the sequence, then scaled) and
 # a masked softmax ([12 384 384] scores, a bool causal mask by where and an
-# i64 padding mask cast to f32, as GPT-2 and BERT exports do). Both sides use 2 threads;
+# i64 padding mask cast to f32, as GPT-2 and BERT exports do) and BERT-base's
+# embeddings for 128 tokens (a gather from the [30522 768] table). Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

@@ -92,8 +92,22 @@ class MaskedSoftmax(nn.Module):
         return torch.softmax(scores.masked_fill(~causal, -1e9) + pad, dim=-1)
 
 
+class Embedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.words = nn.Embedding(30522, 768)
+        self.positions = nn.Parameter(torch.randn(1, 128, 768) * 0.05)
+        self.norm = nn.LayerNorm(768)
+
+    def forward(self, ids):
+        return self.norm(self.words(ids) + self.positions)
+
+
 def make_input(spec):
-    """A shape (floats from randn), or (dtype, shape): a mask of 0/1 values."""
+    """A shape (floats from randn), (dtype, shape): a mask of 0/1 values, or
+    ("ids", shape): token ids 0 to 999."""
+    if spec[0] == "ids":
+        return torch.randint(0, 1000, spec[1])
     if isinstance(spec[0], torch.dtype):
         return torch.randint(0, 2, spec[1]).to(spec[0])
     return torch.randn(*spec)
@@ -116,7 +130,8 @@ def main():
     work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
             ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024)),
             ("qkv_split", QkvSplit(), (512, 2304)), ("kv_concat", KvConcat(), [(12, 384, 64), (12, 128, 64)]),
-            ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))])]
+            ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))]),
+            ("embedding", Embedding(), [("ids", (1, 128))])]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:

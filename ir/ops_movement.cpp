@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "ir/concat.hpp"
+#include "ir/gather.hpp"
 #include "ir/op.hpp"
 #include "ir/slice.hpp"
 
@@ -480,23 +481,10 @@ void register_movement_ops(OpRegistry& r) {
       od.insert(od.end(), x[1].dims().begin(), x[1].dims().end());
       od.insert(od.end(), dd.begin() + static_cast<std::ptrdiff_t>(axis) + 1, dd.end());
       Tensor out(x[0].dtype(), od);
-      auto is = x[0].strides(), ids = x[1].strides();
-      const std::size_t ir = x[1].rank();
-      for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = unflatten(static_cast<std::int64_t>(i), od);
-        std::int64_t idx_off = 0;
-        for (std::size_t k = 0; k < ir; ++k) idx_off += c[axis + k] * ids[k];
-        std::int64_t idx = x[1].at_int(static_cast<std::size_t>(idx_off));
-        if (idx < 0) idx += dd[axis];
-        if (idx < 0 || idx >= dd[axis])
-          shape_error("gather: index " + std::to_string(idx) + " out of range for axis of size " +
-                      std::to_string(dd[axis]));
-        std::vector<std::int64_t> src;
-        for (std::size_t k = 0; k < axis; ++k) src.push_back(c[k]);
-        src.push_back(idx);
-        for (std::size_t k = axis + ir; k < c.size(); ++k) src.push_back(c[k]);
-        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(src, is)));
-      }
+      // Whole rows (ir/gather.hpp), as the lowering copies them.
+      const GatherRows g = gather_rows(dd, axis, x[1].numel(), dtype_size(x[0].dtype()));
+      gather_copy(
+          g, x[0].bytes(), [&](std::size_t j) { return x[1].at_int(j); }, out.bytes(), 0, g.result_rows());
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));

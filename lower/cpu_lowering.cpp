@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ir/gather.hpp"
 #include "ir/slice.hpp"
 #include "lower/block_copy.hpp"
 #include "lower/cuda_steps.hpp"
@@ -340,6 +341,50 @@ class Lowerer {
 #endif
     values_[n.outputs[0]] = stored(y);
   }
+  // gather of any element type: whole rows copied (ir/gather.hpp, the op
+  // kernel's own geometry), split over the pool from 256 KiB of result.
+  // The indices are checked first, on the calling thread: an index out of
+  // range fails the run naming the node, before anything is copied.
+  void lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
+    const auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
+    const BufferId src = whole(data).buffer, idx = whole(indices).buffer;
+    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
+    const ir::GatherRows g = ir::gather_rows(data.dims, axis, static_cast<std::size_t>(product(indices.dims)),
+                                             ir::dtype_size(out_type.dtype));
+    Step s;
+    s.kind = StepKind::Copy;
+    s.label = "gather (" + std::to_string(g.result_rows()) + " rows of " + std::to_string(g.row_bytes) + " B)";
+    s.reads = {src, idx};
+    s.writes = {y};
+    const bool i64 = indices.dtype == DType::I64;
+    s.run = [g, src, idx, y, i64, name = ir::describe(n)](const RunContext& ctx) {
+      const auto* i64s = ctx.at<const std::int64_t>(idx);
+      const auto* i32s = ctx.at<const std::int32_t>(idx);
+      auto index = [&](std::size_t j) -> std::int64_t { return i64 ? i64s[j] : i32s[j]; };
+      try {
+        for (std::size_t j = 0; j < g.count; ++j) ir::gathered_row(index(j), g.rows);
+      } catch (const ir::ShapeError& e) {
+        throw std::runtime_error(name + ": " + e.message);
+      }
+      const std::uint8_t* d = ctx.at<const std::uint8_t>(src);
+      std::uint8_t* out = ctx.at<std::uint8_t>(y);
+      const auto rows = static_cast<std::int64_t>(g.result_rows());
+      auto run = [&](std::int64_t b, std::int64_t e) {
+        ir::gather_copy(g, d, index, out, static_cast<std::size_t>(b), static_cast<std::size_t>(e));
+      };
+      if (rows >= 2 && g.result_rows() * g.row_bytes >= (1u << 18) && ctx.pool && ctx.pool->size() >= 2)
+        ctx.pool->parallel_for(rows, run);
+      else
+        run(0, rows);
+    };
+    if (cuda()) {  // no device kernel for it yet: on the host, with its reads and writes copied
+      s.kind = StepKind::Reference;
+      p_->reference_ops.push_back(n.op);
+    }
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+  }
   // v as sgemm reads it: [batch..., rows, cols] (after an optional transpose
   // of its last two dims), copied to a contiguous buffer only when its
   // strides fit neither sgemm layout.
@@ -636,6 +681,10 @@ void Lowerer::lower_node(std::size_t index) {
   if (n.op == "concat" && n.outputs.size() == 1 && !n.outputs[0].empty() &&
       std::all_of(in.begin(), in.end(), [](Value* v) { return v != nullptr; })) {
     lower_concat(n, in, out_types[0]);
+    return;
+  }
+  if (n.op == "gather" && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    lower_gather(n, *in[0], *in[1], out_types[0]);
     return;
   }
   lower_reference(n, out_types);
