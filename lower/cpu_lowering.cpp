@@ -344,7 +344,8 @@ class Lowerer {
   // gather of any element type: whole rows copied (ir/gather.hpp, the op
   // kernel's own geometry), split over the pool from 256 KiB of result.
   // The indices are checked first, on the calling thread: an index out of
-  // range fails the run naming the node, before anything is copied.
+  // range fails the run naming the node, before anything is copied. On the
+  // GPU, a kernel doing the same copies (make_cuda_gather_step).
   void lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
     const auto axis =
         static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
@@ -362,8 +363,8 @@ class Lowerer {
       const auto* i64s = ctx.at<const std::int64_t>(idx);
       const auto* i32s = ctx.at<const std::int32_t>(idx);
       auto index = [&](std::size_t j) -> std::int64_t { return i64 ? i64s[j] : i32s[j]; };
-      try {
-        for (std::size_t j = 0; j < g.count; ++j) ir::gathered_row(index(j), g.rows);
+      try {  // (rows without elements read nothing, and are not checked, as in the op's kernel)
+        for (std::size_t j = 0; j < g.count && g.row_bytes; ++j) ir::gathered_row(index(j), g.rows);
       } catch (const ir::ShapeError& e) {
         throw std::runtime_error(name + ": " + e.message);
       }
@@ -378,10 +379,12 @@ class Lowerer {
       else
         run(0, rows);
     };
-    if (cuda()) {  // no device kernel for it yet: on the host, with its reads and writes copied
-      s.kind = StepKind::Reference;
-      p_->reference_ops.push_back(n.op);
+#ifdef SATURN_HAVE_CUDA
+    if (cuda()) {
+      const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
+      s = make_cuda_gather_step(cuda_, g, i64, src, idx, flag, y, s.label, ir::describe(n));
     }
+#endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
   }

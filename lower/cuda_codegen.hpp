@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/gather.hpp"
 #include "lower/loop_kernel.hpp"
 
 namespace saturn::lower {
@@ -39,5 +40,12 @@ struct CudaKernelSource {
 // `index` makes the function's name unique within a program. `k` is
 // simplified (simplify_iteration_space) already.
 CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index);
+
+// A gather (ir/gather.hpp's geometry) as a grid-stride copy of the result's
+// rows from the rows the indices pick, in 4-byte words when a row is a
+// multiple of 4 bytes, else in bytes. Parameters: (data, indices (i64 or
+// i32), int* bad, out). An index outside [-rows, rows) sets *bad and leaves
+// its row unwritten: the caller checks the flag. `elements` counts words.
+CudaKernelSource cuda_gather_source(const ir::GatherRows& g, bool i64_indices, int index);
 
 }  // namespace saturn::lower

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 
 #include "lower/cuda_codegen.hpp"
 #include "runtime/cuda_compiler.hpp"
@@ -441,6 +442,48 @@ Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label) {
     for (const BlockCopy::Part& p : c.parts)
       cu::copy_rows_on_device(device_address(ctx, c.dst) + p.at, c.dst_block, device_address(ctx, p.src), p.block,
                               p.block, c.outer, stream_of(ctx));
+  };
+  return s;
+}
+
+Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
+                           BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
+                           const std::string& node) {
+  const CudaKernelSource src = cuda_gather_source(g, i64_indices, 0);
+  auto ptx = cs->compiler.ptx(src.source, src.name, cs->arch);
+  if (!ptx) throw DiagnosticError{ptx.error()};
+  // Its module, loaded on the first run (a context is current then).
+  struct Kernel {
+    std::string ptx, name;
+    std::unique_ptr<cu::Module> module;
+    cu::Function function;
+  };
+  auto kernel = std::make_shared<Kernel>();
+  kernel->ptx = std::move(*ptx);
+  kernel->name = src.name;
+  Step s;
+  s.kind = StepKind::Copy;
+  s.label = label;
+  s.reads = {data, indices};
+  s.writes = {out, flag};
+  const std::int64_t grid = src.grid, elements = src.elements;
+  const int block = src.block;
+  s.run = [kernel, grid, block, elements, data, indices, flag, out, rows = g.rows, node](const RunContext& ctx) {
+    if (elements == 0) return;
+    if (!kernel->module) {
+      kernel->module = std::make_unique<cu::Module>(kernel->ptx);
+      kernel->function = kernel->module->function(kernel->name);
+    }
+    const cu::Stream& stream = stream_of(ctx);
+    cu::fill_zero(device_address(ctx, flag), 4, stream);
+    kernel->function.launch(
+        grid, block,
+        {device_address(ctx, data), device_address(ctx, indices), device_address(ctx, flag), device_address(ctx, out)},
+        stream);
+    std::int32_t bad = 0;
+    cu::copy_to_host(&bad, device_address(ctx, flag), sizeof bad, stream);
+    if (bad)
+      throw std::runtime_error(node + ": gather: an index out of range for axis of size " + std::to_string(rows));
   };
   return s;
 }

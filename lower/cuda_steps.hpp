@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/gather.hpp"
 #include "lower/block_copy.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/loop_kernel.hpp"
@@ -82,6 +83,14 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
 // `c` as one 2-D device copy per operand (cuMemcpy2DAsync: its runs are the
 // rows, the result block the destination pitch).
 Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label);
+
+// A gather on the device (cuda_gather_source). `flag` is a 4-byte buffer the
+// kernel sets when an index is out of range; the step clears it, launches,
+// and reads it back (a synchronization, as on the CPU the indices are
+// checked before the run goes on), failing the run naming `node`.
+Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
+                           BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
+                           const std::string& node);
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA
 // program: its reads are copied from the device first, its writes back.

@@ -244,8 +244,10 @@ Expected<CudaHostEmulator> CudaHostEmulator::build(const std::vector<lower::Cuda
     tu << "namespace sat_k" << i << " {\n" << src << "}\n";
     tu << "static void sat_call" << i << "(const void* const* l, void* o) { sat_k" << i << "::" << kernels[i].name
        << "(";
-    for (std::size_t l = 0; l + 1 < types.size(); ++l) tu << "static_cast<" << types[l] << ">(l[" << l << "]), ";
-    tu << "static_cast<" << types.back() << ">(o)); }\n";
+    // (A C cast: a parameter before the result may be written too, as a
+    // gather's index-check flag is.)
+    for (std::size_t l = 0; l + 1 < types.size(); ++l) tu << "(" << types[l] << ")l[" << l << "], ";
+    tu << "(" << types.back() << ")o); }\n";
   }
   tu << "static const sat_kernel_fn sat_kernels[] = {";
   for (std::size_t i = 0; i < kernels.size(); ++i) tu << (i ? ", " : "") << "sat_call" << i;

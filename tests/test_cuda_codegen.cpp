@@ -377,3 +377,48 @@ TEST_CASE("NVRTC errors name the kernel and carry the log - and the cache compil
   CHECK(c.cache_hits() == 1);
   CHECK(runtime::CudaCompiler::version().find('.') != std::string::npos);
 }
+
+TEST_CASE("Gather kernels copy the rows the indices pick and flag indices out of range - on the host emulator") {
+  SECTION("f32 rows as words - i64 indices - a middle axis") {
+    // data [3 5 4] gathered along axis 1 by {-1, 0, 4, 2}: result [3 4 4].
+    const ir::GatherRows g = ir::gather_rows({3, 5, 4}, 1, 4, 4);
+    const lower::CudaKernelSource src = lower::cuda_gather_source(g, true, 0);
+    compiles_for_both({src});
+    CHECK(src.source.find("const unsigned int* __restrict__ data") != std::string::npos);
+    CHECK(src.elements == 48);
+    auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("gather-words"));
+    if (!emu) FAIL(emu.error().message);
+    std::vector<float> data(60);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f - 7.0f;
+    std::vector<std::int64_t> idx{-1, 0, 4, 2};
+    std::int32_t bad = 0;
+    std::vector<float> got(48);
+    REQUIRE(emu->run(0, {data.data(), idx.data(), &bad}, got) == "");
+    CHECK(bad == 0);
+    const std::int64_t picked[] = {4, 0, 4, 2};
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 4; ++j)
+        for (std::int64_t k = 0; k < 4; ++k)
+          CHECK(got[static_cast<std::size_t>((i * 4 + j) * 4 + k)] ==
+                data[static_cast<std::size_t>((i * 5 + picked[j]) * 4 + k)]);
+    idx[2] = 5;  // out of range: flagged, its rows left unwritten
+    CHECK(emu->run(0, {data.data(), idx.data(), &bad}, got).find("never written") != std::string::npos);
+    CHECK(bad == 1);
+  }
+  SECTION("bool rows as bytes - i32 indices - the first axis") {
+    // data [4 3] bool gathered along axis 0 by {3, -4, 1}: rows of 3 bytes.
+    const ir::GatherRows g = ir::gather_rows({4, 3}, 0, 3, 1);
+    const lower::CudaKernelSource src = lower::cuda_gather_source(g, false, 1);
+    compiles_for_both({src});
+    CHECK(src.source.find("const unsigned char* __restrict__ data") != std::string::npos);
+    auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("gather-bytes"));
+    if (!emu) FAIL(emu.error().message);
+    const std::vector<std::uint8_t> data{1, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1};
+    const std::vector<std::int32_t> idx{3, -4, 1};
+    std::int32_t bad = 0;
+    std::vector<float> got(9);
+    REQUIRE(emu->run(0, {data.data(), idx.data(), &bad}, got, ir::DType::Bool) == "");
+    CHECK(bad == 0);
+    CHECK(got == std::vector<float>{0, 0, 1, 1, 0, 0, 0, 1, 0});
+  }
+}

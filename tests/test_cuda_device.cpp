@@ -1,6 +1,9 @@
 // The CUDA target on a device: generated kernels (fused elementwise chains,
 // float4 rows with broadcasts, reductions, softmax) run through the driver
-// layer and give the interpreter's results. Needs a CUDA driver and device:
+// layer and give the interpreter's results; so does the whole executor on
+// cuBLAS and cuDNN calls, block copies, comparisons and casts across element
+// types, gathers (and their index check), the bundled models and the ONNX
+// conformance cases. Needs a CUDA driver and device:
 // without them the program prints why and exits 77, which ctest reports as
 // skipped (never as passed).
 #define CATCH_CONFIG_RUNNER
@@ -234,6 +237,28 @@ TEST_CASE("Comparisons - where and casts across element types run in device kern
   if (!p) FAIL(p.error().to_string());
   CHECK((*p)->reference_ops.empty());  // nothing goes to the host
   check_executor(g);
+}
+
+TEST_CASE("Gather runs on the device - an index out of range fails the run") {
+  models::GraphBuilder b("embed");
+  std::string ids = b.input("ids", {2, 9}, ir::DType::I64);
+  std::string small = b.input("small", {3, 5}, ir::DType::I32);
+  ir::Attrs last;
+  last.set("axis", std::int64_t{-1});
+  std::string words = b.op("gather", {b.weight({50, 16}, 1.0), ids});
+  std::string bytes = b.op("gather", {b.input("m", {4, 3}, ir::DType::Bool), small}, last);  // rows of 1 byte
+  const ir::Graph g = b.finish({b.op("add", {words, b.fill({}, 1.0)}), bytes});
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  CHECK((*p)->reference_ops.empty());
+  check_executor(g);  // ids from -2 to 2: negative ones too
+  auto exec = runtime::CudaExecutor::create(g);
+  REQUIRE(exec);
+  auto inputs = random_inputs(g, 3);
+  inputs[0].set_int(5, 50);
+  auto got = (*exec)->run(inputs);
+  REQUIRE_FALSE(got);
+  CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
 }
 
 TEST_CASE("Bundled models run on the device and match the interpreter - before and after saturn opt") {

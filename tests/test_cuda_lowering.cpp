@@ -260,6 +260,21 @@ TEST_CASE("concat is one 2-D device copy per operand - of any element type - not
   CHECK(count(*p, lower::StepKind::Copy, "concat (3 block copies)") == 1);
 }
 
+TEST_CASE("gather is a device kernel with an index check - comparisons and casts are kernels - nothing on the host") {
+  models::GraphBuilder b("embed");
+  std::string ids = b.input("ids", {2, 7}, ir::DType::I64);
+  std::string mask = b.input("mask", {2, 7}, ir::DType::Bool);
+  ir::Attrs to_f32;
+  to_f32.set("to", std::string("f32"));
+  std::string words = b.op("gather", {b.weight({50, 16}, 1.0), ids});
+  std::string keep = b.op("unsqueeze", {b.op("cast", {mask}, to_f32)}, models::ints_attr("axes", {2}));
+  auto p = lower_for_cuda(b.finish({b.op("mul", {words, keep}), b.op("greater", {words, b.fill({}, 0.0)})}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Copy, "gather (14 rows of 64 B)") == 1);
+  CHECK(test::emulation_failures(*p->kernels, std::vector<std::string>(p->kernels->size(), "embed"), "embed").empty());
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
