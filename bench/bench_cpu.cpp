@@ -85,32 +85,6 @@ ir::Graph kv_concat() {
   return b.finish({b.op("mul", {b.op("concat", {cache, fresh}, a), b.fill({}, 0.125)})});
 }
 
-// Attention scores [12 384 384] masked two ways before the softmax, as
-// exported models do: a bool causal mask chosen with where (GPT-2) and an
-// int64 key-padding mask cast to f32, (1 - m) * -10000, added (BERT).
-ir::Graph masked_softmax() {
-  models::GraphBuilder b("masked_softmax");
-  std::string scores = b.input("scores", {12, 384, 384});
-  std::string causal = b.input("causal", {384, 384}, ir::DType::Bool);
-  std::string keep = b.input("keep", {1, 384}, ir::DType::I64);
-  ir::Attrs to;
-  to.set("to", std::string("f32"));
-  std::string pad = b.op("mul", {b.op("sub", {b.fill({}, 1.0), b.op("cast", {keep}, to)}), b.fill({}, -10000.0)});
-  std::string masked = b.op("add", {b.op("where", {causal, scores, b.fill({}, -1e9)}), pad});
-  ir::Attrs sm;
-  sm.set("axis", std::int64_t{-1});
-  return b.finish({b.op("softmax", {masked}, sm)});
-}
-
-// BERT-base's embeddings for 128 tokens: rows of the [30522 768] word table
-// picked by i64 ids (a gather), plus position embeddings, then layer_norm.
-ir::Graph embedding() {
-  models::GraphBuilder b("embedding");
-  std::string ids = b.input("ids", {1, 128}, ir::DType::I64);
-  std::string words = b.op("gather", {b.weight({30522, 768}, 0.05), ids});
-  return b.finish({b.layer_norm(b.op("add", {words, b.weight({1, 128, 768}, 0.05)}), 768)});
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,8 +113,8 @@ int main(int argc, char** argv) {
   work.push_back({"matmul_1024_inputs", matmul_graph(1024, false), false});
   work.push_back({"qkv_split", qkv_split(), false});
   work.push_back({"kv_concat", kv_concat(), false});
-  work.push_back({"masked_softmax", masked_softmax(), false});
-  work.push_back({"embedding", embedding(), false});
+  work.push_back({"masked_softmax", models::masked_softmax(), false});
+  work.push_back({"embedding", models::embedding(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";
@@ -168,21 +142,7 @@ int main(int argc, char** argv) {
       std::cerr << w.name << ": " << exec.error().to_string() << "\n";
       return 2;
     }
-    std::vector<ir::Tensor> inputs;
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (const ir::GraphValue& in : g.inputs) {
-      ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-      // Floats in [-1, 1]; token ids (an input named "ids") 0 to 999; other
-      // bools and integers (masks) 0 or 1, about half each.
-      for (std::size_t i = 0; i < t.numel(); ++i) {
-        const float x = u(rng);
-        t.set(i, ir::is_float(in.type.dtype) ? x
-                 : in.name == "ids"          ? std::floor(500.0f * (x + 1.0f))
-                                             : static_cast<float>(x > 0));
-      }
-      inputs.push_back(std::move(t));
-    }
+    std::vector<ir::Tensor> inputs = models::bench_inputs(g);
     std::vector<ir::Tensor> outputs;
     Timing t = time_runs(runs, [&] {
       auto r = (*exec)->run_into(inputs, outputs);

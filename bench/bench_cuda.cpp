@@ -2,8 +2,9 @@
 // (median and min of N runs after a warm-up, each run from host inputs to
 // host outputs, and the steps alone between events) for the issue's
 // workloads: MLP 784-1024-1024-10 (batch 64), a BERT-base encoder layer
-// (seq 128), ResNet-18 (224x224), each through `saturn opt --target cuda`
-// first. With --json, one JSON object per workload (bench/bench_cuda.sh
+// (seq 128), ResNet-18 (224x224), and bench_cpu's masked softmax and BERT
+// embeddings (bool and i64 masks, a gather), each through `saturn opt
+// --target cuda` first. With --json, one JSON object per workload (bench/bench_cuda.sh
 // puts PyTorch eager beside it).
 // Usage: bench_cuda [--runs N] [--json] [--only NAME] [--profile]
 #include <algorithm>
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
   work.push_back({"mlp", models::mlp(64, {784, 1024, 1024, 10})});
   work.push_back({"bert_layer", models::transformer(1, 1, 128, 768, 12, 3072)});
   work.push_back({"resnet18", models::resnet18(224)});
+  work.push_back({"masked_softmax", models::masked_softmax()});
+  work.push_back({"embedding", models::embedding()});
   if (!json)
     std::cout << "workload        median ms    min ms  device ms  steps  library  host ops  (" << runs << " runs)\n";
   for (Work& w : work) {
@@ -61,15 +64,7 @@ int main(int argc, char** argv) {
       std::cerr << w.name << ": " << exec.error().to_string() << "\n";
       return 2;
     }
-    std::vector<ir::Tensor> inputs, outputs;
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (const ir::GraphValue& in : opt->graph.inputs) {
-      ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-      auto* f = reinterpret_cast<float*>(t.bytes());
-      for (std::size_t i = 0; i < t.numel(); ++i) f[i] = u(rng);
-      inputs.push_back(std::move(t));
-    }
+    std::vector<ir::Tensor> inputs = models::bench_inputs(opt->graph), outputs;
     std::vector<double> ms, device_ms;
     for (int i = 0; i <= runs + 5; ++i) {  // the first runs load modules and pick algorithms
       auto t0 = std::chrono::steady_clock::now();

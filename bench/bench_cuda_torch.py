@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager on the GPU, on the workloads of bench_cuda: the same models
-as bench_cpu_torch.py (MLP, BERT-base layer, ResNet-18), float32, no
+as bench_cpu_torch.py (MLP, BERT-base layer, ResNet-18, masked softmax, BERT
+embeddings), float32, no
 TF32, under no_grad, timed with cuda.synchronize around each run. Prints one
 JSON object per workload: median and min milliseconds of N runs after a
 warm-up."""
@@ -10,25 +11,28 @@ import time
 
 import torch
 
-from bench_cpu_torch import Bert, ResNet18, mlp
+from bench_cpu_torch import Bert, Embedding, MaskedSoftmax, ResNet18, make_input, mlp
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 50
 torch.backends.cuda.matmul.allow_tf32 = False  # the same float32 products Saturn computes
 torch.backends.cudnn.allow_tf32 = False
 torch.manual_seed(0)
 dev = torch.device("cuda")
-work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224))]
+work = [("mlp", mlp(), (64, 784)), ("bert_layer", Bert(), (1, 128, 768)), ("resnet18", ResNet18(), (1, 3, 224, 224)),
+        ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))]),
+        ("embedding", Embedding(), [("ids", (1, 128))])]
 for name, model, shape in work:
     model = model.eval().to(dev)
-    x = torch.randn(*shape, device=dev)
+    # One input shape, or a list of input specs (bench_cpu_torch.make_input).
+    xs = tuple(make_input(s).to(dev) for s in shape) if isinstance(shape, list) else (make_input(shape).to(dev),)
     with torch.no_grad():
         for _ in range(10):
-            model(x)
+            model(*xs)
         torch.cuda.synchronize()
         ms = []
         for _ in range(RUNS):
             t0 = time.perf_counter()
-            model(x)
+            model(*xs)
             torch.cuda.synchronize()
             ms.append((time.perf_counter() - t0) * 1e3)
     ms.sort()

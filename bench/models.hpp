@@ -198,4 +198,50 @@ inline ir::Graph resnet18(std::int64_t image = 224, bool random_weights = true) 
   return b.finish({x});
 }
 
+// Attention scores [12 384 384] masked two ways before the softmax, as
+// exported models do: a bool causal mask chosen with where (GPT-2) and an
+// int64 key-padding mask cast to f32, (1 - m) * -10000, added (BERT).
+inline ir::Graph masked_softmax() {
+  models::GraphBuilder b("masked_softmax");
+  std::string scores = b.input("scores", {12, 384, 384});
+  std::string causal = b.input("causal", {384, 384}, ir::DType::Bool);
+  std::string keep = b.input("keep", {1, 384}, ir::DType::I64);
+  ir::Attrs to;
+  to.set("to", std::string("f32"));
+  std::string pad = b.op("mul", {b.op("sub", {b.fill({}, 1.0), b.op("cast", {keep}, to)}), b.fill({}, -10000.0)});
+  std::string masked = b.op("add", {b.op("where", {causal, scores, b.fill({}, -1e9)}), pad});
+  ir::Attrs sm;
+  sm.set("axis", std::int64_t{-1});
+  return b.finish({b.op("softmax", {masked}, sm)});
+}
+
+// BERT-base's embeddings for 128 tokens: rows of the [30522 768] word table
+// picked by i64 ids (a gather), plus position embeddings, then layer_norm.
+inline ir::Graph embedding() {
+  models::GraphBuilder b("embedding");
+  std::string ids = b.input("ids", {1, 128}, ir::DType::I64);
+  std::string words = b.op("gather", {b.weight({30522, 768}, 0.05), ids});
+  return b.finish({b.layer_norm(b.op("add", {words, b.weight({1, 128, 768}, 0.05)}), 768)});
+}
+
+// Inputs for a benchmark run: floats uniform in [-1, 1]; token ids (an input
+// named "ids") 0 to 999; other bools and integers (masks) 0 or 1, about half
+// each.
+inline std::vector<ir::Tensor> bench_inputs(const ir::Graph& g, std::uint32_t seed = 7) {
+  std::vector<ir::Tensor> inputs;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const ir::GraphValue& in : g.inputs) {
+    ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
+    for (std::size_t i = 0; i < t.numel(); ++i) {
+      const float x = u(rng);
+      t.set(i, ir::is_float(in.type.dtype) ? x
+               : in.name == "ids"          ? std::floor(500.0f * (x + 1.0f))
+                                           : static_cast<float>(x > 0));
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
 }  // namespace saturn::models
