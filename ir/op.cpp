@@ -74,9 +74,22 @@ std::vector<const OpDef*> OpRegistry::all() const {
 void OpRegistry::add(OpDef def) {
   std::string name = def.name;
   // Whatever the attributes ask for, a result never has a negative
-  // dimension: checked here once for every op's shape rule.
+  // dimension, and no shape rule sees fewer operands than it requires or
+  // more than it takes (an importer calls these rules on whatever a file
+  // holds): checked here once for every op.
   if (def.infer)
-    def.infer = [infer = std::move(def.infer), name](const Attrs& a, std::span<const TypedInput> in, std::size_t n) {
+    def.infer = [infer = std::move(def.infer), name, lo = def.min_inputs, hi = def.max_inputs](
+                    const Attrs& a, std::span<const TypedInput> in, std::size_t n) {
+      const auto count = static_cast<int>(in.size());
+      if (count < lo || (hi >= 0 && count > hi))
+        shape_error(name + " takes " + std::to_string(lo) +
+                    (hi < 0     ? " or more"
+                     : hi == lo ? ""
+                                : " to " + std::to_string(hi)) +
+                    " operands, given " + std::to_string(count));
+      for (int k = 0; k < lo; ++k)
+        if (!in[static_cast<std::size_t>(k)].present)
+          shape_error(name + ": operand " + std::to_string(k) + " is required, and absent");
       auto out = infer(a, in, n);
       for (const ValueType& t : out)
         for (const Dim& d : t.shape)

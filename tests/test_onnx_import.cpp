@@ -161,6 +161,22 @@ TEST_CASE("malformed files are errors - never crashes") {
     auto g = import_onnx_bytes(bytes.substr(0, cut), "cut.onnx");
     (void)g;  // either an error or a valid prefix model: must not crash
   }
+  // Nodes with too few, too many or absent required operands (found by
+  // fuzzing: a Conv left with one input crashed the importer's shape rule).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> arity = {
+      {{"x"}, "conv takes 2 to 3 operands, given 1"},
+      {{"x", ""}, "conv: operand 1 is required, and absent"},
+      {{"x", "x", "x", "x"}, "conv takes 2 to 3 operands, given 4"}};
+  for (const auto& [ins, message] : arity) {
+    ModelBuilder c(17);
+    c.input("x", 1, {"1", "1", "4", "4"});
+    c.node("Conv", ins, {"y"});
+    c.output("y");
+    auto g = c.import();
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message.find(message) != std::string::npos);
+    CHECK(g.error().message.find("Conv") != std::string::npos);  // the node
+  }
   onnx::TensorProto t;
   t.set_data_type(1);
   t.add_dims(1000000000);
