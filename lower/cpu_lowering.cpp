@@ -317,7 +317,9 @@ class Lowerer {
   // an elementwise op between f32 and bool values (integers: only cast).
   bool fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
                           const std::vector<ir::ValueType>& out_types);
-  void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops);
+  // Result `result` of n is the pending expression s (over values of dims `out`).
+  void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops,
+                   std::size_t result = 0);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
   // concat of any element type: operands stored contiguously, then block
   // copies into the result (lower/block_copy.hpp).
@@ -694,7 +696,7 @@ void Lowerer::lower_node(std::size_t index) {
 }
 
 void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s,
-                          int ops) {
+                          int ops, std::size_t result) {
   Value v;
   v.dtype = dtype;
   v.dims = out;
@@ -704,8 +706,8 @@ void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, cons
   for (Value* x : in)
     if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
   v.label.append(n.op);
-  if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
-  values_[n.outputs[0]] = std::move(v);
+  if (!o_.fuse || uses_[n.outputs[result]] > 1) store(v);
+  values_[n.outputs[result]] = std::move(v);
 }
 
 bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
@@ -779,11 +781,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     return true;
   }
-  if (n.outputs.size() != 1 || n.outputs[0].empty()) {
-    if (!(n.op == "layer_norm" && n.outputs.size() >= 1)) return false;
-    for (std::size_t k = 1; k < n.outputs.size(); ++k)
-      if (!n.outputs[k].empty()) return false;
-  }
+  // (layer_norm's mean and inverse standard deviation are results too.)
+  if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
   const Dims out = ir::static_dims(out_types[0].shape);
   Value result;
   result.dims = out;
@@ -913,6 +912,11 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     if (in.size() > 1 && in[1]) y = y * ir::Sym(ctx_.get(), expr_over(*in[1], full));
     if (in.size() > 2 && in[2]) y = y + ir::Sym(ctx_.get(), expr_over(*in[2], full));
     pending(y.id(), 1 + operand_ops({&x}));
+    if (n.outputs.size() > 1 && !n.outputs[1].empty()) values_[n.outputs[1]] = mean;
+    if (n.outputs.size() > 2 && !n.outputs[2].empty()) {
+      const ir::Sym v(ctx_.get(), expr_over(var, var.dims));
+      set_pending(n, in, var.dims, DType::F32, (1.0 / ir::scalar::sqrt(v + n.attrs.f("epsilon", 1e-5))).id(), 1, 2);
+    }
     return true;
   }
   if (n.op == "batch_norm" && in.size() == 5 && in[0]->dims.size() >= 2) {

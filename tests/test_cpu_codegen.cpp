@@ -241,6 +241,15 @@ TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpr
   models::GraphBuilder b("layer_norm");
   std::string x = b.input("x", {2, 9, 33});
   check_against_interpreter(b.finish({b.layer_norm(b.op("add", {x, x}), 33)}));
+  // With its mean and inverse standard deviation as results too (ONNX's
+  // optional outputs), over the last two axes; the inverse is used twice.
+  models::GraphBuilder c("layer_norm_stats");
+  std::string y = c.input("y", {2, 9, 33});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{1});
+  auto r = c.op_results("layer_norm", {c.op("exp", {y}), c.weight({9, 33}, 1.0), c.weight({33}, 1.0)}, 3, a);
+  auto p = check_against_interpreter(c.finish({r[0], r[1], c.op("mul", {r[2], r[2]}), c.op("neg", {r[2]})}));
+  CHECK(p->reference_ops.empty());
 }
 
 TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with alpha and beta") {
