@@ -329,7 +329,6 @@ void register_elementwise_ops(OpRegistry& r) {
     d.name = "cast";
     d.kind = OpKind::Primitive;
     d.doc = "cast(x) to the dtype named by attribute `to`";
-    d.traceable = true;  // a copy between floating types; other casts do not trace
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       auto t = dtype_from_name(a.s("to", ""));
       if (!t) shape_error("cast: unknown target type '" + a.s("to", "") + "'");
@@ -345,6 +344,22 @@ void register_elementwise_ops(OpRegistry& r) {
           out.set_int(i, x[0].at_int(i));
       }
       return std::vector<Tensor>{std::move(out)};
+    };
+    // Over the reals a conversion to a floating type, or between equal
+    // types, or from bool, is the value itself (as every float op is exact
+    // there); to bool it is `x != 0`, NaN true as Tensor::set stores it.
+    // Truncation and wrapping (to other integers) have no symbolic form.
+    // The CPU and CUDA kernels fuse casts through this (lower/cpu_lowering.cpp).
+    d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, Given, std::size_t) {
+      const DType to = *dtype_from_name(a.s("to", ""));
+      const DType from = x[0].dtype();
+      if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool)
+        throw SymbolicUnsupported{std::string("cast from ") + dtype_name(from) + " to " + dtype_name(to) +
+                                  " truncates or wraps: no symbolic form"};
+      SymTensor out = like(x[0], to, x[0].dims());
+      for (std::size_t i = 0; i < out.numel(); ++i)
+        out.set(i, to == DType::Bool ? scalar::select(scalar::eq(x[0].at(i), 0.0), 0.0, 1.0) : x[0].at(i));
+      return std::vector<SymTensor>{std::move(out)};
     };
     r.add(std::move(d));
   }

@@ -45,7 +45,7 @@ bool is_elementwise(const std::string& op) {
       "neg",  "recip", "sqrt",     "exp2", "log2",       "sin",      "cos",          "exp",  "log",
       "tanh", "erf",   "abs",      "sign", "ceil",       "floor",    "sigmoid",      "relu", "leaky_relu",
       "elu",  "selu",  "softplus", "gelu", "hard_swish", "identity", "hard_sigmoid", "add",  "sub",
-      "mul",  "div",   "pow",      "max",  "min",        "prelu",    "clip"};
+      "mul",  "div",   "pow",      "max",  "min",        "prelu",    "clip",         "cast"};
   return ops.count(op) != 0;
 }
 bool is_view(const std::string& op) {
@@ -650,7 +650,7 @@ void Lowerer::lower_node(std::size_t index) {
       args.push_back(std::move(t));
     }
     std::vector<bool> g(given.begin(), given.end());
-    std::unique_ptr<bool[]> gb(new bool[g.size() + 1]);
+    auto gb = std::make_unique<bool[]>(g.size() + 1);
     for (std::size_t i = 0; i < g.size(); ++i) gb[i] = g[i];
     auto res = def->eval(n.attrs, args, std::span<const bool>(gb.get(), g.size()), n.outputs.size());
     for (std::size_t k = 0; k < n.outputs.size() && k < res.size(); ++k) {
@@ -667,7 +667,7 @@ void Lowerer::lower_node(std::size_t index) {
     if (v) all_f32 &= v->dtype == DType::F32;
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
   if (all_f32 && lower_f32(n, in, out_types)) return;
-  if (fuses_across_types(n, in, out_types) && lower_elementwise(n, in, out_types)) return;
+  if (!all_f32 && fuses_across_types(n, in, out_types) && lower_elementwise(n, in, out_types)) return;
   // Views of stored values of any type.
   if (is_view(n.op) && in.size() >= 1 && in[0] && n.outputs.size() == 1) {
     store(*in[0]);
@@ -712,8 +712,8 @@ void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, cons
 
 bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
                                  const std::vector<ir::ValueType>& out_types) {
-  static const std::set<std::string> ops = {"less", "less_equal", "greater", "greater_equal", "equal", "not",
-                                            "and",  "or",         "xor",     "where",         "cast"};
+  static const std::set<std::string> ops = {"less", "less_equal", "greater", "greater_equal", "equal",
+                                            "not",  "and",        "or",      "xor",           "where"};
   if (n.outputs.size() != 1 || n.outputs[0].empty() || !kernel_dtype(out_types[0].dtype)) return false;
   if (!ops.count(n.op) && !is_elementwise(n.op)) return false;
   // Integers only as a cast's operand: read as values, they are exact; in
@@ -727,7 +727,7 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
                                 const std::vector<ir::ValueType>& out_types) {
   const Dims out = ir::static_dims(out_types[0].shape);
   std::vector<ir::SymTensor> args;
-  std::unique_ptr<bool[]> given(new bool[in.size() + 1]);
+  auto given = std::make_unique<bool[]>(in.size() + 1);
   int ops = 1;
   for (std::size_t k = 0; k < in.size(); ++k) {
     given[k] = in[k] != nullptr;
@@ -740,23 +740,13 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
     t.set(0, ir::Sym(ctx_.get(), expr_over(*in[k], out)));
     args.push_back(std::move(t));
   }
-  SymId result = 0;
-  if (n.op == "cast") {
-    // The operand is read as its value (loop_kernel.hpp); to bool is
-    // `x != 0`, NaN included, as Tensor::set converts.
-    if (in.size() != 1 || !in[0]) return false;
-    const ir::Sym x = args[0].at(0);
-    result = out_types[0].dtype == DType::Bool ? ir::scalar::select(ir::scalar::eq(x, 0.0), 0.0, 1.0).id() : x.id();
-  } else {
-    try {  // the op's own kernel applied to scalar expressions
-      auto res =
-          ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
-      result = res.at(0).id(0);
-    } catch (const ir::SymbolicUnsupported&) {
-      return false;
-    }
+  try {  // the op's own kernel applied to scalar expressions (leaves are read as values, loop_kernel.hpp)
+    auto res =
+        ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
+    set_pending(n, in, out, out_types[0].dtype, res.at(0).id(0), ops);
+  } catch (const ir::SymbolicUnsupported&) {
+    return false;
   }
-  set_pending(n, in, out, out_types[0].dtype, result, ops);
   return true;
 }
 
@@ -1126,7 +1116,7 @@ void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType
   std::string name = ir::describe(n);
   s.run = [def, attrs, ins, in_types, given, outs, nout, name](const RunContext& ctx) {
     std::vector<ir::Tensor> args;
-    std::unique_ptr<bool[]> g(new bool[given.size() + 1]);
+    auto g = std::make_unique<bool[]>(given.size() + 1);
     for (std::size_t k = 0; k < ins.size(); ++k) {
       g[k] = given[k];
       if (!given[k]) {

@@ -133,3 +133,20 @@ TEST_CASE("run takes .sat models - and a wrong count of expected outputs is bad 
   CHECK(bad.status == 2);
   CHECK(bad.err.find("bad.sat:1:36: error: unknown op 'nope'") != std::string::npos);
 }
+
+TEST_CASE("a gather index out of range fails the run with exit 2 naming the node - cpu and interp") {
+  auto dir = fs::temp_directory_path() / ("saturn-gather-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.sat") << "(graph g\n  (input ids i64 [3])\n  (init t f32 [4 2] [1 2 3 4 5 6 7 8])\n"
+                                  "  (node lookup gather (y) (t ids))\n  (output y))\n";
+  REQUIRE(saturn::ir::write_tensor_pb(saturn::ir::Tensor::of_doubles(saturn::ir::DType::I64, {3}, {0, 4, -1}),
+                                      (dir / "ids.pb").string()));
+  for (const char* target : {"cpu", "interp"}) {
+    INFO(target);
+    auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --inputs " +
+                        (dir / "ids.pb").string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find("lookup") != std::string::npos);
+    CHECK(r.err.find("index 4 out of range for axis of size 4") != std::string::npos);
+  }
+}
