@@ -201,8 +201,7 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   s << kPrelude << "// " << k.name << "\n";
   s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body");
   if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post");
-  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
-    throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
+  check_kernel_types(k);
   s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(";
   for (std::size_t l = 0; l < nl; ++l)
     s << "const " << element_type(k.leaves[l].dtype) << "* __restrict__ l" << l << ", ";

@@ -313,8 +313,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   for (std::size_t i = 0; i < nleaves; ++i) leaf_of[k.leaf_vars[i]] = i;
   std::vector<llvm::Type*> leaf_type;
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
-  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
-    throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
+  check_kernel_types(k);
   llvm::Type* out_type = element_type(b, k.out_dtype);
   ExprEmitter ex(b, m, *k.ctx);
 

@@ -32,6 +32,13 @@ bool leaf_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Boo
 
 bool kernel_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }
 
+void check_kernel_types(const LoopKernel& k) {
+  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+    throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
+  for (const Leaf& l : k.leaves)
+    if (!leaf_dtype(l.dtype)) throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
+}
+
 void simplify_iteration_space(LoopKernel& k) {
   if (k.dims.empty()) {  // a scalar result: one row of one element
     k.dims.push_back(1);
@@ -78,7 +85,7 @@ void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers) {
     std::int64_t lo = l.offset, hi = l.offset;
     for (std::size_t i = 0; i < all.size(); ++i) (l.strides[i] > 0 ? hi : lo) += (all[i] - 1) * l.strides[i];
     const Buffer& b = buffers.at(static_cast<std::size_t>(l.buffer));
-    if (l.dtype != b.dtype || !leaf_dtype(l.dtype))
+    if (l.dtype != b.dtype)
       throw std::logic_error(k.name + ": a leaf reads '" + b.name + "' (" + ir::dtype_name(b.dtype) + ") as " +
                              ir::dtype_name(l.dtype));
     const auto n = static_cast<std::int64_t>(b.bytes / ir::dtype_size(b.dtype));

@@ -43,6 +43,9 @@ struct Leaf {
 bool leaf_dtype(ir::DType t);
 // Types a kernel's result may have: f32 and bool (a reduction's: f32).
 bool kernel_dtype(ir::DType t);
+// Throws std::logic_error when `k`'s result or a leaf has a type a loop
+// kernel cannot have (the code generators call it before emitting).
+void check_kernel_types(const LoopKernel& k);
 
 enum class ReduceKind { None, Sum, Max, Min };
 

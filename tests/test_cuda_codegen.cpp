@@ -142,6 +142,9 @@ ir::Graph typed_kernels() {
   });
 }
 
+// The first loop kernel of typed_kernels().
+lower::LoopKernel typed_loop_kernel() { return kernels_of(typed_kernels()).at(0); }
+
 }  // namespace
 
 TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90") {
@@ -158,6 +161,13 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   CHECK(vectorized == 1);
   CHECK(bool_results == 3);
   CHECK(i64_reads == 1);
+  // Integer results and bool reductions are not kernels' (check_kernel_types).
+  lower::LoopKernel k = typed_loop_kernel();
+  k.out_dtype = ir::DType::I64;
+  CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
+  k.out_dtype = ir::DType::Bool;
+  k.reduce = lower::ReduceKind::Sum;
+  CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
 }
 
 TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
