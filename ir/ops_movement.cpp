@@ -10,7 +10,9 @@
 #include "ir/concat.hpp"
 #include "ir/gather.hpp"
 #include "ir/op.hpp"
+#include "ir/pad.hpp"
 #include "ir/slice.hpp"
+#include "ir/trilu.hpp"
 
 namespace saturn::ir {
 
@@ -582,14 +584,8 @@ void register_movement_ops(OpRegistry& r) {
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       Tensor out(x[0].dtype(), x[0].dims());
-      bool upper = a.i("upper", 1) != 0;
-      std::int64_t k = a.i("k", 0);
-      for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = unflatten(static_cast<std::int64_t>(i), x[0].dims());
-        std::int64_t row = c[c.size() - 2], col = c[c.size() - 1];
-        bool keep = upper ? col - row >= k : col - row <= k;
-        if (keep) copy_elem(out, i, x[0], i);
-      }
+      const TriluRows t = trilu_rows(x[0].dims(), a.i("k", 0), a.i("upper", 1) != 0, dtype_size(x[0].dtype()));
+      trilu_copy(t, x[0].bytes(), out.bytes(), 0, t.result_rows());
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));
@@ -599,6 +595,7 @@ void register_movement_ops(OpRegistry& r) {
                    "pad by `pads` (all begins, then all ends); mode constant|reflect|edge|wrap; `value`");
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       auto dims = static_shape(in[0], "pad");
+      pad_mode(a.s("mode", "constant"));  // (throws on an unknown one)
       auto p = a.ints("pads");
       if (p.size() != 2 * dims.size())
         shape_error("pad: pads has " + std::to_string(p.size()) + " entries for rank " + std::to_string(dims.size()));
@@ -609,45 +606,14 @@ void register_movement_ops(OpRegistry& r) {
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(dims)}};
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
-      auto p = a.ints("pads");
-      const std::size_t rank = x[0].rank();
-      auto od = x[0].dims();
-      for (std::size_t i = 0; i < rank; ++i) od[i] += p[i] + p[i + rank];
+      const PadRows p =
+          pad_rows(x[0].dims(), a.ints("pads"), pad_mode(a.s("mode", "constant")), dtype_size(x[0].dtype()));
+      std::vector<std::int64_t> od = x[0].dims();
+      for (std::size_t d = 0; d < od.size(); ++d) od[d] = p.out_dims[d];
       Tensor out(x[0].dtype(), od);
-      std::string mode = a.s("mode", "constant");
-      double value = a.f("value", 0.0);
-      auto is = x[0].strides();
-      for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = unflatten(static_cast<std::int64_t>(i), od);
-        bool inside = true;
-        for (std::size_t d2 = 0; d2 < rank; ++d2) {
-          std::int64_t n = x[0].dims()[d2], v = c[d2] - p[d2];
-          if (v < 0 || v >= n) {
-            if (mode == "constant" || n == 0) {
-              inside = false;
-              break;
-            }
-            if (mode == "edge")
-              v = std::clamp<std::int64_t>(v, 0, n - 1);
-            else if (mode == "wrap")
-              v = ((v % n) + n) % n;
-            else {  // reflect
-              std::int64_t period = 2 * (n - 1);
-              if (period == 0)
-                v = 0;
-              else {
-                v = ((v % period) + period) % period;
-                if (v >= n) v = period - v;
-              }
-            }
-          }
-          c[d2] = v;
-        }
-        if (inside)
-          copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
-        else
-          out.set(i, value);
-      }
+      Tensor fill(x[0].dtype(), {1});
+      fill.set(0, a.f("value", 0.0));
+      pad_copy(p, x[0].bytes(), fill.bytes(), out.bytes(), 0, p.rows());
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));

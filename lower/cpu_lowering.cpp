@@ -12,7 +12,9 @@
 #include <unordered_map>
 
 #include "ir/gather.hpp"
+#include "ir/pad.hpp"
 #include "ir/slice.hpp"
+#include "ir/trilu.hpp"
 #include "lower/block_copy.hpp"
 #include "lower/cuda_steps.hpp"
 #include "lower/library_calls.hpp"
@@ -50,6 +52,19 @@ bool is_elementwise(const std::string& op) {
 }
 bool is_view(const std::string& op) {
   return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze" || op == "identity";
+}
+
+// Runs fn(begin, end) over `rows` rows of `row_bytes` each: split over the
+// pool from 256 KiB in all, on the calling thread below (waking the pool
+// costs more).
+template <class Fn>
+void split_rows(const RunContext& ctx, std::size_t rows, std::size_t row_bytes, const Fn& fn) {
+  if (rows >= 2 && rows * row_bytes >= (1u << 18) && ctx.pool && ctx.pool->size() >= 2)
+    ctx.pool->parallel_for(static_cast<std::int64_t>(rows), [&](std::int64_t b, std::int64_t e) {
+      fn(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
+    });
+  else
+    fn(0, rows);
 }
 
 // The view walks its buffer with these strides (size-1 dimensions aside).
@@ -372,20 +387,71 @@ class Lowerer {
       }
       const std::uint8_t* d = ctx.at<const std::uint8_t>(src);
       std::uint8_t* out = ctx.at<std::uint8_t>(y);
-      const auto rows = static_cast<std::int64_t>(g.result_rows());
-      auto run = [&](std::int64_t b, std::int64_t e) {
-        ir::gather_copy(g, d, index, out, static_cast<std::size_t>(b), static_cast<std::size_t>(e));
-      };
-      if (rows >= 2 && g.result_rows() * g.row_bytes >= (1u << 18) && ctx.pool && ctx.pool->size() >= 2)
-        ctx.pool->parallel_for(rows, run);
-      else
-        run(0, rows);
+      split_rows(ctx, g.result_rows(), g.row_bytes,
+                 [&](std::size_t b, std::size_t e) { ir::gather_copy(g, d, index, out, b, e); });
     };
 #ifdef SATURN_HAVE_CUDA
     if (cuda()) {
       const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
       s = make_cuda_gather_step(cuda_, g, i64, src, idx, flag, y, s.label, ir::describe(n));
     }
+#endif
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+  }
+  // pad and trilu of any element type: row copies by the op kernel's own
+  // geometry (ir/pad.hpp, ir/trilu.hpp), split over the pool from 256 KiB
+  // of result; on the GPU, one generated kernel each.
+  void lower_pad(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+    const BufferId src = whole(x).buffer;
+    const Dims out = ir::static_dims(out_type.shape);
+    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, out, n.outputs[0]);
+    const ir::PadRows p = ir::pad_rows(x.dims, n.attrs.ints("pads"), ir::pad_mode(n.attrs.s("mode", "constant")),
+                                       ir::dtype_size(out_type.dtype));
+    ir::Tensor fill(out_type.dtype, {1});
+    fill.set(0, n.attrs.f("value", 0.0));
+    std::vector<std::uint8_t> fill_bytes(fill.bytes(), fill.bytes() + fill.nbytes());
+    Step s;
+    s.kind = StepKind::Copy;
+    s.label = "pad (" + n.attrs.s("mode", "constant") + ", " + std::to_string(p.rows()) + " rows)";
+    s.reads = {src};
+    s.writes = {y};
+    s.run = [p, src, y, fill_bytes](const RunContext& ctx) {
+      const std::uint8_t* in = ctx.at<const std::uint8_t>(src);
+      std::uint8_t* o = ctx.at<std::uint8_t>(y);
+      const std::size_t row_bytes = static_cast<std::size_t>(p.out_dims.back()) * p.element_bytes;
+      split_rows(ctx, p.rows(), row_bytes,
+                 [&](std::size_t b, std::size_t e) { ir::pad_copy(p, in, fill_bytes.data(), o, b, e); });
+    };
+#ifdef SATURN_HAVE_CUDA
+    if (cuda()) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, fill_bytes.data(), fill_bytes.size());
+      s = make_cuda_copy_kernel_step(cuda_, cuda_pad_source(p, bits, 0), {src}, y, s.label);
+    }
+#endif
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+  }
+  void lower_trilu(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+    const BufferId src = whole(x).buffer;
+    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, x.dims, n.outputs[0]);
+    const ir::TriluRows t =
+        ir::trilu_rows(x.dims, n.attrs.i("k", 0), n.attrs.i("upper", 1) != 0, ir::dtype_size(out_type.dtype));
+    Step s;
+    s.kind = StepKind::Copy;
+    s.label =
+        std::string("trilu (") + (t.upper ? "upper" : "lower") + ", " + std::to_string(t.result_rows()) + " rows)";
+    s.reads = {src};
+    s.writes = {y};
+    s.run = [t, src, y](const RunContext& ctx) {
+      const std::uint8_t* in = ctx.at<const std::uint8_t>(src);
+      std::uint8_t* o = ctx.at<std::uint8_t>(y);
+      split_rows(ctx, t.result_rows(), static_cast<std::size_t>(t.cols) * t.element_bytes,
+                 [&](std::size_t b, std::size_t e) { ir::trilu_copy(t, in, o, b, e); });
+    };
+#ifdef SATURN_HAVE_CUDA
+    if (cuda()) s = make_cuda_copy_kernel_step(cuda_, cuda_trilu_source(t, 0), {src}, y, s.label);
 #endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
@@ -690,6 +756,14 @@ void Lowerer::lower_node(std::size_t index) {
   }
   if (n.op == "gather" && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_gather(n, *in[0], *in[1], out_types[0]);
+    return;
+  }
+  if (n.op == "pad" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    lower_pad(n, *in[0], out_types[0]);
+    return;
+  }
+  if (n.op == "trilu" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    lower_trilu(n, *in[0], out_types[0]);
     return;
   }
   lower_reference(n, out_types);

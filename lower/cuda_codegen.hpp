@@ -24,6 +24,8 @@
 #include <string>
 
 #include "ir/gather.hpp"
+#include "ir/pad.hpp"
+#include "ir/trilu.hpp"
 #include "lower/loop_kernel.hpp"
 
 namespace saturn::lower {
@@ -47,5 +49,15 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index);
 // i32), int* bad, out). An index outside [-rows, rows) sets *bad and leaves
 // its row unwritten: the caller checks the flag. `elements` counts words.
 CudaKernelSource cuda_gather_source(const ir::GatherRows& g, bool i64_indices, int index);
+
+// A pad (ir/pad.hpp's geometry, any mode) as a grid-stride loop over the
+// result's elements, each read from the input element its indices map to
+// or set to `fill_bits` (the fill value's bytes, in the low ones).
+// Parameters: (in, out), elements as unsigned integers of the element's size.
+CudaKernelSource cuda_pad_source(const ir::PadRows& p, std::uint64_t fill_bits, int index);
+
+// A trilu (ir/trilu.hpp's geometry) as a grid-stride loop over the result's
+// elements: kept ones copied, the others zero. Parameters: (in, out).
+CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index);
 
 }  // namespace saturn::lower

@@ -446,44 +446,78 @@ Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label) {
   return s;
 }
 
+namespace {
+
+// A generated kernel of its own (not a loop kernel): compiled to PTX when
+// the program is, its module loaded on the first run (a context is current
+// then).
+struct OwnKernel {
+  std::string ptx, name;
+  std::int64_t grid = 1, elements = 0;
+  int block = 256;
+  std::unique_ptr<cu::Module> module;
+  cu::Function function;
+  void launch(const std::vector<std::uint64_t>& args, const cu::Stream& stream) {
+    if (!module) {
+      module = std::make_unique<cu::Module>(ptx);
+      function = module->function(name);
+    }
+    function.launch(grid, block, args, stream);
+  }
+};
+
+std::shared_ptr<OwnKernel> compile_own_kernel(CudaSteps& cs, const CudaKernelSource& src) {
+  auto ptx = cs.compiler.ptx(src.source, src.name, cs.arch);
+  if (!ptx) throw DiagnosticError{ptx.error()};
+  auto k = std::make_shared<OwnKernel>();
+  k->ptx = std::move(*ptx);
+  k->name = src.name;
+  k->grid = src.grid;
+  k->block = src.block;
+  k->elements = src.elements;
+  return k;
+}
+
+}  // namespace
+
 Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
                            BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
                            const std::string& node) {
-  const CudaKernelSource src = cuda_gather_source(g, i64_indices, 0);
-  auto ptx = cs->compiler.ptx(src.source, src.name, cs->arch);
-  if (!ptx) throw DiagnosticError{ptx.error()};
-  // Its module, loaded on the first run (a context is current then).
-  struct Kernel {
-    std::string ptx, name;
-    std::unique_ptr<cu::Module> module;
-    cu::Function function;
-  };
-  auto kernel = std::make_shared<Kernel>();
-  kernel->ptx = std::move(*ptx);
-  kernel->name = src.name;
+  auto kernel = compile_own_kernel(*cs, cuda_gather_source(g, i64_indices, 0));
   Step s;
   s.kind = StepKind::Copy;
   s.label = label;
   s.reads = {data, indices};
   s.writes = {out, flag};
-  const std::int64_t grid = src.grid, elements = src.elements;
-  const int block = src.block;
-  s.run = [kernel, grid, block, elements, data, indices, flag, out, rows = g.rows, node](const RunContext& ctx) {
-    if (elements == 0) return;
-    if (!kernel->module) {
-      kernel->module = std::make_unique<cu::Module>(kernel->ptx);
-      kernel->function = kernel->module->function(kernel->name);
-    }
+  s.run = [kernel, data, indices, flag, out, rows = g.rows, node](const RunContext& ctx) {
+    if (kernel->elements == 0) return;
     const cu::Stream& stream = stream_of(ctx);
     cu::fill_zero(device_address(ctx, flag), 4, stream);
-    kernel->function.launch(
-        grid, block,
+    kernel->launch(
         {device_address(ctx, data), device_address(ctx, indices), device_address(ctx, flag), device_address(ctx, out)},
         stream);
     std::int32_t bad = 0;
     cu::copy_to_host(&bad, device_address(ctx, flag), sizeof bad, stream);
     if (bad)
       throw std::runtime_error(node + ": gather: an index out of range for axis of size " + std::to_string(rows));
+  };
+  return s;
+}
+
+Step make_cuda_copy_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
+                                const std::vector<BufferId>& reads, BufferId out, const std::string& label) {
+  auto kernel = compile_own_kernel(*cs, src);
+  Step s;
+  s.kind = StepKind::Copy;
+  s.label = label;
+  s.reads = reads;
+  s.writes = {out};
+  s.run = [kernel, reads, out](const RunContext& ctx) {
+    if (kernel->elements == 0) return;
+    std::vector<std::uint64_t> args;
+    for (BufferId b : reads) args.push_back(device_address(ctx, b));
+    args.push_back(device_address(ctx, out));
+    kernel->launch(args, stream_of(ctx));
   };
   return s;
 }

@@ -26,6 +26,7 @@
 
 #include "ir/gather.hpp"
 #include "lower/block_copy.hpp"
+#include "lower/cuda_codegen.hpp"
 #include "lower/library_calls.hpp"
 #include "lower/loop_kernel.hpp"
 #include "lower/program.hpp"
@@ -91,6 +92,11 @@ Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label);
 Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
                            BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
                            const std::string& node);
+
+// One generated kernel (cuda_pad_source, cuda_trilu_source) launched on
+// `reads`' addresses then `out`'s: a StepKind::Copy step.
+Step make_cuda_copy_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
+                                const std::vector<BufferId>& reads, BufferId out, const std::string& label);
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA
 // program: its reads are copied from the device first, its writes back.

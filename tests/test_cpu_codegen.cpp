@@ -562,3 +562,139 @@ TEST_CASE("Gather copies whole rows of any element type - along any axis - negat
     }
   }
 }
+
+namespace {
+
+// Pad's meaning spelled out per element, apart from ir/pad.hpp (which the
+// interpreter's kernel shares with the lowering): numpy.pad's modes as
+// repeated reflection, repeated wrapping and clamping.
+ir::Tensor padded_by_definition(const ir::Tensor& x, const Dims& pads, const std::string& mode, double value) {
+  const std::size_t rank = x.rank();
+  Dims od = x.dims();
+  for (std::size_t d = 0; d < rank; ++d) od[d] += pads[d] + pads[d + rank];
+  ir::Tensor out(x.dtype(), od);
+  for (std::size_t i = 0; i < out.numel(); ++i) {
+    std::size_t rest = i, src = 0, stride = 1;
+    bool fill = false;
+    for (std::size_t d = rank; d-- > 0;) {
+      const auto n = x.dims()[d];
+      std::int64_t v = static_cast<std::int64_t>(rest % static_cast<std::size_t>(od[d])) - pads[d];
+      rest /= static_cast<std::size_t>(od[d]);
+      if (v < 0 || v >= n) {
+        if (mode == "constant" || n == 0) fill = true;
+        if (mode == "edge") v = v < 0 ? 0 : n - 1;
+        while (mode == "wrap" && (v < 0 || v >= n)) v += v < 0 ? n : -n;
+        while (mode == "reflect" && n > 1 && (v < 0 || v >= n)) v = v < 0 ? -v : 2 * (n - 1) - v;
+        if (mode == "reflect" && n == 1) v = 0;
+      }
+      src += static_cast<std::size_t>(v) * stride;
+      stride *= static_cast<std::size_t>(n);
+    }
+    out.set(i, fill ? value : x.at(src));
+  }
+  return out;
+}
+
+void check_equal(const ir::Tensor& got, const ir::Tensor& want) {
+  REQUIRE(got.dims() == want.dims());
+  REQUIRE(got.dtype() == want.dtype());
+  for (std::size_t i = 0; i < got.numel(); ++i) {
+    INFO("element " << i << " of " << got.summary());
+    CHECK(got.at(i) == want.at(i));
+  }
+}
+
+ir::Attrs pad_attrs(const Dims& pads, const std::string& mode, double value = 0.0) {
+  ir::Attrs a;
+  a.set("pads", pads);
+  a.set("mode", mode);
+  a.set("value", value);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("Pad is row copies of any element type - every mode - cropping - empty axes") {
+  SECTION("every mode on f32 - a fused operand and a fused consumer") {
+    for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
+      INFO(mode);
+      // wrap pads by more than the axis (twice round); reflect by at most n - 1.
+      const Dims pads = mode == "wrap" ? Dims{1, 0, 7, 2, 1, 3} : Dims{1, 0, 3, 2, 1, 2};
+      models::GraphBuilder b("pad");
+      std::string x = b.input("x", {3, 4, 5});
+      const ir::Graph g = b.finish({b.op("relu", {b.op("pad", {b.op("exp", {x})}, pad_attrs(pads, mode, -2.5))})});
+      const std::vector<ir::Tensor> in{random_tensor({3, 4, 5}, 7)};
+      auto p = check_against_interpreter(g, in);
+      CHECK(p->reference_ops.empty());
+      CHECK(steps_with(*p, "pad (" + mode) == 1);
+      auto got = (*runtime::CpuExecutor::create(g))->run(in);
+      REQUIRE(got);
+      ir::Tensor e(ir::DType::F32, {3, 4, 5});
+      for (std::size_t i = 0; i < e.numel(); ++i) e.set(i, std::exp(in[0].at(i)));
+      ir::Tensor want = padded_by_definition(e, pads, mode, -2.5);
+      for (std::size_t i = 0; i < want.numel(); ++i) want.set(i, std::max(0.0, want.at(i)));
+      REQUIRE((*got)[0].dims() == want.dims());
+      for (std::size_t i = 0; i < want.numel(); ++i) CHECK((*got)[0].at(i) == Approx(want.at(i)));
+    }
+  }
+  SECTION("negative pads crop - bool and i64 data - an axis with no elements") {
+    models::GraphBuilder b("crop");
+    std::string m = b.input("m", {4, 6}, ir::DType::Bool);
+    std::string k = b.input("k", {3, 5}, ir::DType::I64);
+    std::string z = b.input("z", {2, 0, 3});
+    const ir::Graph g = b.finish({b.op("pad", {m}, pad_attrs({-1, 2, 1, -3}, "constant", 1.0)),
+                                  b.op("pad", {k}, pad_attrs({2, -1, -1, 3}, "reflect")),
+                                  b.op("pad", {k}, pad_attrs({0, 2, 1, 0}, "constant", 7.0)),
+                                  b.op("pad", {z}, pad_attrs({0, 1, 0, 0, 1, 1}, "edge", 4.0))});
+    const std::vector<ir::Tensor> in{random_tensor({4, 6}, 1, 0, 1, ir::DType::Bool),
+                                     random_tensor({3, 5}, 2, -9, 9, ir::DType::I64),
+                                     ir::Tensor(ir::DType::F32, {2, 0, 3})};
+    auto p = check_against_interpreter(g, in);
+    CHECK(p->reference_ops.empty());
+    auto got = (*runtime::CpuExecutor::create(g))->run(in);
+    REQUIRE(got);
+    check_equal((*got)[0], padded_by_definition(in[0], {-1, 2, 1, -3}, "constant", 1.0));
+    check_equal((*got)[1], padded_by_definition(in[1], {2, -1, -1, 3}, "reflect", 0.0));
+    check_equal((*got)[2], padded_by_definition(in[1], {0, 2, 1, 0}, "constant", 7.0));
+    check_equal((*got)[3], padded_by_definition(in[2], {0, 1, 0, 0, 1, 1}, "edge", 4.0));
+    CHECK((*got)[3].dims() == Dims{2, 2, 4});
+    CHECK((*got)[3].at(5) == 4.0);
+  }
+  SECTION("large enough to split over the pool") {
+    models::GraphBuilder b("big");
+    std::string x = b.input("x", {8, 130, 130});
+    auto p = check_against_interpreter(b.finish({b.op("pad", {x}, pad_attrs({0, 1, 1, 0, 1, 1}, "edge"))}));
+    CHECK(steps_with(*p, "pad (edge, 1056 rows)") == 1);
+  }
+}
+
+TEST_CASE("Trilu is row copies - both triangles - diagonals in and out of range - any element type") {
+  for (const std::int64_t k : {-4, -1, 0, 2, 6}) {
+    for (const bool upper : {true, false}) {
+      INFO("k " << k << " upper " << upper);
+      models::GraphBuilder b("trilu");
+      std::string x = b.input("x", {2, 3, 5});
+      std::string m = b.input("m", {5, 4}, ir::DType::I64);
+      ir::Attrs a;
+      a.set("k", k);
+      a.set("upper", std::int64_t{upper});
+      const ir::Graph g = b.finish({b.op("trilu", {b.op("neg", {x})}, a), b.op("trilu", {m}, a)});
+      const std::vector<ir::Tensor> in{random_tensor({2, 3, 5}, 3), random_tensor({5, 4}, 4, -9, 9, ir::DType::I64)};
+      auto p = check_against_interpreter(g, in);
+      CHECK(p->reference_ops.empty());
+      auto got = (*runtime::CpuExecutor::create(g))->run(in);
+      REQUIRE(got);
+      for (std::size_t t = 0; t < 2; ++t) {
+        const ir::Tensor& y = (*got)[t];
+        const std::int64_t rows = y.dims()[y.rank() - 2], cols = y.dims()[y.rank() - 1];
+        for (std::size_t e = 0; e < y.numel(); ++e) {
+          const std::int64_t j = static_cast<std::int64_t>(e) % cols, i = static_cast<std::int64_t>(e) / cols % rows;
+          const bool keep = upper ? j - i >= k : j - i <= k;
+          const double x_e = t == 0 ? -in[0].at(e) : in[1].at(e);
+          INFO("result " << t << " element " << e);
+          CHECK(y.at(e) == (keep ? x_e : 0.0));
+        }
+      }
+    }
+  }
+}

@@ -2,7 +2,7 @@
 // float4 rows with broadcasts, reductions, softmax) run through the driver
 // layer and give the interpreter's results; so does the whole executor on
 // cuBLAS and cuDNN calls, block copies, comparisons and casts across element
-// types, gathers (and their index check), the bundled models and the ONNX
+// types, gathers (and their index check), pads and trilu, the bundled models and the ONNX
 // conformance cases. Needs a CUDA driver and device:
 // without them the program prints why and exits 77, which ctest reports as
 // skipped (never as passed).
@@ -259,6 +259,28 @@ TEST_CASE("Gather runs on the device - an index out of range fails the run") {
   auto got = (*exec)->run(inputs);
   REQUIRE_FALSE(got);
   CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
+}
+
+TEST_CASE("Pad in every mode and trilu run on the device") {
+  models::GraphBuilder b("pad");
+  std::string x = b.input("x", {2, 3, 5});
+  std::vector<std::string> outs;
+  for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
+    ir::Attrs a;
+    a.set("pads", std::vector<std::int64_t>{0, 2, -1, 1, 1, 2});
+    a.set("mode", std::string(mode));
+    a.set("value", 1.5);
+    outs.push_back(b.op("pad", {b.op("exp", {x})}, a));
+  }
+  ir::Attrs upper;
+  upper.set("k", std::int64_t{1});
+  outs.push_back(b.op("trilu", {x}, upper));
+  outs.push_back(b.op("trilu", {b.input("m", {4, 6}, ir::DType::Bool)}));
+  const ir::Graph g = b.finish(outs);
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  CHECK((*p)->reference_ops.empty());
+  check_executor(g);
 }
 
 TEST_CASE("Bundled models run on the device and match the interpreter - before and after saturn opt") {

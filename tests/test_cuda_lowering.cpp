@@ -275,6 +275,23 @@ TEST_CASE("gather is a device kernel with an index check - comparisons and casts
   CHECK(test::emulation_failures(*p->kernels, std::vector<std::string>(p->kernels->size(), "embed"), "embed").empty());
 }
 
+TEST_CASE("pad and trilu are device kernels of any element type - nothing on the host") {
+  models::GraphBuilder b("pad");
+  std::string x = b.input("x", {2, 3, 4});
+  std::string m = b.input("m", {5, 4}, ir::DType::Bool);
+  ir::Attrs reflect;
+  reflect.set("pads", Dims{0, 1, 2, 0, 1, 1});
+  reflect.set("mode", std::string("reflect"));
+  ir::Attrs lower_tri;
+  lower_tri.set("upper", std::int64_t{0});
+  auto p = lower_for_cuda(
+      b.finish({b.op("exp", {b.op("pad", {b.op("neg", {x})}, reflect)}), b.op("trilu", {m}, lower_tri)}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Copy, "pad (reflect, 10 rows)") == 1);
+  CHECK(count(*p, lower::StepKind::Copy, "trilu (lower, 5 rows)") == 1);
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
