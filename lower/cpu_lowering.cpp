@@ -15,6 +15,7 @@
 #include "ir/pad.hpp"
 #include "ir/slice.hpp"
 #include "ir/trilu.hpp"
+#include "ir/window.hpp"
 #include "lower/block_copy.hpp"
 #include "lower/cuda_steps.hpp"
 #include "lower/library_calls.hpp"
@@ -72,16 +73,29 @@ void split_rows(const RunContext& ctx, std::size_t rows, std::size_t row_bytes, 
 // last window ends inside the input and the left padding): cuDNN's
 // symmetric padding then computes the op. On success `end` becomes `begin`.
 bool symmetric_padding(const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& out,
-                       const std::vector<std::int64_t>& w, const std::vector<std::int64_t>& strides,
+                       const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& strides,
                        const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& begin,
                        std::vector<std::int64_t>& end) {
   for (std::size_t i = 0; i < begin.size(); ++i) {
-    const std::int64_t span = (w[2 + i] - 1) * dilations[i] + 1;
+    const std::int64_t span = (kernel[i] - 1) * dilations[i] + 1;
     const std::int64_t padded = x[2 + i] + 2 * begin[i];
     if (padded < span || (padded - span) / strides[i] + 1 != out[2 + i] || end[i] > begin[i]) return false;
   }
   end = begin;
   return true;
+}
+
+// The end padding that gives exactly the result's size `out` (NC +
+// spatial): the last window ends there. ONNX's may be larger (a last window
+// short of it) or smaller (ceil_mode).
+Dims exact_end_padding(const Dims& x, const Dims& out, const Dims& kernel, const Dims& strides, const Dims& dilations,
+                       const Dims& begin) {
+  Dims end;
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    const std::int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    end.push_back((out[2 + i] - 1) * strides[i] + span - x[2 + i] - begin[i]);
+  }
+  return end;
 }
 
 bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
@@ -1016,9 +1030,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   }
   const bool conv = n.op == "conv" || n.op == "dnnl.conv" || n.op == "dnnl.conv_relu" || n.op == "cudnn.conv" ||
                     n.op == "cudnn.conv_relu";
-  if (conv && in[0]->dims.size() == 4 && in[1] && !in[1]->pending &&
+  if (conv && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1] && !in[1]->pending &&
       p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)].kind == BufferKind::Weight && in[1]->view.whole() &&
-      n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
       (in.size() < 3 || !in[2] ||
        (!in[2]->pending && in[2]->view.whole() &&
         p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)].kind == BufferKind::Weight))) {
@@ -1026,16 +1039,14 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     spec.x_dims = in[0]->dims;
     spec.w_dims = in[1]->dims;
     spec.out_dims = out;
-    spec.strides = n.attrs.ints("strides", {1, 1});
-    spec.dilations = n.attrs.ints("dilations", {1, 1});
-    Dims pads = n.attrs.ints("pads", {0, 0, 0, 0});
-    spec.pads_begin = {pads[0], pads[1]};
+    // The op's own window geometry (explicit pads or auto_pad).
+    const ir::WindowGeometry w = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
+    spec.strides = w.strides;
+    spec.dilations = w.dilations;
+    spec.pads_begin = w.pads_begin;
     spec.group = n.attrs.i("group", 1);
-    for (std::size_t i = 0; i < 2; ++i) {
-      // The right padding that gives exactly the result's size.
-      std::int64_t span = (spec.w_dims[2 + i] - 1) * spec.dilations[i] + 1;
-      spec.pads_end.push_back((out[2 + i] - 1) * spec.strides[i] + span - spec.x_dims[2 + i] - spec.pads_begin[i]);
-    }
+    spec.pads_end = exact_end_padding(spec.x_dims, out, w.kernel, w.strides, w.dilations, w.pads_begin);
     const auto index = static_cast<std::size_t>(&n - graph_->nodes.data());
     ConvEpilogue e;
     if (auto it = epilogue_.find(index); it != epilogue_.end()) e = it->second;
@@ -1046,7 +1057,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     // (a last window that does not reach it): then the symmetric one does
     // too. Other convolutions run their reference kernel (on the host).
     if (cuda() &&
-        !symmetric_padding(spec.x_dims, out, spec.w_dims, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
+        !symmetric_padding(spec.x_dims, out, w.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
       return false;
     const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
     spec.relu = own_relu || e.relu;
@@ -1084,30 +1095,28 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   }
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
-  if (pool && in[0]->dims.size() == 4 && n.attrs.s("auto_pad", "NOTSET") == "NOTSET" &&
-      n.attrs.i("storage_order", 0) == 0) {
-    for (auto d : n.attrs.ints("dilations"))
-      if (d != 1) return false;
+  if (pool && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && (n.outputs.size() < 2 || n.outputs[1].empty())) {
     PoolSpec spec;
     spec.max = n.op.find("max") != std::string::npos;
     spec.count_include_pad = n.attrs.i("count_include_pad", 0) != 0;
     if (spec.count_include_pad && n.attrs.i("ceil_mode", 0)) return false;
     spec.x_dims = in[0]->dims;
     spec.out_dims = out;
-    spec.kernel = n.attrs.ints("kernel_shape");
-    spec.strides = n.attrs.ints("strides", {1, 1});
-    Dims pads = n.attrs.ints("pads", {0, 0, 0, 0});
-    spec.pads_begin = {pads[0], pads[1]};
-    for (std::size_t i = 0; i < 2; ++i)
-      spec.pads_end.push_back((out[2 + i] - 1) * spec.strides[i] + spec.kernel[i] - spec.x_dims[2 + i] -
-                              spec.pads_begin[i]);
+    const ir::WindowGeometry w = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                     n.attrs.ints("kernel_shape"), n.attrs.i("ceil_mode", 0) != 0);
+    spec.kernel = w.kernel;
+    spec.strides = w.strides;
+    spec.dilations = w.dilations;
+    spec.pads_begin = w.pads_begin;
+    spec.pads_end = exact_end_padding(spec.x_dims, out, w.kernel, w.strides, w.dilations, w.pads_begin);
     // oneDNN averages over the padding it is told about; ONNX's right
     // padding may be smaller than what ceil_mode adds.
-    if (!spec.max && spec.count_include_pad && (spec.pads_end[0] != pads[2] || spec.pads_end[1] != pads[3]))
+    if (!spec.max && spec.count_include_pad && spec.pads_end != w.pads_end) return false;
+    // cuDNN pads symmetrically and has no dilated pooling.
+    if (cuda() &&
+        (std::any_of(w.dilations.begin(), w.dilations.end(), [](std::int64_t d) { return d != 1; }) ||
+         !symmetric_padding(spec.x_dims, out, w.kernel, spec.strides, w.dilations, spec.pads_begin, spec.pads_end)))
       return false;
-    Dims kernel4{1, 1, spec.kernel[0], spec.kernel[1]};
-    if (cuda() && !symmetric_padding(spec.x_dims, out, kernel4, spec.strides, {1, 1}, spec.pads_begin, spec.pads_end))
-      return false;  // cuDNN pads symmetrically
     View x = dense(*in[0]);
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     LibraryStep ls = cuda() ? cuda_pool_step(spec, x, y) : make_pool_step(spec, x, y, p_->keep_alive);

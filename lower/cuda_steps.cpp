@@ -239,6 +239,32 @@ struct TensorDesc {
   TensorDesc& operator=(const TensorDesc&) = delete;
 };
 
+std::vector<int> ints(const Dims& d) { return std::vector<int>(d.begin(), d.end()); }
+
+// cuDNN's tensors have 4 or more dims: a 1-D window op becomes a 2-D one
+// over a height of 1 (an added dim after N and C, and an added spatial
+// entry of stride 1, dilation 1 and no padding).
+View with_unit_height(View v) {
+  v.dims.insert(v.dims.begin() + 2, 1);
+  v.strides.insert(v.strides.begin() + 2, 0);  // (tidy_strides makes it consistent)
+  return v;
+}
+void insert_at(Dims& d, std::size_t at, std::int64_t value) {
+  d.insert(d.begin() + static_cast<std::ptrdiff_t>(at), value);
+}
+ConvSpec with_unit_height(ConvSpec s) {
+  for (Dims* d : {&s.x_dims, &s.w_dims, &s.out_dims}) insert_at(*d, 2, 1);
+  for (Dims* d : {&s.strides, &s.dilations}) insert_at(*d, 0, 1);
+  for (Dims* d : {&s.pads_begin, &s.pads_end}) insert_at(*d, 0, 0);
+  return s;
+}
+PoolSpec with_unit_height(PoolSpec s) {
+  for (Dims* d : {&s.x_dims, &s.out_dims}) insert_at(*d, 2, 1);
+  for (Dims* d : {&s.kernel, &s.strides, &s.dilations}) insert_at(*d, 0, 1);
+  for (Dims* d : {&s.pads_begin, &s.pads_end}) insert_at(*d, 0, 0);
+  return s;
+}
+
 // Strides along size-1 dims are free in a View; cuDNN wants them consistent.
 Dims tidy_strides(const View& v) {
   Dims s = v.strides;
@@ -269,20 +295,19 @@ struct ConvState {
     const Dims& xd = spec.x_dims;
     x = std::make_unique<TensorDesc>(xd, x_strides);
     y = std::make_unique<TensorDesc>(spec.out_dims, row_major_strides(spec.out_dims));
-    const std::int64_t M = spec.w_dims[0];
-    bias = std::make_unique<TensorDesc>(Dims{1, M, 1, 1}, Dims{M, 1, 1, 1});
+    Dims bias_dims(xd.size(), 1);
+    bias_dims[1] = spec.w_dims[0];
+    bias = std::make_unique<TensorDesc>(bias_dims, row_major_strides(bias_dims));
     check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
-    check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(spec.w_dims[0]),
-                                           static_cast<int>(spec.w_dims[1]), static_cast<int>(spec.w_dims[2]),
-                                           static_cast<int>(spec.w_dims[3])),
-                "cudnnSetFilter4dDescriptor");
-    check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    const std::vector<int> wd = ints(spec.w_dims), pad = ints(spec.pads_begin), stride = ints(spec.strides),
+                           dil = ints(spec.dilations);
     check_cudnn(
-        cudnnSetConvolution2dDescriptor(conv, static_cast<int>(spec.pads_begin[0]),
-                                        static_cast<int>(spec.pads_begin[1]), static_cast<int>(spec.strides[0]),
-                                        static_cast<int>(spec.strides[1]), static_cast<int>(spec.dilations[0]),
-                                        static_cast<int>(spec.dilations[1]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-        "cudnnSetConvolution2dDescriptor");
+        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(wd.size()), wd.data()),
+        "cudnnSetFilterNdDescriptor");
+    check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    check_cudnn(cudnnSetConvolutionNdDescriptor(conv, static_cast<int>(pad.size()), pad.data(), stride.data(),
+                                                dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                "cudnnSetConvolutionNdDescriptor");
     check_cudnn(cudnnSetConvolutionGroupCount(conv, static_cast<int>(spec.group)), "cudnnSetConvolutionGroupCount");
     // Plain float32 (no TF32 tensor cores): the results the reference gives.
     check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
@@ -312,11 +337,12 @@ struct ConvState {
 std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
                                                 const View& x, BufferId w, std::optional<BufferId> bias,
                                                 const View* skip, BufferId out) {
-  if (spec.x_dims.size() != 4 || spec.pads_begin != spec.pads_end) return std::nullopt;
+  if (spec.x_dims.size() < 3 || spec.x_dims.size() > 5 || spec.pads_begin != spec.pads_end) return std::nullopt;
   if (skip && !skip->whole()) return std::nullopt;  // the residual is read as y's own layout
   auto st = std::make_shared<ConvState>();
-  st->spec = spec;
-  st->x_strides = tidy_strides(x);
+  const bool lift = spec.x_dims.size() == 3;
+  st->spec = lift ? with_unit_height(spec) : spec;
+  st->x_strides = tidy_strides(lift ? with_unit_height(x) : x);
   Step s;
   s.kind = StepKind::Conv;
   s.label = std::string("cudnn conv") + (bias ? "+bias" : "") + (spec.sum ? "+sum" : "") + (spec.relu ? "+relu" : "");
@@ -399,11 +425,10 @@ struct PoolState {
     const cudnnPoolingMode_t mode = spec.max                 ? CUDNN_POOLING_MAX_DETERMINISTIC
                                     : spec.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    check_cudnn(cudnnSetPooling2dDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(spec.kernel[0]),
-                                            static_cast<int>(spec.kernel[1]), static_cast<int>(spec.pads_begin[0]),
-                                            static_cast<int>(spec.pads_begin[1]), static_cast<int>(spec.strides[0]),
-                                            static_cast<int>(spec.strides[1])),
-                "cudnnSetPooling2dDescriptor");
+    const std::vector<int> window = ints(spec.kernel), pad = ints(spec.pads_begin), stride = ints(spec.strides);
+    check_cudnn(cudnnSetPoolingNdDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(window.size()),
+                                            window.data(), pad.data(), stride.data()),
+                "cudnnSetPoolingNdDescriptor");
   }
 };
 
@@ -411,10 +436,13 @@ struct PoolState {
 
 std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
                                                 const View& x, BufferId out) {
-  if (spec.x_dims.size() != 4 || spec.pads_begin != spec.pads_end) return std::nullopt;
+  if (spec.x_dims.size() < 3 || spec.x_dims.size() > 5 || spec.pads_begin != spec.pads_end) return std::nullopt;
+  for (auto d : spec.dilations)
+    if (d != 1) return std::nullopt;  // cuDNN has no dilated pooling
   auto st = std::make_shared<PoolState>();
-  st->spec = spec;
-  st->x_strides = tidy_strides(x);
+  const bool lift = spec.x_dims.size() == 3;
+  st->spec = lift ? with_unit_height(spec) : spec;
+  st->x_strides = tidy_strides(lift ? with_unit_height(x) : x);
   Step s;
   s.kind = StepKind::Pool;
   s.label = spec.max ? "cudnn max_pool" : "cudnn avg_pool";

@@ -184,7 +184,8 @@ std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
     return *s;
   }
   st.dst = memory(got, st.engine);
-  st.user_dst = memory(memory::desc(to_dims(out_dims), dt::f32, tag::nchw), st.engine, nullptr);
+  st.user_dst =
+      memory(memory::desc(to_dims(out_dims), dt::f32, to_dims(row_major_strides(out_dims))), st.engine, nullptr);
   st.from_dst = dnnl::reorder(st.dst, st.user_dst);
   return row_major_strides(out_dims);
 }
@@ -261,14 +262,14 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
                            const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
-  memory::dims wd = to_dims(spec.w_dims);
-  tag wtag = tag::oihw;
+  // The weights as stored, OI + spatial row-major; with groups, G O/G I + spatial.
+  std::vector<std::int64_t> wd = spec.w_dims;
   if (spec.group > 1) {
-    wd = {spec.group, spec.w_dims[0] / spec.group, spec.w_dims[1], spec.w_dims[2], spec.w_dims[3]};
-    wtag = tag::goihw;
+    wd.insert(wd.begin(), spec.group);
+    wd[1] /= spec.group;
   }
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
-  memory::desc any_w(wd, dt::f32, tag::any), user_w(wd, dt::f32, wtag);
+  memory::desc any_w(to_dims(wd), dt::f32, tag::any), user_w(to_dims(wd), dt::f32, to_dims(row_major_strides(wd)));
   memory::desc bias_md = bias_buffer ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
   memory::dims dil;
   for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
@@ -326,10 +327,12 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   auto alg = spec.max                 ? dnnl::algorithm::pooling_max
              : spec.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                       : dnnl::algorithm::pooling_avg_exclude_padding;
-  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, any_y, to_dims(spec.strides),
-                                   to_dims(spec.kernel), to_dims(spec.pads_begin), to_dims(spec.pads_end));
-  dnnl::pooling_forward::primitive_desc pd(desc, st->engine);
-  st->prim = dnnl::pooling_forward(pd);
+  memory::dims dil;
+  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, any_y, to_dims(spec.strides),
+                                      to_dims(spec.kernel), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, st->engine);
+  st->prim = dnnl::pooling_v2_forward(pd);
   bind_source(*st, pd.src_desc(), x);
   LibraryStep r;
   r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);

@@ -51,7 +51,8 @@ struct LibraryStep {
   std::vector<std::int64_t> out_strides;
 };
 
-// 2-D convolution (NCHW dims, OIHW weights, groups) with its epilogue as
+// 1-, 2- or 3-D convolution (NCW, NCHW or NCDHW dims, OI + spatial weights,
+// groups) with its epilogue as
 // oneDNN post-ops: result = relu?(conv(x) + bias + (sum ? skip : 0)). x and
 // skip are dense Views (View::dense: any dimension order). The weights and
 // bias are constants, read now and kept in the primitive's layout. The sum
@@ -69,7 +70,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_
                            const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep);
 
 struct PoolSpec {
-  std::vector<std::int64_t> x_dims, out_dims, kernel, strides, pads_begin, pads_end;
+  std::vector<std::int64_t> x_dims, out_dims, kernel, strides, dilations, pads_begin, pads_end;
   bool max = true;
   bool count_include_pad = false;
 };

@@ -391,7 +391,7 @@ TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds
 TEST_CASE("Epilogues stay separate nodes when their convolution does not go to oneDNN") {
   models::GraphBuilder b("fallback");
   std::string x = b.input("x", {1, 4, 6, 6});
-  // auto_pad and weights given at run time: reference convolutions.
+  // auto_pad goes to oneDNN; weights given at run time: a reference convolution.
   std::string y = b.op("relu", {b.op("add", {conv(b, x, 4, 4, 3, 1, "SAME_UPPER"), x})});
   std::string w = b.input("w", {4, 4, 3, 3});
   std::string z = b.op("relu", {b.op("conv", {y, w}, models::ints_attr("pads", {1, 1, 1, 1}))});
@@ -399,11 +399,54 @@ TEST_CASE("Epilogues stay separate nodes when their convolution does not go to o
   std::string t = b.op("sigmoid", {z});
   std::string u = b.op("relu", {b.op("add", {conv(b, t, 4, 4, 3, 1), t})});
   auto p = check_against_interpreter(b.finish({u}), 1e-4, 1e-4);
-  CHECK(p->library_calls == 1);
-  CHECK(steps_with(*p, "+sum +relu") == 1);
+  CHECK(p->library_calls == 2);
+  CHECK(p->reference_ops == std::vector<std::string>{"conv"});
+  CHECK(steps_with(*p, "+sum +relu") == 2);
   for (const auto& [result, operand] : p->in_place)
     for (const lower::Step& s : p->steps)
       CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+}
+
+TEST_CASE("1-D and 3-D convolutions and pooling - auto_pad - dilated pooling - go to oneDNN") {
+  auto attrs = [](const std::vector<std::pair<std::string, Dims>>& ints, const std::string& auto_pad = "") {
+    ir::Attrs a;
+    for (const auto& [name, v] : ints) a.set(name, v);
+    if (!auto_pad.empty()) a.set("auto_pad", auto_pad);
+    return a;
+  };
+  SECTION("1-D - groups - dilation - SAME_LOWER - with the residual and ReLU epilogue") {
+    models::GraphBuilder b("conv1d");
+    std::string x = b.input("x", {2, 4, 17});
+    std::string y = b.op("conv", {x, b.weight({6, 2, 3}, 0.3), b.weight({6}, 0.3)}, [&] {
+      ir::Attrs a = attrs({{"strides", {2}}, {"dilations", {2}}}, "SAME_LOWER");
+      a.set("group", std::int64_t{2});
+      return a;
+    }());
+    std::string z = b.op("conv", {x, b.weight({6, 4, 4}, 0.3)}, attrs({{"pads", {1, 2}}, {"strides", {2}}}));
+    std::string r =
+        b.op("relu", {b.op("add", {b.op("conv", {y, b.weight({6, 6, 3}, 0.3)}, attrs({{"pads", {1, 1}}})), y})});
+    std::string m =
+        b.op("max_pool", {x}, attrs({{"kernel_shape", {3}}, {"strides", {2}}, {"dilations", {2}}, {"pads", {1, 1}}}));
+    std::string a = b.op("avg_pool", {x}, attrs({{"kernel_shape", {4}}, {"strides", {3}}}, "SAME_UPPER"));
+    auto p = check_against_interpreter(b.finish({y, z, r, m, a}), 1e-4, 1e-4);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == 5);
+    CHECK(steps_with(*p, "+sum +relu") == 1);
+  }
+  SECTION("3-D - strides and asymmetric pads - dilated average pooling - ceil_mode") {
+    models::GraphBuilder b("conv3d");
+    std::string x = b.input("x", {1, 3, 7, 6, 5});
+    std::string y = b.op("conv", {x, b.weight({4, 3, 3, 2, 3}, 0.3), b.weight({4}, 0.3)},
+                         attrs({{"strides", {2, 1, 2}}, {"pads", {1, 0, 1, 0, 1, 2}}}));
+    std::string m = b.op("max_pool", {x}, attrs({{"kernel_shape", {2, 3, 2}}, {"strides", {2, 2, 1}}}, "VALID"));
+    ir::Attrs ceil = attrs({{"kernel_shape", {3, 2, 2}}, {"strides", {2, 2, 2}}, {"dilations", {2, 1, 2}}});
+    ceil.set("ceil_mode", std::int64_t{1});
+    std::string a = b.op("avg_pool", {x}, ceil);
+    auto p = check_against_interpreter(b.finish({y, m, a}), 1e-4, 1e-4);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == 3);
+    CHECK(steps_with(*p, "oneDNN conv 1x3x7x6x5 * 4x3x3x2x3") == 1);
+  }
 }
 
 TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across element types") {

@@ -261,6 +261,27 @@ TEST_CASE("Gather runs on the device - an index out of range fails the run") {
   CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
 }
 
+TEST_CASE("1-D and 3-D convolutions and pooling run in cuDNN on the device") {
+  models::GraphBuilder b("nd");
+  std::string x1 = b.input("x1", {2, 4, 17});
+  std::string x3 = b.input("x3", {1, 3, 7, 6, 5});
+  auto attrs = [](const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& ints) {
+    ir::Attrs a;
+    for (const auto& [name, v] : ints) a.set(name, v);
+    return a;
+  };
+  const ir::Graph g = b.finish(
+      {b.op("relu", {b.op("conv", {x1, b.weight({6, 4, 3}, 0.3), b.weight({6}, 0.3)}, attrs({{"pads", {1, 1}}}))}),
+       b.op("conv", {x3, b.weight({4, 3, 3, 3, 3}, 0.3)},
+            attrs({{"strides", {2, 1, 2}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
+       b.op("max_pool", {x1}, attrs({{"kernel_shape", {3}}, {"strides", {2}}})),
+       b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}}))});
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  CHECK((*p)->reference_ops.empty());
+  check_executor(g, 1e-4);
+}
+
 TEST_CASE("Pad in every mode and trilu run on the device") {
   models::GraphBuilder b("pad");
   std::string x = b.input("x", {2, 3, 5});

@@ -292,6 +292,28 @@ TEST_CASE("pad and trilu are device kernels of any element type - nothing on the
   CHECK(count(*p, lower::StepKind::Copy, "trilu (lower, 5 rows)") == 1);
 }
 
+TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling runs on the host") {
+  models::GraphBuilder b("nd");
+  std::string x1 = b.input("x1", {2, 4, 17});
+  std::string x3 = b.input("x3", {1, 3, 7, 6, 5});
+  auto attrs = [](const std::vector<std::pair<std::string, Dims>>& ints) {
+    ir::Attrs a;
+    for (const auto& [name, v] : ints) a.set(name, v);
+    return a;
+  };
+  std::vector<std::string> outs{
+      b.op("relu", {b.op("conv", {x1, b.weight({6, 4, 3}, 0.3), b.weight({6}, 0.3)}, attrs({{"pads", {1, 1}}}))}),
+      b.op("conv", {x3, b.weight({4, 3, 3, 3, 3}, 0.3)}, attrs({{"strides", {2, 1, 2}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
+      b.op("max_pool", {x1}, attrs({{"kernel_shape", {3}}, {"strides", {2}}})),
+      b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
+      b.op("max_pool", {x1}, attrs({{"kernel_shape", {3}}, {"dilations", {2}}}))};
+  auto p = lower_for_cuda(b.finish(outs));
+  CHECK(p->reference_ops == std::vector<std::string>{"max_pool"});  // the dilated one
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv+bias+relu") == 1);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 2);
+  CHECK(count(*p, lower::StepKind::Pool, "cudnn") == 2);
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
