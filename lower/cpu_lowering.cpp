@@ -509,6 +509,13 @@ class Lowerer {
   LibraryStep cuda_conv_step(const ConvSpec& spec, const View& x, BufferId w, std::optional<BufferId> bias,
                              const View* skip, BufferId y);
   LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
+  std::optional<LibraryStep> cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
+                                                      std::optional<BufferId> bias, BufferId y);
+  // Operand i is a whole constant (weights, bias): read once when lowering.
+  bool constant_operand(const std::vector<Value*>& in, std::size_t i) const {
+    return in.size() > i && in[i] && !in[i]->pending && in[i]->view.whole() &&
+           p_->buffers[static_cast<std::size_t>(in[i]->view.buffer)].kind == BufferKind::Weight;
+  }
   std::shared_ptr<CudaSteps> cuda_;
 
   LoweringOptions o_;
@@ -1093,6 +1100,46 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     set(v);
     return true;
   }
+  if (n.op == "conv_transpose" && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && constant_operand(in, 1) &&
+      (in.size() < 3 || !in[2] || constant_operand(in, 2))) {
+    const ir::ConvTransposeGeometry g = ir::conv_transpose_geometry(n.attrs, in[0]->dims, in[1]->dims);
+    ConvSpec spec;
+    spec.x_dims = in[0]->dims;
+    spec.w_dims = in[1]->dims;
+    spec.out_dims = out;
+    spec.strides = g.strides;
+    spec.dilations = g.dilations;
+    spec.pads_begin = g.begin;
+    spec.group = n.attrs.i("group", 1);
+    for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
+      spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
+                              g.begin[i] - out[2 + i]);
+    const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
+    const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
+    const View x = dense(*in[0]);
+    const BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
+    std::optional<LibraryStep> ls;
+    if (cuda()) {
+      ls = cuda_conv_transpose_step(spec, x, in[1]->view.buffer,
+                                    bb ? std::optional<BufferId>(in[2]->view.buffer) : std::nullopt, y);
+    } else {
+      try {
+        ls = make_conv_transpose_step(spec, x, wb, bb, y, p_->keep_alive);
+      } catch (const dnnl::error&) {
+        ls.reset();  // a geometry oneDNN does not implement: the reference kernel
+      }
+    }
+    if (!ls) {
+      p_->buffers.pop_back();  // y, unused
+      return false;
+    }
+    p_->steps.push_back(std::move(ls->step));
+    ++p_->library_calls;
+    Value v = stored(y);
+    v.view.strides = ls->out_strides;
+    set(v);
+    return true;
+  }
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && (n.outputs.size() < 2 || n.outputs[1].empty())) {
@@ -1276,6 +1323,10 @@ LibraryStep Lowerer::cuda_pool_step(const PoolSpec& spec, const View& x, BufferI
   if (!ls) throw DiagnosticError{at_graph("cuda lowering: a pooling cuDNN cannot take")};
   return std::move(*ls);
 }
+std::optional<LibraryStep> Lowerer::cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
+                                                             std::optional<BufferId> bias, BufferId y) {
+  return make_cudnn_conv_transpose_step(cuda_, spec, x, w, bias, y);
+}
 #else
 [[noreturn]] void no_cuda() {
   throw DiagnosticError{Diagnostic{{}, "the cuda target is not built here: CMake found no CUDA toolkit"}};
@@ -1288,6 +1339,10 @@ LibraryStep Lowerer::cuda_conv_step(const ConvSpec&, const View&, BufferId, std:
   no_cuda();
 }
 LibraryStep Lowerer::cuda_pool_step(const PoolSpec&, const View&, BufferId) { no_cuda(); }
+std::optional<LibraryStep> Lowerer::cuda_conv_transpose_step(const ConvSpec&, const View&, BufferId,
+                                                             std::optional<BufferId>, BufferId) {
+  no_cuda();
+}
 #endif
 
 }  // namespace

@@ -274,9 +274,13 @@ Dims tidy_strides(const View& v) {
 }
 
 // What one convolution keeps between runs: descriptors, the algorithm and
-// its workspace, made on the first run.
+// its workspace, made on the first run. A transposed one is cuDNN's
+// backward-data convolution: the same filter and convolution descriptors,
+// x in the forward result's place and y in its input's.
 struct ConvState {
   ConvSpec spec;
+  bool transposed = false;
+  cudnnConvolutionBwdDataAlgo_t bwd_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   Dims x_strides;
   std::unique_ptr<TensorDesc> x, y, bias;
   cudnnFilterDescriptor_t w = nullptr;
@@ -296,7 +300,7 @@ struct ConvState {
     x = std::make_unique<TensorDesc>(xd, x_strides);
     y = std::make_unique<TensorDesc>(spec.out_dims, row_major_strides(spec.out_dims));
     Dims bias_dims(xd.size(), 1);
-    bias_dims[1] = spec.w_dims[0];
+    bias_dims[1] = transposed ? spec.w_dims[1] * spec.group : spec.w_dims[0];
     bias = std::make_unique<TensorDesc>(bias_dims, row_major_strides(bias_dims));
     check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     const std::vector<int> wd = ints(spec.w_dims), pad = ints(spec.pads_begin), stride = ints(spec.strides),
@@ -314,18 +318,36 @@ struct ConvState {
     check_cudnn(cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor");
     check_cudnn(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
                 "cudnnSetActivationDescriptor");
+    // The fastest algorithm the heuristic expects that stays in plain
+    // float32 math.
+    auto plain = [](const auto& perf) {
+      return perf.status == CUDNN_STATUS_SUCCESS && perf.mathType != CUDNN_TENSOR_OP_MATH &&
+             perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    };
+    std::size_t bytes = 0;
     int found = 0;
+    if (transposed) {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w, x->d, conv, y->d, 8, &found, perf),
+                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      for (int i = 0; i < found; ++i)
+        if (plain(perf[i])) {
+          bwd_algo = perf[i].algo;
+          break;
+        }
+      check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w, x->d, conv, y->d, bwd_algo, &bytes),
+                  "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
+      return;
+    }
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x->d, w, conv, y->d, 8, &found, perf),
                 "cudnnGetConvolutionForwardAlgorithm_v7");
-    // The fastest the heuristic expects that stays in plain float32 math.
     for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-          perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+      if (plain(perf[i])) {
         algo = perf[i].algo;
         break;
       }
-    std::size_t bytes = 0;
     check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(h, x->d, w, conv, y->d, algo, &bytes),
                 "cudnnGetConvolutionForwardWorkspaceSize");
     workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
@@ -399,6 +421,49 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
     check_cudnn(cudnnConvolutionForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
                                         skip_buffer ? &one : &zero, st->y->d, Y),
                 "cudnnConvolutionForward");
+    if (bias)
+      check_cudnn(cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)), &one,
+                                 st->y->d, Y),
+                  "cudnnAddTensor");
+  };
+  return LibraryStep{std::move(s), row_major_strides(spec.out_dims)};
+}
+
+std::optional<LibraryStep> make_cudnn_conv_transpose_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
+                                                          const View& x, BufferId w, std::optional<BufferId> bias,
+                                                          BufferId out) {
+  if (spec.x_dims.size() < 3 || spec.x_dims.size() > 5) return std::nullopt;
+  // cuDNN derives the forward input's size (our result) from both sides
+  // padded by pads_begin: the forward convolution of the result must give x.
+  for (std::size_t i = 0; i < spec.pads_begin.size(); ++i) {
+    const std::int64_t span = (spec.w_dims[2 + i] - 1) * spec.dilations[i] + 1;
+    const std::int64_t room = spec.out_dims[2 + i] + 2 * spec.pads_begin[i] - span;
+    if (spec.pads_begin[i] < 0 || room < 0 || room / spec.strides[i] + 1 != spec.x_dims[2 + i]) return std::nullopt;
+  }
+  auto st = std::make_shared<ConvState>();
+  const bool lift = spec.x_dims.size() == 3;
+  st->spec = lift ? with_unit_height(spec) : spec;
+  st->spec.pads_end = st->spec.pads_begin;
+  st->transposed = true;
+  st->x_strides = tidy_strides(lift ? with_unit_height(x) : x);
+  Step s;
+  s.kind = StepKind::Conv;
+  s.label = std::string("cudnn conv_transpose") + (bias ? "+bias" : "");
+  s.reads = {x.buffer, w};
+  if (bias) s.reads.push_back(*bias);
+  s.writes = {out};
+  const BufferId xb = x.buffer;
+  const std::int64_t x_off = x.offset;
+  s.run = [cs, st, xb, x_off, w, bias, out](const RunContext& ctx) {
+    cudnnHandle_t h = cs->dnn(stream_of(ctx));
+    st->make(h);
+    void* Y = reinterpret_cast<void*>(device_address(ctx, out));
+    const float one = 1.0f, zero = 0.0f;
+    check_cudnn(cudnnConvolutionBackwardData(h, &one, st->w, reinterpret_cast<const void*>(device_address(ctx, w)),
+                                             st->x->d, reinterpret_cast<const void*>(device_address(ctx, xb, x_off)),
+                                             st->conv, st->bwd_algo, reinterpret_cast<void*>(st->workspace->address()),
+                                             st->workspace->bytes(), &zero, st->y->d, Y),
+                "cudnnConvolutionBackwardData");
     if (bias)
       check_cudnn(cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)), &one,
                                  st->y->d, Y),

@@ -78,6 +78,13 @@ Step make_cublas_gemm_step(const std::shared_ptr<CudaSteps>& cs, const CublasGem
 std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
                                                 const View& x, BufferId w, std::optional<BufferId> bias,
                                                 const View* skip, BufferId out);
+// A transposed convolution (make_conv_transpose_step's spec) as cuDNN's
+// backward-data convolution plus cudnnAddTensor for the bias. cuDNN pads
+// both sides by pads_begin and derives the result's size from the input's:
+// nullopt when that does not give `spec.out_dims`.
+std::optional<LibraryStep> make_cudnn_conv_transpose_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
+                                                          const View& x, BufferId w, std::optional<BufferId> bias,
+                                                          BufferId out);
 std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
                                                 const View& x, BufferId out);
 

@@ -320,6 +320,62 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_
   return r;
 }
 
+LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer,
+                                     const Buffer* bias_buffer, BufferId out,
+                                     std::vector<std::shared_ptr<void>>& keep) {
+  auto st = std::make_shared<DnnlState>();
+  // ONNX's weights are [C, M/G, k...] (input channels first); oneDNN's are
+  // [M, C, k...], or [G, M/G, C/G, k...]: the same memory, strides permuted.
+  const std::int64_t G = spec.group, C = spec.w_dims[0], mpg = spec.w_dims[1], M = mpg * G;
+  std::vector<std::int64_t> kernel(spec.w_dims.begin() + 2, spec.w_dims.end());
+  std::vector<std::int64_t> wd{M, C}, ws{1, M};
+  if (G > 1) {
+    wd = {G, mpg, C / G};
+    ws = {(C / G) * mpg, 1, mpg};
+  }
+  std::int64_t plane = 1;
+  for (auto k : kernel) plane *= k;
+  for (auto& s : ws) s *= plane;
+  const std::vector<std::int64_t> ks = row_major_strides(kernel);
+  wd.insert(wd.end(), kernel.begin(), kernel.end());
+  ws.insert(ws.end(), ks.begin(), ks.end());
+  memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
+  memory::desc any_w(to_dims(wd), dt::f32, tag::any), user_w(to_dims(wd), dt::f32, to_dims(ws));
+  memory::desc bias_md = bias_buffer ? memory::desc({M}, dt::f32, tag::x) : memory::desc();
+  memory::dims dil;
+  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                         any_x, any_w, bias_md, any_y, to_dims(spec.strides), dil,
+                                         to_dims(spec.pads_begin), to_dims(spec.pads_end));
+  dnnl::deconvolution_forward::primitive_desc pd(desc, st->engine);
+  st->prim = dnnl::deconvolution_forward(pd);
+  memory wsrc(user_w, st->engine, const_cast<std::uint8_t*>(w_buffer.weight->bytes()));
+  st->weights = memory(pd.weights_desc(), st->engine);
+  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
+  if (bias_buffer) {
+    st->bias = memory(bias_md, st->engine);
+    std::memcpy(st->bias.get_data_handle(), bias_buffer->weight->bytes(), bias_buffer->bytes);
+  }
+  st->stream.wait();
+  bind_source(*st, pd.src_desc(), x);
+  LibraryStep r;
+  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
+  keep.push_back(st);
+  Step& s = r.step;
+  s.kind = StepKind::Conv;
+  s.label = std::string("oneDNN conv_transpose ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
+            (st->to_src ? " (src reordered)" : "") + (st->from_dst ? " (dst reordered)" : "");
+  s.reads = {x.buffer};  // the weights and bias were copied into the primitive's layout above
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, x, out](const RunContext& ctx) {
+    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, p->weights}};
+    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
+    run_primitive(*p, ctx, x, out, nullptr, std::move(args));
+  };
+  return r;
+}
+
 LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
                            std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();

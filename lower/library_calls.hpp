@@ -69,6 +69,14 @@ struct ConvSpec {
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
                            const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep);
 
+// Transposed convolution (1-, 2- or 3-D, groups) with an optional bias:
+// `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the
+// pads are the transposed op's (the result's position o takes input i at tap
+// k where o = i stride - pads_begin + k dilation; pads_end may be negative,
+// from output_padding). relu and sum are not used.
+LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer,
+                                     const Buffer* bias_buffer, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+
 struct PoolSpec {
   std::vector<std::int64_t> x_dims, out_dims, kernel, strides, dilations, pads_begin, pads_end;
   bool max = true;

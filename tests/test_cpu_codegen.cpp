@@ -449,6 +449,41 @@ TEST_CASE("1-D and 3-D convolutions and pooling - auto_pad - dilated pooling - g
   }
 }
 
+TEST_CASE("Transposed convolutions go to oneDNN - 1-D to 3-D - groups - dilations - output_padding - output_shape") {
+  struct Case {
+    Dims x, w;
+    std::vector<std::pair<std::string, Dims>> ints;
+    std::string auto_pad;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 7, 6}, {3, 4, 3, 3}, {{"strides", {2, 2}}, {"pads", {1, 0, 1, 1}}}, "", true},
+      {{2, 4, 9}, {4, 3, 3}, {{"strides", {3}}, {"output_padding", {2}}, {"group", {2}}}, "", true},
+      {{1, 2, 5, 5}, {2, 2, 3, 3}, {{"dilations", {2, 2}}, {"strides", {2, 1}}, {"output_padding", {1, 0}}}, "", false},
+      {{1, 2, 4, 5}, {2, 3, 3, 3}, {{"strides", {2, 2}}}, "SAME_UPPER", true},
+      {{1, 2, 4, 5}, {2, 3, 3, 3}, {{"strides", {3, 2}}, {"output_shape", {13, 11}}}, "", false},
+      {{1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, {{"strides", {2, 1, 2}}, {"pads", {0, 1, 1, 1, 0, 0}}}, "", true}};
+  for (const Case& c : cases) {
+    INFO("x " << c.x.size() << "-d, " << c.ints.size() << " attributes, auto_pad " << c.auto_pad);
+    models::GraphBuilder b("deconv");
+    std::string x = b.input("x", c.x);
+    ir::Attrs a;
+    for (const auto& [name, v] : c.ints) {
+      if (name == "group")
+        a.set(name, v[0]);
+      else
+        a.set(name, v);
+    }
+    if (!c.auto_pad.empty()) a.set("auto_pad", c.auto_pad);
+    const std::int64_t group = a.i("group", 1);
+    std::vector<std::string> operands{x, b.weight(c.w, 0.3)};
+    if (c.bias) operands.push_back(b.weight({c.w[1] * group}, 0.3));
+    auto p = check_against_interpreter(b.finish({b.op("relu", {b.op("conv_transpose", operands, a)})}), 1e-4, 1e-4);
+    CHECK(p->reference_ops.empty());
+    CHECK(steps_with(*p, "oneDNN conv_transpose") == 1);
+  }
+}
+
 TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across element types") {
   ir::Attrs to_f32, to_bool;
   to_f32.set("to", std::string("f32"));

@@ -261,7 +261,7 @@ TEST_CASE("Gather runs on the device - an index out of range fails the run") {
   CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
 }
 
-TEST_CASE("1-D and 3-D convolutions and pooling run in cuDNN on the device") {
+TEST_CASE("1-D and 3-D convolutions - transposed ones - and pooling run in cuDNN on the device") {
   models::GraphBuilder b("nd");
   std::string x1 = b.input("x1", {2, 4, 17});
   std::string x3 = b.input("x3", {1, 3, 7, 6, 5});
@@ -275,7 +275,10 @@ TEST_CASE("1-D and 3-D convolutions and pooling run in cuDNN on the device") {
        b.op("conv", {x3, b.weight({4, 3, 3, 3, 3}, 0.3)},
             attrs({{"strides", {2, 1, 2}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
        b.op("max_pool", {x1}, attrs({{"kernel_shape", {3}}, {"strides", {2}}})),
-       b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}}))});
+       b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
+       b.op("conv_transpose", {x3, b.weight({3, 2, 3, 2, 3}, 0.3), b.weight({2}, 0.3)},
+            attrs({{"strides", {2, 1, 2}}, {"pads", {1, 0, 1, 1, 0, 1}}, {"output_padding", {1, 0, 0}}})),
+       b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, attrs({{"strides", {3}}}))});
   auto p = lower::compile_cuda(g);
   if (!p) FAIL(p.error().to_string());
   CHECK((*p)->reference_ops.empty());

@@ -314,6 +314,27 @@ TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling ru
   CHECK(count(*p, lower::StepKind::Pool, "cudnn") == 2);
 }
 
+TEST_CASE("transposed convolutions are cuDNN backward-data calls - unless their padding is one-sided") {
+  models::GraphBuilder b("deconv");
+  std::string x = b.input("x", {1, 3, 7, 6});
+  std::string x1 = b.input("x1", {2, 4, 9});
+  ir::Attrs sym;
+  sym.set("strides", Dims{2, 2});
+  sym.set("pads", Dims{1, 1, 1, 1});
+  sym.set("output_padding", Dims{1, 0});
+  ir::Attrs grouped;
+  grouped.set("strides", Dims{3});
+  grouped.set("group", std::int64_t{2});
+  ir::Attrs one_sided;
+  one_sided.set("pads", Dims{0, 1});
+  auto p = lower_for_cuda(b.finish({b.op("conv_transpose", {x, b.weight({3, 4, 3, 3}, 0.3), b.weight({4}, 0.3)}, sym),
+                                    b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, grouped),
+                                    b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, one_sided)}));
+  CHECK(p->reference_ops == std::vector<std::string>{"conv_transpose"});  // the one-sided one
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv_transpose+bias") == 1);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv_transpose") == 2);
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
