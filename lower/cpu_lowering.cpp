@@ -511,10 +511,13 @@ class Lowerer {
   LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
   std::optional<LibraryStep> cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
                                                       std::optional<BufferId> bias, BufferId y);
-  // Operand i is a whole constant (weights, bias): read once when lowering.
-  bool constant_operand(const std::vector<Value*>& in, std::size_t i) const {
-    return in.size() > i && in[i] && !in[i]->pending && in[i]->view.whole() &&
-           p_->buffers[static_cast<std::size_t>(in[i]->view.buffer)].kind == BufferKind::Weight;
+  // A weight or bias operand of a convolution: a whole constant, read once
+  // when lowering; otherwise read at every run, dense for oneDNN and
+  // row-major for cuDNN (which reads filters and biases so).
+  LibraryOperand library_operand(Value& v) {
+    const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
+    if (!v.pending && v.view.whole() && b.kind == BufferKind::Weight) return {v.view, &b};
+    return {cuda() ? whole(v) : dense(v), nullptr};
   }
   std::shared_ptr<CudaSteps> cuda_;
 
@@ -1037,23 +1040,19 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   }
   const bool conv = n.op == "conv" || n.op == "dnnl.conv" || n.op == "dnnl.conv_relu" || n.op == "cudnn.conv" ||
                     n.op == "cudnn.conv_relu";
-  if (conv && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1] && !in[1]->pending &&
-      p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)].kind == BufferKind::Weight && in[1]->view.whole() &&
-      (in.size() < 3 || !in[2] ||
-       (!in[2]->pending && in[2]->view.whole() &&
-        p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)].kind == BufferKind::Weight))) {
+  if (conv && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
     ConvSpec spec;
     spec.x_dims = in[0]->dims;
     spec.w_dims = in[1]->dims;
     spec.out_dims = out;
     // The op's own window geometry (explicit pads or auto_pad).
-    const ir::WindowGeometry w = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
-                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
-    spec.strides = w.strides;
-    spec.dilations = w.dilations;
-    spec.pads_begin = w.pads_begin;
+    const ir::WindowGeometry win = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                       Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
+    spec.strides = win.strides;
+    spec.dilations = win.dilations;
+    spec.pads_begin = win.pads_begin;
     spec.group = n.attrs.i("group", 1);
-    spec.pads_end = exact_end_padding(spec.x_dims, out, w.kernel, w.strides, w.dilations, w.pads_begin);
+    spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
     const auto index = static_cast<std::size_t>(&n - graph_->nodes.data());
     ConvEpilogue e;
     if (auto it = epilogue_.find(index); it != epilogue_.end()) e = it->second;
@@ -1064,7 +1063,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     // (a last window that does not reach it): then the symmetric one does
     // too. Other convolutions run their reference kernel (on the host).
     if (cuda() &&
-        !symmetric_padding(spec.x_dims, out, w.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
+        !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
       return false;
     const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
     spec.relu = own_relu || e.relu;
@@ -1079,17 +1078,18 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
       spec.relu = own_relu;
     }
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
-    const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
-    LibraryStep ls = cuda() ? cuda_conv_step(spec, x, in[1]->view.buffer,
-                                             bb ? std::optional<BufferId>(in[2]->view.buffer) : std::nullopt,
+    const LibraryOperand w = library_operand(*in[1]);
+    const std::optional<LibraryOperand> bias =
+        in.size() > 2 && in[2] ? std::optional<LibraryOperand>(library_operand(*in[2])) : std::nullopt;
+    LibraryStep ls = cuda() ? cuda_conv_step(spec, x, w.view.buffer,
+                                             bias ? std::optional<BufferId>(bias->view.buffer) : std::nullopt,
                                              skip_view ? &*skip_view : nullptr, y)
-                            : make_conv_step(spec, x, wb, bb, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
+                            : make_conv_step(spec, x, w, bias, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
     // The sum post-op reads each skip element once, where it writes: skip's
     // storage may become the result's when it is laid out alike (and is not
-    // the conv's own input, read all over).
-    if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer &&
-        same_strides(*skip_view, ls.out_strides))
+    // one of the conv's other operands, read all over).
+    if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer && skip_view->buffer != w.view.buffer &&
+        (!bias || skip_view->buffer != bias->view.buffer) && same_strides(*skip_view, ls.out_strides))
       ls.step.in_place_ok.push_back(skip_view->buffer);
     p_->steps.push_back(std::move(ls.step));
     ++p_->library_calls;
@@ -1100,8 +1100,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     set(v);
     return true;
   }
-  if (n.op == "conv_transpose" && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && constant_operand(in, 1) &&
-      (in.size() < 3 || !in[2] || constant_operand(in, 2))) {
+  if (n.op == "conv_transpose" && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
     const ir::ConvTransposeGeometry g = ir::conv_transpose_geometry(n.attrs, in[0]->dims, in[1]->dims);
     ConvSpec spec;
     spec.x_dims = in[0]->dims;
@@ -1114,17 +1113,18 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
       spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                               g.begin[i] - out[2 + i]);
-    const Buffer& wb = p_->buffers[static_cast<std::size_t>(in[1]->view.buffer)];
-    const Buffer* bb = in.size() > 2 && in[2] ? &p_->buffers[static_cast<std::size_t>(in[2]->view.buffer)] : nullptr;
+    const LibraryOperand w = library_operand(*in[1]);
+    const std::optional<LibraryOperand> bias =
+        in.size() > 2 && in[2] ? std::optional<LibraryOperand>(library_operand(*in[2])) : std::nullopt;
     const View x = dense(*in[0]);
     const BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     std::optional<LibraryStep> ls;
     if (cuda()) {
-      ls = cuda_conv_transpose_step(spec, x, in[1]->view.buffer,
-                                    bb ? std::optional<BufferId>(in[2]->view.buffer) : std::nullopt, y);
+      ls = cuda_conv_transpose_step(spec, x, w.view.buffer,
+                                    bias ? std::optional<BufferId>(bias->view.buffer) : std::nullopt, y);
     } else {
       try {
-        ls = make_conv_transpose_step(spec, x, wb, bb, y, p_->keep_alive);
+        ls = make_conv_transpose_step(spec, x, w, bias, y, p_->keep_alive);
       } catch (const dnnl::error&) {
         ls.reset();  // a geometry oneDNN does not implement: the reference kernel
       }

@@ -151,8 +151,9 @@ struct DnnlState {
   dnnl::stream stream{engine};
   dnnl::primitive prim;
   memory src, dst, weights, bias;
-  memory user_src, user_dst, user_skip;
-  std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst;
+  memory user_src, user_dst, user_skip, user_weights;
+  std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst, to_weights;
+  std::optional<View> run_weights, run_bias;  // operands read at every run
 };
 
 std::string dims_text(const std::vector<std::int64_t>& d) {
@@ -191,6 +192,57 @@ std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
 }
 
 float* address(const RunContext& ctx, const View& v) { return ctx.at(v.buffer) + v.offset; }
+
+// The primitive's weights (layout `want`) from `w` laid out as `have`:
+// constants reordered now, once; run-time ones through a reorder built now
+// and run at every run (or bound in place when the layouts agree). The
+// bias likewise, copied now or bound at every run.
+void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& have, const LibraryOperand& w,
+                  const std::optional<LibraryOperand>& bias, const memory::desc& bias_md) {
+  if (w.constant) {
+    memory wsrc(have, st.engine,
+                const_cast<std::uint8_t*>(w.constant->weight->bytes()) + static_cast<std::size_t>(w.view.offset) * 4);
+    st.weights = memory(want, st.engine);
+    dnnl::reorder(wsrc, st.weights).execute(st.stream, wsrc, st.weights);
+  } else {
+    st.run_weights = w.view;
+    if (same_layout(want, have)) {
+      st.weights = memory(want, st.engine, nullptr);
+    } else {
+      st.user_weights = memory(have, st.engine, nullptr);
+      st.weights = memory(want, st.engine);
+      st.to_weights = dnnl::reorder(st.user_weights, st.weights);
+    }
+  }
+  if (bias && bias->constant) {
+    st.bias = memory(bias_md, st.engine);
+    std::memcpy(st.bias.get_data_handle(),
+                bias->constant->weight->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
+                static_cast<std::size_t>(bias_md.get_size()));
+  } else if (bias) {
+    st.run_bias = bias->view;
+    st.bias = memory(bias_md, st.engine, nullptr);
+  }
+  st.stream.wait();
+}
+
+void add_run_time_reads(const DnnlState& st, Step& s) {
+  if (st.run_weights) s.reads.push_back(st.run_weights->buffer);
+  if (st.run_bias) s.reads.push_back(st.run_bias->buffer);
+}
+
+// The weights and bias arguments of this run (run-time ones bound and
+// reordered first).
+std::unordered_map<int, memory> weight_args(DnnlState& p, const RunContext& ctx) {
+  if (p.run_weights) {
+    (p.to_weights ? p.user_weights : p.weights).set_data_handle(address(ctx, *p.run_weights));
+    if (p.to_weights) p.to_weights->execute(p.stream, p.user_weights, p.weights);
+  }
+  if (p.run_bias) p.bias.set_data_handle(address(ctx, *p.run_bias));
+  std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, p.weights}};
+  if (p.bias) args.emplace(DNNL_ARG_BIAS, p.bias);
+  return args;
+}
 
 // Runs `prim` with src/dst (plus `extra` arguments) bound to this run's
 // buffers, converting layouts where the step needs to.
@@ -259,18 +311,22 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   return s;
 }
 
-LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
-                           const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep) {
+LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                           const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
+                           std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
-  // The weights as stored, OI + spatial row-major; with groups, G O/G I + spatial.
-  std::vector<std::int64_t> wd = spec.w_dims;
+  // The weights as they are laid out, [O, I, k...]; with groups [G, O/G, I, k...].
+  memory::desc user_w = plain_desc(w.view);
   if (spec.group > 1) {
-    wd.insert(wd.begin(), spec.group);
-    wd[1] /= spec.group;
+    std::vector<std::int64_t> d = w.view.dims, s = w.view.strides;
+    d.insert(d.begin(), spec.group);
+    d[1] /= spec.group;
+    s.insert(s.begin(), s[0] * d[1]);
+    user_w = memory::desc(to_dims(d), dt::f32, to_dims(s));
   }
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
-  memory::desc any_w(to_dims(wd), dt::f32, tag::any), user_w(to_dims(wd), dt::f32, to_dims(row_major_strides(wd)));
-  memory::desc bias_md = bias_buffer ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
+  memory::desc any_w(user_w.dims(), dt::f32, tag::any);
+  memory::desc bias_md = bias ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
   memory::dims dil;
   for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
@@ -283,15 +339,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_
   attr.set_post_ops(po);
   dnnl::convolution_forward::primitive_desc pd(desc, attr, st->engine);
   st->prim = dnnl::convolution_forward(pd);
-  // Weights (and bias) into the primitive's layout, once.
-  memory wsrc(user_w, st->engine, const_cast<std::uint8_t*>(w_buffer.weight->bytes()));
-  st->weights = memory(pd.weights_desc(), st->engine);
-  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
-  if (bias_buffer) {
-    st->bias = memory(bias_md, st->engine);
-    std::memcpy(st->bias.get_data_handle(), bias_buffer->weight->bytes(), bias_buffer->bytes);
-  }
-  st->stream.wait();
+  bind_weights(*st, pd.weights_desc(), user_w, w, bias, bias_md);
   bind_source(*st, pd.src_desc(), x);
   LibraryStep r;
   r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
@@ -307,41 +355,37 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_
   s.kind = StepKind::Conv;
   s.label = std::string("oneDNN conv ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
             (spec.sum ? " +sum" : "") + (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "") +
-            (st->from_dst ? " (dst reordered)" : "");
-  s.reads = {x.buffer};  // the weights and bias were copied into the primitive's layout above
+            (st->from_dst ? " (dst reordered)" : "") + (st->run_weights ? " (weights at run time)" : "");
+  s.reads = {x.buffer};
   if (skip_view) s.reads.push_back(skip_view->buffer);
+  add_run_time_reads(*st, s);
   s.writes = {out};
   DnnlState* p = st.get();
   s.run = [p, x, out, skip_view](const RunContext& ctx) {
-    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, p->weights}};
-    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
-    run_primitive(*p, ctx, x, out, skip_view ? &*skip_view : nullptr, std::move(args));
+    run_primitive(*p, ctx, x, out, skip_view ? &*skip_view : nullptr, weight_args(*p, ctx));
   };
   return r;
 }
 
-LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer,
-                                     const Buffer* bias_buffer, BufferId out,
+LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                                     const std::optional<LibraryOperand>& bias, BufferId out,
                                      std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
   // ONNX's weights are [C, M/G, k...] (input channels first); oneDNN's are
   // [M, C, k...], or [G, M/G, C/G, k...]: the same memory, strides permuted.
   const std::int64_t G = spec.group, C = spec.w_dims[0], mpg = spec.w_dims[1], M = mpg * G;
-  std::vector<std::int64_t> kernel(spec.w_dims.begin() + 2, spec.w_dims.end());
-  std::vector<std::int64_t> wd{M, C}, ws{1, M};
+  const std::vector<std::int64_t>& vs = w.view.strides;
+  std::vector<std::int64_t> wd{M, C}, ws{vs[1], vs[0]};
   if (G > 1) {
     wd = {G, mpg, C / G};
-    ws = {(C / G) * mpg, 1, mpg};
+    ws = {vs[0] * (C / G), vs[1], vs[0]};
   }
-  std::int64_t plane = 1;
-  for (auto k : kernel) plane *= k;
-  for (auto& s : ws) s *= plane;
-  const std::vector<std::int64_t> ks = row_major_strides(kernel);
-  wd.insert(wd.end(), kernel.begin(), kernel.end());
-  ws.insert(ws.end(), ks.begin(), ks.end());
+  wd.insert(wd.end(), spec.w_dims.begin() + 2, spec.w_dims.end());
+  ws.insert(ws.end(), vs.begin() + 2, vs.end());
+  const memory::desc user_w(to_dims(wd), dt::f32, to_dims(ws));
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
-  memory::desc any_w(to_dims(wd), dt::f32, tag::any), user_w(to_dims(wd), dt::f32, to_dims(ws));
-  memory::desc bias_md = bias_buffer ? memory::desc({M}, dt::f32, tag::x) : memory::desc();
+  memory::desc any_w(to_dims(wd), dt::f32, tag::any);
+  memory::desc bias_md = bias ? memory::desc({M}, dt::f32, tag::x) : memory::desc();
   memory::dims dil;
   for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
   dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
@@ -349,14 +393,7 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
                                          to_dims(spec.pads_begin), to_dims(spec.pads_end));
   dnnl::deconvolution_forward::primitive_desc pd(desc, st->engine);
   st->prim = dnnl::deconvolution_forward(pd);
-  memory wsrc(user_w, st->engine, const_cast<std::uint8_t*>(w_buffer.weight->bytes()));
-  st->weights = memory(pd.weights_desc(), st->engine);
-  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
-  if (bias_buffer) {
-    st->bias = memory(bias_md, st->engine);
-    std::memcpy(st->bias.get_data_handle(), bias_buffer->weight->bytes(), bias_buffer->bytes);
-  }
-  st->stream.wait();
+  bind_weights(*st, pd.weights_desc(), user_w, w, bias, bias_md);
   bind_source(*st, pd.src_desc(), x);
   LibraryStep r;
   r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
@@ -364,15 +401,13 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
   Step& s = r.step;
   s.kind = StepKind::Conv;
   s.label = std::string("oneDNN conv_transpose ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
-            (st->to_src ? " (src reordered)" : "") + (st->from_dst ? " (dst reordered)" : "");
-  s.reads = {x.buffer};  // the weights and bias were copied into the primitive's layout above
+            (st->to_src ? " (src reordered)" : "") + (st->from_dst ? " (dst reordered)" : "") +
+            (st->run_weights ? " (weights at run time)" : "");
+  s.reads = {x.buffer};
+  add_run_time_reads(*st, s);
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, x, out](const RunContext& ctx) {
-    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, p->weights}};
-    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
-    run_primitive(*p, ctx, x, out, nullptr, std::move(args));
-  };
+  s.run = [p, x, out](const RunContext& ctx) { run_primitive(*p, ctx, x, out, nullptr, weight_args(*p, ctx)); };
   return r;
 }
 

@@ -54,8 +54,9 @@ struct LibraryStep {
 // 1-, 2- or 3-D convolution (NCW, NCHW or NCDHW dims, OI + spatial weights,
 // groups) with its epilogue as
 // oneDNN post-ops: result = relu?(conv(x) + bias + (sum ? skip : 0)). x and
-// skip are dense Views (View::dense: any dimension order). The weights and
-// bias are constants, read now and kept in the primitive's layout. The sum
+// skip are dense Views (View::dense: any dimension order). Constant weights
+// and bias are read now and kept in the primitive's layout, others
+// reordered into it at every run. The sum
 // post-op accumulates into the result: skip is copied there first, unless
 // the memory planner gave skip's storage to the result (in_place_ok), which
 // the step sees as equal addresses.
@@ -66,16 +67,25 @@ struct ConvSpec {
   bool relu = false;
   bool sum = false;
 };
-LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer, const Buffer* bias_buffer,
-                           const View* skip, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+// A weight or bias operand of a library step: `view` (dense) into a constant
+// buffer, read once when the step is made and kept in the library's layout,
+// or (constant null) into any buffer, read at every run.
+struct LibraryOperand {
+  View view;
+  const Buffer* constant = nullptr;
+};
+LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                           const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
+                           std::vector<std::shared_ptr<void>>& keep);
 
 // Transposed convolution (1-, 2- or 3-D, groups) with an optional bias:
 // `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the
 // pads are the transposed op's (the result's position o takes input i at tap
 // k where o = i stride - pads_begin + k dilation; pads_end may be negative,
 // from output_padding). relu and sum are not used.
-LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const Buffer& w_buffer,
-                                     const Buffer* bias_buffer, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                                     const std::optional<LibraryOperand>& bias, BufferId out,
+                                     std::vector<std::shared_ptr<void>>& keep);
 
 struct PoolSpec {
   std::vector<std::int64_t> x_dims, out_dims, kernel, strides, dilations, pads_begin, pads_end;

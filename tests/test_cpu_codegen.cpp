@@ -388,23 +388,44 @@ TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds
   }
 }
 
-TEST_CASE("Epilogues stay separate nodes when their convolution does not go to oneDNN") {
-  models::GraphBuilder b("fallback");
-  std::string x = b.input("x", {1, 4, 6, 6});
-  // auto_pad goes to oneDNN; weights given at run time: a reference convolution.
-  std::string y = b.op("relu", {b.op("add", {conv(b, x, 4, 4, 3, 1, "SAME_UPPER"), x})});
-  std::string w = b.input("w", {4, 4, 3, 3});
-  std::string z = b.op("relu", {b.op("conv", {y, w}, models::ints_attr("pads", {1, 1, 1, 1}))});
-  // The conv's own input as the skip: read all over by the conv, so never shared.
-  std::string t = b.op("sigmoid", {z});
-  std::string u = b.op("relu", {b.op("add", {conv(b, t, 4, 4, 3, 1), t})});
-  auto p = check_against_interpreter(b.finish({u}), 1e-4, 1e-4);
-  CHECK(p->library_calls == 2);
-  CHECK(p->reference_ops == std::vector<std::string>{"conv"});
-  CHECK(steps_with(*p, "+sum +relu") == 2);
-  for (const auto& [result, operand] : p->in_place)
-    for (const lower::Step& s : p->steps)
-      CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+TEST_CASE("Weights given at run time are reordered at every run - epilogues stay separate on reference convolutions") {
+  SECTION("run-time and computed weights and bias - with the residual epilogue") {
+    models::GraphBuilder b("runtime");
+    std::string x = b.input("x", {1, 4, 6, 6});
+    std::string w = b.input("w", {4, 4, 3, 3});
+    std::string bias = b.input("bias", {4});
+    // Graph-input weights and bias, and weights computed by a fused kernel.
+    std::string y =
+        b.op("relu", {b.op("add", {b.op("conv", {x, w, bias}, models::ints_attr("pads", {1, 1, 1, 1})), x})});
+    std::string w2 = b.op("mul", {w, b.fill({}, 0.5)});
+    std::string z = b.op("relu", {b.op("conv", {y, w2}, models::ints_attr("pads", {1, 1, 1, 1}))});
+    // The conv's own input as the skip: read all over by the conv, so never shared.
+    std::string t = b.op("sigmoid", {z});
+    std::string u = b.op("relu", {b.op("add", {conv(b, t, 4, 4, 3, 1), t})});
+    // A transposed one with run-time weights, transposed in the graph.
+    ir::Attrs perm;
+    perm.set("perm", Dims{1, 0, 2, 3});
+    std::string v = b.op("conv_transpose", {u, b.op("transpose", {w}, perm)}, models::ints_attr("strides", {2, 2}));
+    auto p = check_against_interpreter(b.finish({v}), 1e-4, 1e-4);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == 4);
+    CHECK(steps_with(*p, "(weights at run time)") == 3);
+    CHECK(steps_with(*p, "+sum +relu") == 2);
+    for (const auto& [result, operand] : p->in_place)
+      for (const lower::Step& s : p->steps)
+        CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
+  }
+  SECTION("a 4-D convolution runs its reference kernel and its add and ReLU lower as nodes") {
+    models::GraphBuilder b("fallback");
+    std::string x = b.input("x", {1, 2, 3, 3, 3, 3});
+    ir::Attrs same;
+    same.set("auto_pad", std::string("SAME_UPPER"));
+    std::string y = b.op("relu", {b.op("add", {b.op("conv", {x, b.weight({2, 2, 3, 3, 3, 3}, 0.1)}, same), x})});
+    auto p = check_against_interpreter(b.finish({y}), 1e-4, 1e-4);
+    CHECK(p->reference_ops == std::vector<std::string>{"conv"});
+    CHECK(p->library_calls == 0);
+    CHECK(p->fused_kernels == 1);  // the add and the relu
+  }
 }
 
 TEST_CASE("1-D and 3-D convolutions and pooling - auto_pad - dilated pooling - go to oneDNN") {

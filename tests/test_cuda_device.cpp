@@ -261,7 +261,7 @@ TEST_CASE("Gather runs on the device - an index out of range fails the run") {
   CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
 }
 
-TEST_CASE("1-D and 3-D convolutions - transposed ones - and pooling run in cuDNN on the device") {
+TEST_CASE("1-D and 3-D convolutions - transposed ones - run-time weights - and pooling run in cuDNN on the device") {
   models::GraphBuilder b("nd");
   std::string x1 = b.input("x1", {2, 4, 17});
   std::string x3 = b.input("x3", {1, 3, 7, 6, 5});
@@ -278,7 +278,8 @@ TEST_CASE("1-D and 3-D convolutions - transposed ones - and pooling run in cuDNN
        b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
        b.op("conv_transpose", {x3, b.weight({3, 2, 3, 2, 3}, 0.3), b.weight({2}, 0.3)},
             attrs({{"strides", {2, 1, 2}}, {"pads", {1, 0, 1, 1, 0, 1}}, {"output_padding", {1, 0, 0}}})),
-       b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, attrs({{"strides", {3}}}))});
+       b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, attrs({{"strides", {3}}})),
+       b.op("conv", {x1, b.input("w", {5, 4, 3}), b.input("bias", {5})}, attrs({{"pads", {1, 1}}}))});
   auto p = lower::compile_cuda(g);
   if (!p) FAIL(p.error().to_string());
   CHECK((*p)->reference_ops.empty());

@@ -314,6 +314,22 @@ TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling ru
   CHECK(count(*p, lower::StepKind::Pool, "cudnn") == 2);
 }
 
+TEST_CASE("convolutions with weights given at run time read them on the device") {
+  models::GraphBuilder b("runtime");
+  std::string x = b.input("x", {1, 4, 6, 6});
+  std::string w = b.input("w", {4, 4, 3, 3});
+  ir::Attrs perm;
+  perm.set("perm", Dims{1, 0, 2, 3});
+  std::string y = b.op("conv", {x, b.op("mul", {w, b.fill({}, 0.5)}), b.input("bias", {4})},
+                       models::ints_attr("pads", {1, 1, 1, 1}));
+  auto p = lower_for_cuda(b.finish({b.op("conv_transpose", {y, b.op("transpose", {w}, perm)})}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv+bias") == 1);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv_transpose") == 1);
+  CHECK(p->fused_kernels == 2);  // the scaled weights and the transposed ones, row-major for cuDNN
+}
+
 TEST_CASE("transposed convolutions are cuDNN backward-data calls - unless their padding is one-sided") {
   models::GraphBuilder b("deconv");
   std::string x = b.input("x", {1, 3, 7, 6});
