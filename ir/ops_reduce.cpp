@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/arg_reduce.hpp"
 #include "ir/op.hpp"
 
 namespace saturn::ir {
@@ -174,22 +175,14 @@ void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
     red[axis] = true;
     auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
     Tensor out(DType::I64, out_shape);
-    auto map = output_index(x[0].dims(), red);
-    const bool last = a.i("select_last_index", 0) != 0;
-    std::vector<double> best(out.numel(), NAN);
-    std::vector<bool> seen(out.numel(), false);
-    auto strides = x[0].strides();
-    for (std::size_t i = 0; i < x[0].numel(); ++i) {
-      double v = x[0].at(i);
-      std::size_t o = map[i];
-      auto pos = (static_cast<std::int64_t>(i) / strides[axis]) % x[0].dims()[axis];
-      bool better =
-          !seen[o] || (is_max ? (v > best[o] || (last && v == best[o])) : (v < best[o] || (last && v == best[o])));
-      if (better) {
-        seen[o] = true;
-        best[o] = v;
-        out.set_int(o, pos);
-      }
+    const ArgReduce g = arg_reduce_geometry(x[0].dims(), axis, is_max, a.i("select_last_index", 0) != 0);
+    auto* idx = reinterpret_cast<std::int64_t*>(out.bytes());
+    if (x[0].dtype() == DType::I64) {  // (exact beyond 2^53, where doubles are not)
+      arg_reduce(
+          g, [&](std::size_t i) { return x[0].at_int(i); }, idx, 0, g.outer);
+    } else {
+      arg_reduce(
+          g, [&](std::size_t i) { return x[0].at(i); }, idx, 0, g.outer);
     }
     return std::vector<Tensor>{std::move(out)};
   };

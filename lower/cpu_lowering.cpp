@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ir/arg_reduce.hpp"
 #include "ir/gather.hpp"
 #include "ir/pad.hpp"
 #include "ir/slice.hpp"
@@ -441,7 +442,7 @@ class Lowerer {
     if (cuda()) {
       std::uint64_t bits = 0;
       std::memcpy(&bits, fill_bytes.data(), fill_bytes.size());
-      s = make_cuda_copy_kernel_step(cuda_, cuda_pad_source(p, bits, 0), {src}, y, s.label);
+      s = make_cuda_own_kernel_step(cuda_, cuda_pad_source(p, bits, 0), {src}, y, StepKind::Copy, s.label);
     }
 #endif
     p_->steps.push_back(std::move(s));
@@ -465,7 +466,46 @@ class Lowerer {
                  [&](std::size_t b, std::size_t e) { ir::trilu_copy(t, in, o, b, e); });
     };
 #ifdef SATURN_HAVE_CUDA
-    if (cuda()) s = make_cuda_copy_kernel_step(cuda_, cuda_trilu_source(t, 0), {src}, y, s.label);
+    if (cuda()) s = make_cuda_own_kernel_step(cuda_, cuda_trilu_source(t, 0), {src}, y, StepKind::Copy, s.label);
+#endif
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+  }
+  // argmax / argmin of f32, i64 or i32 values: the op kernel's own meaning
+  // (ir/arg_reduce.hpp) over the columns of each block, split over the
+  // pool from 256 KiB of operand; on the GPU a warp per result.
+  void lower_arg_reduce(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+    const BufferId src = whole(x).buffer,
+                   y = add_buffer(BufferKind::Temp, DType::I64, ir::static_dims(out_type.shape), n.outputs[0]);
+    const auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(x.dims.size())));
+    const ir::ArgReduce g =
+        ir::arg_reduce_geometry(x.dims, axis, n.op == "argmax", n.attrs.i("select_last_index", 0) != 0);
+    Step s;
+    s.kind = StepKind::ArgReduce;
+    s.label = n.op + " (" + std::to_string(g.results()) + " of " + std::to_string(g.count) + ")";
+    s.reads = {src};
+    s.writes = {y};
+    const DType t = x.dtype;
+    s.run = [g, src, y, t](const RunContext& ctx) {
+      std::int64_t* out = ctx.at<std::int64_t>(y);
+      const std::size_t block_bytes = g.count * g.inner * ir::dtype_size(t);
+      auto rows = [&](const auto* v) {
+        split_rows(ctx, g.outer, block_bytes, [&](std::size_t b, std::size_t e) {
+          ir::arg_reduce(
+              g, [v](std::size_t i) { return v[i]; }, out, b, e);
+        });
+      };
+      if (t == DType::F32)
+        rows(ctx.at<const float>(src));
+      else if (t == DType::I64)
+        rows(ctx.at<const std::int64_t>(src));
+      else
+        rows(ctx.at<const std::int32_t>(src));
+    };
+#ifdef SATURN_HAVE_CUDA
+    if (cuda())
+      s = make_cuda_own_kernel_step(cuda_, cuda_arg_reduce_source(g, t, 0), {src}, y, StepKind::ArgReduce, s.label);
 #endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
@@ -784,6 +824,12 @@ void Lowerer::lower_node(std::size_t index) {
   }
   if (n.op == "pad" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_pad(n, *in[0], out_types[0]);
+    return;
+  }
+  if ((n.op == "argmax" || n.op == "argmin") && in.size() == 1 && in[0] && !in[0]->dims.empty() &&
+      (in[0]->dtype == DType::F32 || in[0]->dtype == DType::I64 || in[0]->dtype == DType::I32) &&
+      n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    lower_arg_reduce(n, *in[0], out_types[0]);
     return;
   }
   if (n.op == "trilu" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/arg_reduce.hpp"
+#include "ir/dtype.hpp"
 #include "ir/gather.hpp"
 #include "ir/pad.hpp"
 #include "ir/trilu.hpp"
@@ -59,5 +61,12 @@ CudaKernelSource cuda_pad_source(const ir::PadRows& p, std::uint64_t fill_bits, 
 // A trilu (ir/trilu.hpp's geometry) as a grid-stride loop over the result's
 // elements: kept ones copied, the others zero. Parameters: (in, out).
 CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index);
+
+// argmax / argmin (ir/arg_reduce.hpp's meaning) of f32, i64 or i32 values:
+// one warp per result, the lanes striding over the column and combining
+// (value, position) pairs with __shfl_xor_sync; NaNs take no part, and a
+// NaN first element wins its column. Parameters: (x, long long* out).
+// `elements` counts results.
+CudaKernelSource cuda_arg_reduce_source(const ir::ArgReduce& g, ir::DType t, int index);
 
 }  // namespace saturn::lower

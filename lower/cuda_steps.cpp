@@ -597,11 +597,12 @@ Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::Gathe
   return s;
 }
 
-Step make_cuda_copy_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
-                                const std::vector<BufferId>& reads, BufferId out, const std::string& label) {
+Step make_cuda_own_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
+                               const std::vector<BufferId>& reads, BufferId out, StepKind kind,
+                               const std::string& label) {
   auto kernel = compile_own_kernel(*cs, src);
   Step s;
-  s.kind = StepKind::Copy;
+  s.kind = kind;
   s.label = label;
   s.reads = reads;
   s.writes = {out};

@@ -100,10 +100,11 @@ Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::Gathe
                            BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
                            const std::string& node);
 
-// One generated kernel (cuda_pad_source, cuda_trilu_source) launched on
-// `reads`' addresses then `out`'s: a StepKind::Copy step.
-Step make_cuda_copy_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
-                                const std::vector<BufferId>& reads, BufferId out, const std::string& label);
+// One generated kernel (cuda_pad_source, cuda_trilu_source,
+// cuda_arg_reduce_source) launched on `reads`' addresses then `out`'s.
+Step make_cuda_own_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
+                               const std::vector<BufferId>& reads, BufferId out, StepKind kind,
+                               const std::string& label);
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA
 // program: its reads are copied from the device first, its writes back.

@@ -63,7 +63,8 @@ struct RunContext {
 };
 
 // Copy: block copies between buffers (lower/block_copy.hpp), no arithmetic.
-enum class StepKind { Kernel, Gemm, Conv, Pool, Reference, Copy };
+// ArgReduce: argmax / argmin (ir/arg_reduce.hpp).
+enum class StepKind { Kernel, Gemm, Conv, Pool, Reference, Copy, ArgReduce };
 
 struct Step {
   StepKind kind = StepKind::Kernel;

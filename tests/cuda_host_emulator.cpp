@@ -63,7 +63,7 @@ struct sat_warp {
   int arrived = 0;
   unsigned generation = 0;
   bool broken = false;
-  float slot[32] = {};
+  unsigned long long slot[32] = {};  // a lane's value's bytes
   bool sync() {
     std::unique_lock<std::mutex> l(mu);
     if (broken) return false;
@@ -83,15 +83,18 @@ struct sat_warp {
 };
 static thread_local sat_warp* sat_my_warp = nullptr;
 static thread_local unsigned sat_lane = 0;
-static inline float __shfl_xor_sync(unsigned mask, float v, int m) {
+template <class T>
+static inline T __shfl_xor_sync(unsigned mask, T v, int m) {
+  static_assert(sizeof(T) <= 8, "a shuffle of at most 8 bytes");
   if (mask != 0xffffffffu) sat_fail("a shuffle with a partial mask");
   sat_warp& w = *sat_my_warp;
-  w.slot[sat_lane] = v;
+  std::memcpy(&w.slot[sat_lane], &v, sizeof v);
   if (!w.sync()) {
     sat_fail("the lanes of a warp did not all reach __shfl_xor_sync (divergence)");
     return v;
   }
-  const float r = w.slot[(sat_lane ^ static_cast<unsigned>(m)) & 31u];
+  T r;
+  std::memcpy(&r, &w.slot[(sat_lane ^ static_cast<unsigned>(m)) & 31u], sizeof r);
   w.sync();
   return r;
 }
@@ -166,11 +169,19 @@ void mark_unwritten(std::uint8_t* p, std::size_t n, ir::DType t) {
   for (std::size_t i = 0; i < n; ++i) {
     if (t == ir::DType::F32)
       std::memcpy(p + 4 * i, &kUnwrittenF32, 4);
+    else if (t == ir::DType::I64)
+      std::memset(p + 8 * i, kUnwrittenByte, 8);  // (no index is that large)
     else
       p[i] = kUnwrittenByte;
   }
 }
 bool unwritten(const std::uint8_t* p, std::size_t i, ir::DType t) {
+  if (t == ir::DType::I64) {
+    std::int64_t v, mark;
+    std::memcpy(&v, p + 8 * i, 8);
+    std::memset(&mark, kUnwrittenByte, 8);
+    return v == mark;
+  }
   if (t != ir::DType::F32) return p[i] == kUnwrittenByte;
   std::uint32_t bits;
   std::memcpy(&bits, p + 4 * i, sizeof bits);
@@ -292,7 +303,8 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
                                   ir::DType out_dtype, int blocks, int threads) const {
   if (index >= count_) return "no kernel " + std::to_string(index);
   if (threads <= 0 || threads % 32 != 0 || blocks <= 0) return "a launch of whole warps is needed";
-  if (!lower::kernel_dtype(out_dtype)) return std::string("no kernel result of type ") + ir::dtype_name(out_dtype);
+  if (!lower::kernel_dtype(out_dtype) && out_dtype != ir::DType::I64)
+    return std::string("no kernel result of type ") + ir::dtype_name(out_dtype);
   const std::size_t n = out.size() + kGuard;
   AlignedBytes result(n * ir::dtype_size(out_dtype));
   std::uint8_t* r = result.data.get();
@@ -307,6 +319,10 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
     if (unwritten(r, i, out_dtype)) return "output element " + std::to_string(i) + " was never written";
     if (out_dtype == ir::DType::F32) {
       std::memcpy(&out[i], r + 4 * i, 4);
+    } else if (out_dtype == ir::DType::I64) {
+      std::int64_t v;
+      std::memcpy(&v, r + 8 * i, 8);
+      out[i] = static_cast<float>(v);
     } else if (r[i] > 1) {
       return "output element " + std::to_string(i) + " is bool " + std::to_string(r[i]) + ", neither 0 nor 1";
     } else {

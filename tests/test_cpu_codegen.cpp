@@ -797,3 +797,66 @@ TEST_CASE("Trilu is row copies - both triangles - diagonals in and out of range 
     }
   }
 }
+
+TEST_CASE("Argmax and argmin run natively - every axis - ties - NaN - integer values") {
+  // The ops' meaning spelled out, apart from ir/arg_reduce.hpp: the first
+  // element starts as the best; a later one replaces it when strictly
+  // better (or equal, selecting the last index); NaN compares false.
+  auto by_definition = [](const ir::Tensor& x, std::size_t axis, bool max, bool last) {
+    const Dims& d = x.dims();
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t k = 0; k < d.size(); ++k) {
+      if (k < axis) outer *= static_cast<std::size_t>(d[k]);
+      if (k > axis) inner *= static_cast<std::size_t>(d[k]);
+    }
+    const auto n = static_cast<std::size_t>(d[axis]);
+    std::vector<double> want;
+    for (std::size_t o = 0; o < outer; ++o)
+      for (std::size_t j = 0; j < inner; ++j) {
+        std::size_t best = 0;
+        for (std::size_t k = 1; k < n; ++k) {
+          const double v = x.at((o * n + k) * inner + j), b = x.at((o * n + best) * inner + j);
+          if ((max ? v > b : v < b) || (last && v == b)) best = k;
+        }
+        want.push_back(static_cast<double>(best));
+      }
+    return want;
+  };
+  ir::Tensor x = random_tensor({4, 5, 6}, 9, -2, 2);
+  for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.at(i) * 2) / 2);  // ties
+  x.set(0, std::nan(""));   // a NaN first element wins its column
+  x.set(37, std::nan(""));  // a later one never does
+  const ir::Tensor k = random_tensor({3, 7}, 4, -3, 3, ir::DType::I64);
+  const ir::Tensor m = random_tensor({3, 7}, 5, -3, 3, ir::DType::I32);
+  for (const std::int64_t axis : {0, 1, -1})
+    for (const bool max : {true, false})
+      for (const bool last : {false, true}) {
+        INFO("axis " << axis << " max " << max << " last " << last);
+        models::GraphBuilder b("arg");
+        std::string xs = b.input("x", {4, 5, 6});
+        std::string ks = b.input("k", {3, 7}, ir::DType::I64);
+        std::string ms = b.input("m", {3, 7}, ir::DType::I32);
+        ir::Attrs a;
+        a.set("axis", axis);
+        a.set("select_last_index", std::int64_t{last});
+        ir::Attrs flat = a;
+        flat.set("keepdims", std::int64_t{0});
+        flat.set("axis", std::int64_t{axis == 1 ? 1 : 0});
+        const char* op = max ? "argmax" : "argmin";
+        const ir::Graph g = b.finish({b.op(op, {b.op("neg", {xs})}, a), b.op(op, {ks}, flat), b.op(op, {ms}, flat)});
+        auto p = check_against_interpreter(g, {x, k, m});
+        CHECK(p->reference_ops.empty());
+        CHECK(steps_with(*p, op) == 3);
+        auto got = (*runtime::CpuExecutor::create(g))->run(std::vector<ir::Tensor>{x, k, m});
+        REQUIRE(got);
+        ir::Tensor nx(ir::DType::F32, {4, 5, 6});
+        for (std::size_t i = 0; i < nx.numel(); ++i) nx.set(i, -x.at(i));
+        const std::vector<double> want0 = by_definition(nx, static_cast<std::size_t>((axis + 3) % 3), max, last);
+        const std::vector<double> want1 = by_definition(k, axis == 1 ? 1 : 0, max, last);
+        const std::vector<double> want2 = by_definition(m, axis == 1 ? 1 : 0, max, last);
+        REQUIRE((*got)[0].numel() == want0.size());
+        for (std::size_t i = 0; i < want0.size(); ++i) CHECK((*got)[0].at(i) == want0[i]);
+        for (std::size_t i = 0; i < want1.size(); ++i) CHECK((*got)[1].at(i) == want1[i]);
+        for (std::size_t i = 0; i < want2.size(); ++i) CHECK((*got)[2].at(i) == want2[i]);
+      }
+}

@@ -491,3 +491,50 @@ TEST_CASE("Pad and trilu kernels compute their geometry's copies - every pad mod
       }
   }
 }
+
+TEST_CASE("Argmax and argmin kernels - a warp per result - ties - NaN - integer values - on the host emulator") {
+  // [2 40 3]: columns of 40 along the middle axis (more than a warp's 32).
+  const Dims dims{2, 40, 3};
+  std::vector<double> v(240);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7919) % 13) - 6.0;  // ties
+  std::vector<double> fv = v;
+  fv[0] = std::nan("");   // wins its column
+  fv[13] = std::nan("");  // never does
+  const std::vector<float> f(fv.begin(), fv.end());
+  const std::vector<std::int64_t> l(v.begin(), v.end());
+  const std::vector<std::int32_t> s(v.begin(), v.end());
+  struct Case {
+    ir::DType t;
+    ir::ArgReduce g;
+  };
+  std::vector<Case> cases;
+  std::vector<lower::CudaKernelSource> sources;
+  // Every axis for f32; the integers along the middle one (the emulated
+  // warp barriers are slow).
+  for (const ir::DType t : {ir::DType::F32, ir::DType::I64, ir::DType::I32})
+    for (const std::size_t axis : {0u, 1u, 2u})
+      for (const bool max : {true, false})
+        for (const bool last : {false, true}) {
+          if (t != ir::DType::F32 && axis != 1) continue;
+          cases.push_back({t, ir::arg_reduce_geometry(dims, axis, max, last)});
+          sources.push_back(lower::cuda_arg_reduce_source(cases.back().g, t, static_cast<int>(sources.size())));
+        }
+  compiles_for_both(sources);
+  auto emu = test::CudaHostEmulator::build(sources, test::emulator_dir("arg-reduce"));
+  if (!emu) FAIL(emu.error().message);
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const ir::ArgReduce& g = cases[c].g;
+    const ir::DType t = cases[c].t;
+    INFO(ir::dtype_name(t) << " case " << c << " max " << g.max << " last " << g.last);
+    const std::vector<double>& values = t == ir::DType::F32 ? fv : v;
+    std::vector<std::int64_t> want(g.results());
+    ir::arg_reduce(
+        g, [&](std::size_t i) { return values[i]; }, want.data(), 0, g.outer);
+    const void* data = t == ir::DType::F32   ? static_cast<const void*>(f.data())
+                       : t == ir::DType::I64 ? static_cast<const void*>(l.data())
+                                             : static_cast<const void*>(s.data());
+    std::vector<float> got(g.results());
+    REQUIRE(emu->run(c, {data}, got, ir::DType::I64) == "");
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<float>(want[i]));
+  }
+}

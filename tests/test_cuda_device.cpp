@@ -2,7 +2,8 @@
 // float4 rows with broadcasts, reductions, softmax) run through the driver
 // layer and give the interpreter's results; so does the whole executor on
 // cuBLAS and cuDNN calls, block copies, comparisons and casts across element
-// types, gathers (and their index check), pads and trilu, the bundled models and the ONNX
+// types, gathers (and their index check), pads and trilu, argmax and
+// argmin, 1-D / 3-D / transposed convolutions, the bundled models and the ONNX
 // conformance cases. Needs a CUDA driver and device:
 // without them the program prints why and exits 77, which ctest reports as
 // skipped (never as passed).
@@ -284,6 +285,20 @@ TEST_CASE("1-D and 3-D convolutions - transposed ones - run-time weights - and p
   if (!p) FAIL(p.error().to_string());
   CHECK((*p)->reference_ops.empty());
   check_executor(g, 1e-4);
+}
+
+TEST_CASE("Argmax and argmin run on the device") {
+  models::GraphBuilder b("arg");
+  std::string x = b.input("x", {3, 70, 5});
+  ir::Attrs mid;
+  mid.set("axis", std::int64_t{1});
+  mid.set("select_last_index", std::int64_t{1});
+  const ir::Graph g = b.finish({b.op("argmax", {x}, mid), b.op("argmin", {b.op("neg", {x})}),
+                                b.op("argmax", {b.input("k", {4, 9}, ir::DType::I64)}, mid)});
+  auto p = lower::compile_cuda(g);
+  if (!p) FAIL(p.error().to_string());
+  CHECK((*p)->reference_ops.empty());
+  check_executor(g);
 }
 
 TEST_CASE("Pad in every mode and trilu run on the device") {

@@ -351,6 +351,20 @@ TEST_CASE("transposed convolutions are cuDNN backward-data calls - unless their 
   CHECK(count(*p, lower::StepKind::Conv, "cudnn conv_transpose") == 2);
 }
 
+TEST_CASE("argmax and argmin are device kernels - of f32 and integer values - nothing on the host") {
+  models::GraphBuilder b("arg");
+  std::string x = b.input("x", {2, 7, 50});
+  std::string k = b.input("k", {6, 4}, ir::DType::I64);
+  ir::Attrs last;
+  last.set("axis", std::int64_t{-1});
+  last.set("keepdims", std::int64_t{0});
+  auto p = lower_for_cuda(b.finish({b.op("argmax", {b.op("exp", {x})}, last), b.op("argmin", {k})}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::ArgReduce, "argmax (14 of 50)") == 1);
+  CHECK(count(*p, lower::StepKind::ArgReduce, "argmin (4 of 6)") == 1);
+}
+
 TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});

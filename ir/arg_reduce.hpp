@@ -1,0 +1,65 @@
+// argmax / argmin geometry and meaning. Along `axis` of x [D0 .. Dn], the
+// result is `outer` blocks (one per index of the dims before the axis) of
+// `inner` indices (one per index of the dims after it), each the position
+// among the `count` elements of its column that wins: the first element
+// starts as the best, and a later one replaces it when it is greater
+// (argmax) or smaller (argmin), or equal too with select_last_index. A NaN
+// is never greater nor smaller: a NaN first element wins its column, NaNs
+// after it never do. One definition serves the ops' reference kernels and
+// the CPU lowering's step (lower/cpu_lowering.cpp); the CUDA kernel
+// (cuda_arg_reduce_source) computes the same by a parallel reduction.
+//
+// Invariant: arg_reduce writes only the results of blocks [begin, end).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace saturn::ir {
+
+struct ArgReduce {
+  std::size_t outer = 1, count = 0, inner = 1;
+  bool max = true, last = false;
+  std::size_t results() const { return outer * inner; }
+};
+
+inline ArgReduce arg_reduce_geometry(const std::vector<std::int64_t>& dims, std::size_t axis, bool max, bool last) {
+  ArgReduce g;
+  g.max = max;
+  g.last = last;
+  g.count = static_cast<std::size_t>(dims.at(axis));
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (d < axis) g.outer *= static_cast<std::size_t>(dims[d]);
+    if (d > axis) g.inner *= static_cast<std::size_t>(dims[d]);
+  }
+  return g;
+}
+
+// Results of blocks [begin, end); `at(i)` reads x's element i (row-major).
+// Columns are walked side by side, so a block reads x in order.
+template <class At>
+void arg_reduce(const ArgReduce& g, const At& at, std::int64_t* out, std::size_t begin, std::size_t end) {
+  using T = decltype(at(0));
+  std::vector<T> best(g.inner);
+  for (std::size_t o = begin; o < end && g.count; ++o) {
+    const std::size_t base = o * g.count * g.inner;
+    std::int64_t* idx = out + o * g.inner;
+    for (std::size_t j = 0; j < g.inner; ++j) {
+      best[j] = at(base + j);
+      idx[j] = 0;
+    }
+    for (std::size_t k = 1; k < g.count; ++k)
+      for (std::size_t j = 0; j < g.inner; ++j) {
+        const T v = at(base + k * g.inner + j);
+        const bool better =
+            g.max ? (v > best[j] || (g.last && v == best[j])) : (v < best[j] || (g.last && v == best[j]));
+        if (better) {
+          best[j] = v;
+          idx[j] = static_cast<std::int64_t>(k);
+        }
+      }
+  }
+}
+
+}  // namespace saturn::ir
