@@ -644,6 +644,56 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         im.unsupported("training mode is not supported (inference only)");
       im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
     };
+    // RMSNormalization (opset 23) as its function body: x / sqrt(mean(x^2
+    // over [axis, rank)) + epsilon) * scale, in f32 (stash_type 1) for
+    // other float types too, cast back at the end.
+    t["RMSNormalization"] = [](Importer& im) {
+      if (im.ai("stash_type", 1) != 1) im.unsupported("stash_type other than float is not supported");
+      const ValueType xt = im.type_of(im.in(0));
+      const auto rank = static_cast<std::int64_t>(xt.shape.size());
+      std::int64_t axis = im.ai("axis", -1);
+      if (axis < -rank || axis >= rank)
+        im.unsupported("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+      if (axis < 0) axis += rank;
+      std::vector<std::int64_t> axes;
+      for (std::int64_t d = axis; d < rank; ++d) axes.push_back(d);
+      auto tmp = [&](const char* what) { return im.fresh(im.out(0) + "_" + what); };
+      auto as = [&](const std::string& v, DType to, const std::string& out) {
+        Attrs c;
+        c.set("to", std::string(dtype_name(to)));
+        im.emit("cast", {v}, {out}, std::move(c));
+      };
+      std::string x = im.in(0);
+      if (xt.dtype != DType::F32) {
+        const std::string x32 = tmp("x");
+        as(x, DType::F32, x32);
+        x = x32;
+      }
+      const std::string sq = tmp("square"), mean = tmp("mean"), eps = tmp("epsilon"), shifted = tmp("shifted"),
+                        rms = tmp("rms"), normalized = tmp("normalized");
+      im.emit("mul", {x, x}, {sq});
+      Attrs r;
+      r.set("axes", axes);
+      r.set("keepdims", std::int64_t{1});
+      im.emit("reduce_mean", {sq}, {mean}, std::move(r));
+      im.add_const(eps, Tensor::scalar(DType::F32, im.af("epsilon", 1e-5)));
+      im.emit("add", {mean, eps}, {shifted});
+      im.emit("sqrt", {shifted}, {rms});
+      im.emit("div", {x, rms}, {normalized});
+      std::string scale = im.in(1);
+      if (im.type_of(scale).dtype != DType::F32) {
+        const std::string s32 = tmp("scale");
+        as(scale, DType::F32, s32);
+        scale = s32;
+      }
+      if (xt.dtype == DType::F32) {
+        im.emit("mul", {normalized, scale}, {im.out(0)});
+      } else {
+        const std::string y = tmp("y");
+        im.emit("mul", {normalized, scale}, {y});
+        as(y, xt.dtype, im.out(0));
+      }
+    };
     t["LayerNormalization"] = [](Importer& im) {
       if (im.ai("stash_type", 1) != 1) im.unsupported("stash_type other than float is not supported");
       std::vector<std::string> outs;

@@ -227,3 +227,47 @@ TEST_CASE("an attribute the importer does not understand is an error - not a sil
   REQUIRE_FALSE(g);
   CHECK(g.error().message == "node 'r' (Relu, opset 17): attribute 'mystery' is not supported");
 }
+
+TEST_CASE("RMSNormalization imports as its function body - f32 and f16 - axis - epsilon") {
+  for (const int elem : {1, 10}) {  // FLOAT, FLOAT16
+    for (const std::int64_t axis : {-1, 1}) {
+      INFO("elem " << elem << " axis " << axis);
+      ModelBuilder b(23);
+      b.input("x", elem, {"2", "3", "4"});
+      b.input("scale", elem, axis == -1 ? std::vector<std::string>{"4"} : std::vector<std::string>{"3", "4"});
+      auto* n = b.node("RMSNormalization", {"x", "scale"}, {"y"});
+      attr_int(n, "axis", axis);
+      auto* eps = n->add_attribute();
+      eps->set_name("epsilon");
+      eps->set_type(onnx::AttributeProto::FLOAT);
+      eps->set_f(0.25f);
+      b.output("y");
+      auto g = b.import();
+      if (!g) FAIL(g.error().to_string());
+      const DType t = elem == 1 ? DType::F32 : DType::F16;
+      Tensor x(t, {2, 3, 4}), scale(t, axis == -1 ? std::vector<std::int64_t>{4} : std::vector<std::int64_t>{3, 4});
+      for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i % 7) - 3.0);
+      for (std::size_t i = 0; i < scale.numel(); ++i) scale.set(i, 0.5 + static_cast<double>(i));
+      auto got = runtime::interpret(*g, std::vector<Tensor>{x, scale});
+      REQUIRE(got);
+      REQUIRE((*got)[0].dtype() == t);
+      // y = x / sqrt(mean(x^2 over the axes) + 0.25) * scale, spelled out.
+      const std::size_t group = axis == -1 ? 4 : 12;
+      for (std::size_t i = 0; i < x.numel(); ++i) {
+        const std::size_t first = i / group * group;
+        double ms = 0;
+        for (std::size_t j = first; j < first + group; ++j) ms += x.at(j) * x.at(j);
+        const double want = x.at(i) / std::sqrt(ms / static_cast<double>(group) + 0.25) * scale.at(i % group);
+        CHECK((*got)[0].at(i) == Approx(want).epsilon(elem == 1 ? 1e-6 : 2e-3).margin(1e-3));
+      }
+    }
+  }
+  ModelBuilder b(23);
+  b.input("x", 1, {"2", "3"});
+  b.input("scale", 1, {"3"});
+  attr_int(b.node("RMSNormalization", {"x", "scale"}, {"y"}), "axis", 2);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message.find("axis 2 is out of range for rank 2") != std::string::npos);
+}
