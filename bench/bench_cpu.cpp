@@ -16,6 +16,7 @@
 
 #include "bench/models.hpp"
 #include "runtime/cpu_executor.hpp"
+#include "runtime/interp.hpp"
 #include "tools/optimize.hpp"
 
 using namespace saturn;
@@ -85,11 +86,55 @@ ir::Graph kv_concat() {
   return b.finish({b.op("mul", {b.op("concat", {cache, fresh}, a), b.fill({}, 0.125)})});
 }
 
+// A wav2vec-style feature encoder's first two layers on 1 s of 16 kHz
+// audio: 1-D convolutions (1 -> 512, kernel 10, stride 5; 512 -> 512,
+// kernel 3, stride 2), each with a ReLU.
+ir::Graph conv1d_audio() {
+  models::GraphBuilder b("conv1d_audio");
+  std::string x = b.input("x", {1, 1, 16000});
+  auto conv = [&](const std::string& in, std::int64_t cin, std::int64_t k, std::int64_t stride) {
+    ir::Attrs a = models::ints_attr("strides", {stride});
+    return b.op("relu", {b.op("conv", {in, b.weight({512, cin, k}, 0.1), b.weight({512}, 0.1)}, a)});
+  };
+  return b.finish({conv(conv(x, 1, 10, 5), 512, 3, 2)});
+}
+
+// A U-Net decoder's upsampling: a transposed convolution [1 256 32 32] ->
+// [1 128 64 64] (kernel 2, stride 2) and a ReLU.
+ir::Graph unet_up() {
+  models::GraphBuilder b("unet_up");
+  std::string x = b.input("x", {1, 256, 32, 32});
+  ir::Attrs a = models::ints_attr("strides", {2, 2});
+  return b.finish(
+      {b.op("relu", {b.op("conv_transpose", {x, b.weight({256, 128, 2, 2}, 0.1), b.weight({128}, 0.1)}, a)})});
+}
+
+// A style-transfer block: reflection padding by 1 of [1 64 112 112], then a
+// 3x3 convolution.
+ir::Graph reflect_pad_conv() {
+  models::GraphBuilder b("reflect_pad_conv");
+  std::string x = b.input("x", {1, 64, 112, 112});
+  ir::Attrs pad = models::ints_attr("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  pad.set("mode", std::string("reflect"));
+  return b.finish({b.op("conv", {b.op("pad", {x}, pad), b.weight({64, 64, 3, 3}, 0.1), b.weight({64}, 0.1)})});
+}
+
+// Greedy decoding's last step over BERT's vocabulary: argmax of [128
+// 30522] logits.
+ir::Graph argmax_logits() {
+  models::GraphBuilder b("argmax_logits");
+  std::string x = b.input("logits", {128, 30522});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{-1});
+  a.set("keepdims", std::int64_t{0});
+  return b.finish({b.op("argmax", {x}, a)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = 20, threads = 2;
-  bool json = false, profile = false;
+  bool json = false, profile = false, interp = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -98,6 +143,9 @@ int main(int argc, char** argv) {
     if (a == "--json") json = true;
     if (a == "--profile") profile = true;
     if (a == "--only" && i + 1 < argc) only = argv[++i];
+    // The interpreter on the same inputs: what a workload costs when its
+    // ops run their reference kernels (the CPU target's fallback).
+    if (a == "--interp") interp = true;
   }
   struct Work {
     std::string name;
@@ -115,6 +163,10 @@ int main(int argc, char** argv) {
   work.push_back({"kv_concat", kv_concat(), false});
   work.push_back({"masked_softmax", models::masked_softmax(), false});
   work.push_back({"embedding", models::embedding(), false});
+  work.push_back({"conv1d_audio", conv1d_audio(), false});
+  work.push_back({"unet_up", unet_up(), false});
+  work.push_back({"reflect_pad_conv", reflect_pad_conv(), false});
+  work.push_back({"argmax_logits", argmax_logits(), false});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";
@@ -134,6 +186,14 @@ int main(int argc, char** argv) {
       }
       opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       g = std::move(r->graph);
+    }
+    if (interp) {
+      const std::vector<ir::Tensor> inputs = models::bench_inputs(g);
+      Timing t = time_runs(runs, [&] {
+        if (!runtime::interpret(g, inputs)) std::abort();
+      });
+      std::printf("%-16s interpreter %10.3f ms median %10.3f ms min\n", w.name.c_str(), t.median, t.min);
+      continue;
     }
     runtime::CpuExecutorOptions co;
     co.threads = threads;

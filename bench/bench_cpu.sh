@@ -7,7 +7,10 @@
 # concat ([12 384 64] and [12 128 64] along the sequence, then scaled) and
 # a masked softmax ([12 384 384] scores, a bool causal mask by where and an
 # i64 padding mask cast to f32, as GPT-2 and BERT exports do) and BERT-base's
-# embeddings for 128 tokens (a gather from the [30522 768] table). Both sides use 2 threads;
+# embeddings for 128 tokens (a gather from the [30522 768] table), a
+# wav2vec-style pair of 1-D convolutions on 1 s of 16 kHz audio, a U-Net
+# transposed-convolution upsampling, reflection padding before a 3x3
+# convolution, and the argmax of [128 30522] logits. Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

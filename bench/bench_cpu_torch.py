@@ -113,6 +113,40 @@ def make_input(spec):
     return torch.randn(*spec)
 
 
+class Conv1dAudio(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv1d(1, 512, 10, stride=5)
+        self.b = nn.Conv1d(512, 512, 3, stride=2)
+
+    def forward(self, x):
+        return torch.relu(self.b(torch.relu(self.a(x))))
+
+
+class UnetUp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(256, 128, 2, stride=2)
+
+    def forward(self, x):
+        return torch.relu(self.up(x))
+
+
+class ReflectPadConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(1)
+        self.conv = nn.Conv2d(64, 64, 3)
+
+    def forward(self, x):
+        return self.conv(self.pad(x))
+
+
+class ArgmaxLogits(nn.Module):
+    def forward(self, x):
+        return torch.argmax(x, dim=-1)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -131,7 +165,9 @@ def main():
             ("chain8_16M", Chain8(), (16 * 1024 * 1024,)), ("matmul_1024", MatMul(), (1024, 1024)),
             ("qkv_split", QkvSplit(), (512, 2304)), ("kv_concat", KvConcat(), [(12, 384, 64), (12, 128, 64)]),
             ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))]),
-            ("embedding", Embedding(), [("ids", (1, 128))])]
+            ("embedding", Embedding(), [("ids", (1, 128))]), ("conv1d_audio", Conv1dAudio(), (1, 1, 16000)),
+            ("unet_up", UnetUp(), (1, 256, 32, 32)), ("reflect_pad_conv", ReflectPadConv(), (1, 64, 112, 112)),
+            ("argmax_logits", ArgmaxLogits(), (128, 30522))]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:

@@ -644,6 +644,128 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         im.unsupported("training mode is not supported (inference only)");
       im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
     };
+    // Attention (opsets 23-24) as its function body: heads split from 3-D
+    // inputs, the past keys and values concatenated before the new ones
+    // (present_key / present_value), grouped-query heads repeated, scores
+    // Q K^T scaled (by sqrt(scale) on each side, as the body does), then
+    // softcap, the mask (bool: false is -inf; float: added) and the causal
+    // triangle (key j visible to query i when j <= i + past length), softmax
+    // and the product with V; qk_matmul_output is the scores after the
+    // product (mode 0), softcap (1), the mask (2) or softmax (3), in the
+    // order the body computes them (the conformance data agrees). Softmax
+    // runs in the inputs' type (softmax_precision is not applied).
+    t["Attention"] = [](Importer& im) {
+      if (im.has_in(6)) im.unsupported("nonpad_kv_seqlen is not supported");
+      im.ignore({"softmax_precision"});
+      const DType dt = im.type_of(im.in(0)).dtype;
+      const std::string base = im.fresh(im.out(0).empty() ? std::string("attention") : im.out(0));
+      auto dims_of = [&](const std::string& v) {
+        const Shape& sh = im.type_of(v).shape;
+        if (!is_static(sh)) im.unsupported("needs static shapes");
+        return static_dims(sh);
+      };
+      auto op = [&](const char* name, std::vector<std::string> ins, Attrs a = {}) {
+        std::string o = im.fresh(base + "_" + name);
+        im.emit(name, std::move(ins), {o}, std::move(a));
+        return o;
+      };
+      auto constant = [&](const char* what, Tensor t) {
+        std::string c = im.fresh(base + "_" + what);
+        im.add_const(c, std::move(t));
+        return c;
+      };
+      auto attrs = [](const char* name, std::vector<std::int64_t> v) {
+        Attrs a;
+        a.set(name, std::move(v));
+        return a;
+      };
+      const std::vector<std::int64_t> qd = dims_of(im.in(0)), kd = dims_of(im.in(1)), vd = dims_of(im.in(2));
+      const bool three = qd.size() == 3;
+      if ((qd.size() != 3 && qd.size() != 4) || kd.size() != qd.size() || vd.size() != qd.size())
+        im.unsupported("Q, K and V must all be 3-D or all 4-D");
+      std::int64_t qh = im.ai("q_num_heads", 0), kvh = im.ai("kv_num_heads", 0);
+      std::string q = im.in(0), k = im.in(1), v = im.in(2);
+      if (three) {
+        if (qh <= 0 || kvh <= 0 || qd[2] % qh != 0 || kd[2] % kvh != 0 || vd[2] % kvh != 0)
+          im.unsupported("3-D inputs need q_num_heads and kv_num_heads that divide their hidden sizes");
+        auto split_heads = [&](const std::string& x, const std::vector<std::int64_t>& d, std::int64_t heads) {
+          return op("transpose", {op("reshape", {x}, attrs("shape", {d[0], d[1], heads, d[2] / heads}))},
+                    attrs("perm", {0, 2, 1, 3}));
+        };
+        q = split_heads(q, qd, qh);
+        k = split_heads(k, kd, kvh);
+        v = split_heads(v, vd, kvh);
+      } else {
+        qh = qd[1];
+        kvh = kd[1];
+      }
+      const std::int64_t batch = qd[0], seq = three ? qd[1] : qd[2], head = three ? qd[2] / qh : qd[3],
+                         v_head = three ? vd[2] / kvh : vd[3];
+      std::int64_t past = 0;
+      Attrs seq_axis;
+      seq_axis.set("axis", std::int64_t{2});
+      if (im.has_in(4)) {
+        past = dims_of(im.in(4)).at(2);
+        k = op("concat", {im.in(4), k}, seq_axis);
+      }
+      if (im.has_in(5)) v = op("concat", {im.in(5), v}, seq_axis);
+      if (!im.out(1).empty()) im.emit("identity", {k}, {im.out(1)});
+      if (!im.out(2).empty()) im.emit("identity", {v}, {im.out(2)});
+      const std::int64_t total = dims_of(k).at(2);
+      if (qh != kvh) {  // grouped-query attention: each key/value head serves qh / kvh query heads
+        if (kvh <= 0 || qh % kvh != 0) im.unsupported("q_num_heads must be a multiple of kv_num_heads");
+        auto repeat = [&](const std::string& x, std::int64_t size) {
+          return op("reshape",
+                    {op("expand", {op("unsqueeze", {x}, attrs("axes", {2}))},
+                        attrs("shape", {batch, kvh, qh / kvh, total, size}))},
+                    attrs("shape", {batch, qh, total, size}));
+        };
+        k = repeat(k, head);
+        v = repeat(v, v_head);
+      }
+      const double scale = im.has_attr("scale") ? im.af("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(head));
+      const std::string root = constant("scale", Tensor::scalar(dt, std::sqrt(scale)));
+      std::string scores = op("matmul", {op("mul", {q, root}),
+                                         op("mul", {op("transpose", {k}, attrs("perm", {0, 1, 3, 2})), root})});
+      std::string qk[4];
+      qk[0] = scores;
+      if (const double cap = im.af("softcap", 0.0); cap > 0) {
+        const std::string c = constant("softcap", Tensor::scalar(dt, cap));
+        scores = op("mul", {op("tanh", {op("div", {scores, c})}), c});
+      }
+      qk[1] = scores;
+      std::string bias;
+      if (im.has_in(3)) {
+        bias = im.in(3);
+        if (im.type_of(bias).dtype == DType::Bool)
+          bias = op("where", {bias, constant("zero", Tensor::scalar(dt, 0.0)),
+                              constant("masked", Tensor::scalar(dt, -INFINITY))});
+      }
+      if (im.ai("is_causal", 0) != 0) {
+        Tensor tri(dt, {seq, total});
+        for (std::int64_t i = 0; i < seq; ++i)
+          for (std::int64_t j = 0; j < total; ++j)
+            tri.set(static_cast<std::size_t>(i * total + j), j <= i + past ? 0.0 : -INFINITY);
+        const std::string c = constant("causal", std::move(tri));
+        bias = bias.empty() ? c : op("add", {bias, c});
+      }
+      if (!bias.empty()) scores = op("add", {scores, bias});
+      qk[2] = scores;
+      Attrs last;
+      last.set("axis", std::int64_t{-1});
+      const std::string probs = op("softmax", {scores}, last);
+      qk[3] = probs;
+      const std::int64_t mode = im.ai("qk_matmul_output_mode", 0);
+      if (mode < 0 || mode > 3) im.unsupported("qk_matmul_output_mode " + std::to_string(mode) + " is not 0 to 3");
+      if (!im.out(3).empty()) im.emit("identity", {qk[mode]}, {im.out(3)});
+      const std::string y = op("matmul", {probs, v});
+      if (im.out(0).empty()) return;
+      if (three)
+        im.emit("reshape", {op("transpose", {y}, attrs("perm", {0, 2, 1, 3}))}, {im.out(0)},
+                attrs("shape", {batch, seq, qh * v_head}));
+      else
+        im.emit("identity", {y}, {im.out(0)});
+    };
     // RMSNormalization (opset 23) as its function body: x / sqrt(mean(x^2
     // over [axis, rank)) + epsilon) * scale, in f32 (stash_type 1) for
     // other float types too, cast back at the end.

@@ -271,3 +271,77 @@ TEST_CASE("RMSNormalization imports as its function body - f32 and f16 - axis - 
   REQUIRE_FALSE(g);
   CHECK(g.error().message.find("axis 2 is out of range for rank 2") != std::string::npos);
 }
+
+TEST_CASE(
+    "Attention imports as its function body - 3-D heads - grouped queries - past - causal - bool mask - softcap") {
+  // Q [1 3 4*2], K [1 2 2*2], V [1 2 2*3], one past position: 4 query heads
+  // of size 2 share 2 key/value heads (value size 3); 3 keys in all.
+  ModelBuilder b(23);
+  b.input("Q", 1, {"1", "3", "8"});
+  b.input("K", 1, {"1", "2", "4"});
+  b.input("V", 1, {"1", "2", "6"});
+  b.input("mask", 9, {"3", "3"});
+  b.input("past_key", 1, {"1", "2", "1", "2"});
+  b.input("past_value", 1, {"1", "2", "1", "3"});
+  auto* n = b.node("Attention", {"Q", "K", "V", "mask", "past_key", "past_value"}, {"Y", "pk", "pv", "qk"});
+  attr_int(n, "q_num_heads", 4);
+  attr_int(n, "kv_num_heads", 2);
+  attr_int(n, "is_causal", 1);
+  attr_int(n, "qk_matmul_output_mode", 2);
+  for (const auto& [name, value] : {std::pair<const char*, float>{"scale", 0.7f}, {"softcap", 1.5f}}) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
+  for (const char* o : {"Y", "pk", "pv", "qk"}) b.output(o);
+  auto g = b.import();
+  if (!g) FAIL(g.error().to_string());
+  auto fill = [](Tensor t, double step) {
+    for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(static_cast<double>(i) * step) * 1.5);
+    return t;
+  };
+  const Tensor q = fill(Tensor(DType::F32, {1, 3, 8}), 0.7), k = fill(Tensor(DType::F32, {1, 2, 4}), 1.3),
+               v = fill(Tensor(DType::F32, {1, 2, 6}), 0.9), pk = fill(Tensor(DType::F32, {1, 2, 1, 2}), 2.1),
+               pv = fill(Tensor(DType::F32, {1, 2, 1, 3}), 1.7);
+  Tensor mask(DType::Bool, {3, 3});
+  for (std::size_t i = 0; i < 9; ++i) mask.set(i, i == 0 || i == 5 ? 0.0 : 1.0);
+  auto got = runtime::interpret(*g, std::vector<Tensor>{q, k, v, mask, pk, pv});
+  if (!got) FAIL(got.error().to_string());
+  REQUIRE(got->size() == 4);
+  // The definition, spelled out: keys and values are the past one then the
+  // new ones; query head h reads key/value head h / 2.
+  auto key = [&](std::size_t kv, std::size_t t, std::size_t d) {
+    return t == 0 ? pk.at(kv * 2 + d) : k.at((t - 1) * 4 + kv * 2 + d);
+  };
+  auto value = [&](std::size_t kv, std::size_t t, std::size_t e) {
+    return t == 0 ? pv.at(kv * 3 + e) : v.at((t - 1) * 6 + kv * 3 + e);
+  };
+  for (std::size_t kv = 0; kv < 2; ++kv)
+    for (std::size_t t = 0; t < 3; ++t) {
+      for (std::size_t d = 0; d < 2; ++d) CHECK((*got)[1].at((kv * 3 + t) * 2 + d) == Approx(key(kv, t, d)));
+      for (std::size_t e = 0; e < 3; ++e) CHECK((*got)[2].at((kv * 3 + t) * 3 + e) == Approx(value(kv, t, e)));
+    }
+  for (std::size_t h = 0; h < 4; ++h)
+    for (std::size_t s = 0; s < 3; ++s) {
+      double score[3], p[3], sum = 0, top = -INFINITY;
+      for (std::size_t t = 0; t < 3; ++t) {
+        double dot = 0;
+        for (std::size_t d = 0; d < 2; ++d) dot += q.at(s * 8 + h * 2 + d) * key(h / 2, t, d);
+        score[t] = 1.5 * std::tanh(0.7 * dot / 1.5);
+        if (mask.at(s * 3 + t) == 0 || t > s + 1) score[t] = -INFINITY;  // the bool mask, then causal (past 1)
+        top = std::max(top, score[t]);
+        const double qk = (*got)[3].at((h * 3 + s) * 3 + t);
+        if (std::isinf(score[t]))
+          CHECK(qk == score[t]);
+        else
+          CHECK(qk == Approx(score[t]).epsilon(1e-5));
+      }
+      for (std::size_t t = 0; t < 3; ++t) sum += p[t] = std::exp(score[t] - top);
+      for (std::size_t e = 0; e < 3; ++e) {
+        double y = 0;
+        for (std::size_t t = 0; t < 3; ++t) y += p[t] / sum * value(h / 2, t, e);
+        CHECK((*got)[0].at(s * 12 + h * 3 + e) == Approx(y).epsilon(1e-5));
+      }
+    }
+}
