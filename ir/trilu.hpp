@@ -45,6 +45,7 @@ inline TriluRows trilu_rows(const std::vector<std::int64_t>& dims, std::int64_t 
 inline void trilu_copy(const TriluRows& t, const std::uint8_t* in, std::uint8_t* out, std::size_t row_begin,
                        std::size_t row_end) {
   const std::size_t row_bytes = static_cast<std::size_t>(t.cols) * t.element_bytes, eb = t.element_bytes;
+  if (row_bytes == 0) return;  // (no elements: the buffers may be null)
   for (std::size_t r = row_begin; r < row_end; ++r) {
     const std::int64_t i = static_cast<std::int64_t>(r % static_cast<std::size_t>(t.rows));
     const auto first = static_cast<std::size_t>(t.first(i)), last = static_cast<std::size_t>(t.last(i));

@@ -556,7 +556,7 @@ class Lowerer {
   // row-major for cuDNN (which reads filters and biases so).
   LibraryOperand library_operand(Value& v) {
     const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
-    if (!v.pending && v.view.whole() && b.kind == BufferKind::Weight) return {v.view, &b};
+    if (!v.pending && !v.is_scalar_constant && v.view.whole() && b.kind == BufferKind::Weight) return {v.view, b.weight};
     return {cuda() ? whole(v) : dense(v), nullptr};
   }
   std::shared_ptr<CudaSteps> cuda_;

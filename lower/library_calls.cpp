@@ -201,7 +201,7 @@ void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& h
                   const std::optional<LibraryOperand>& bias, const memory::desc& bias_md) {
   if (w.constant) {
     memory wsrc(have, st.engine,
-                const_cast<std::uint8_t*>(w.constant->weight->bytes()) + static_cast<std::size_t>(w.view.offset) * 4);
+                const_cast<std::uint8_t*>(w.constant->bytes()) + static_cast<std::size_t>(w.view.offset) * 4);
     st.weights = memory(want, st.engine);
     dnnl::reorder(wsrc, st.weights).execute(st.stream, wsrc, st.weights);
   } else {
@@ -217,7 +217,7 @@ void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& h
   if (bias && bias->constant) {
     st.bias = memory(bias_md, st.engine);
     std::memcpy(st.bias.get_data_handle(),
-                bias->constant->weight->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
+                bias->constant->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
                 static_cast<std::size_t>(bias_md.get_size()));
   } else if (bias) {
     st.run_bias = bias->view;

@@ -67,12 +67,13 @@ struct ConvSpec {
   bool relu = false;
   bool sum = false;
 };
-// A weight or bias operand of a library step: `view` (dense) into a constant
-// buffer, read once when the step is made and kept in the library's layout,
-// or (constant null) into any buffer, read at every run.
+// A weight or bias operand of a library step: `view` (dense) into a
+// constant (the Weight buffer's tensor), read once when the step is made and
+// kept in the library's layout, or (constant null) into any buffer, read at
+// every run.
 struct LibraryOperand {
   View view;
-  const Buffer* constant = nullptr;
+  const ir::Tensor* constant = nullptr;
 };
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,

@@ -437,58 +437,58 @@ TEST_CASE("Pad and trilu kernels compute their geometry's copies - every pad mod
   std::vector<float> x(60);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.25f - 5.0f;
   const auto* x_bytes = reinterpret_cast<const std::uint8_t*>(x.data());
-  SECTION("f32 words - every mode - cropping") {
-    int index = 0;
-    for (const ir::PadMode mode : {ir::PadMode::Constant, ir::PadMode::Edge, ir::PadMode::Reflect, ir::PadMode::Wrap}) {
-      INFO("mode " << static_cast<int>(mode));
-      const Dims pads = mode == ir::PadMode::Wrap ? Dims{1, 0, 7, 2, 1, 3} : Dims{1, -1, 3, 2, 1, 2};
-      const ir::PadRows p = ir::pad_rows({3, 4, 5}, pads, mode, 4);
-      const float fill = -2.5f;
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, &fill, 4);
-      const lower::CudaKernelSource src = lower::cuda_pad_source(p, bits, index++);
-      compiles_for_both({src});
-      auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("pad"));
-      if (!emu) FAIL(emu.error().message);
-      std::vector<float> want(static_cast<std::size_t>(src.elements)), got(want.size());
-      ir::pad_copy(p, x_bytes, reinterpret_cast<const std::uint8_t*>(&fill),
-                   reinterpret_cast<std::uint8_t*>(want.data()), 0, p.rows());
-      REQUIRE(emu->run(0, {x.data()}, got) == "");
-      CHECK(got == want);
-    }
+  // Every kernel goes into one emulator (each build is a host compile).
+  std::vector<lower::CudaKernelSource> sources;
+  std::vector<ir::PadRows> pads;
+  for (const ir::PadMode mode : {ir::PadMode::Constant, ir::PadMode::Edge, ir::PadMode::Reflect, ir::PadMode::Wrap}) {
+    // f32 words, cropping; wrap pads by more than the axis.
+    const Dims by = mode == ir::PadMode::Wrap ? Dims{1, 0, 7, 2, 1, 3} : Dims{1, -1, 3, 2, 1, 2};
+    pads.push_back(ir::pad_rows({3, 4, 5}, by, mode, 4));
+    const float fill = -2.5f;
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &fill, 4);
+    sources.push_back(lower::cuda_pad_source(pads.back(), bits, static_cast<int>(sources.size())));
   }
-  SECTION("bool bytes - constant true") {
+  // Bool bytes, constant true.
+  const ir::PadRows bool_pad = ir::pad_rows({3, 4}, {1, 2, 0, 1}, ir::PadMode::Constant, 1);
+  sources.push_back(lower::cuda_pad_source(bool_pad, 1, static_cast<int>(sources.size())));
+  CHECK(sources.back().source.find("const unsigned char* __restrict__ in") != std::string::npos);
+  std::vector<ir::TriluRows> trilus;
+  for (const std::int64_t k : {-3, -1, 0, 2, 5})
+    for (const bool upper : {true, false}) {
+      trilus.push_back(ir::trilu_rows({3, 4, 5}, k, upper, 4));
+      sources.push_back(lower::cuda_trilu_source(trilus.back(), static_cast<int>(sources.size())));
+    }
+  compiles_for_both(sources);
+  auto emu = test::CudaHostEmulator::build(sources, test::emulator_dir("pad-trilu"));
+  if (!emu) FAIL(emu.error().message);
+  std::size_t index = 0;
+  for (const ir::PadRows& p : pads) {
+    INFO("pad mode " << static_cast<int>(p.mode));
+    const float fill = -2.5f;
+    std::vector<float> want(static_cast<std::size_t>(sources[index].elements)), got(want.size());
+    ir::pad_copy(p, x_bytes, reinterpret_cast<const std::uint8_t*>(&fill), reinterpret_cast<std::uint8_t*>(want.data()),
+                 0, p.rows());
+    REQUIRE(emu->run(index++, {x.data()}, got) == "");
+    CHECK(got == want);
+  }
+  {
     const std::vector<std::uint8_t> m{1, 0, 0, 1, 1, 0, 1, 1, 0, 0, 0, 1};
-    const ir::PadRows p = ir::pad_rows({3, 4}, {1, 2, 0, 1}, ir::PadMode::Constant, 1);
-    const lower::CudaKernelSource src = lower::cuda_pad_source(p, 1, 0);
-    CHECK(src.source.find("const unsigned char* __restrict__ in") != std::string::npos);
-    compiles_for_both({src});
-    auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("pad-bytes"));
-    if (!emu) FAIL(emu.error().message);
-    std::vector<float> got(static_cast<std::size_t>(src.elements));
-    REQUIRE(emu->run(0, {m.data()}, got, ir::DType::Bool) == "");
+    std::vector<float> got(static_cast<std::size_t>(sources[index].elements));
+    REQUIRE(emu->run(index++, {m.data()}, got, ir::DType::Bool) == "");
     // [4 7]: a row of true, then each row as 1 1 m m m m 1.
     const std::vector<float> want{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1};
     CHECK(got == want);
   }
-  SECTION("trilu - both triangles - diagonals in and out of range") {
-    int index = 0;
-    for (const std::int64_t k : {-3, -1, 0, 2, 5})
-      for (const bool upper : {true, false}) {
-        INFO("k " << k << " upper " << upper);
-        const ir::TriluRows t = ir::trilu_rows({3, 4, 5}, k, upper, 4);
-        const lower::CudaKernelSource src = lower::cuda_trilu_source(t, index++);
-        compiles_for_both({src});
-        auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("trilu"));
-        if (!emu) FAIL(emu.error().message);
-        std::vector<float> got(60);
-        REQUIRE(emu->run(0, {x.data()}, got) == "");
-        for (std::int64_t e = 0; e < 60; ++e) {
-          const std::int64_t j = e % 5, i = e / 5 % 4;
-          CHECK(got[static_cast<std::size_t>(e)] ==
-                ((upper ? j - i >= k : j - i <= k) ? x[static_cast<std::size_t>(e)] : 0.0f));
-        }
-      }
+  for (const ir::TriluRows& t : trilus) {
+    INFO("trilu k " << t.k << " upper " << t.upper);
+    std::vector<float> got(60);
+    REQUIRE(emu->run(index++, {x.data()}, got) == "");
+    for (std::int64_t e = 0; e < 60; ++e) {
+      const std::int64_t j = e % 5, i = e / 5 % 4;
+      CHECK(got[static_cast<std::size_t>(e)] ==
+            ((t.upper ? j - i >= t.k : j - i <= t.k) ? x[static_cast<std::size_t>(e)] : 0.0f));
+    }
   }
 }
 
