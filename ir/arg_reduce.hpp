@@ -41,6 +41,33 @@ inline ArgReduce arg_reduce_geometry(const std::vector<std::int64_t>& dims, std:
 template <class At>
 void arg_reduce(const ArgReduce& g, const At& at, std::int64_t* out, std::size_t begin, std::size_t end) {
   using T = decltype(at(0));
+  if (g.inner == 1) {
+    // Rows: the winning value first (a strict comparison, which skips NaNs
+    // and vectorizes), then its first (or last) position. The same result:
+    // the sequential walk keeps the first of the equal winners, or moves to
+    // each later one with select_last_index.
+    for (std::size_t o = begin; o < end && g.count; ++o) {
+      const std::size_t base = o * g.count;
+      T best = at(base);
+      if (best != best) {  // a NaN first element wins
+        out[o] = 0;
+        continue;
+      }
+      for (std::size_t k = 1; k < g.count; ++k) {
+        const T v = at(base + k);
+        best = (g.max ? v > best : v < best) ? v : best;
+      }
+      std::size_t k = 0;
+      if (g.last) {
+        for (k = g.count; k-- > 0;)
+          if (at(base + k) == best) break;
+      } else {
+        while (!(at(base + k) == best)) ++k;
+      }
+      out[o] = static_cast<std::int64_t>(k);
+    }
+    return;
+  }
   std::vector<T> best(g.inner);
   for (std::size_t o = begin; o < end && g.count; ++o) {
     const std::size_t base = o * g.count * g.inner;

@@ -551,12 +551,25 @@ class Lowerer {
   LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
   std::optional<LibraryStep> cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
                                                       std::optional<BufferId> bias, BufferId y);
+  // A loop kernel that only copies f32 elements read across its rows (a
+  // transpose: the last dimension's stride is not 1) as a oneDNN reorder,
+  // or nullopt. Broadcasts (stride 0) and reversed reads stay kernels.
+  std::optional<Step> transposing_copy(const LoopKernel& k, const std::string& label) {
+    if (k.reduce != ReduceKind::None || k.leaves.size() != 1 || k.body != k.leaf_vars[0] || k.out_dtype != DType::F32 ||
+        k.leaves[0].dtype != DType::F32 || k.dims.empty() || k.dims.size() > 12)
+      return std::nullopt;
+    const Leaf& l = k.leaves[0];
+    if (l.strides.back() == 1 || std::any_of(l.strides.begin(), l.strides.end(), [](std::int64_t s) { return s <= 0; }))
+      return std::nullopt;
+    return make_reorder_step(l.buffer, l.offset, k.dims, l.strides, k.out, label, p_->keep_alive);
+  }
   // A weight or bias operand of a convolution: a whole constant, read once
   // when lowering; otherwise read at every run, dense for oneDNN and
   // row-major for cuDNN (which reads filters and biases so).
   LibraryOperand library_operand(Value& v) {
     const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
-    if (!v.pending && !v.is_scalar_constant && v.view.whole() && b.kind == BufferKind::Weight) return {v.view, b.weight};
+    if (!v.pending && !v.is_scalar_constant && v.view.whole() && b.kind == BufferKind::Weight)
+      return {v.view, b.weight};
     return {cuda() ? whole(v) : dense(v), nullptr};
   }
   std::shared_ptr<CudaSteps> cuda_;
@@ -662,6 +675,11 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     p_->target_cpu = (*jit)->target_description();
     for (std::size_t k = 0; k < kernels_.size(); ++k) {
       Step& s = p_->steps[kernel_step_[k]];
+      if (auto r = transposing_copy(kernels_[k], s.label)) {
+        s = std::move(*r);
+        --p_->fused_kernels;
+        continue;
+      }
       KernelFn fn = (*fns)[k];
       std::vector<BufferId> args;
       for (const Leaf& l : kernels_[k].leaves) args.push_back(l.buffer);

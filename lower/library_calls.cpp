@@ -216,8 +216,7 @@ void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& h
   }
   if (bias && bias->constant) {
     st.bias = memory(bias_md, st.engine);
-    std::memcpy(st.bias.get_data_handle(),
-                bias->constant->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
+    std::memcpy(st.bias.get_data_handle(), bias->constant->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
                 static_cast<std::size_t>(bias_md.get_size()));
   } else if (bias) {
     st.run_bias = bias->view;
@@ -436,6 +435,33 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   DnnlState* p = st.get();
   s.run = [p, x, out](const RunContext& ctx) { run_primitive(*p, ctx, x, out, nullptr, {}); };
   return r;
+}
+
+std::optional<Step> make_reorder_step(BufferId src, std::int64_t offset, const std::vector<std::int64_t>& dims,
+                                      const std::vector<std::int64_t>& src_strides, BufferId out,
+                                      const std::string& label, std::vector<std::shared_ptr<void>>& keep) {
+  auto st = std::make_shared<DnnlState>();
+  try {
+    st->src = memory(memory::desc(to_dims(dims), dt::f32, to_dims(src_strides)), st->engine, nullptr);
+    st->dst = memory(memory::desc(to_dims(dims), dt::f32, to_dims(row_major_strides(dims))), st->engine, nullptr);
+    st->prim = dnnl::reorder(st->src, st->dst);
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+  keep.push_back(st);
+  Step s;
+  s.kind = StepKind::Copy;
+  s.label = label + " (oneDNN reorder)";
+  s.reads = {src};
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, src, offset, out](const RunContext& ctx) {
+    p->src.set_data_handle(ctx.at(src) + offset);
+    p->dst.set_data_handle(ctx.at(out));
+    p->prim.execute(p->stream, {{DNNL_ARG_FROM, p->src}, {DNNL_ARG_TO, p->dst}});
+    p->stream.wait();
+  };
+  return s;
 }
 
 void set_library_threads(int n) {

@@ -384,7 +384,9 @@ TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds
   // convolution after the first converts its source.
   if (steps_with(*p, "(dst reordered)") == 0) {
     CHECK(steps_with(*p, "(src reordered)") <= 1);
-    CHECK(p->fused_kernels == 2);  // the sigmoid, and the copy of the NHWC result into the NCHW output
+    CHECK(p->fused_kernels == 1);  // the sigmoid
+    // The NHWC result into the NCHW output: a transposing copy, so a reorder.
+    CHECK(steps_with(*p, "output copy (oneDNN reorder)") == 1);
   }
 }
 
@@ -859,4 +861,39 @@ TEST_CASE("Argmax and argmin run natively - every axis - ties - NaN - integer va
         for (std::size_t i = 0; i < want1.size(); ++i) CHECK((*got)[1].at(i) == want1[i]);
         for (std::size_t i = 0; i < want2.size(); ++i) CHECK((*got)[2].at(i) == want2[i]);
       }
+}
+
+TEST_CASE("Transposing copies are oneDNN reorders - broadcasts and reversed reads stay kernels") {
+  models::GraphBuilder b("reorder");
+  std::string x = b.input("x", {3, 37, 64});
+  ir::Attrs perm;
+  perm.set("perm", Dims{2, 0, 1});
+  ir::Attrs last2;
+  last2.set("perm", Dims{0, 2, 1});
+  // A slice (an offset) of a transpose, a plain transpose, a reversed slice
+  // and a broadcast: graph outputs, so each is copied out.
+  ir::Attrs part = models::ints_attr("starts", {1});
+  part.set("ends", Dims{3});
+  part.set("axes", Dims{0});
+  ir::Attrs reversed = models::ints_attr("starts", {-1});
+  reversed.set("ends", Dims{-1000});
+  reversed.set("axes", Dims{2});
+  reversed.set("steps", Dims{-1});
+  const ir::Graph g = b.finish({b.op("transpose", {b.op("slice", {x}, part)}, last2), b.op("transpose", {x}, perm),
+                                b.op("slice", {x}, reversed),
+                                b.op("expand", {b.input("r", {1, 64})}, models::ints_attr("shape", {5, 64}))});
+  auto p = check_against_interpreter(g);
+  CHECK(steps_with(*p, "(oneDNN reorder)") == 2);
+  CHECK(p->fused_kernels == 2);  // the reversed slice and the broadcast
+  // Spelled out too: element (c, a, w) of the second output is x[a, w, c].
+  const std::vector<ir::Tensor> in{random_tensor({3, 37, 64}, 1), random_tensor({1, 64}, 2)};
+  auto got = (*runtime::CpuExecutor::create(g))->run(in);
+  REQUIRE(got);
+  for (std::size_t c = 0; c < 64; ++c)
+    for (std::size_t a = 0; a < 3; ++a)
+      for (std::size_t w = 0; w < 37; ++w) CHECK((*got)[1].at((c * 3 + a) * 37 + w) == in[0].at((a * 37 + w) * 64 + c));
+  for (std::size_t a = 0; a < 2; ++a)
+    for (std::size_t c = 0; c < 64; ++c)
+      for (std::size_t w = 0; w < 37; ++w)
+        CHECK((*got)[0].at((a * 64 + c) * 37 + w) == in[0].at(((a + 1) * 37 + w) * 64 + c));
 }
