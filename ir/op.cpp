@@ -7,6 +7,13 @@ namespace saturn::ir {
 
 void shape_error(std::string message) { throw ShapeError{std::move(message)}; }
 
+std::vector<std::int64_t> broadcast_dims(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
+                                         const std::string& op) {
+  auto s = broadcast(shape_of(a), shape_of(b));
+  if (!s) shape_error(op + ": shapes " + to_string(shape_of(a)) + " and " + to_string(shape_of(b)) + " do not broadcast");
+  return static_dims(*s);
+}
+
 namespace {
 template <class T>
 const T* get_as(const std::map<std::string, AttrValue>& m, const std::string& name) {

@@ -55,6 +55,10 @@ struct ShapeError {
   std::string message;
 };
 [[noreturn]] void shape_error(std::string message);
+// The broadcast of two static shapes; a ShapeError naming `op` when they do
+// not broadcast (kernels run on graphs nobody checked, through interpret()).
+std::vector<std::int64_t> broadcast_dims(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
+                                         const std::string& op);
 
 // An operand as a shape rule sees it: its type, and its value when known.
 struct TypedInput {

@@ -58,9 +58,9 @@ Shape broadcast_all(Inputs in, const char* op) {
 
 template <class Args>
 std::vector<std::int64_t> broadcast_dims(Args a) {
-  Shape s = shape_of(a[0].dims());
-  for (std::size_t k = 1; k < a.size(); ++k) s = *broadcast(s, shape_of(a[k].dims()));
-  return static_dims(s);
+  std::vector<std::int64_t> d = a[0].dims();
+  for (std::size_t k = 1; k < a.size(); ++k) d = ir::broadcast_dims(d, a[k].dims(), "operands");
+  return d;
 }
 
 void same_dtype(Inputs in, const char* op) {

@@ -366,7 +366,7 @@ void register_movement_ops(OpRegistry& r) {
       return std::vector<ValueType>{{in[0].type.dtype, *b}};
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
-      auto od = static_dims(*broadcast(shape_of(x[0].dims()), shape_of(a.ints("shape"))));
+      auto od = broadcast_dims(x[0].dims(), a.ints("shape"), "expand");
       Tensor out(x[0].dtype(), od);
       auto is = x[0].strides();
       std::size_t off = od.size() - x[0].rank();

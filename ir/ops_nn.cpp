@@ -365,7 +365,7 @@ void register_nn_ops(OpRegistry& r) {
       if (bd.size() == 1) bd.push_back(1);
       const std::int64_t M = ad[ad.size() - 2], K = ad.back(), N = bd.back();
       std::vector<std::int64_t> ba(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
-      auto batch = static_dims(*broadcast(shape_of(ba), shape_of(bb)));
+      auto batch = broadcast_dims(ba, bb, "matmul");
       std::vector<std::int64_t> full = batch;
       full.push_back(M);
       full.push_back(N);

@@ -339,6 +339,7 @@ class Lowerer {
   }
 
   void lower_node(std::size_t index);
+  bool lower_view(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
@@ -814,6 +815,7 @@ void Lowerer::lower_node(std::size_t index) {
   for (Value* v : in)
     if (v) all_f32 &= v->dtype == DType::F32;
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
+  if (lower_view(n, in, out_types)) return;
   if (all_f32 && lower_f32(n, in, out_types)) return;
   if (!all_f32 && fuses_across_types(n, in, out_types) && lower_elementwise(n, in, out_types)) return;
   // Views of stored values of any type.
@@ -912,7 +914,9 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
   return true;
 }
 
-bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
+// Movement ops that only change how a buffer is read (any element type):
+// split, transpose, slice and expand become strided views of the operand.
+bool Lowerer::lower_view(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   if (n.op == "split" && in.size() == 1 && in[0]) {
     // Each part is a slice view of the operand; the parts' sizes are the
     // inferred output types'.
@@ -933,6 +937,45 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     return true;
   }
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  const Dims out = ir::static_dims(out_types[0].shape);
+  if (n.op == "transpose" && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    Dims perm = n.attrs.ints("perm");
+    if (perm.empty())
+      for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+    v.view = v.view.transposed(perm);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  if (n.op == "slice" && in.size() == 1 && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    const ir::SliceSpec spec = ir::slice_spec(n.attrs, v.dims);
+    v.view = v.view.sliced(spec.start, spec.step, spec.count);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  if (n.op == "expand" && in[0]) {
+    Value v = *in[0];
+    if (v.pending) {
+      store(*in[0]);
+      v = *in[0];
+    }
+    v.view = v.view.broadcast_to(out);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  return false;
+}
+
+bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   // (layer_norm's mean and inverse standard deviation are results too.)
   if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
   const Dims out = ir::static_dims(out_types[0].shape);
@@ -948,39 +991,6 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   };
 
   if (is_elementwise(n.op)) return lower_elementwise(n, in, out_types);
-  if (n.op == "transpose" && in[0]) {
-    Value v = *in[0];
-    store(v);
-    *in[0] = v;
-    Dims perm = n.attrs.ints("perm");
-    if (perm.empty())
-      for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-    v.view = v.view.transposed(perm);
-    v.dims = out;
-    set(v);
-    return true;
-  }
-  if (n.op == "slice" && in.size() == 1 && in[0]) {
-    Value v = *in[0];
-    store(v);
-    *in[0] = v;
-    const ir::SliceSpec spec = ir::slice_spec(n.attrs, v.dims);
-    v.view = v.view.sliced(spec.start, spec.step, spec.count);
-    v.dims = out;
-    set(v);
-    return true;
-  }
-  if (n.op == "expand" && in[0]) {
-    Value v = *in[0];
-    if (v.pending) {
-      store(*in[0]);
-      v = *in[0];
-    }
-    v.view = v.view.broadcast_to(out);
-    v.dims = out;
-    set(v);
-    return true;
-  }
   auto reduced_axes = [&](const Dims& axes_in, std::size_t rank) {
     std::vector<bool> red(rank, axes_in.empty());
     for (auto a : axes_in) red[static_cast<std::size_t>(ir::normalize_axis(a, static_cast<std::int64_t>(rank)))] = true;

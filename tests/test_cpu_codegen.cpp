@@ -897,3 +897,41 @@ TEST_CASE("Transposing copies are oneDNN reorders - broadcasts and reversed read
       for (std::size_t w = 0; w < 37; ++w)
         CHECK((*got)[0].at((a * 64 + c) * 37 + w) == in[0].at(((a + 1) * 37 + w) * 64 + c));
 }
+
+TEST_CASE("Movement ops of integer and bool values are views too") {
+  models::GraphBuilder b("typed_views");
+  std::string k = b.input("k", {3, 4}, ir::DType::I64);
+  std::string m = b.input("m", {1, 4}, ir::DType::Bool);
+  ir::Attrs perm;
+  perm.set("perm", Dims{1, 0});
+  ir::Attrs part = models::ints_attr("starts", {1});
+  part.set("ends", Dims{4});
+  part.set("axes", Dims{1});
+  auto rows = [&](std::int64_t from, std::int64_t to) {
+    ir::Attrs a = models::ints_attr("starts", {from});
+    a.set("ends", Dims{to});
+    a.set("axes", Dims{0});
+    return b.op("slice", {k}, a);
+  };
+  const std::vector<std::string> parts{rows(0, 1), rows(1, 3)};
+  // The bool mask broadcast into a where; i64 views as outputs and as a
+  // reference op's operand.
+  const ir::Graph g = b.finish(
+      {b.op("transpose", {k}, perm), b.op("slice", {k}, part), parts[1],
+       b.op("where", {b.op("expand", {m}, models::ints_attr("shape", {3, 4})), b.input("x", {3, 4}), b.fill({}, -1.0)}),
+       b.op("mul", {b.op("expand", {b.op("slice", {k}, part)}, models::ints_attr("shape", {2, 3, 3})),
+                    b.op("slice", {parts[0]}, part)})});
+  const std::vector<ir::Tensor> in{random_tensor({3, 4}, 1, -9, 9, ir::DType::I64),
+                                   random_tensor({1, 4}, 2, 0, 1, ir::DType::Bool), random_tensor({3, 4}, 3)};
+  auto p = check_against_interpreter(g, in);
+  CHECK(p->reference_ops == std::vector<std::string>{"mul"});  // integer arithmetic
+  auto got = (*runtime::CpuExecutor::create(g))->run(in);
+  REQUIRE(got);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      CHECK((*got)[0].at_int(j * 3 + i) == in[0].at_int(i * 4 + j));
+      if (j > 0) CHECK((*got)[1].at_int(i * 3 + j - 1) == in[0].at_int(i * 4 + j));
+      if (i > 0) CHECK((*got)[2].at_int((i - 1) * 4 + j) == in[0].at_int(i * 4 + j));
+      CHECK((*got)[3].at(i * 4 + j) == (in[1].at(j) != 0 ? in[2].at(i * 4 + j) : -1.0));
+    }
+}

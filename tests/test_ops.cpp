@@ -324,3 +324,23 @@ TEST_CASE("every op takes random shapes and attributes without crashing - and co
     }
   }
 }
+
+TEST_CASE("kernels given shapes that do not broadcast throw - never crash") {
+  // What interpret() meets on a graph nobody type-checked: the kernels are
+  // called without their shape rules.
+  bool given[2] = {true, true};
+  auto eval = [&](const std::string& op, std::vector<Tensor> args, Attrs a = {}) {
+    return OpRegistry::get().find(op)->eval(a, args, std::span<const bool>(given, args.size()), 1);
+  };
+  CHECK_THROWS_AS(eval("mul", {Tensor(DType::F32, {2, 3, 3}), Tensor(DType::F32, {1, 4})}), ShapeError);
+  CHECK_THROWS_AS(eval("add", {Tensor(DType::I64, {3}), Tensor(DType::I64, {2})}), ShapeError);
+  CHECK_THROWS_AS(eval("matmul", {Tensor(DType::F32, {2, 3, 4}), Tensor(DType::F32, {3, 4, 5})}), ShapeError);
+  Attrs to;
+  to.set("shape", std::vector<std::int64_t>{5, 3});
+  CHECK_THROWS_AS(eval("expand", {Tensor(DType::F32, {2, 3})}, to), ShapeError);
+  try {
+    eval("mul", {Tensor(DType::F32, {2, 3, 3}), Tensor(DType::F32, {1, 4})});
+  } catch (const ShapeError& e) {
+    CHECK(e.message.find("[2 3 3] and [1 4] do not broadcast") != std::string::npos);
+  }
+}
