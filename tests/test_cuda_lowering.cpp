@@ -383,16 +383,11 @@ TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_m
 // The ONNX conformance cases the importer takes lower for the CUDA target:
 // each of their kernels compiles with NVRTC (no GPU needed), and no step is
 // left without code. Every third case, in order (all of them take a minute
-// of NVRTC), and every sixth under AddressSanitizer (the suite's time
-// limit; the release run covers the third); test_cuda_device runs them all
-// on a GPU. Their distinct kernels also run on the host emulator and must
-// compute what they mean.
+// of NVRTC), and every sixth under AddressSanitizer (test::kCaseStride);
+// test_cuda_device runs them all on a GPU. Their distinct kernels also run
+// on the host emulator and must compute what they mean.
 TEST_CASE("ONNX conformance cases lower for the CUDA target - a sample - kernels compile with NVRTC") {
-#ifdef __SANITIZE_ADDRESS__
-  constexpr int kEvery = 6;
-#else
-  constexpr int kEvery = 3;
-#endif
+  constexpr int kEvery = 3 * test::kCaseStride;
   namespace fs = std::filesystem;
   const fs::path root = test::tests_root();
   if (!fs::exists(root)) {
@@ -431,7 +426,7 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - a sample - kernels
     }
   INFO(failures.size() << " failures, first: " << (failures.empty() ? "" : failures[0]));
   CHECK(failures.empty());
-  CHECK(lowered > 300);
+  CHECK(lowered > 900 / kEvery);
   CHECK(kernels > 300);
   CHECK(library > 30);
 
@@ -446,5 +441,5 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - a sample - kernels
                                                         [](const lower::Leaf& l) { return l.dtype != ir::DType::F32; });
   });
   std::cout << "conformance kernels emulated: " << emulated.size() << ", " << typed << " of them typed\n";
-  CHECK(typed > 10);
+  CHECK(typed > 30 / kEvery);
 }
