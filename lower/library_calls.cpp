@@ -191,6 +191,13 @@ std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
   return row_major_strides(out_dims);
 }
 
+// ONNX's dilations as oneDNN's: the gaps between taps (1 is none).
+memory::dims gaps(const std::vector<std::int64_t>& dilations) {
+  memory::dims g;
+  for (auto d : dilations) g.push_back(d - 1);
+  return g;
+}
+
 float* address(const RunContext& ctx, const View& v) { return ctx.at(v.buffer) + v.offset; }
 
 // The primitive's weights (layout `want`) from `w` laid out as `have`:
@@ -326,8 +333,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
   memory::desc any_w(user_w.dims(), dt::f32, tag::any);
   memory::desc bias_md = bias ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
-  memory::dims dil;
-  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  const memory::dims dil = gaps(spec.dilations);
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
                                        any_w, bias_md, any_y, to_dims(spec.strides), dil, to_dims(spec.pads_begin),
                                        to_dims(spec.pads_end));
@@ -385,8 +391,7 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
   memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
   memory::desc any_w(to_dims(wd), dt::f32, tag::any);
   memory::desc bias_md = bias ? memory::desc({M}, dt::f32, tag::x) : memory::desc();
-  memory::dims dil;
-  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  const memory::dims dil = gaps(spec.dilations);
   dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                          any_x, any_w, bias_md, any_y, to_dims(spec.strides), dil,
                                          to_dims(spec.pads_begin), to_dims(spec.pads_end));
@@ -417,8 +422,7 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   auto alg = spec.max                 ? dnnl::algorithm::pooling_max
              : spec.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                       : dnnl::algorithm::pooling_avg_exclude_padding;
-  memory::dims dil;
-  for (auto d : spec.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  const memory::dims dil = gaps(spec.dilations);
   dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, any_y, to_dims(spec.strides),
                                       to_dims(spec.kernel), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
   dnnl::pooling_v2_forward::primitive_desc pd(desc, st->engine);

@@ -345,3 +345,33 @@ TEST_CASE(
       }
     }
 }
+
+TEST_CASE(
+    "what the importer does not take is an error naming the node - Attention's nonpad_kv_seqlen - an unknown pad "
+    "mode") {
+  ModelBuilder a(24);
+  a.input("Q", 1, {"1", "1", "2", "4"});
+  a.input("K", 1, {"1", "1", "3", "4"});
+  a.input("V", 1, {"1", "1", "3", "4"});
+  a.input("lens", 7, {"1"});
+  a.node("Attention", {"Q", "K", "V", "", "", "", "lens"}, {"Y"}, "att");
+  a.output("Y");
+  auto g = a.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message.find("node 'att' (Attention, opset 24)") != std::string::npos);
+  CHECK(g.error().message.find("nonpad_kv_seqlen is not supported") != std::string::npos);
+
+  ModelBuilder p(18);
+  p.input("x", 1, {"2", "3"});
+  p.init_ints("pads", {0, 1, 0, 1});
+  auto* n = p.node("Pad", {"x", "pads"}, {"y"}, "pad");
+  auto* mode = n->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("mirror");
+  p.output("y");
+  auto h = p.import();
+  REQUIRE_FALSE(h);
+  CHECK(h.error().message.find("node 'pad' (Pad, opset 18)") != std::string::npos);
+  CHECK(h.error().message.find("unknown mode 'mirror'") != std::string::npos);
+}
