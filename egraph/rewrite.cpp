@@ -107,43 +107,46 @@ void Rewrite::search_impl(const EGraph& g, Matches& out, std::size_t limit, std:
     const Matcher& m = matchers_[i];
     std::span<const EClassId> candidates;
     std::vector<EClassId> own;
-    switch (m.root_kind()) {
-      case Matcher::RootKind::Variable: {
-        bool prebound = false;
-        for (std::size_t j = 0; j < i && !prebound; ++j)
-          for (VarId v : lhs_[j].vars())
-            if (v == m.root_var()) prebound = true;
-        if (prebound) {
-          own.push_back(subst[m.root_var()]);
-          candidates = own;
-        } else {
-          candidates = g.class_ids();
-        }
-        break;
-      }
-      case Matcher::RootKind::Ground:
-        own.push_back(ground[i].back());
-        candidates = own;
-        break;
-      case Matcher::RootKind::Operator:
-        if (m.anchor_var() != kNoVar) {
-          for (NodeId p : g.parents(subst[m.anchor_var()]))
-            if (g.is_live(p) && g.op(p) == m.root_op()) own.push_back(g.find(EClassId(p.v)));
-          std::sort(own.begin(), own.end());
-          own.erase(std::unique(own.begin(), own.end()), own.end());
-          candidates = own;
-        } else {
-          candidates = g.classes_with_op(m.root_op());
-        }
-        break;
-    }
+    bool prebound = false;
+    if (m.root_kind() == Matcher::RootKind::Variable)
+      for (std::size_t j = 0; j < i && !prebound; ++j)
+        for (VarId v : lhs_[j].vars())
+          if (v == m.root_var()) prebound = true;
     if (!at.empty()) {
+      // The root is the class asked for. The matcher checks an operator
+      // root itself; no class list is built (it costs a scan of the graph
+      // per call once the graph has changed).
       const EClassId want = g.find(at[i]);
-      if (std::find(candidates.begin(), candidates.end(), want) == candidates.end() &&
-          m.root_kind() != Matcher::RootKind::Operator)
-        return true;
+      if (m.root_kind() == Matcher::RootKind::Ground && want != ground[i].back()) return true;
+      if (prebound && want != subst[m.root_var()]) return true;
       own.assign(1, want);
       candidates = own;
+    } else {
+      switch (m.root_kind()) {
+        case Matcher::RootKind::Variable:
+          if (prebound) {
+            own.push_back(subst[m.root_var()]);
+            candidates = own;
+          } else {
+            candidates = g.class_ids();
+          }
+          break;
+        case Matcher::RootKind::Ground:
+          own.push_back(ground[i].back());
+          candidates = own;
+          break;
+        case Matcher::RootKind::Operator:
+          if (m.anchor_var() != kNoVar) {
+            for (NodeId p : g.parents(subst[m.anchor_var()]))
+              if (g.is_live(p) && g.op(p) == m.root_op()) own.push_back(g.find(EClassId(p.v)));
+            std::sort(own.begin(), own.end());
+            own.erase(std::unique(own.begin(), own.end()), own.end());
+            candidates = own;
+          } else {
+            candidates = g.classes_with_op(m.root_op());
+          }
+          break;
+      }
     }
     for (EClassId c : candidates) {
       roots[i] = c;

@@ -7,7 +7,6 @@
 // conformance cases. Needs a CUDA driver and device:
 // without them the program prints why and exits 77, which ctest reports as
 // skipped (never as passed).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/cuda_executor.hpp"
 #include "runtime/interp.hpp"
+#include "tests/catch_session.hpp"
 #include "tests/onnx_cases.hpp"
 #include "tools/optimize.hpp"
 
@@ -396,5 +396,5 @@ int main(int argc, char** argv) {
   const cuda::DeviceInfo& d = (*driver)->device(0);
   std::cout << "CUDA device 0: " << d.name << " (sm_" << d.sm_major << d.sm_minor << ", " << d.memory_bytes / (1 << 20)
             << " MiB), driver " << (*driver)->version() << "\n";
-  return Catch::Session().run(argc, argv);
+  return test::run_catch_session(argc, argv);
 }
