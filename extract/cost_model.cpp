@@ -15,14 +15,17 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // assumed at AVX-512 peak of one core for simple ops (64 GFLOP/s); plain
     // loop nests for contractions at 10 GFLOP/s; 1 us to dispatch a kernel
     // to the thread pool, 2 us per library call (threading included).
-    return CostModel(TargetSpec{"cpu", 64, 10, 150, 22, 1.0, 2.0, {"blas.", "dnnl."}});
+    // oneDNN's deconvolution reaches 100 GFLOP/s where sgemm reaches 170
+    // (bench_cpu's unet_up: 2.7 ms against 1.6 ms for the same product).
+    return CostModel(
+        TargetSpec{"cpu", 64, 10, 150, 22, 1.0, 2.0, {"blas.", "dnnl."}, {{"dnnl.conv_transpose", 0.65}}});
   }
   if (name == "cuda") {
     // NVIDIA H200 datasheet figures, not measured (no GPU on the build
     // machine): 67 TFLOP/s FP32 (cuBLAS/cuDNN at 75% of it), HBM3e 4.8 TB/s
     // (4 TB/s achievable), 4 us per kernel launch or library call; plain
     // generated loop nests for contractions at 5 TFLOP/s.
-    return CostModel(TargetSpec{"cuda", 30000, 5000, 50000, 4000, 4.0, 4.0, {"cublas.", "cudnn."}});
+    return CostModel(TargetSpec{"cuda", 30000, 5000, 50000, 4000, 4.0, 4.0, {"cublas.", "cudnn."}, {}});
   }
   return std::nullopt;
 }
@@ -101,7 +104,9 @@ double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<c
     bool ours = false;
     for (const std::string& p : spec_.libraries) ours |= name.rfind(p, 0) == 0;
     if (!ours) return kInfinity;
-    return std::max(work / (spec_.library_gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.call_overhead_us;
+    double gflops = spec_.library_gflops;
+    if (auto it = spec_.library_efficiency.find(name); it != spec_.library_efficiency.end()) gflops *= it->second;
+    return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.call_overhead_us;
   }
   if (is_view(name)) return 0.01;
   if (name == "const" || name == "fill") return 0.0;

@@ -12,6 +12,7 @@
 // Symbolic dimensions are priced at `symbol_size`.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +33,9 @@ struct TargetSpec {
   double kernel_overhead_us = 0;       // per generated kernel (fused chains share it)
   double call_overhead_us = 0;         // per library call
   std::vector<std::string> libraries;  // op-name prefixes this target lowers ("blas.", "dnnl.")
+  // Library calls measured slower than library_gflops: the fraction of it
+  // they reach (op name -> fraction; the others reach all of it).
+  std::map<std::string, double> library_efficiency;
 };
 
 class CostModel {

@@ -16,11 +16,13 @@ void register_library_ops(OpRegistry& r) {
       {"blas.gemm", "gemm", "OpenBLAS sgemm/dgemm: alpha op(A) op(B) + beta C (CPU)"},
       {"blas.matmul", "matmul", "OpenBLAS (batched) sgemm for matmul (CPU)"},
       {"dnnl.conv", "conv", "oneDNN convolution, NCHW semantics (CPU)"},
+      {"dnnl.conv_transpose", "conv_transpose", "oneDNN deconvolution (CPU)"},
       {"dnnl.max_pool", "max_pool", "oneDNN max pooling (CPU)"},
       {"dnnl.avg_pool", "avg_pool", "oneDNN average pooling (CPU)"},
       {"cublas.gemm", "gemm", "cuBLAS(Lt) gemm (CUDA)"},
       {"cublas.matmul", "matmul", "cuBLAS strided-batched gemm for matmul (CUDA)"},
       {"cudnn.conv", "conv", "cuDNN convolution forward (CUDA)"},
+      {"cudnn.conv_transpose", "conv_transpose", "cuDNN convolution backward-data plus the bias (CUDA)"},
       {"cudnn.max_pool", "max_pool", "cuDNN max pooling (CUDA)"},
       {"cudnn.avg_pool", "avg_pool", "cuDNN average pooling (CUDA)"},
   };

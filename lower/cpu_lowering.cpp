@@ -553,14 +553,17 @@ class Lowerer {
   std::optional<LibraryStep> cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
                                                       std::optional<BufferId> bias, BufferId y);
   // A loop kernel that only copies f32 elements read across its rows (a
-  // transpose: the last dimension's stride is not 1) as a oneDNN reorder,
-  // or nullopt. Broadcasts (stride 0) and reversed reads stay kernels.
+  // transpose: the last dimension's stride is not 1, or its rows are too
+  // short to vectorize) as a oneDNN reorder, or nullopt. Broadcasts
+  // (stride 0) and reversed reads stay kernels.
   std::optional<Step> transposing_copy(const LoopKernel& k, const std::string& label) {
     if (k.reduce != ReduceKind::None || k.leaves.size() != 1 || k.body != k.leaf_vars[0] || k.out_dtype != DType::F32 ||
         k.leaves[0].dtype != DType::F32 || k.dims.empty() || k.dims.size() > 12)
       return std::nullopt;
     const Leaf& l = k.leaves[0];
-    if (l.strides.back() == 1 || std::any_of(l.strides.begin(), l.strides.end(), [](std::int64_t s) { return s <= 0; }))
+    const bool short_rows = k.dims.back() < 16 && product(k.dims) >= 4096;
+    if ((l.strides.back() == 1 && !short_rows) ||
+        std::any_of(l.strides.begin(), l.strides.end(), [](std::int64_t s) { return s <= 0; }))
       return std::nullopt;
     return make_reorder_step(l.buffer, l.offset, k.dims, l.strides, k.out, label, p_->keep_alive);
   }
@@ -586,16 +589,20 @@ class Lowerer {
   std::map<std::string, int> uses_;
   std::vector<LoopKernel> kernels_;
   std::vector<std::size_t> kernel_step_;
-  // Epilogues a oneDNN convolution can take as post-ops: the residual add
+  // Epilogues a library convolution can take as post-ops: the residual add
   // (sum) and a ReLU after the conv or the add. Planned before lowering and
-  // taken only when the convolution itself goes to oneDNN; otherwise these
-  // nodes lower as usual.
+  // taken only when the convolution itself becomes a library call;
+  // otherwise these nodes lower as usual.
   struct ConvEpilogue {
     std::optional<std::size_t> add;  // result = conv + skip
     std::string skip;
     std::optional<std::size_t> relu;
   };
   void plan_epilogues();
+  // A convolution, direct or transposed (n.op says), as a library call with
+  // the epilogue planned for it. False: the reference kernel runs it.
+  bool lower_convolution(const ir::Node& n, ConvSpec spec, Value& x_value, Value& w_value, Value* bias_value,
+                         bool own_relu);
   std::map<std::size_t, ConvEpilogue> epilogue_;  // conv node -> its planned epilogue
   std::map<std::size_t, std::string> fused_;      // epilogue node a conv took -> the value its output is
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
@@ -714,6 +721,63 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
   return p_;
 }
 
+bool Lowerer::lower_convolution(const ir::Node& n, ConvSpec spec, Value& x_value, Value& w_value, Value* bias_value,
+                                bool own_relu) {
+  const bool transposed = n.op.ends_with("conv_transpose");
+  ConvEpilogue e;
+  if (auto it = epilogue_.find(static_cast<std::size_t>(&n - graph_->nodes.data())); it != epilogue_.end())
+    e = it->second;
+  Value* skip = e.add ? &values_.at(e.skip) : nullptr;
+  if (e.add && (skip->dtype != DType::F32 || skip->dims != spec.out_dims)) e = {};  // (relu came after the add)
+  spec.relu = own_relu || e.relu;
+  spec.sum = e.add.has_value();
+  const View x = dense(x_value);
+  std::optional<View> skip_view;
+  if (e.add) skip_view = dense(*skip);
+  if (cuda() && skip_view && !skip_view->whole()) {  // cuDNN reads the residual in the result's layout
+    e = {};
+    skip_view.reset();
+    spec.sum = false;
+    spec.relu = own_relu;
+  }
+  const LibraryOperand w = library_operand(w_value);
+  const std::optional<LibraryOperand> bias =
+      bias_value ? std::optional<LibraryOperand>(library_operand(*bias_value)) : std::nullopt;
+  const View* skip_read = skip_view ? &*skip_view : nullptr;
+  const BufferId y = add_buffer(BufferKind::Temp, DType::F32, spec.out_dims, n.op);
+  std::optional<LibraryStep> ls;
+  if (cuda()) {
+    const std::optional<BufferId> b = bias ? std::optional<BufferId>(bias->view.buffer) : std::nullopt;
+    ls = transposed ? cuda_conv_transpose_step(spec, x, w.view.buffer, b, y)
+                    : cuda_conv_step(spec, x, w.view.buffer, b, skip_read, y);
+  } else {
+    try {
+      ls = transposed ? make_conv_transpose_step(spec, x, w, bias, y, p_->keep_alive)
+                      : make_conv_step(spec, x, w, bias, skip_read, y, p_->keep_alive);
+    } catch (const dnnl::error&) {
+      ls.reset();  // a geometry oneDNN does not implement: the reference kernel
+    }
+  }
+  if (!ls) {
+    p_->buffers.pop_back();  // y, unused
+    return false;
+  }
+  // The sum post-op reads each skip element once, where it writes: skip's
+  // storage may become the result's when it is laid out alike (and is not
+  // one of the conv's other operands, read all over).
+  if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer && skip_view->buffer != w.view.buffer &&
+      (!bias || skip_view->buffer != bias->view.buffer) && same_strides(*skip_view, ls->out_strides))
+    ls->step.in_place_ok.push_back(skip_view->buffer);
+  p_->steps.push_back(std::move(ls->step));
+  ++p_->library_calls;
+  if (e.add) fused_[*e.add] = n.outputs[0];
+  if (e.relu) fused_[*e.relu] = graph_->nodes[*e.relu].inputs[0];
+  Value v = stored(y);
+  v.view.strides = ls->out_strides;
+  values_[n.outputs[0]] = std::move(v);
+  return true;
+}
+
 void Lowerer::plan_epilogues() {
   const std::vector<ir::Node>& nodes = graph_->nodes;
   std::map<std::string, std::size_t> producer;
@@ -724,6 +788,9 @@ void Lowerer::plan_epilogues() {
     auto it = producer.find(v);
     if (it == producer.end() || uses_[v] != 1) return std::nullopt;
     const std::string& op = nodes[it->second].op;
+    // (Not transposed ones: oneDNN 2.6's deconvolution with a ReLU post-op
+    // took 16 ms where the plain one and a ReLU kernel take 2.9 ms, on
+    // bench_cpu's unet_up; cuDNN's is a backward-data call, with none.)
     if (op != "conv" && op != "dnnl.conv" && op != "cudnn.conv") return std::nullopt;
     return it->second;
   };
@@ -1127,11 +1194,6 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     spec.pads_begin = win.pads_begin;
     spec.group = n.attrs.i("group", 1);
     spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
-    const auto index = static_cast<std::size_t>(&n - graph_->nodes.data());
-    ConvEpilogue e;
-    if (auto it = epilogue_.find(index); it != epilogue_.end()) e = it->second;
-    Value* skip = e.add ? &values_.at(e.skip) : nullptr;
-    if (e.add && (skip->dtype != DType::F32 || skip->dims != out)) e = {};  // (relu came after the add)
     // cuDNN takes symmetric padding only. The exact right padding computed
     // above may be smaller than the left one and still give the same result
     // (a last window that does not reach it): then the symmetric one does
@@ -1140,41 +1202,11 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
         !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
       return false;
     const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
-    spec.relu = own_relu || e.relu;
-    spec.sum = e.add.has_value();
-    View x = dense(*in[0]);
-    std::optional<View> skip_view;
-    if (e.add) skip_view = dense(*skip);
-    if (cuda() && skip_view && !skip_view->whole()) {  // cuDNN reads the residual in the result's layout
-      e = {};
-      skip_view.reset();
-      spec.sum = false;
-      spec.relu = own_relu;
-    }
-    BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    const LibraryOperand w = library_operand(*in[1]);
-    const std::optional<LibraryOperand> bias =
-        in.size() > 2 && in[2] ? std::optional<LibraryOperand>(library_operand(*in[2])) : std::nullopt;
-    LibraryStep ls = cuda() ? cuda_conv_step(spec, x, w.view.buffer,
-                                             bias ? std::optional<BufferId>(bias->view.buffer) : std::nullopt,
-                                             skip_view ? &*skip_view : nullptr, y)
-                            : make_conv_step(spec, x, w, bias, skip_view ? &*skip_view : nullptr, y, p_->keep_alive);
-    // The sum post-op reads each skip element once, where it writes: skip's
-    // storage may become the result's when it is laid out alike (and is not
-    // one of the conv's other operands, read all over).
-    if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer && skip_view->buffer != w.view.buffer &&
-        (!bias || skip_view->buffer != bias->view.buffer) && same_strides(*skip_view, ls.out_strides))
-      ls.step.in_place_ok.push_back(skip_view->buffer);
-    p_->steps.push_back(std::move(ls.step));
-    ++p_->library_calls;
-    if (e.add) fused_[*e.add] = n.outputs[0];
-    if (e.relu) fused_[*e.relu] = graph_->nodes[*e.relu].inputs[0];
-    Value v = stored(y);
-    v.view.strides = ls.out_strides;
-    set(v);
-    return true;
+    return lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
   }
-  if (n.op == "conv_transpose" && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
+  const bool conv_transpose =
+      n.op == "conv_transpose" || n.op == "dnnl.conv_transpose" || n.op == "cudnn.conv_transpose";
+  if (conv_transpose && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
     const ir::ConvTransposeGeometry g = ir::conv_transpose_geometry(n.attrs, in[0]->dims, in[1]->dims);
     ConvSpec spec;
     spec.x_dims = in[0]->dims;
@@ -1187,32 +1219,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
       spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                               g.begin[i] - out[2 + i]);
-    const LibraryOperand w = library_operand(*in[1]);
-    const std::optional<LibraryOperand> bias =
-        in.size() > 2 && in[2] ? std::optional<LibraryOperand>(library_operand(*in[2])) : std::nullopt;
-    const View x = dense(*in[0]);
-    const BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    std::optional<LibraryStep> ls;
-    if (cuda()) {
-      ls = cuda_conv_transpose_step(spec, x, w.view.buffer,
-                                    bias ? std::optional<BufferId>(bias->view.buffer) : std::nullopt, y);
-    } else {
-      try {
-        ls = make_conv_transpose_step(spec, x, w, bias, y, p_->keep_alive);
-      } catch (const dnnl::error&) {
-        ls.reset();  // a geometry oneDNN does not implement: the reference kernel
-      }
-    }
-    if (!ls) {
-      p_->buffers.pop_back();  // y, unused
-      return false;
-    }
-    p_->steps.push_back(std::move(ls->step));
-    ++p_->library_calls;
-    Value v = stored(y);
-    v.view.strides = ls->out_strides;
-    set(v);
-    return true;
+    return lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false);
   }
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";

@@ -317,6 +317,57 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   return s;
 }
 
+namespace {
+
+// The post-ops a convolution (direct or transposed) takes: the residual sum,
+// then a ReLU.
+dnnl::primitive_attr epilogue_attr(const ConvSpec& spec) {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops po;
+  if (spec.sum) po.append_sum(1.0f);
+  if (spec.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(po);
+  return attr;
+}
+
+// The step of a convolution primitive already made in `st` (`pd` its
+// primitive descriptor): operands bound, the residual (when spec.sum)
+// brought into the result's layout before it runs.
+template <typename PrimitiveDesc>
+LibraryStep convolution_step(std::shared_ptr<DnnlState> st, const PrimitiveDesc& pd, const std::string& what,
+                             const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                             const std::optional<LibraryOperand>& bias, const memory::desc& user_w,
+                             const memory::desc& bias_md, const View* skip, BufferId out,
+                             std::vector<std::shared_ptr<void>>& keep) {
+  bind_weights(*st, pd.weights_desc(), user_w, w, bias, bias_md);
+  bind_source(*st, pd.src_desc(), x);
+  LibraryStep r;
+  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
+  std::optional<View> skip_view;
+  if (spec.sum) {
+    skip_view = *skip;
+    st->user_skip = memory(plain_desc(*skip), st->engine, nullptr);
+    st->skip_to_dst = dnnl::reorder(st->user_skip, st->dst);
+  }
+  keep.push_back(st);
+  Step& s = r.step;
+  s.kind = StepKind::Conv;
+  s.label = "oneDNN " + what + " " + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
+            (spec.sum ? " +sum" : "") + (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "") +
+            (st->from_dst ? " (dst reordered)" : "") + (st->run_weights ? " (weights at run time)" : "");
+  s.reads = {x.buffer};
+  if (skip_view) s.reads.push_back(skip_view->buffer);
+  add_run_time_reads(*st, s);
+  s.writes = {out};
+  DnnlState* p = st.get();
+  s.run = [p, x, out, skip_view](const RunContext& ctx) {
+    run_primitive(*p, ctx, x, out, skip_view ? &*skip_view : nullptr, weight_args(*p, ctx));
+  };
+  return r;
+}
+
+}  // namespace
+
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
                            std::vector<std::shared_ptr<void>>& keep) {
@@ -337,39 +388,9 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
                                        any_w, bias_md, any_y, to_dims(spec.strides), dil, to_dims(spec.pads_begin),
                                        to_dims(spec.pads_end));
-  dnnl::primitive_attr attr;
-  dnnl::post_ops po;
-  if (spec.sum) po.append_sum(1.0f);
-  if (spec.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  attr.set_post_ops(po);
-  dnnl::convolution_forward::primitive_desc pd(desc, attr, st->engine);
+  dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
   st->prim = dnnl::convolution_forward(pd);
-  bind_weights(*st, pd.weights_desc(), user_w, w, bias, bias_md);
-  bind_source(*st, pd.src_desc(), x);
-  LibraryStep r;
-  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
-  std::optional<View> skip_view;
-  if (spec.sum) {
-    skip_view = *skip;
-    st->user_skip = memory(plain_desc(*skip), st->engine, nullptr);
-    st->skip_to_dst = dnnl::reorder(st->user_skip, st->dst);
-  }
-  keep.push_back(st);
-
-  Step& s = r.step;
-  s.kind = StepKind::Conv;
-  s.label = std::string("oneDNN conv ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
-            (spec.sum ? " +sum" : "") + (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "") +
-            (st->from_dst ? " (dst reordered)" : "") + (st->run_weights ? " (weights at run time)" : "");
-  s.reads = {x.buffer};
-  if (skip_view) s.reads.push_back(skip_view->buffer);
-  add_run_time_reads(*st, s);
-  s.writes = {out};
-  DnnlState* p = st.get();
-  s.run = [p, x, out, skip_view](const RunContext& ctx) {
-    run_primitive(*p, ctx, x, out, skip_view ? &*skip_view : nullptr, weight_args(*p, ctx));
-  };
-  return r;
+  return convolution_step(st, pd, "conv", spec, x, w, bias, user_w, bias_md, skip, out, keep);
 }
 
 LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
@@ -395,24 +416,9 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
   dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                          any_x, any_w, bias_md, any_y, to_dims(spec.strides), dil,
                                          to_dims(spec.pads_begin), to_dims(spec.pads_end));
-  dnnl::deconvolution_forward::primitive_desc pd(desc, st->engine);
+  dnnl::deconvolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
   st->prim = dnnl::deconvolution_forward(pd);
-  bind_weights(*st, pd.weights_desc(), user_w, w, bias, bias_md);
-  bind_source(*st, pd.src_desc(), x);
-  LibraryStep r;
-  r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
-  keep.push_back(st);
-  Step& s = r.step;
-  s.kind = StepKind::Conv;
-  s.label = std::string("oneDNN conv_transpose ") + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
-            (st->to_src ? " (src reordered)" : "") + (st->from_dst ? " (dst reordered)" : "") +
-            (st->run_weights ? " (weights at run time)" : "");
-  s.reads = {x.buffer};
-  add_run_time_reads(*st, s);
-  s.writes = {out};
-  DnnlState* p = st.get();
-  s.run = [p, x, out](const RunContext& ctx) { run_primitive(*p, ctx, x, out, nullptr, weight_args(*p, ctx)); };
-  return r;
+  return convolution_step(st, pd, "conv_transpose", spec, x, w, bias, user_w, bias_md, nullptr, out, keep);
 }
 
 LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,

@@ -83,7 +83,8 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
 // `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the
 // pads are the transposed op's (the result's position o takes input i at tap
 // k where o = i stride - pads_begin + k dilation; pads_end may be negative,
-// from output_padding). relu and sum are not used.
+// from output_padding). relu and sum are not used (lower_convolution plans
+// no epilogue for it: oneDNN 2.6 runs it several times slower with one).
 LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                      const std::optional<LibraryOperand>& bias, BufferId out,
                                      std::vector<std::shared_ptr<void>>& keep);

@@ -538,6 +538,13 @@ Result einsum_plan(EvalContext& ctx, Args a) {
 // dilation by w regrouped to [M C/G k...] (w-groups, w-perm, w-shape) and
 // flipped along every spatial axis (flip-starts, flip-ends, flip-axes,
 // flip-steps). kernel, dilations and bias-shape are the conv's.
+//
+// The gemm-* parts exist only where the windows tile the result (stride =
+// kernel, no padding or cropping, group 1): each input position then
+// writes its own M x k1 x ... block, so the op is one matrix product
+// [N P C] x [C M K] (P positions, K taps) whose result, viewed [N s1.. M
+// k1..], is transposed to [N M s1 k1 s2 k2 ..] (gemm-x-shape,
+// gemm-w-shape, gemm-y-shape, gemm-perm, gemm-out).
 Result convt_plan(EvalContext& ctx, Args a) {
   auto part = symbol_of(ctx, a[0]);
   auto xd = static_dims_of(ctx, a[1]), wd = static_dims_of(ctx, a[2]);
@@ -560,6 +567,38 @@ Result convt_plan(EvalContext& ctx, Args a) {
   }
   Ints out;
   const std::string& p = *part;
+  if (p.rfind("gemm-", 0) == 0) {
+    if (G != 1) return std::nullopt;
+    std::int64_t positions = 1, taps = 1;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t k = geo.kernel[j];
+      if (geo.strides[j] != k || (k > 1 && geo.dilations[j] != 1) || geo.begin[j] != 0 ||
+          geo.out[j] != (*xd)[2 + j] * k)
+        return std::nullopt;
+      positions *= (*xd)[2 + j];
+      taps *= k;
+    }
+    if (p == "gemm-x-shape") {
+      out = {N, C, positions};
+    } else if (p == "gemm-w-shape") {
+      out = {C, mpg * taps};
+    } else if (p == "gemm-y-shape") {
+      out = {N};
+      out.insert(out.end(), xd->begin() + 2, xd->end());
+      out.push_back(mpg);
+      out.insert(out.end(), geo.kernel.begin(), geo.kernel.end());
+    } else if (p == "gemm-perm") {
+      out = {0, static_cast<std::int64_t>(n + 1)};
+      for (std::size_t j = 0; j < n; ++j)
+        out.insert(out.end(), {static_cast<std::int64_t>(1 + j), static_cast<std::int64_t>(n + 2 + j)});
+    } else if (p == "gemm-out") {
+      out = {N, mpg};
+      out.insert(out.end(), geo.out.begin(), geo.out.end());
+    } else {
+      return std::nullopt;
+    }
+    return list_of(out);
+  }
   if (p == "spread" || p == "up-shape") {
     out = {N, C};
     for (std::size_t j = 0; j < n; ++j) {
@@ -647,7 +686,9 @@ void register_decompose_builtins(BuiltinRegistry& r) {
               einsum_plan});
   r.add(Builtin{"convt-plan", 11, 11,
                 "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
-                "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped",
+                "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped; gemm-x-shape, "
+                "gemm-w-shape, gemm-y-shape, gemm-perm and gemm-out: as one matrix product where the windows tile "
+                "the result",
                 convt_plan});
   r.add(Builtin{"nan", 0, 0, "a quiet NaN", [](EvalContext&, Args) -> Result {
                   return Value::of_number(Number(std::numeric_limits<double>::quiet_NaN()));

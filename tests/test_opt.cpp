@@ -132,6 +132,47 @@ TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+rel
   CHECK(gpu->report["ops_after"].value("cublas.gemm", 0) >= 2);
 }
 
+TEST_CASE("transposed convolutions: a tiling one becomes a GEMM - others a library call - never a conv", "[opt][e2e]") {
+  // U-Net's 2x2 stride-2 upsampling (and a 1-D and a 3-D tiling one), and
+  // one whose windows overlap (stride 2, kernel 3, padded).
+  struct Case {
+    std::vector<std::int64_t> x, w, strides, pads;
+    bool tiles;
+  };
+  // The product pays where each input position has many channels (the
+  // transposes and the bias add it needs move the result twice more): 256
+  // here, as in U-Net's decoder.
+  const std::vector<Case> cases = {{{1, 256, 8, 6}, {256, 64, 2, 2}, {2, 2}, {}, true},
+                                   {{1, 256, 40}, {256, 64, 3}, {3}, {}, true},
+                                   {{1, 256, 4, 3, 4}, {256, 64, 2, 1, 2}, {2, 1, 2}, {}, true},
+                                   {{1, 64, 16, 12}, {64, 32, 3, 3}, {2, 2}, {1, 1, 1, 1}, false}};
+  for (const Case& c : cases) {
+    INFO("x rank " << c.x.size() << (c.tiles ? ", tiling" : ", overlapping"));
+    models::GraphBuilder b("up");
+    ir::Attrs a = models::ints_attr("strides", c.strides);
+    if (!c.pads.empty()) a.set("pads", c.pads);
+    std::string y = b.op("conv_transpose", {b.input("x", c.x), b.weight(c.w, 0.2), b.weight({c.w[1]}, 0.2)}, a);
+    ir::Graph g = b.finish({b.op("relu", {y})});
+    auto cpu = cli::optimize(g, shipped("cpu"));
+    REQUIRE(cpu);
+    const auto& ops = cpu->report["ops_after"];
+    CHECK_FALSE(ops.contains("conv"));  // never the zero-spread convolution (K times the work)
+    CHECK_FALSE(ops.contains("dnnl.conv"));
+    if (c.tiles) {
+      CHECK(ops.value("blas.matmul", 0) == 1);
+      CHECK_FALSE(ops.contains("dnnl.conv_transpose"));
+    } else {
+      CHECK(ops.value("dnnl.conv_transpose", 0) == 1);
+      CHECK_FALSE(ops.contains("blas.matmul"));
+    }
+    check_same_outputs(g, cpu->graph, 7);
+    auto gpu = cli::optimize(g, shipped("cuda"));
+    REQUIRE(gpu);
+    CHECK(gpu->report["ops_after"].value("cudnn.conv_transpose", 0) == 1);
+    check_same_outputs(g, gpu->graph, 8);
+  }
+}
+
 TEST_CASE("an unsound rule is caught at run time and named", "[opt]") {
   // Dropping a transpose changes the shape: the analysis sees two types in
   // one e-class and names the rule.
