@@ -17,8 +17,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // to the thread pool, 2 us per library call (threading included).
     // oneDNN's deconvolution reaches 100 GFLOP/s where sgemm reaches 170
     // (bench_cpu's unet_up: 2.7 ms against 1.6 ms for the same product).
-    return CostModel(
-        TargetSpec{"cpu", 64, 10, 150, 22, 1.0, 2.0, {"blas.", "dnnl."}, {{"dnnl.conv_transpose", 0.65}}});
+    return CostModel(TargetSpec{"cpu", 64, 10, 150, 22, 1.0, 2.0, {"blas.", "dnnl."}, {{"dnnl.conv_transpose", 0.65}}});
   }
   if (name == "cuda") {
     // NVIDIA H200 datasheet figures, not measured (no GPU on the build

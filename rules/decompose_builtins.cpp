@@ -684,12 +684,13 @@ void register_decompose_builtins(BuiltinRegistry& r) {
               "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
               "a product summed (no diagonals)",
               einsum_plan});
-  r.add(Builtin{"convt-plan", 11, 11,
-                "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
-                "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped; gemm-x-shape, "
-                "gemm-w-shape, gemm-y-shape, gemm-perm and gemm-out: as one matrix product where the windows tile "
-                "the result",
-                convt_plan});
+  r.add(
+      Builtin{"convt-plan", 11, 11,
+              "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "
+              "conv_transpose as a convolution of x spread by the stride, with w regrouped and flipped; gemm-x-shape, "
+              "gemm-w-shape, gemm-y-shape, gemm-perm and gemm-out: as one matrix product where the windows tile "
+              "the result",
+              convt_plan});
   r.add(Builtin{"nan", 0, 0, "a quiet NaN", [](EvalContext&, Args) -> Result {
                   return Value::of_number(Number(std::numeric_limits<double>::quiet_NaN()));
                 }});

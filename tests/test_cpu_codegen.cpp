@@ -867,7 +867,7 @@ TEST_CASE("Argmax and argmin run natively - every axis - ties - NaN - integer va
       }
 }
 
-TEST_CASE("Transposing copies are oneDNN reorders - broadcasts and reversed reads stay kernels") {
+TEST_CASE("Transposing copies are oneDNN reorders - so are short rows - broadcasts and reversed reads stay kernels") {
   models::GraphBuilder b("reorder");
   std::string x = b.input("x", {3, 37, 64});
   ir::Attrs perm;
@@ -883,14 +883,18 @@ TEST_CASE("Transposing copies are oneDNN reorders - broadcasts and reversed read
   reversed.set("ends", Dims{-1000});
   reversed.set("axes", Dims{2});
   reversed.set("steps", Dims{-1});
-  const ir::Graph g = b.finish({b.op("transpose", {b.op("slice", {x}, part)}, last2), b.op("transpose", {x}, perm),
-                                b.op("slice", {x}, reversed),
-                                b.op("expand", {b.input("r", {1, 64})}, models::ints_attr("shape", {5, 64}))});
+  const ir::Graph g = b.finish(
+      {b.op("transpose", {b.op("slice", {x}, part)}, last2), b.op("transpose", {x}, perm), b.op("slice", {x}, reversed),
+       b.op("expand", {b.input("r", {1, 64})}, models::ints_attr("shape", {5, 64})),
+       // Rows of 2 (a pixel shuffle's): a reorder; a small one stays a kernel.
+       b.op("transpose", {b.input("s", {8, 16, 16, 2})}, models::ints_attr("perm", {0, 2, 1, 3})),
+       b.op("transpose", {b.input("t", {4, 4, 2})}, models::ints_attr("perm", {1, 0, 2}))});
   auto p = check_against_interpreter(g);
-  CHECK(steps_with(*p, "(oneDNN reorder)") == 2);
-  CHECK(p->fused_kernels == 2);  // the reversed slice and the broadcast
+  CHECK(steps_with(*p, "(oneDNN reorder)") == 3);
+  CHECK(p->fused_kernels == 3);  // the reversed slice, the broadcast and the small shuffle
   // Spelled out too: element (c, a, w) of the second output is x[a, w, c].
-  const std::vector<ir::Tensor> in{random_tensor({3, 37, 64}, 1), random_tensor({1, 64}, 2)};
+  const std::vector<ir::Tensor> in{random_tensor({3, 37, 64}, 1), random_tensor({1, 64}, 2),
+                                   random_tensor({8, 16, 16, 2}, 3), random_tensor({4, 4, 2}, 4)};
   auto got = (*runtime::CpuExecutor::create(g))->run(in);
   REQUIRE(got);
   for (std::size_t c = 0; c < 64; ++c)
