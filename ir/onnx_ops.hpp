@@ -66,6 +66,7 @@ inline const std::vector<OnnxOpName>& onnx_op_names() {
       {"Flatten", "flatten", {"axis"}},
       {"Concat", "concat", {"axis"}},
       {"Gather", "gather", {"axis"}},
+      {"GatherElements", "gather_elements", {"axis"}},
       {"Shape", "shape", {"start", "end"}},
       {"Size", "size", {}},
       {"Einsum", "einsum", {"equation"}},

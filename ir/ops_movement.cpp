@@ -492,6 +492,45 @@ void register_movement_ops(OpRegistry& r) {
     r.add(std::move(d));
   }
   {
+    OpDef d = make("gather_elements", OpKind::Composite, 2, 2,
+                   "gather_elements(data, indices) along attribute `axis`: result[c] = data[c with c[axis] = "
+                   "indices[c]]");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      const Shape& ds = in[0].type.shape;
+      const Shape& is = in[1].type.shape;
+      if (in[1].type.dtype != DType::I64 && in[1].type.dtype != DType::I32)
+        shape_error("gather_elements: indices must be i32 or i64");
+      if (ds.empty() || is.size() != ds.size())
+        shape_error("gather_elements: data and indices need the same rank >= 1, got " + to_string(ds) + " and " +
+                    to_string(is));
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(ds.size())));
+      // Off the axis, indices may be shorter than data (PyTorch's gather),
+      // never longer.
+      for (std::size_t k = 0; k < ds.size(); ++k)
+        if (k != axis && is[k].is_static() && ds[k].is_static() && is[k].value() > ds[k].value())
+          shape_error("gather_elements: indices " + to_string(is) + " exceed data " + to_string(ds) + " on axis " +
+                      std::to_string(k));
+      return std::vector<ValueType>{{in[0].type.dtype, is}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      const std::int64_t n = x[0].dims()[axis];
+      const auto ds = x[0].strides();
+      Tensor out(x[0].dtype(), x[1].dims());
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        std::int64_t k = x[1].at_int(i);
+        if (k < -n || k >= n)
+          shape_error("gather_elements: index " + std::to_string(k) + " out of range for axis of size " +
+                      std::to_string(n));
+        auto c = unflatten(static_cast<std::int64_t>(i), x[1].dims());
+        c[axis] = k < 0 ? k + n : k;
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, ds)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
     OpDef d = make("shape", OpKind::Composite, 1, 1, "the operand's shape as i64, dims [start, end)");
     auto range_of = [](const Attrs& a, std::int64_t rank) {
       std::int64_t s = a.i("start", 0), e = a.i("end", rank);
@@ -632,6 +671,7 @@ void register_movement_ops(OpRegistry& r) {
   r.declare_attrs("tile", {attr_ints("repeats")});
   r.declare_attrs("windows", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("dilations")});
   r.declare_attrs("gather", {attr_int("axis", 0)});
+  r.declare_attrs("gather_elements", {attr_int("axis", 0)});
   r.declare_attrs("shape", {attr_int("start", 0), attr_int("end")});
   r.declare_attrs("const", {attr_tensor("value")});
   r.declare_attrs("fill", {attr_ints("shape"), attr_tensor("value")});

@@ -477,6 +477,56 @@ Result gather_plan(EvalContext& ctx, Args a) {
   return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, od, v));
 }
 
+// (gather-elements-plan PART ?x ?i ?axis): gather_elements as a one-hot
+// selection over a new last axis. x (rank r, n along the axis) is cut to
+// i's extent off the axis (starts, ends, axes), its axis moved last (perm)
+// and a 1 put in its place (data-shape); i is viewed with a last axis of 1
+// (index-shape) and compared with the constant [0 .. n-1] there (iota, i's
+// dtype); a max over the last axis (axis) leaves the match. count is n as
+// i's dtype, for negative indices.
+Result gather_elements_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  const TensorInfo* idx = tensor_of(ctx, a[2]);
+  auto xd = static_dims_of(ctx, a[1]), id = static_dims_of(ctx, a[2]);
+  if (!part || !idx || !xd || !id || xd->empty() || id->size() != xd->size()) return std::nullopt;
+  auto axis = axis_of(ctx, a[3], xd->size());
+  if (!axis) return std::nullopt;
+  const std::size_t r = xd->size();
+  const std::int64_t n = (*xd)[*axis];
+  const std::string& p = *part;
+  Ints out;
+  if (p == "starts") {
+    out.assign(r, 0);
+  } else if (p == "ends") {
+    out = *id;
+    out[*axis] = n;
+  } else if (p == "axes") {
+    out = iota(0, static_cast<std::int64_t>(r));
+  } else if (p == "perm") {
+    for (std::size_t k = 0; k < r; ++k)
+      if (k != *axis) out.push_back(static_cast<std::int64_t>(k));
+    out.push_back(static_cast<std::int64_t>(*axis));
+  } else if (p == "data-shape") {
+    out = *id;
+    out[*axis] = 1;
+    out.push_back(n);
+  } else if (p == "index-shape") {
+    out = *id;
+    out.push_back(1);
+  } else if (p == "axis") {
+    return Value::of_number(Number(static_cast<std::int64_t>(r)));
+  } else if (p == "count") {
+    return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, {}, {n}));
+  } else if (p == "iota") {
+    Ints od(r, 1);
+    od.push_back(n);
+    return constant(ctx, ir::Tensor::of_ints(idx->type.dtype, od, iota(0, n)));
+  } else {
+    return std::nullopt;
+  }
+  return list_of(out);
+}
+
 // (einsum-plan PART k equation x0 x1 ...): einsum as a product summed.
 // Every letter gets an axis, the output's first (in order), then the
 // others sorted, then one more axis of size 1 so the sum is never over no
@@ -717,6 +767,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
               "(gather-plan PART x indices axis): data-shape, index-shape, iota, count or axis of gather as a one-hot "
               "selection",
               gather_plan});
+  r.add(Builtin{"gather-elements-plan", 4, 4,
+                "(gather-elements-plan PART x indices axis): starts, ends, axes, perm, data-shape, index-shape, iota, "
+                "count or axis of gather_elements as a one-hot selection",
+                gather_elements_plan});
 }
 
 }  // namespace saturn::rules

@@ -354,6 +354,18 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("gather", {fed(special), constant(ints({3}, {8, 6, 1}))}, attr("axis", std::int64_t{0}));
     check_op("gather", {fed(ints({4}, {5, -6, 7, -8})), constant(ints({2}, {3, 0}))}, attr("axis", std::int64_t{0}));
   }
+  SECTION("gather_elements - every axis - negative indices - indices shorter off the axis - integer data") {
+    check_op("gather_elements", {fed(random({3, 4}, 25)), constant(ints({3, 2}, {0, -1, 3, 1, 2, 0}))},
+             attr("axis", std::int64_t{1}));
+    check_op("gather_elements", {fed(random({3, 4}, 26)), constant(ints({2, 3}, {2, 0, -3, 1, 1, 0}))},
+             attr("axis", std::int64_t{0}));
+    check_op("gather_elements",
+             {fed(random({2, 3, 4}, 27)),
+              constant(ints({2, 2, 5}, {3, 0, -4, 1, 3, 2, 2, 1, 0, -1, 0, 0, 1, 1, 2, 3, -2, -3, 0, 1}))},
+             attr("axis", std::int64_t{-1}));
+    check_op("gather_elements", {fed(ints({2, 2}, {5, -6, 7, -8})), constant(ints({2, 2}, {1, 0, 1, 1}))},
+             attr("axis", std::int64_t{0}));
+  }
   SECTION("einsum - one to three operands - ellipsis and broadcasting") {
     auto eq = [](const char* e) { return attr("equation", std::string(e)); };
     check_op("einsum", {fed(random({2, 3}, 31)), constant(random({3, 4}, 32))}, eq("ij,jk->ik"));
