@@ -9,6 +9,7 @@
 
 #include "ir/concat.hpp"
 #include "ir/gather.hpp"
+#include "ir/gather_elements.hpp"
 #include "ir/op.hpp"
 #include "ir/pad.hpp"
 #include "ir/slice.hpp"
@@ -514,18 +515,11 @@ void register_movement_ops(OpRegistry& r) {
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
-      const std::int64_t n = x[0].dims()[axis];
-      const auto ds = x[0].strides();
       Tensor out(x[0].dtype(), x[1].dims());
-      for (std::size_t i = 0; i < out.numel(); ++i) {
-        std::int64_t k = x[1].at_int(i);
-        if (k < -n || k >= n)
-          shape_error("gather_elements: index " + std::to_string(k) + " out of range for axis of size " +
-                      std::to_string(n));
-        auto c = unflatten(static_cast<std::int64_t>(i), x[1].dims());
-        c[axis] = k < 0 ? k + n : k;
-        copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, ds)));
-      }
+      // Element copies by ir/gather_elements.hpp, as the lowering does them.
+      const GatherElements g = gather_elements_geometry(x[0].dims(), x[1].dims(), axis, dtype_size(x[0].dtype()));
+      gather_elements_copy(
+          g, x[0].bytes(), [&](std::size_t j) { return x[1].at_int(j); }, out.bytes(), 0, g.result_rows());
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));

@@ -13,6 +13,7 @@
 
 #include "ir/arg_reduce.hpp"
 #include "ir/gather.hpp"
+#include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
 #include "ir/slice.hpp"
 #include "ir/trilu.hpp"
@@ -412,6 +413,41 @@ class Lowerer {
       s = make_cuda_gather_step(cuda_, g, i64, src, idx, flag, y, s.label, ir::describe(n));
     }
 #endif
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+  }
+  // gather_elements of any element type on the CPU: element copies by the
+  // op kernel's own geometry (ir/gather_elements.hpp), split over the pool
+  // by result rows from 256 KiB. The indices are checked first, as gather's.
+  // (On the GPU it is the reference kernel's host step.)
+  void lower_gather_elements(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
+    const auto axis =
+        static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
+    const BufferId src = whole(data).buffer, idx = whole(indices).buffer;
+    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
+    const ir::GatherElements g =
+        ir::gather_elements_geometry(data.dims, indices.dims, axis, ir::dtype_size(out_type.dtype));
+    const std::size_t count = static_cast<std::size_t>(product(indices.dims));
+    Step s;
+    s.kind = StepKind::Copy;
+    s.label = "gather_elements (" + std::to_string(count) + " elements)";
+    s.reads = {src, idx};
+    s.writes = {y};
+    const bool i64 = indices.dtype == DType::I64;
+    s.run = [g, src, idx, y, i64, count, name = ir::describe(n)](const RunContext& ctx) {
+      const auto* i64s = ctx.at<const std::int64_t>(idx);
+      const auto* i32s = ctx.at<const std::int32_t>(idx);
+      auto index = [&](std::size_t j) -> std::int64_t { return i64 ? i64s[j] : i32s[j]; };
+      try {
+        for (std::size_t j = 0; j < count; ++j) ir::gathered_element(index(j), g.n);
+      } catch (const ir::ShapeError& e) {
+        throw std::runtime_error(name + ": " + e.message);
+      }
+      const std::uint8_t* d = ctx.at<const std::uint8_t>(src);
+      std::uint8_t* out = ctx.at<std::uint8_t>(y);
+      split_rows(ctx, g.result_rows(), g.row_length() * g.element_bytes,
+                 [&](std::size_t b, std::size_t e) { ir::gather_elements_copy(g, d, index, out, b, e); });
+    };
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
   }
@@ -903,6 +939,11 @@ void Lowerer::lower_node(std::size_t index) {
   if (n.op == "concat" && n.outputs.size() == 1 && !n.outputs[0].empty() &&
       std::all_of(in.begin(), in.end(), [](Value* v) { return v != nullptr; })) {
     lower_concat(n, in, out_types[0]);
+    return;
+  }
+  if (n.op == "gather_elements" && !cuda() && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 &&
+      !n.outputs[0].empty()) {
+    lower_gather_elements(n, *in[0], *in[1], out_types[0]);
     return;
   }
   if (n.op == "gather" && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 && !n.outputs[0].empty()) {

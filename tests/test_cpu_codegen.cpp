@@ -719,6 +719,76 @@ ir::Attrs pad_attrs(const Dims& pads, const std::string& mode, double value = 0.
 
 }  // namespace
 
+TEST_CASE("GatherElements copies elements of any element type - every axis - shorter indices - range errors") {
+  auto indices = [](ir::DType t, const std::vector<std::int64_t>& v, const Dims& dims) {
+    ir::Tensor i(t, dims);
+    for (std::size_t k = 0; k < v.size(); ++k) i.set_int(k, v[k]);
+    return i;
+  };
+  auto axis = [](std::int64_t a) {
+    ir::Attrs at;
+    at.set("axis", a);
+    return at;
+  };
+  SECTION("the last axis - negative indices - spelled out") {
+    models::GraphBuilder b("last");
+    const ir::Graph g =
+        b.finish({b.op("gather_elements", {b.input("x", {3, 4}), b.input("i", {3, 2}, ir::DType::I64)}, axis(-1))});
+    const std::vector<ir::Tensor> in{random_tensor({3, 4}, 1), indices(ir::DType::I64, {0, -1, 3, 1, 2, -4}, {3, 2})};
+    auto p = check_against_interpreter(g, in);
+    CHECK(p->reference_ops.empty());
+    CHECK(steps_with(*p, "gather_elements (6 elements)") == 1);
+    auto got = (*runtime::CpuExecutor::create(g))->run(in);
+    REQUIRE(got);
+    const std::size_t picked[3][2] = {{0, 3}, {3, 1}, {2, 0}};
+    for (std::size_t r = 0; r < 3; ++r)
+      for (std::size_t c = 0; c < 2; ++c) CHECK((*got)[0].at(r * 2 + c) == in[0].at(r * 4 + picked[r][c]));
+  }
+  SECTION("the first axis of a fused value - i32 indices shorter off the axis") {
+    models::GraphBuilder b("first");
+    std::string x = b.op("exp", {b.input("x", {4, 5})});
+    auto p = check_against_interpreter(
+        b.finish({b.op("gather_elements", {x, b.input("i", {2, 3}, ir::DType::I32)}, axis(0))}),
+        {random_tensor({4, 5}, 2), indices(ir::DType::I32, {3, 0, -1, 1, 2, -4}, {2, 3})});
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("a middle axis of integer and bool data") {
+    models::GraphBuilder b("types");
+    std::string i = b.input("i", {2, 2, 3}, ir::DType::I64);  // (the first input)
+    auto p = check_against_interpreter(
+        b.finish({b.op("gather_elements", {b.input("k", {2, 4, 3}, ir::DType::I64), i}, axis(1)),
+                  b.op("gather_elements", {b.input("m", {2, 4, 3}, ir::DType::Bool), i}, axis(1))}),
+        {indices(ir::DType::I64, {0, 1, 2, 3, -1, -2, -3, -4, 0, 3, 3, 1}, {2, 2, 3}),
+         random_tensor({2, 4, 3}, 3, -9, 9, ir::DType::I64), random_tensor({2, 4, 3}, 4, 0, 1, ir::DType::Bool)});
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("large enough to split over the pool") {
+    models::GraphBuilder b("big");
+    std::vector<std::int64_t> v;
+    for (std::int64_t k = 0; k < 64 * 1024; ++k) v.push_back((k * 37) % 2048 - 1024);
+    auto p = check_against_interpreter(
+        b.finish(
+            {b.op("gather_elements", {b.input("x", {64, 1024}), b.input("i", {64, 1024}, ir::DType::I64)}, axis(1))}),
+        {random_tensor({64, 1024}, 5), indices(ir::DType::I64, v, {64, 1024})});
+    CHECK(steps_with(*p, "gather_elements (65536 elements)") == 1);
+  }
+  SECTION("an index out of range fails the run naming the node") {
+    models::GraphBuilder b("range");
+    const ir::Graph g =
+        b.finish({b.op("gather_elements", {b.weight({2, 5}, 1.0), b.input("i", {2, 1}, ir::DType::I64)}, axis(1))});
+    auto exec = runtime::CpuExecutor::create(g);
+    REQUIRE(exec);
+    for (std::int64_t bad : {5, -6}) {
+      const std::vector<ir::Tensor> in{indices(ir::DType::I64, {0, bad}, {2, 1})};
+      auto got = (*exec)->run(in);
+      REQUIRE_FALSE(got);
+      CHECK(got.error().message.find("gather_elements") != std::string::npos);
+      CHECK(got.error().message.find("index " + std::to_string(bad) + " out of range for axis of size 5") !=
+            std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("Pad is row copies of any element type - every mode - cropping - empty axes") {
   SECTION("every mode on f32 - a fused operand and a fused consumer") {
     for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
