@@ -379,7 +379,7 @@ class Lowerer {
   // kernel's own geometry), split over the pool from 256 KiB of result.
   // The indices are checked first, on the calling thread: an index out of
   // range fails the run naming the node, before anything is copied. On the
-  // GPU, a kernel doing the same copies (make_cuda_gather_step).
+  // GPU, a kernel doing the same copies (cuda_gather_source).
   void lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
     const auto axis =
         static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
@@ -410,16 +410,18 @@ class Lowerer {
 #ifdef SATURN_HAVE_CUDA
     if (cuda()) {
       const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
-      s = make_cuda_gather_step(cuda_, g, i64, src, idx, flag, y, s.label, ir::describe(n));
+      s = make_cuda_checked_gather_step(
+          cuda_, cuda_gather_source(g, i64, 0), src, idx, flag, y, s.label,
+          ir::describe(n) + ": gather: an index out of range for axis of size " + std::to_string(g.rows));
     }
 #endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
   }
-  // gather_elements of any element type on the CPU: element copies by the
-  // op kernel's own geometry (ir/gather_elements.hpp), split over the pool
-  // by result rows from 256 KiB. The indices are checked first, as gather's.
-  // (On the GPU it is the reference kernel's host step.)
+  // gather_elements of any element type: element copies by the op kernel's
+  // own geometry (ir/gather_elements.hpp), split over the pool by result
+  // rows from 256 KiB. The indices are checked first, as gather's. On the
+  // GPU, a kernel doing the same copies (cuda_gather_elements_source).
   void lower_gather_elements(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
     const auto axis =
         static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
@@ -448,6 +450,14 @@ class Lowerer {
       split_rows(ctx, g.result_rows(), g.row_length() * g.element_bytes,
                  [&](std::size_t b, std::size_t e) { ir::gather_elements_copy(g, d, index, out, b, e); });
     };
+#ifdef SATURN_HAVE_CUDA
+    if (cuda()) {
+      const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
+      s = make_cuda_checked_gather_step(
+          cuda_, cuda_gather_elements_source(g, i64, 0), src, idx, flag, y, s.label,
+          ir::describe(n) + ": gather_elements: an index out of range for axis of size " + std::to_string(g.n));
+    }
+#endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
   }
@@ -941,8 +951,7 @@ void Lowerer::lower_node(std::size_t index) {
     lower_concat(n, in, out_types[0]);
     return;
   }
-  if (n.op == "gather_elements" && !cuda() && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 &&
-      !n.outputs[0].empty()) {
+  if (n.op == "gather_elements" && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_gather_elements(n, *in[0], *in[1], out_types[0]);
     return;
   }

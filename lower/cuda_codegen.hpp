@@ -26,6 +26,7 @@
 #include "ir/arg_reduce.hpp"
 #include "ir/dtype.hpp"
 #include "ir/gather.hpp"
+#include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
 #include "ir/trilu.hpp"
 #include "lower/loop_kernel.hpp"
@@ -51,6 +52,12 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index);
 // i32), int* bad, out). An index outside [-rows, rows) sets *bad and leaves
 // its row unwritten: the caller checks the flag. `elements` counts words.
 CudaKernelSource cuda_gather_source(const ir::GatherRows& g, bool i64_indices, int index);
+
+// A gather_elements (ir/gather_elements.hpp's geometry) as a grid-stride
+// loop over the result's elements, each copied (as an unsigned integer of
+// the element's size) from data at its coordinates with the axis's replaced
+// by its index. Parameters and the out-of-range flag as cuda_gather_source's.
+CudaKernelSource cuda_gather_elements_source(const ir::GatherElements& g, bool i64_indices, int index);
 
 // A pad (ir/pad.hpp's geometry, any mode) as a grid-stride loop over the
 // result's elements, each read from the input element its indices map to

@@ -573,16 +573,16 @@ std::shared_ptr<OwnKernel> compile_own_kernel(CudaSteps& cs, const CudaKernelSou
 
 }  // namespace
 
-Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
-                           BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
-                           const std::string& node) {
-  auto kernel = compile_own_kernel(*cs, cuda_gather_source(g, i64_indices, 0));
+Step make_cuda_checked_gather_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src, BufferId data,
+                                   BufferId indices, BufferId flag, BufferId out, const std::string& label,
+                                   const std::string& error) {
+  auto kernel = compile_own_kernel(*cs, src);
   Step s;
   s.kind = StepKind::Copy;
   s.label = label;
   s.reads = {data, indices};
   s.writes = {out, flag};
-  s.run = [kernel, data, indices, flag, out, rows = g.rows, node](const RunContext& ctx) {
+  s.run = [kernel, data, indices, flag, out, error](const RunContext& ctx) {
     if (kernel->elements == 0) return;
     const cu::Stream& stream = stream_of(ctx);
     cu::fill_zero(device_address(ctx, flag), 4, stream);
@@ -591,8 +591,7 @@ Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::Gathe
         stream);
     std::int32_t bad = 0;
     cu::copy_to_host(&bad, device_address(ctx, flag), sizeof bad, stream);
-    if (bad)
-      throw std::runtime_error(node + ": gather: an index out of range for axis of size " + std::to_string(rows));
+    if (bad) throw std::runtime_error(error);
   };
   return s;
 }

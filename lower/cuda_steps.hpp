@@ -92,13 +92,14 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
 // rows, the result block the destination pitch).
 Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label);
 
-// A gather on the device (cuda_gather_source). `flag` is a 4-byte buffer the
-// kernel sets when an index is out of range; the step clears it, launches,
-// and reads it back (a synchronization, as on the CPU the indices are
-// checked before the run goes on), failing the run naming `node`.
-Step make_cuda_gather_step(const std::shared_ptr<CudaSteps>& cs, const ir::GatherRows& g, bool i64_indices,
-                           BufferId data, BufferId indices, BufferId flag, BufferId out, const std::string& label,
-                           const std::string& node);
+// A gather on the device (cuda_gather_source, cuda_gather_elements_source).
+// `flag` is a 4-byte buffer the kernel sets when an index is out of range;
+// the step clears it, launches, and reads it back (a synchronization, as on
+// the CPU the indices are checked before the run goes on), failing the run
+// with `error`.
+Step make_cuda_checked_gather_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src, BufferId data,
+                                   BufferId indices, BufferId flag, BufferId out, const std::string& label,
+                                   const std::string& error);
 
 // One generated kernel (cuda_pad_source, cuda_trilu_source,
 // cuda_arg_reduce_source) launched on `reads`' addresses then `out`'s.

@@ -433,6 +433,51 @@ TEST_CASE("Gather kernels copy the rows the indices pick and flag indices out of
   }
 }
 
+TEST_CASE("GatherElements kernels copy the elements the indices pick - on the host emulator") {
+  SECTION("f32 - i64 indices - a middle axis - indices shorter off the axis") {
+    // data [2 4 3] gathered along axis 1 by indices [2 2 2] (the last axis cut to 2).
+    const ir::GatherElements g = ir::gather_elements_geometry({2, 4, 3}, {2, 2, 2}, 1, 4);
+    const lower::CudaKernelSource src = lower::cuda_gather_elements_source(g, true, 0);
+    compiles_for_both({src});
+    CHECK(src.elements == 8);
+    auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("gather-elements-f32"));
+    if (!emu) FAIL(emu.error().message);
+    std::vector<float> data(24);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    std::vector<std::int64_t> idx{0, 3, -1, 1, 2, -4, 3, 0};
+    std::int32_t bad = 0;
+    std::vector<float> got(8);
+    REQUIRE(emu->run(0, {data.data(), idx.data(), &bad}, got) == "");
+    CHECK(bad == 0);
+    // Spelled out: result[a][b][c] = data[a][idx[a][b][c]][c].
+    for (std::size_t a = 0; a < 2; ++a)
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t c = 0; c < 2; ++c) {
+          std::int64_t k = idx[(a * 2 + b) * 2 + c];
+          if (k < 0) k += 4;
+          CHECK(got[(a * 2 + b) * 2 + c] == data[(a * 4 + static_cast<std::size_t>(k)) * 3 + c]);
+        }
+    idx[5] = 4;  // out of range: flagged, its element left unwritten
+    CHECK(emu->run(0, {data.data(), idx.data(), &bad}, got).find("never written") != std::string::npos);
+    CHECK(bad == 1);
+  }
+  SECTION("bool - i32 indices - the last axis") {
+    const ir::GatherElements g = ir::gather_elements_geometry({2, 3}, {2, 2}, 1, 1);
+    const lower::CudaKernelSource src = lower::cuda_gather_elements_source(g, false, 1);
+    compiles_for_both({src});
+    CHECK(src.source.find("const unsigned char* __restrict__ data") != std::string::npos);
+    auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("gather-elements-bool"));
+    if (!emu) FAIL(emu.error().message);
+    const std::vector<std::uint8_t> data{1, 0, 0, 0, 1, 1};
+    const std::vector<std::int32_t> idx{2, 0, -1, 0};
+    std::int32_t bad = 0;
+    std::vector<float> got(4);
+    REQUIRE(emu->run(0, {data.data(), idx.data(), &bad}, got, ir::DType::Bool) == "");
+    CHECK(bad == 0);
+    CHECK(got == std::vector<float>{0, 1, 1, 0});
+  }
+}
+
 TEST_CASE("Pad and trilu kernels compute their geometry's copies - every pad mode - on the host emulator") {
   std::vector<float> x(60);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.25f - 5.0f;

@@ -260,7 +260,9 @@ TEST_CASE("concat is one 2-D device copy per operand - of any element type - not
   CHECK(count(*p, lower::StepKind::Copy, "concat (3 block copies)") == 1);
 }
 
-TEST_CASE("gather is a device kernel with an index check - comparisons and casts are kernels - nothing on the host") {
+TEST_CASE(
+    "gather and gather_elements are device kernels with an index check - comparisons and casts are kernels - "
+    "nothing on the host") {
   models::GraphBuilder b("embed");
   std::string ids = b.input("ids", {2, 7}, ir::DType::I64);
   std::string mask = b.input("mask", {2, 7}, ir::DType::Bool);
@@ -268,10 +270,15 @@ TEST_CASE("gather is a device kernel with an index check - comparisons and casts
   to_f32.set("to", std::string("f32"));
   std::string words = b.op("gather", {b.weight({50, 16}, 1.0), ids});
   std::string keep = b.op("unsqueeze", {b.op("cast", {mask}, to_f32)}, models::ints_attr("axes", {2}));
-  auto p = lower_for_cuda(b.finish({b.op("mul", {words, keep}), b.op("greater", {words, b.fill({}, 0.0)})}));
+  ir::Attrs along_rows;
+  along_rows.set("axis", std::int64_t{1});
+  std::string picked = b.op("gather_elements", {b.weight({2, 9}, 1.0), ids}, along_rows);
+  auto p = lower_for_cuda(
+      b.finish({b.op("mul", {words, keep}), b.op("greater", {words, b.fill({}, 0.0)}), b.op("neg", {picked})}));
   CHECK(p->reference_ops.empty());
   CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(count(*p, lower::StepKind::Copy, "gather (14 rows of 64 B)") == 1);
+  CHECK(count(*p, lower::StepKind::Copy, "gather_elements (14 elements)") == 1);
   CHECK(test::emulation_failures(*p->kernels, std::vector<std::string>(p->kernels->size(), "embed"), "embed").empty());
 }
 
