@@ -407,12 +407,21 @@ class Lowerer {
       split_rows(ctx, g.result_rows(), g.row_bytes,
                  [&](std::size_t b, std::size_t e) { ir::gather_copy(g, d, index, out, b, e); });
     };
+    emit_gather_step(
+        n, std::move(s), [&] { return cuda_gather_source(g, i64, 0); },
+        "gather: an index out of range for axis of size " + std::to_string(g.rows), src, idx, y);
+  }
+  // A gather-like step's end: on the GPU, the generated kernel `device()`
+  // makes with an index flag (the run fails with `error`) replaces the host
+  // step `s`; then it is emitted and its result stored.
+  template <class DeviceSource>
+  void emit_gather_step(const ir::Node& n, Step s, [[maybe_unused]] const DeviceSource& device,
+                        [[maybe_unused]] const std::string& error, [[maybe_unused]] BufferId src,
+                        [[maybe_unused]] BufferId idx, BufferId y) {
 #ifdef SATURN_HAVE_CUDA
     if (cuda()) {
       const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
-      s = make_cuda_checked_gather_step(
-          cuda_, cuda_gather_source(g, i64, 0), src, idx, flag, y, s.label,
-          ir::describe(n) + ": gather: an index out of range for axis of size " + std::to_string(g.rows));
+      s = make_cuda_checked_gather_step(cuda_, device(), src, idx, flag, y, s.label, ir::describe(n) + ": " + error);
     }
 #endif
     p_->steps.push_back(std::move(s));
@@ -450,16 +459,9 @@ class Lowerer {
       split_rows(ctx, g.result_rows(), g.row_length() * g.element_bytes,
                  [&](std::size_t b, std::size_t e) { ir::gather_elements_copy(g, d, index, out, b, e); });
     };
-#ifdef SATURN_HAVE_CUDA
-    if (cuda()) {
-      const BufferId flag = add_buffer(BufferKind::Temp, DType::I32, {1}, n.outputs[0] + " (index check)");
-      s = make_cuda_checked_gather_step(
-          cuda_, cuda_gather_elements_source(g, i64, 0), src, idx, flag, y, s.label,
-          ir::describe(n) + ": gather_elements: an index out of range for axis of size " + std::to_string(g.n));
-    }
-#endif
-    p_->steps.push_back(std::move(s));
-    values_[n.outputs[0]] = stored(y);
+    emit_gather_step(
+        n, std::move(s), [&] { return cuda_gather_elements_source(g, i64, 0); },
+        "gather_elements: an index out of range for axis of size " + std::to_string(g.n), src, idx, y);
   }
   // pad and trilu of any element type: row copies by the op kernel's own
   // geometry (ir/pad.hpp, ir/trilu.hpp), split over the pool from 256 KiB
