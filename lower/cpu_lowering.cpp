@@ -37,12 +37,6 @@ using ir::DType;
 using ir::SymId;
 using Dims = std::vector<std::int64_t>;
 
-std::int64_t product(const Dims& d) {
-  std::int64_t n = 1;
-  for (auto x : d) n *= x;
-  return n;
-}
-
 // Ops whose result element i is a function of operand elements at i (after
 // broadcasting), computed by the registry's kernel on scalars.
 bool is_elementwise(const std::string& op) {
@@ -108,7 +102,7 @@ bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
 
 // Copies the elements of a view, row-major, into dst.
 void gather(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
-  const std::int64_t n = product(v.dims);
+  const std::int64_t n = ir::numel(v.dims);
   std::vector<std::int64_t> idx(v.dims.size(), 0);
   std::int64_t off = v.offset;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -156,7 +150,7 @@ class Lowerer {
     b.kind = kind;
     b.dtype = t;
     b.dims = dims;
-    b.bytes = static_cast<std::size_t>(product(dims)) * ir::dtype_size(t);
+    b.bytes = static_cast<std::size_t>(ir::numel(dims)) * ir::dtype_size(t);
     b.name = name;
     p_->buffers.push_back(b);
     return static_cast<BufferId>(p_->buffers.size() - 1);
@@ -385,7 +379,7 @@ class Lowerer {
         static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
     const BufferId src = whole(data).buffer, idx = whole(indices).buffer;
     const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
-    const ir::GatherRows g = ir::gather_rows(data.dims, axis, static_cast<std::size_t>(product(indices.dims)),
+    const ir::GatherRows g = ir::gather_rows(data.dims, axis, static_cast<std::size_t>(ir::numel(indices.dims)),
                                              ir::dtype_size(out_type.dtype));
     Step s;
     s.kind = StepKind::Copy;
@@ -438,7 +432,7 @@ class Lowerer {
     const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
     const ir::GatherElements g =
         ir::gather_elements_geometry(data.dims, indices.dims, axis, ir::dtype_size(out_type.dtype));
-    const std::size_t count = static_cast<std::size_t>(product(indices.dims));
+    const std::size_t count = static_cast<std::size_t>(ir::numel(indices.dims));
     Step s;
     s.kind = StepKind::Copy;
     s.label = "gather_elements (" + std::to_string(count) + " elements)";
@@ -609,7 +603,7 @@ class Lowerer {
         k.leaves[0].dtype != DType::F32 || k.dims.empty() || k.dims.size() > 12)
       return std::nullopt;
     const Leaf& l = k.leaves[0];
-    const bool short_rows = k.dims.back() < 16 && product(k.dims) >= 4096;
+    const bool short_rows = k.dims.back() < 16 && ir::numel(k.dims) >= 4096;
     if ((l.strides.back() == 1 && !short_rows) ||
         std::any_of(l.strides.begin(), l.strides.end(), [](std::int64_t s) { return s <= 0; }))
       return std::nullopt;
@@ -741,7 +735,8 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       for (const Leaf& l : kernels_[k].leaves) args.push_back(l.buffer);
       args.push_back(kernels_[k].out);
       const std::int64_t rows = kernel_rows(kernels_[k]);
-      const std::int64_t work = product(kernels_[k].dims) * std::max<std::int64_t>(1, product(kernels_[k].red_dims));
+      const std::int64_t work =
+          ir::numel(kernels_[k].dims) * std::max<std::int64_t>(1, ir::numel(kernels_[k].red_dims));
       // ptrs: the argument array, filled per run (steps run one at a time).
       s.run = [fn, args, rows, work, ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
         for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
@@ -1149,7 +1144,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     Value& x = *in[0];
     std::vector<bool> red(x.dims.size(), true);
     red[0] = red[1] = false;
-    std::int64_t count = product(x.dims) / (x.dims[0] * x.dims[1]);
+    std::int64_t count = ir::numel(x.dims) / (x.dims[0] * x.dims[1]);
     ir::Sym acc(ctx_.get(), acc_);
     ir::Sym post = n.op == "global_avg_pool" ? acc / static_cast<double>(count) : acc;
     set(keep_shape(reduce(expr_over(x, x.dims), x.dims, red,

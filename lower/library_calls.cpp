@@ -8,6 +8,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 
+#include "ir/shape.hpp"
+
 namespace saturn::lower {
 
 std::optional<MatrixLayout> matrix_layout(const View& v) {
@@ -38,12 +40,6 @@ bool batch_folds(const View& a, const View& b, const std::vector<std::int64_t>& 
   return true;
 }
 
-std::int64_t product(const std::vector<std::int64_t>& d) {
-  std::int64_t n = 1;
-  for (auto x : d) n *= x;
-  return n;
-}
-
 }  // namespace
 
 Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
@@ -52,7 +48,7 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
   const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
   MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
   std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
-  const std::int64_t nbatch = product(batch);
+  const std::int64_t nbatch = ir::numel(batch);
   const bool fold = nbatch > 1 && batch_folds(a, b, batch, M);
   std::int64_t m = fold ? M * nbatch : M;
   std::int64_t calls = fold ? 1 : nbatch;
@@ -281,8 +277,8 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   const std::size_t r = out_dims.size();
   const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1], K = a.dims[r - 1];
   const std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
-  if (!batch_folds(a, w, batch, M) && product(batch) != 1) return std::nullopt;
-  const std::int64_t m = M * product(batch);
+  if (!batch_folds(a, w, batch, M) && ir::numel(batch) != 1) return std::nullopt;
+  const std::int64_t m = M * ir::numel(batch);
   const MatrixLayout la = *matrix_layout(a), lw = *matrix_layout(w);
   auto matrix = [](std::int64_t rows, std::int64_t cols, MatrixLayout l) {
     return memory::desc({rows, cols}, dt::f32, l.transposed ? memory::dims{1, l.ld} : memory::dims{l.ld, 1});
