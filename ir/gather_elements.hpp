@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/op.hpp"
+#include "ir/shape.hpp"
 
 namespace saturn::ir {
 
@@ -41,8 +42,7 @@ inline GatherElements gather_elements_geometry(const std::vector<std::int64_t>& 
   g.axis = axis;
   g.n = data_dims.at(axis);
   g.element_bytes = element_bytes;
-  g.data_strides.assign(data_dims.size(), 1);
-  for (std::size_t d = data_dims.size(); d-- > 1;) g.data_strides[d - 1] = g.data_strides[d] * data_dims[d];
+  g.data_strides = row_major_strides(data_dims);
   return g;
 }
 

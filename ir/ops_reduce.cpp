@@ -43,8 +43,7 @@ std::vector<std::size_t> output_index(const std::vector<std::int64_t>& dims, con
       out_strides[d] = s;
       s *= dims[d];
     }
-  std::vector<std::int64_t> in_strides(dims.size(), 1);
-  for (std::size_t d = dims.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * dims[d];
+  const std::vector<std::int64_t> in_strides = row_major_strides(dims);
   std::vector<std::size_t> map(static_cast<std::size_t>(numel(dims)));
   for (std::size_t i = 0; i < map.size(); ++i) {
     std::int64_t o = 0;

@@ -45,6 +45,12 @@ std::int64_t numel(const std::vector<std::int64_t>& dims) {
   return n;
 }
 
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> s(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
 std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
   std::size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -35,6 +35,8 @@ bool is_static(const Shape& s);
 std::vector<std::int64_t> static_dims(const Shape& s);  // precondition: is_static
 Shape shape_of(const std::vector<std::int64_t>& dims);
 std::int64_t numel(const std::vector<std::int64_t>& dims);
+// Element strides of a row-major (C order) layout of dims.
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);
 
 // Numpy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast(const Shape& a, const Shape& b);

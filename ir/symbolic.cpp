@@ -313,11 +313,7 @@ SymTensor::SymTensor(SymContext& ctx, DType t, std::vector<std::int64_t> dims)
   elems_.assign(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), ctx.constant(0.0).id());
 }
 
-std::vector<std::int64_t> SymTensor::strides() const {
-  std::vector<std::int64_t> s(dims_.size(), 1);
-  for (std::size_t d = dims_.size(); d-- > 1;) s[d - 1] = s[d] * dims_[d];
-  return s;
-}
+std::vector<std::int64_t> SymTensor::strides() const { return row_major_strides(dims_); }
 
 std::int64_t SymTensor::at_int(std::size_t i) const {
   double v = 0;

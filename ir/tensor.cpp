@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ir/shape.hpp"
+
 namespace saturn::ir {
 
 Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::move(dims)) {
@@ -118,11 +120,7 @@ void Tensor::set_int(std::size_t i, std::int64_t v) {
   }
 }
 
-std::vector<std::int64_t> Tensor::strides() const {
-  std::vector<std::int64_t> s(dims_.size(), 1);
-  for (std::size_t i = dims_.size(); i-- > 1;) s[i - 1] = s[i] * dims_[i];
-  return s;
-}
+std::vector<std::int64_t> Tensor::strides() const { return row_major_strides(dims_); }
 
 std::vector<std::int64_t> Tensor::to_ints() const {
   std::vector<std::int64_t> out(numel_);

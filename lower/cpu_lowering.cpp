@@ -37,6 +37,11 @@ using ir::DType;
 using ir::SymId;
 using Dims = std::vector<std::int64_t>;
 
+// conv_transpose, or the library call a substitution rule made of it.
+bool is_conv_transpose(const std::string& op) {
+  return op == "conv_transpose" || op == "dnnl.conv_transpose" || op == "cudnn.conv_transpose";
+}
+
 // Ops whose result element i is a function of operand elements at i (after
 // broadcasting), computed by the registry's kernel on scalars.
 bool is_elementwise(const std::string& op) {
@@ -766,7 +771,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
 
 bool Lowerer::lower_convolution(const ir::Node& n, ConvSpec spec, Value& x_value, Value& w_value, Value* bias_value,
                                 bool own_relu) {
-  const bool transposed = n.op.ends_with("conv_transpose");
+  const bool transposed = is_conv_transpose(n.op);
   ConvEpilogue e;
   if (auto it = epilogue_.find(static_cast<std::size_t>(&n - graph_->nodes.data())); it != epilogue_.end())
     e = it->second;
@@ -1251,9 +1256,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
     return lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
   }
-  const bool conv_transpose =
-      n.op == "conv_transpose" || n.op == "dnnl.conv_transpose" || n.op == "cudnn.conv_transpose";
-  if (conv_transpose && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
+  if (is_conv_transpose(n.op) && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {
     const ir::ConvTransposeGeometry g = ir::conv_transpose_geometry(n.attrs, in[0]->dims, in[1]->dims);
     ConvSpec spec;
     spec.x_dims = in[0]->dims;

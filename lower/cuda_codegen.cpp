@@ -372,9 +372,7 @@ CudaKernelSource cuda_gather_elements_source(const ir::GatherElements& g, bool i
     if (d > 0) s << "    rest /= " << g.out_dims[d] << "LL;\n";
   }
   s << "    out[t] = data[at];\n";
-  s << "  }\n}\n";
-  out.grid = std::clamp<std::int64_t>((out.elements + out.block - 1) / out.block, 1, 65535);
-  out.source = s.str();
+  copy_kernel_tail(s, out);
   return out;
 }
 

@@ -6,12 +6,6 @@
 
 namespace saturn::lower {
 
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims) {
-  std::vector<std::int64_t> s(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
 View View::of(BufferId b, const std::vector<std::int64_t>& dims) { return View{b, 0, dims, row_major_strides(dims)}; }
 
 bool View::contiguous() const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ir/shape.hpp"
 #include "lower/program.hpp"
 
 namespace saturn::lower {
@@ -40,6 +41,6 @@ struct View {
               const std::vector<std::int64_t>& count) const;
 };
 
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);
+using ir::row_major_strides;  // (ir/shape.hpp)
 
 }  // namespace saturn::lower

@@ -123,6 +123,17 @@ TEST_CASE("movement ops") {
   bad.set("shape", std::vector<std::int64_t>{4, 2});
   CHECK(shape_error_of("reshape", {{DType::F32, shape_of({2, 3})}}, bad) ==
         "reshape: [2 3] has 6 elements, target [4 2] has 8");
+  // gather_elements: same rank, indices no longer than data off the axis, integer indices.
+  Attrs along1;
+  along1.set("axis", std::int64_t{1});
+  CHECK(shape_error_of("gather_elements", {{DType::F32, shape_of({3, 4})}, {DType::I64, shape_of({3})}}, along1) ==
+        "gather_elements: data and indices need the same rank >= 1, got [3 4] and [3]");
+  CHECK(shape_error_of("gather_elements", {{DType::F32, shape_of({3, 4})}, {DType::I64, shape_of({4, 9})}}, along1) ==
+        "gather_elements: indices [4 9] exceed data [3 4] on axis 0");
+  CHECK(shape_error_of("gather_elements", {{DType::F32, shape_of({3, 4})}, {DType::F32, shape_of({3, 4})}}, along1) ==
+        "gather_elements: indices must be i32 or i64");
+  CHECK(shape_error_of("gather_elements", {{DType::F32, shape_of({3, 4})}, {DType::I32, shape_of({2, 9})}}, along1) ==
+        "(no error)");
   Attrs sl;
   sl.set("starts", std::vector<std::int64_t>{-1});
   sl.set("ends", std::vector<std::int64_t>{-4});
