@@ -32,8 +32,8 @@ class GraphBuilder {
       for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng_));
     return add_initializer(std::move(t));
   }
-  std::string fill(std::vector<std::int64_t> dims, double value) {
-    ir::Tensor t(ir::DType::F32, dims);
+  std::string fill(std::vector<std::int64_t> dims, double value, ir::DType dtype = ir::DType::F32) {
+    ir::Tensor t(dtype, dims);
     for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, value);
     return add_initializer(std::move(t));
   }

@@ -126,12 +126,13 @@ struct Value {
   DType dtype = DType::F32;
   Dims dims;
   bool pending = false;
-  View view;          // stored: where it is
-  SymId sym = 0;      // pending: its expression over leaves of shape `dims`
-  int ops = 0;        // pending: graph ops folded into `sym`
-  std::string label;  // pending: those ops' names ("add+gelu")
+  View view;                   // stored: where it is
+  SymId sym = 0;               // pending: its expression over leaves of shape `dims`
+  DType compute = DType::F32;  // pending: the type `sym` is computed in (loop_kernel.hpp)
+  int ops = 0;                 // pending: graph ops folded into `sym`
+  std::string label;           // pending: those ops' names ("add+gelu")
   double constant = 0;
-  bool is_scalar_constant = false;  // an f32 weight of one element: inlined as a literal
+  bool is_scalar_constant = false;  // a float or bool weight of one element: inlined as a literal
 };
 
 class Lowerer {
@@ -206,7 +207,7 @@ class Lowerer {
       inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
     }
     BufferId out = add_buffer(BufferKind::Temp, v.dtype, physical, what);
-    emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order);
+    emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order, v.compute);
     v.pending = false;
     v.view = View::of(out, physical).transposed(inverse);
   }
@@ -238,7 +239,7 @@ class Lowerer {
     if (v.view.whole() && !v.is_scalar_constant) return v.view;
     if (!kernel_dtype(v.dtype)) return copy_any(v);
     BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
-    emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy");
+    emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy", {}, compute_dtype(v.dtype));
     v.view = View::of(out, v.dims);
     v.is_scalar_constant = false;
     return v.view;
@@ -265,10 +266,11 @@ class Lowerer {
   // result's dims (elementwise, `reduced` empty), or the operand's dims before
   // reducing the axes `reduced` marks (the result keeps the others).
   // An elementwise kernel may walk (and write its result in) another
-  // dimension `order` than row-major.
+  // dimension `order` than row-major. The arithmetic is in `compute`.
   void emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
-                   BufferId out, int ops, const std::string& what, const Dims& order = {}) {
+                   BufferId out, int ops, const std::string& what, const Dims& order = {}, DType compute = DType::F32) {
     LoopKernel k;
+    k.compute = compute;
     k.name = what;
     k.ctx = ctx_;
     k.body = body;
@@ -345,12 +347,17 @@ class Lowerer {
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   // Whether a node with operands or a result other than f32 still fuses:
-  // an elementwise op between f32 and bool values (integers: only cast).
+  // an elementwise op with a float or bool result, between floats, bools
+  // and 8- or 32-bit integers (i64: only cast's operand).
   bool fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
                           const std::vector<ir::ValueType>& out_types);
-  // Result `result` of n is the pending expression s (over values of dims `out`).
+  // The arithmetic an elementwise node fusing across types gets: f64 when
+  // it reads or computes f64 or 8- and 32-bit integers, else f32.
+  static DType elementwise_compute(const ir::Node& n, const std::vector<Value*>& in, DType out);
+  // Result `result` of n is the pending expression s (over values of dims
+  // `out`), computed in `compute`.
   void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops,
-                   std::size_t result = 0);
+                   std::size_t result = 0, DType compute = DType::F32);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
   // concat of any element type: operands stored contiguously, then block
   // copies into the result (lower/block_copy.hpp).
@@ -698,7 +705,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
         Value copy = v;
         if (kernel_dtype(v.dtype)) {
           BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
-          emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy");
+          emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy", {}, compute_dtype(v.dtype));
           copy.view = View::of(out, v.dims);
         } else {
           copy_any(copy);
@@ -938,7 +945,7 @@ void Lowerer::lower_node(std::size_t index) {
     store(*in[0]);
     Value v = *in[0];
     Dims to = ir::static_dims(out_types[0].shape);
-    if (!v.view.contiguous() && v.dtype == DType::F32) {
+    if (!v.view.contiguous() && kernel_dtype(v.dtype)) {
       v.view = whole(v);  // transposed or broadcast: one copy kernel, then a free reshape
     }
     if (v.view.contiguous()) {
@@ -979,13 +986,14 @@ void Lowerer::lower_node(std::size_t index) {
 }
 
 void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s,
-                          int ops, std::size_t result) {
+                          int ops, std::size_t result, DType compute) {
   Value v;
   v.dtype = dtype;
   v.dims = out;
   v.pending = true;
   v.sym = s;
   v.ops = ops;
+  v.compute = compute;
   for (Value* x : in)
     if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
   v.label.append(n.op);
@@ -999,16 +1007,29 @@ bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& i
                                             "not",  "and",        "or",      "xor",           "where"};
   if (n.outputs.size() != 1 || n.outputs[0].empty() || !kernel_dtype(out_types[0].dtype)) return false;
   if (!ops.count(n.op) && !is_elementwise(n.op)) return false;
-  // Integers only as a cast's operand: read as values, they are exact; in
-  // f32 comparisons or arithmetic they would not be beyond 2^24.
+  // Integers are read as values: 8- and 32-bit ones are exact in the f64
+  // arithmetic they get (elementwise_compute); an i64 is exact only as a
+  // cast's operand (rounded as the reference cast rounds it).
   return std::all_of(in.begin(), in.end(), [&](const Value* v) {
-    return v && (kernel_dtype(v->dtype) || (n.op == "cast" && leaf_dtype(v->dtype)));
+    return v && (kernel_dtype(v->dtype) || (leaf_dtype(v->dtype) && (n.op == "cast" || v->dtype != DType::I64)));
   });
+}
+
+DType Lowerer::elementwise_compute(const ir::Node& n, const std::vector<Value*>& in, DType out) {
+  auto wide = [&](DType t) { return t == DType::F64 || t == DType::I8 || t == DType::U8 || t == DType::I32; };
+  // A cast is a rounding to its result's type, which f32 arithmetic gives
+  // (from f64 too) except the test `!= 0` of a bool result.
+  if (n.op == "cast")
+    return out == DType::F64 || (out == DType::Bool && in[0] && wide(in[0]->dtype)) ? DType::F64 : DType::F32;
+  if (wide(out)) return DType::F64;
+  return std::any_of(in.begin(), in.end(), [&](const Value* v) { return v && wide(v->dtype); }) ? DType::F64
+                                                                                                : DType::F32;
 }
 
 bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
                                 const std::vector<ir::ValueType>& out_types) {
   const Dims out = ir::static_dims(out_types[0].shape);
+  const DType compute = elementwise_compute(n, in, out_types[0].dtype);
   std::vector<ir::SymTensor> args;
   auto given = std::make_unique<bool[]>(in.size() + 1);
   int ops = 1;
@@ -1018,6 +1039,11 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
       args.emplace_back();
       continue;
     }
+    // An operand computed in another type is stored first, so each value
+    // is rounded as its own type rounds (an f16 one always: f32 arithmetic
+    // does not round to it).
+    if (in[k]->pending && (in[k]->compute != compute || in[k]->dtype == DType::F16 || in[k]->dtype == DType::BF16))
+      store(*in[k]);
     if (in[k]->pending && in[k]->dims == out) ops += in[k]->ops;
     ir::SymTensor t(*ctx_, in[k]->dtype, {});
     t.set(0, ir::Sym(ctx_.get(), expr_over(*in[k], out)));
@@ -1026,7 +1052,7 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
   try {  // the op's own kernel applied to scalar expressions (leaves are read as values, loop_kernel.hpp)
     auto res =
         ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
-    set_pending(n, in, out, out_types[0].dtype, res.at(0).id(0), ops);
+    set_pending(n, in, out, out_types[0].dtype, res.at(0).id(0), ops, 0, compute);
   } catch (const ir::SymbolicUnsupported&) {
     return false;
   }

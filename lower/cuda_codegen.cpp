@@ -17,27 +17,72 @@ __device__ __forceinline__ float sat_nan() { return __int_as_float(0x7fffffff); 
 __device__ __forceinline__ float sat_max(float a, float b) { return (a != a || b != b) ? sat_nan() : (a < b ? b : a); }
 __device__ __forceinline__ float sat_min(float a, float b) { return (a != a || b != b) ? sat_nan() : (b < a ? b : a); }
 __device__ __forceinline__ float sat_flag(bool c) { return c ? 1.0f : 0.0f; }
+__device__ __forceinline__ double sat_max(double a, double b) { return (a != a || b != b) ? (double)sat_nan() : (a < b ? b : a); }
+__device__ __forceinline__ double sat_min(double a, double b) { return (a != a || b != b) ? (double)sat_nan() : (b < a ? b : a); }
 )";
 
-// An exact float literal (hexadecimal), or the bit pattern of inf / NaN.
-std::string literal(double v) {
-  const float f = static_cast<float>(v);
-  if (std::isnan(f)) return "sat_nan()";
-  if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+// f16 and bf16 elements (stored as their bits) to and from f32, rounding to
+// nearest even as ir::float_to_half / float_to_bf16 do, NaNs quieted. Bit
+// arithmetic rather than cuda_fp16.h: NVRTC then needs no include path, and
+// the host emulator runs the same code.
+constexpr const char* kHalfPrelude = R"(__device__ __forceinline__ float sat_h2f(unsigned short h) {
+  const unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __uint_as_float(s | 0x7f800000u | (m << 13));
+  if (e == 0u) { const float f = (float)m * 5.9604644775390625e-8f; return s ? -f : f; }
+  return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
+}
+__device__ __forceinline__ unsigned short sat_f2h(float f) {
+  const unsigned x = __float_as_uint(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;
+  const int e = (int)((x >> 23) & 0xffu) - 112;
+  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));
+  if (e >= 31) return (unsigned short)(s | 0x7c00u);
+  if (e <= 0) {
+    if (e < -10) return (unsigned short)s;
+    const unsigned full = m | 0x800000u, shift = (unsigned)(14 - e);
+    unsigned h = full >> shift;
+    const unsigned rem = full & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+    if (rem > mid || (rem == mid && (h & 1u))) ++h;
+    return (unsigned short)(s | h);
+  }
+  unsigned h = ((unsigned)e << 10) | (m >> 13);
+  const unsigned rem = m & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right, up to inf
+  return (unsigned short)(s | h);
+}
+__device__ __forceinline__ float sat_bf2f(unsigned short b) { return __uint_as_float((unsigned)b << 16); }
+__device__ __forceinline__ unsigned short sat_f2bf(float f) {
+  const unsigned x = __float_as_uint(f);
+  if (f != f) return (unsigned short)((x >> 16) | 0x40u);
+  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+)";
+
+// An exact literal of the compute type (hexadecimal), or the bit pattern of
+// inf / NaN.
+std::string literal(double v, bool f64) {
+  const double x = f64 ? v : static_cast<double>(static_cast<float>(v));
+  const std::string cast = f64 ? "(double)" : "";
+  if (std::isnan(x)) return cast + "sat_nan()";
+  if (std::isinf(x)) return cast + (x > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+  std::snprintf(buf, sizeof buf, f64 ? "%a" : "%af", x);
   return buf;
 }
 
-// `__device__ float NAME(float a0, ...)`: the expression `root` over the
-// variables `vars` (in that order), one temporary per DAG node.
+const char* compute_type(ir::DType compute) { return compute == ir::DType::F64 ? "double" : "float"; }
+
+// `__device__ T NAME(T a0, ...)`: the expression `root` over the variables
+// `vars` (in that order) in the compute type T, one temporary per DAG node.
 std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std::vector<ir::SymId>& vars,
-                            const std::string& name) {
+                            const std::string& name, ir::DType compute) {
+  const bool f64 = compute == ir::DType::F64;
+  const std::string t_name = compute_type(compute);
+  const char* f = f64 ? "" : "f";  // the C library's suffix for float functions
   std::ostringstream s;
-  s << "__device__ __forceinline__ float " << name << "(";
+  s << "__device__ __forceinline__ " << t_name << " " << name << "(";
   std::unordered_map<ir::SymId, std::string> ref;
   for (std::size_t i = 0; i < vars.size(); ++i) {
-    s << (i ? ", " : "") << "float a" << i;
+    s << (i ? ", " : "") << t_name << " a" << i;
     ref[vars[i]] = "a" + std::to_string(i);
   }
   s << ") {\n";
@@ -49,11 +94,12 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
     using ir::SymOp;
     if (n.op == SymOp::Var) throw std::logic_error("cuda codegen: a variable that is not a leaf: " + ctx.to_string(id));
     if (n.op == SymOp::Const) {
-      ref[id] = literal(n.value);
+      ref[id] = literal(n.value, f64);
       continue;
     }
     auto a = [&] { return ref.at(n.a); };
     auto b = [&] { return ref.at(n.b); };
+    auto fn = [&](const char* name) { return std::string(name) + f + "(" + a() + ")"; };
     std::string e;
     switch (n.op) {
       case SymOp::Var:
@@ -78,7 +124,7 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
         e = "sat_min(" + a() + ", " + b() + ")";
         break;
       case SymOp::Abs:
-        e = "fabsf(" + a() + ")";
+        e = fn("fabs");
         break;
       case SymOp::Less:
         e = "sat_flag(" + a() + " < " + b() + ")";
@@ -93,59 +139,65 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
         e = "(" + a() + " == 0.0f ? " + ref.at(n.c) + " : " + b() + ")";
         break;  // NaN selects b
       case SymOp::Floor:
-        e = "floorf(" + a() + ")";
+        e = fn("floor");
         break;
       case SymOp::Ceil:
-        e = "ceilf(" + a() + ")";
+        e = fn("ceil");
         break;
       case SymOp::Exp:
-        e = "expf(" + a() + ")";
+        e = fn("exp");
         break;
       case SymOp::Log:
-        e = "logf(" + a() + ")";
+        e = fn("log");
         break;
       case SymOp::Exp2:
-        e = "exp2f(" + a() + ")";
+        e = fn("exp2");
         break;
       case SymOp::Log2:
-        e = "log2f(" + a() + ")";
+        e = fn("log2");
         break;
       case SymOp::Sqrt:
-        e = "sqrtf(" + a() + ")";
+        e = fn("sqrt");
         break;
       case SymOp::Erf:
-        e = "erff(" + a() + ")";
+        e = fn("erf");
         break;
       case SymOp::Tanh:
-        e = "tanhf(" + a() + ")";
+        e = fn("tanh");
         break;
       case SymOp::Sin:
-        e = "sinf(" + a() + ")";
+        e = fn("sin");
         break;
       case SymOp::Cos:
-        e = "cosf(" + a() + ")";
+        e = fn("cos");
         break;
       case SymOp::Log1p:
-        e = "log1pf(" + a() + ")";
+        e = fn("log1p");
         break;
       case SymOp::Pow:
-        e = "powf(" + a() + ", " + b() + ")";
+        e = std::string("pow") + f + "(" + a() + ", " + b() + ")";
         break;
     }
     const std::string t = "t" + std::to_string(id);
-    s << "  const float " << t << " = " << e << ";\n";
+    s << "  const " << t_name << " " << t << " = " << e << ";\n";
     ref[id] = t;
   }
   s << "  return " << ref.at(root) << ";\n}\n";
   return s.str();
 }
 
-// The C type a buffer of `t` holds, and a read of one as the kernel's float
-// (loop_kernel.hpp: integers by value, an i64 through double).
+// The C type a buffer of `t` holds (f16 and bf16 as their bits), a read of
+// one as the kernel's compute type (loop_kernel.hpp: integers by value, an
+// i64 through double), and a computed value stored as one.
 const char* element_type(ir::DType t) {
   switch (t) {
     case ir::DType::F32:
       return "float";
+    case ir::DType::F64:
+      return "double";
+    case ir::DType::F16:
+    case ir::DType::BF16:
+      return "unsigned short";
     case ir::DType::I64:
       return "long long";
     case ir::DType::I32:
@@ -155,14 +207,33 @@ const char* element_type(ir::DType t) {
     case ir::DType::U8:
     case ir::DType::Bool:
       return "unsigned char";
+  }
+  throw std::logic_error(std::string("cuda codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+}
+std::string as_compute(ir::DType t, ir::DType compute, const std::string& element) {
+  const std::string cast = std::string("(") + compute_type(compute) + ")";
+  switch (t) {
+    case ir::DType::F16:
+      return cast + "sat_h2f(" + element + ")";
+    case ir::DType::BF16:
+      return cast + "sat_bf2f(" + element + ")";
+    case ir::DType::I64:
+      return cast + "(double)" + element;
     default:
-      throw std::logic_error(std::string("cuda codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+      return t == compute ? element : cast + element;
   }
 }
-std::string as_float(ir::DType t, const std::string& element) {
-  if (t == ir::DType::F32) return element;
-  if (t == ir::DType::I64) return "(float)(double)" + element;
-  return "(float)" + element;
+std::string stored_as(ir::DType t, ir::DType compute, const std::string& value) {
+  switch (t) {
+    case ir::DType::Bool:  // value != 0, NaN included
+      return "(" + value + ") != 0.0f";
+    case ir::DType::F16:
+      return "sat_f2h((float)(" + value + "))";
+    case ir::DType::BF16:
+      return "sat_f2bf((float)(" + value + "))";
+    default:
+      return t == compute ? value : std::string("(") + element_type(t) + ")(" + value + ")";
+  }
 }
 
 // Statements setting `off<l>` (leaf l's element offset) for the multi-index
@@ -192,16 +263,21 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   const std::size_t nl = k.leaves.size();
   const std::size_t rank = k.dims.size();
   std::ostringstream s;
-  s << kPrelude << "// " << k.name << "\n";
-  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body");
-  if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post");
   check_kernel_types(k);
+  const bool halves =
+      std::any_of(k.leaves.begin(), k.leaves.end(),
+                  [](const Leaf& l) { return l.dtype == ir::DType::F16 || l.dtype == ir::DType::BF16; }) ||
+      k.out_dtype == ir::DType::F16 || k.out_dtype == ir::DType::BF16;
+  const std::string ct = compute_type(k.compute);
+  s << kPrelude << (halves ? kHalfPrelude : "") << "// " << k.name << "\n";
+  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body", k.compute);
+  if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post", k.compute);
   s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(";
   for (std::size_t l = 0; l < nl; ++l)
     s << "const " << element_type(k.leaves[l].dtype) << "* __restrict__ l" << l << ", ";
   s << element_type(k.out_dtype) << "* __restrict__ out) {\n";
   auto read = [&](std::size_t l) {
-    return as_float(k.leaves[l].dtype, "l" + std::to_string(l) + "[off" + std::to_string(l) + "]");
+    return as_compute(k.leaves[l].dtype, k.compute, "l" + std::to_string(l) + "[off" + std::to_string(l) + "]");
   };
   s << "  long long";
   for (std::size_t l = 0; l < nl; ++l) s << (l ? ", " : " ") << "off" << l << " = 0";
@@ -219,7 +295,8 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
     // float4 when the result is f32 and every leaf walks the last dimension
     // contiguously (an f32 leaf from an aligned start) or repeats one value
     // along it.
-    bool vec = rank > 0 && inner % 4 == 0 && out.elements >= 4 && k.out_dtype == ir::DType::F32;
+    bool vec =
+        rank > 0 && inner % 4 == 0 && out.elements >= 4 && k.out_dtype == ir::DType::F32 && k.compute == ir::DType::F32;
     for (const Leaf& l : k.leaves) {
       const std::int64_t last = l.strides[rank - 1];
       if (last == 0) continue;
@@ -233,11 +310,8 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
       << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
     decompose(s, k, vec ? "i * 4" : "i", k.dims, 0, false, "    ");
     if (!vec) {
-      for (std::size_t l = 0; l < nl; ++l) s << "    const float v" << l << " = " << read(l) << ";\n";
-      if (k.out_dtype == ir::DType::Bool)  // value != 0, NaN included
-        s << "    out[i] = " << call_body("") << " != 0.0f;\n";
-      else
-        s << "    out[i] = " << call_body("") << ";\n";
+      for (std::size_t l = 0; l < nl; ++l) s << "    const " << ct << " v" << l << " = " << read(l) << ";\n";
+      s << "    out[i] = " << stored_as(k.out_dtype, k.compute, call_body("")) << ";\n";
     } else {
       for (std::size_t l = 0; l < nl; ++l) {
         if (k.leaves[l].strides[rank - 1] == 0)

@@ -31,15 +31,20 @@ Diagnostic jit_error(const std::string& what, llvm::Error e) {
   return jit_failure(what + ": " + llvm::toString(std::move(e)));
 }
 
-// Emits the scalar expression DAG of a kernel as f32 LLVM IR.
+// Emits the scalar expression DAG of a kernel as LLVM IR in its compute
+// type: f32 (exp, tanh and erf inline, the rest from the C library) or f64
+// (the C library's double functions throughout).
 class ExprEmitter {
  public:
-  ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx) : b_(b), m_(m), ctx_(ctx) {
-    f32_ = b_.getFloatTy();
+  ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx, ir::DType compute)
+      : b_(b), m_(m), ctx_(ctx), f64_(compute == ir::DType::F64) {
+    f32_ = f64_ ? b_.getDoubleTy() : b_.getFloatTy();
     i32_ = b_.getInt32Ty();
   }
 
-  llvm::Value* c(double v) { return llvm::ConstantFP::get(f32_, static_cast<float>(v)); }
+  llvm::Value* c(double v) {
+    return f64_ ? llvm::ConstantFP::get(f32_, v) : llvm::ConstantFP::get(f32_, static_cast<float>(v));
+  }
 
   // `leaf(var)` loads the value a variable reads; memoized per call.
   template <class LeafFn>
@@ -69,8 +74,10 @@ class ExprEmitter {
     for (std::size_t i = cs.size() - 1; i-- > 0;) acc = fma(acc, x, c(cs[i]));
     return acc;
   }
+  // The C library's `name`f (f32) or `name` (f64).
   llvm::Value* libm(const char* name, llvm::Value* x) {
-    auto callee = m_.getOrInsertFunction(name, llvm::FunctionType::get(f32_, {f32_}, false));
+    auto callee = m_.getOrInsertFunction(f64_ ? std::string(name) : std::string(name) + "f",
+                                         llvm::FunctionType::get(f32_, {f32_}, false));
     return b_.CreateCall(callee, {x});
   }
 
@@ -181,34 +188,34 @@ class ExprEmitter {
         v = call(llvm::Intrinsic::sqrt, {arg(n.a)});
         break;
       case SymOp::Exp:
-        v = exp(arg(n.a));
+        v = f64_ ? libm("exp", arg(n.a)) : exp(arg(n.a));
         break;
       case SymOp::Tanh:
-        v = tanh(arg(n.a));
+        v = f64_ ? libm("tanh", arg(n.a)) : tanh(arg(n.a));
         break;
       case SymOp::Erf:
-        v = erf(arg(n.a));
+        v = f64_ ? libm("erf", arg(n.a)) : erf(arg(n.a));
         break;
       case SymOp::Log:
-        v = libm("logf", arg(n.a));
+        v = libm("log", arg(n.a));
         break;
       case SymOp::Exp2:
-        v = libm("exp2f", arg(n.a));
+        v = libm("exp2", arg(n.a));
         break;
       case SymOp::Log2:
-        v = libm("log2f", arg(n.a));
+        v = libm("log2", arg(n.a));
         break;
       case SymOp::Sin:
-        v = libm("sinf", arg(n.a));
+        v = libm("sin", arg(n.a));
         break;
       case SymOp::Cos:
-        v = libm("cosf", arg(n.a));
+        v = libm("cos", arg(n.a));
         break;
       case SymOp::Log1p:
-        v = libm("log1pf", arg(n.a));
+        v = libm("log1p", arg(n.a));
         break;
       case SymOp::Pow: {
-        auto callee = m_.getOrInsertFunction("powf", llvm::FunctionType::get(f32_, {f32_, f32_}, false));
+        auto callee = m_.getOrInsertFunction(f64_ ? "pow" : "powf", llvm::FunctionType::get(f32_, {f32_, f32_}, false));
         v = b_.CreateCall(callee, {arg(n.a), arg(n.b)});
         break;
       }
@@ -220,7 +227,8 @@ class ExprEmitter {
   llvm::IRBuilder<>& b_;
   llvm::Module& m_;
   const ir::SymContext& ctx_;
-  llvm::Type* f32_;
+  bool f64_;
+  llvm::Type* f32_;  // the compute type
   llvm::Type* i32_;
 };
 
@@ -244,11 +252,17 @@ void emit_loop(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, const cha
   b.SetInsertPoint(exit);
 }
 
-// The LLVM type a buffer of `t` holds.
+// The LLVM type a buffer of `t` holds (bf16 as its bits).
 llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
   switch (t) {
     case ir::DType::F32:
       return b.getFloatTy();
+    case ir::DType::F64:
+      return b.getDoubleTy();
+    case ir::DType::F16:
+      return b.getHalfTy();
+    case ir::DType::BF16:
+      return b.getInt16Ty();
     case ir::DType::I64:
       return b.getInt64Ty();
     case ir::DType::I32:
@@ -257,23 +271,51 @@ llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
     case ir::DType::U8:
     case ir::DType::Bool:
       return b.getInt8Ty();
+  }
+  throw std::logic_error(std::string("llvm codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+}
+
+// A loaded element of `t` as the kernel's compute type `ct` (loop_kernel.hpp).
+llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* ct) {
+  switch (t) {
+    case ir::DType::F32:
+    case ir::DType::F64:
+    case ir::DType::F16:
+      return b.CreateFPCast(v, ct);
+    case ir::DType::BF16:  // the high half of an f32
+      return b.CreateFPCast(b.CreateBitCast(b.CreateShl(b.CreateZExt(v, b.getInt32Ty()), 16), b.getFloatTy()), ct);
+    case ir::DType::I64:  // through double, as the reference cast rounds
+      return b.CreateFPCast(b.CreateSIToFP(v, b.getDoubleTy()), ct);
+    case ir::DType::U8:
+    case ir::DType::Bool:
+      return b.CreateUIToFP(v, ct);
     default:
-      throw std::logic_error(std::string("llvm codegen: no loop-kernel element of type ") + ir::dtype_name(t));
+      return b.CreateSIToFP(v, ct);
   }
 }
 
-// A loaded element of `t` as the f32 the kernel computes on (loop_kernel.hpp).
-llvm::Value* to_f32(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t) {
+// A computed value stored as `t`: rounded once (f16 and bf16 through f32, as
+// Tensor::set rounds them), a bool as value != 0 (NaN included: unordered or
+// not equal).
+llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* out_type) {
   switch (t) {
-    case ir::DType::F32:
-      return v;
-    case ir::DType::I64:  // through double, as the reference cast rounds
-      return b.CreateFPTrunc(b.CreateSIToFP(v, b.getDoubleTy()), b.getFloatTy());
-    case ir::DType::U8:
     case ir::DType::Bool:
-      return b.CreateUIToFP(v, b.getFloatTy());
+      return b.CreateZExt(b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0)), out_type);
+    case ir::DType::F32:
+    case ir::DType::F64:
+      return b.CreateFPCast(v, out_type);
+    case ir::DType::F16:
+      return b.CreateFPTrunc(b.CreateFPCast(v, b.getFloatTy()), out_type);
+    case ir::DType::BF16: {
+      // Round to nearest even on the bits; a NaN keeps its high bits, quieted.
+      llvm::Value* x = b.CreateBitCast(b.CreateFPCast(v, b.getFloatTy()), b.getInt32Ty());
+      llvm::Value* odd = b.CreateAnd(b.CreateLShr(x, 16), b.getInt32(1));
+      llvm::Value* rounded = b.CreateLShr(b.CreateAdd(x, b.CreateAdd(odd, b.getInt32(0x7FFF))), 16);
+      llvm::Value* nan = b.CreateOr(b.CreateLShr(x, 16), b.getInt32(0x40));
+      return b.CreateTrunc(b.CreateSelect(b.CreateFCmpUNO(v, v), nan, rounded), out_type);
+    }
     default:
-      return b.CreateSIToFP(v, b.getFloatTy());
+      throw std::logic_error(std::string("llvm codegen: no loop-kernel result of type ") + ir::dtype_name(t));
   }
 }
 
@@ -282,6 +324,8 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   llvm::IRBuilder<> b(ctx);
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();
+  check_kernel_types(k);
+  llvm::Type* ct = element_type(b, k.compute);
   llvm::Type* ptr = b.getPtrTy();
   const std::size_t nleaves = k.leaves.size();
 
@@ -313,9 +357,8 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   for (std::size_t i = 0; i < nleaves; ++i) leaf_of[k.leaf_vars[i]] = i;
   std::vector<llvm::Type*> leaf_type;
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
-  check_kernel_types(k);
   llvm::Type* out_type = element_type(b, k.out_dtype);
-  ExprEmitter ex(b, m, *k.ctx);
+  ExprEmitter ex(b, m, *k.ctx, k.compute);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
     // Element offsets of this row in every leaf: the row's multi-index over
@@ -349,15 +392,12 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
           std::size_t l = leaf_of.at(var);
           llvm::Type* t = leaf_type[l];
-          return to_f32(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype);
+          return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype, ct);
         });
       };
       llvm::Value* dst = b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i));
       if (k.reduce == ReduceKind::None) {
-        llvm::Value* v = body_at(offsets_at({}, rank));
-        if (k.out_dtype == ir::DType::Bool)  // value != 0, NaN included (unordered or not equal)
-          v = b.CreateZExt(b.CreateFCmpUNE(v, ex.c(0)), out_type);
-        b.CreateStore(v, dst);
+        b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
         return;
       }
       // Reduction: an accumulator in memory (promoted to a register by

@@ -28,13 +28,17 @@ void simplify_block(LoopKernel& k, std::vector<std::int64_t>& dims, std::size_t 
 
 }  // namespace
 
-bool leaf_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool || ir::is_integer(t); }
+bool leaf_dtype(ir::DType t) { return ir::is_float(t) || t == ir::DType::Bool || ir::is_integer(t); }
 
-bool kernel_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }
+bool kernel_dtype(ir::DType t) { return ir::is_float(t) || t == ir::DType::Bool; }
+
+ir::DType compute_dtype(ir::DType t) { return t == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32; }
 
 void check_kernel_types(const LoopKernel& k) {
   if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
+  if (k.compute != ir::DType::F32 && (k.compute != ir::DType::F64 || k.reduce != ReduceKind::None))
+    throw std::logic_error(k.name + ": a loop kernel cannot do its arithmetic in " + ir::dtype_name(k.compute));
   for (const Leaf& l : k.leaves)
     if (!leaf_dtype(l.dtype)) throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
 }

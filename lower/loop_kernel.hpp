@@ -10,12 +10,16 @@
 // fused chain of elementwise ops is the composition of the ops' own kernels
 // from the registry: nothing about an op's meaning is restated here.
 //
-// Element types: the arithmetic is f32. A leaf of another type is converted
-// when read (bool and integers to their value, an i64 through double, as the
-// reference cast rounds it), and a bool result stores `value != 0` (NaN is
-// true), as Tensor::set does; so comparisons, logic, where and casts fuse
-// with the f32 arithmetic around them. Integer arithmetic never runs here:
-// an integer result is not a kernel's (kernel_dtype says which types are).
+// Element types: the arithmetic is in `compute`, f32 or f64. A leaf of
+// another type is converted when read (bool and integers to their value, an
+// i64 through double, as the reference cast rounds it; f16 and bf16 exactly),
+// and the result is rounded once when stored: f16 and bf16 to nearest even
+// through f32 (as Tensor::set rounds them), a bool as `value != 0` (NaN is
+// true); so comparisons, logic, where and casts fuse with the arithmetic
+// around them. Integer arithmetic never runs here: an integer result is not
+// a kernel's (kernel_dtype says which types are). f64 arithmetic runs in f64
+// (compute_dtype), and so do comparisons of 8- and 32-bit integers, which
+// f64 holds exactly.
 //
 // Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
 // reduction's `post`, `acc_var`); every leaf access stays inside its buffer
@@ -39,10 +43,13 @@ struct Leaf {
   ir::DType dtype = ir::DType::F32;   // the buffer's element type (leaf_dtype)
 };
 
-// Types a leaf may have: f32, bool and the integers (read as values).
+// Types a leaf may have: the floats, bool and the integers (read as values).
 bool leaf_dtype(ir::DType t);
-// Types a kernel's result may have: f32 and bool (a reduction's: f32).
+// Types a kernel's result may have: the floats and bool (a reduction's: f32).
 bool kernel_dtype(ir::DType t);
+// The arithmetic a kernel computing values of `t` does: f64 for f64, else
+// f32 (f16 and bf16 compute in f32 and round when stored).
+ir::DType compute_dtype(ir::DType t);
 // Throws std::logic_error when `k`'s result or a leaf has a type a loop
 // kernel cannot have (the code generators call it before emitting).
 void check_kernel_types(const LoopKernel& k);
@@ -62,6 +69,7 @@ struct LoopKernel {
   std::vector<Leaf> leaves;
   BufferId out = -1;
   ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
+  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32 or f64 (reductions: f32)
   int ops = 0;                           // graph ops fused into it (reports)
 };
 

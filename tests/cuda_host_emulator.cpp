@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "ir/symbolic.hpp"
+#include "ir/tensor.hpp"
 
 namespace saturn::test {
 
@@ -41,6 +43,8 @@ static sat_dim3 blockDim, gridDim;
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline float __int_as_float(unsigned bits) { float f; std::memcpy(&f, &bits, 4); return f; }
+static inline float __uint_as_float(unsigned bits) { return __int_as_float(bits); }
+static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static std::mutex sat_error_mu;
 static std::string sat_error;
 static void sat_fail(const std::string& what) {
@@ -165,24 +169,20 @@ constexpr std::uint32_t kUnwrittenF32 = 0x7fa5a5a5u;
 constexpr std::uint8_t kUnwrittenByte = 0xa5;
 constexpr std::size_t kGuard = 64;  // elements after the output that must stay unwritten
 
+// (For f16, bf16, f64 and i64: a byte pattern no kernel here computes.)
 void mark_unwritten(std::uint8_t* p, std::size_t n, ir::DType t) {
   for (std::size_t i = 0; i < n; ++i) {
     if (t == ir::DType::F32)
       std::memcpy(p + 4 * i, &kUnwrittenF32, 4);
-    else if (t == ir::DType::I64)
-      std::memset(p + 8 * i, kUnwrittenByte, 8);  // (no index is that large)
     else
-      p[i] = kUnwrittenByte;
+      std::memset(p + ir::dtype_size(t) * i, kUnwrittenByte, ir::dtype_size(t));
   }
 }
 bool unwritten(const std::uint8_t* p, std::size_t i, ir::DType t) {
-  if (t == ir::DType::I64) {
-    std::int64_t v, mark;
-    std::memcpy(&v, p + 8 * i, 8);
-    std::memset(&mark, kUnwrittenByte, 8);
-    return v == mark;
+  if (t != ir::DType::F32) {
+    const std::size_t size = ir::dtype_size(t);
+    return std::all_of(p + size * i, p + size * (i + 1), [](std::uint8_t b) { return b == kUnwrittenByte; });
   }
-  if (t != ir::DType::F32) return p[i] == kUnwrittenByte;
   std::uint32_t bits;
   std::memcpy(&bits, p + 4 * i, sizeof bits);
   return bits == kUnwrittenF32;
@@ -197,6 +197,15 @@ std::unique_ptr<std::uint8_t, decltype(&std::free)> stored_as(const std::vector<
     switch (t) {
       case ir::DType::F32:
         put(v[i]);
+        break;
+      case ir::DType::F64:
+        put(static_cast<double>(v[i]));
+        break;
+      case ir::DType::F16:
+        put(ir::float_to_half(v[i]));
+        break;
+      case ir::DType::BF16:
+        put(ir::float_to_bf16(v[i]));
         break;
       case ir::DType::I64:
         put(static_cast<std::int64_t>(v[i]));
@@ -319,6 +328,14 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
     if (unwritten(r, i, out_dtype)) return "output element " + std::to_string(i) + " was never written";
     if (out_dtype == ir::DType::F32) {
       std::memcpy(&out[i], r + 4 * i, 4);
+    } else if (out_dtype == ir::DType::F64) {
+      double v;
+      std::memcpy(&v, r + 8 * i, 8);
+      out[i] = static_cast<float>(v);
+    } else if (out_dtype == ir::DType::F16 || out_dtype == ir::DType::BF16) {
+      std::uint16_t v;
+      std::memcpy(&v, r + 2 * i, 2);
+      out[i] = out_dtype == ir::DType::F16 ? ir::half_to_float(v) : ir::bf16_to_float(v);
     } else if (out_dtype == ir::DType::I64) {
       std::int64_t v;
       std::memcpy(&v, r + 8 * i, 8);
@@ -346,9 +363,11 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
     if (k.reduce == lower::ReduceKind::None) {
       load(o, 0);
       const double v = ctx.evaluate(k.body, value);
-      // A bool result is `value != 0` (NaN included), as Tensor::set stores it.
-      out[static_cast<std::size_t>(o)] =
-          k.out_dtype == ir::DType::Bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v);
+      // Stored as Tensor::set stores it: a bool is `value != 0` (NaN
+      // included), f16 and bf16 round through f32.
+      ir::Tensor stored(k.out_dtype, {});
+      stored.set(0, v);
+      out[static_cast<std::size_t>(o)] = static_cast<float>(stored.at(0));
       continue;
     }
     double acc = k.reduce == lower::ReduceKind::Sum ? 0.0 : k.reduce == lower::ReduceKind::Max ? -INFINITY : INFINITY;
@@ -383,6 +402,10 @@ std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned
       const int s = special(gen);
       if (leaf.dtype == ir::DType::Bool)
         x = static_cast<float>(bit(gen));
+      else if (leaf.dtype == ir::DType::F16)  // values the leaf's type holds exactly
+        x = ir::half_to_float(ir::float_to_half(dist(gen)));
+      else if (leaf.dtype == ir::DType::BF16)
+        x = ir::bf16_to_float(ir::float_to_bf16(dist(gen)));
       else if (leaf.dtype == ir::DType::U8)
         x = static_cast<float>(unsigned_small(gen));
       else if (ir::is_integer(leaf.dtype))
@@ -421,20 +444,22 @@ std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>
     }
     std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
     std::string error = emu->run(i, ptrs, got, kernels[i].out_dtype);
-    if (error.empty()) error = first_mismatch(got, reference_kernel(kernels[i], inputs));
+    if (error.empty()) error = first_mismatch(got, reference_kernel(kernels[i], inputs), kernels[i].out_dtype);
     if (!error.empty()) wrong.push_back(where.at(i) + " (" + kernels[i].name + "): " + error);
   }
   return wrong;
 }
 
-std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want) {
+std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want, ir::DType t) {
   if (got.size() != want.size())
     return std::to_string(got.size()) + " elements where " + std::to_string(want.size()) + " were expected";
+  // f32 arithmetic may round to the other neighbour of a narrow result.
+  const float ulp = t == ir::DType::F16 ? 0x1p-10f : t == ir::DType::BF16 ? 0x1p-7f : 0.0f;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const float g = got[i], w = want[i];
     const bool same = std::isnan(w)   ? std::isnan(g)
                       : std::isinf(w) ? g == w
-                                      : std::isfinite(g) && std::fabs(g - w) <= 1e-3f + 1e-4f * std::fabs(w);
+                                      : std::isfinite(g) && std::fabs(g - w) <= 1e-3f + (1e-4f + ulp) * std::fabs(w);
     if (!same) {
       std::ostringstream s;
       s << "element " << i << ": " << g << " where the loop kernel gives " << w;

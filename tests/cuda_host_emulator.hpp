@@ -60,8 +60,8 @@ class CudaHostEmulator {
 };
 
 // The loop kernel's meaning, evaluated in double over the leaves' arrays
-// (one per leaf, read at offset + index . strides) and rounded to f32 (a
-// bool result: 0 or 1).
+// (one per leaf, read at offset + index . strides) and stored as its result
+// type would store it (a bool result: 0 or 1), as f32.
 std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves);
 
 // Arrays for the leaves of `k`, each as long as its reads reach, filled with
@@ -81,8 +81,9 @@ std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>
 // A fresh work directory for an emulator, under the system's temporary one.
 std::string emulator_dir(const std::string& tag);
 
-// The first element where `got` and `want` differ beyond f32 tolerance
-// (NaN matches NaN, infinities match exactly), as a message, or "".
-std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want);
+// The first element where `got` and `want` differ beyond f32 tolerance (and
+// one unit in the last place of a result of type `t` narrower than f32; NaN
+// matches NaN, infinities match exactly), as a message, or "".
+std::string first_mismatch(const std::vector<float>& got, const std::vector<float>& want, ir::DType t = ir::DType::F32);
 
 }  // namespace saturn::test

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "bench/models.hpp"
+#include "lower/loop_kernel.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
 
@@ -582,11 +583,103 @@ TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across
         b.finish({b.op("cast", {zero}, to_bool), b.op("cast", {nan}, to_bool), b.op("equal", {nan, nan})}));
     CHECK(p->reference_ops.empty());
   }
-  SECTION("a comparison of integers is not fused - f32 would not be exact") {
+  SECTION("a comparison of i64 values is not fused - f64 would not be exact") {
     models::GraphBuilder b("cmp");
     std::string k = b.input("k", {2, 3}, ir::DType::I64);
     auto p = check_against_interpreter(b.finish({b.op("less", {k, k})}));
     CHECK(p->reference_ops == std::vector<std::string>{"less"});
+  }
+  SECTION("comparisons of 8- and 32-bit integers fuse - in f64 - where f32 would round") {
+    models::GraphBuilder b("cmp32");
+    std::string k = b.input("k", {4}, ir::DType::I32), j = b.input("j", {4}, ir::DType::I32);
+    std::string c = b.input("c", {4}, ir::DType::I8);
+    ir::Tensor kv(ir::DType::I32, {4}), jv(ir::DType::I32, {4}), cv(ir::DType::I8, {4});
+    // 2^24 + 1 and 2^24 are one f32.
+    const std::vector<std::int64_t> ks{16777217, -16777217, 5, 2147483647}, js{16777216, -16777216, 5, 2147483646};
+    for (std::size_t i = 0; i < 4; ++i) {
+      kv.set_int(i, ks[i]);
+      jv.set_int(i, js[i]);
+      cv.set_int(i, static_cast<std::int64_t>(i) * 60 - 100);
+    }
+    auto p = check_against_interpreter(
+        b.finish({b.op("equal", {k, j}), b.op("less", {j, k}), b.op("greater", {c, b.fill({}, 10, ir::DType::I8)})}),
+        {kv, jv, cv}, 0, 0);
+    CHECK(p->reference_ops.empty());
+  }
+}
+
+TEST_CASE("f16 - bf16 and f64 values are kernels too - rounded once when stored - f64 computed in f64") {
+  auto cast_to = [](const char* t) {
+    ir::Attrs a;
+    a.set("to", std::string(t));
+    return a;
+  };
+  SECTION("f32 to f16 and back rounds to nearest even - overflow - subnormals - NaN") {
+    for (const char* narrow : {"f16", "bf16"}) {
+      INFO(narrow);
+      models::GraphBuilder b("narrow");
+      std::string x = b.input("x", {14});
+      // The f16 value is stored before the cast back (a fused kernel would
+      // keep x's f32 bits, and these inputs tell the difference).
+      std::string y = b.op("cast", {b.op("mul", {x, b.fill({}, 1.0)})}, cast_to(narrow));
+      std::string back = b.op("add", {b.op("cast", {y}, cast_to("f32")), b.fill({}, 0.0)});
+      ir::Tensor xv(ir::DType::F32, {14});
+      const std::vector<double> vals{1 + 0x1p-11,
+                                     1 + 3 * 0x1p-11,
+                                     1 + 0x1p-8,
+                                     1 + 3 * 0x1p-8,
+                                     65519.0,
+                                     65520.0,
+                                     0x1p-25,
+                                     0x1p-25 + 0x1p-40,
+                                     3e-5,
+                                     -0.0,
+                                     std::numeric_limits<double>::quiet_NaN(),
+                                     3.4e38,
+                                     -1e39,
+                                     0.1};
+      for (std::size_t i = 0; i < vals.size(); ++i) xv.set(i, vals[i]);
+      auto p = check_against_interpreter(b.finish({back}), {xv}, 0, 0);
+      CHECK(p->reference_ops.empty());
+      CHECK(p->fused_kernels == 2);
+    }
+  }
+  SECTION("f16 and bf16 arithmetic computes in f32 and rounds each result") {
+    for (ir::DType t : {ir::DType::F16, ir::DType::BF16}) {
+      INFO(ir::dtype_name(t));
+      models::GraphBuilder b("half");
+      std::string x = b.input("x", {3, 17}, t), y = b.input("y", {1, 17}, t);
+      std::string s = b.op("add", {b.op("mul", {x, y}), b.op("max", {x, y})});
+      auto p = check_against_interpreter(b.finish({b.op("tanh", {s}), b.op("cast", {s}, cast_to("f32"))}), 1e-2, 1e-2);
+      CHECK(p->reference_ops.empty());
+    }
+  }
+  SECTION("f64 arithmetic keeps f64 precision") {
+    models::GraphBuilder b("double");
+    std::string x = b.input("x", {2, 9}, ir::DType::F64);
+    std::string tiny = b.fill({}, 1e-12, ir::DType::F64);
+    // x + 1e-12 - x is 0 in f32 and 1e-12 in f64; exp, tanh and erf from the C library.
+    std::string d = b.op("sub", {b.op("add", {x, tiny}), x});
+    std::string e = b.op("add", {b.op("exp", {x}), b.op("mul", {b.op("tanh", {x}), b.op("erf", {x})})});
+    std::string ne = b.op("equal", {b.op("add", {x, tiny}), x});
+    auto p = check_against_interpreter(b.finish({d, e, ne, b.op("cast", {e}, cast_to("f32"))}), 1e-13, 1e-20);
+    CHECK(p->reference_ops.empty());
+    // (The cast to f32 rounds an f64 leaf: f32 arithmetic.)
+    for (const lower::LoopKernel& k : *p->kernels)
+      CHECK(k.compute == (k.out_dtype == ir::DType::F32 ? ir::DType::F32 : ir::DType::F64));
+  }
+  SECTION("casts between f64 - f32 - f16 - integers and bool") {
+    models::GraphBuilder b("casts");
+    std::string x = b.input("x", {3, 5}, ir::DType::F64);
+    std::string k = b.input("k", {3, 5}, ir::DType::I32);
+    std::string tiny = b.op("mul", {x, b.fill({}, 1e-50, ir::DType::F64)});
+    auto p =
+        check_against_interpreter(b.finish({b.op("cast", {x}, cast_to("f32")), b.op("cast", {x}, cast_to("f16")),
+                                            b.op("cast", {tiny}, cast_to("bool")), b.op("cast", {k}, cast_to("f64")),
+                                            b.op("cast", {b.op("cast", {x}, cast_to("f32"))}, cast_to("f64")),
+                                            b.op("cast", {k}, cast_to("bf16"))}),
+                                  0, 0);
+    CHECK(p->reference_ops.empty());
   }
 }
 

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #include "bench/models.hpp"
 #include "lower/cpu_lowering.hpp"
@@ -145,6 +146,50 @@ ir::Graph typed_kernels() {
 // The first loop kernel of typed_kernels().
 lower::LoopKernel typed_loop_kernel() { return kernels_of(typed_kernels()).at(0); }
 
+// Kernels of f16, bf16 and f64 values: casts between them, f16 arithmetic
+// (in f32, rounded when stored), f64 arithmetic in f64, and comparisons of
+// 32-bit integers (in f64).
+ir::Graph wide_typed_kernels() {
+  models::GraphBuilder b("wide");
+  std::string h = b.input("h", {5, 12}, ir::DType::F16);
+  std::string bf = b.input("bf", {1, 12}, ir::DType::BF16);
+  std::string d = b.input("d", {5, 12}, ir::DType::F64);
+  std::string x = b.input("x", {5, 12});
+  std::string i = b.input("i", {5, 1}, ir::DType::I32);
+  auto cast = [&](const std::string& v, const char* to) {
+    ir::Attrs a;
+    a.set("to", std::string(to));
+    return b.op("cast", {v}, a);
+  };
+  return b.finish({
+      b.op("add", {b.op("mul", {h, h}), b.fill({}, 0.5, ir::DType::F16)}),  // f16 arithmetic
+      cast(x, "f16"),
+      cast(x, "bf16"),
+      b.op("mul", {cast(bf, "f32"), x}),
+      b.op("tanh", {b.op("add", {b.op("exp", {d}), cast(h, "f64")})}),  // f64 arithmetic
+      cast(d, "f32"),
+      cast(d, "bf16"),
+      b.op("less", {i, b.fill({}, 0, ir::DType::I32)}),
+  });
+}
+
+// One kernel reading a leaf of type `from` into a result of type `to`.
+lower::LoopKernel cast_kernel(ir::DType from, ir::DType to, std::int64_t n) {
+  lower::LoopKernel k;
+  k.name = std::string("cast ") + ir::dtype_name(from) + " to " + ir::dtype_name(to);
+  k.ctx = std::make_shared<ir::SymContext>();
+  const ir::Sym v = k.ctx->var("x");
+  k.body = v.id();
+  k.leaf_vars = {v.id()};
+  k.leaves = {lower::Leaf{0, 0, {1}, from}};
+  k.dims = {n};
+  k.out_dtype = to;
+  k.compute = lower::compute_dtype(to);
+  return k;
+}
+
+bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0; }
+
 }  // namespace
 
 TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90") {
@@ -168,6 +213,26 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   k.out_dtype = ir::DType::Bool;
   k.reduce = lower::ReduceKind::Sum;
   CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
+}
+
+TEST_CASE("f16 - bf16 and f64 kernels compile with NVRTC - halves as bits - f64 arithmetic in double") {
+  const auto ks = sources_of(wide_typed_kernels());
+  compiles_for_both(ks);
+  int halves = 0, doubles = 0, vectorized = 0;
+  for (const auto& k : ks) {
+    halves += k.source.find("unsigned short* __restrict__ out") != std::string::npos;
+    doubles += k.source.find("__device__ __forceinline__ double " + k.name + "_body") != std::string::npos;
+    vectorized += k.vectorized;
+  }
+  // Ten kernels: h*h is stored (rounded to f16) before + 0.5 reads it, so
+  // five store halves (the mul, the add, the casts of x and d's to bf16);
+  // two compute in double (exp+cast+add+tanh of d, the i32 comparison); the
+  // cast of bf is stored before it broadcasts, and the product with x,
+  // f32 throughout, reads float4.
+  CHECK(ks.size() == 10);
+  CHECK(halves == 5);
+  CHECK(doubles == 2);
+  CHECK(vectorized == 1);
 }
 
 TEST_CASE("Every fusable elementwise op compiles with NVRTC for sm_80 and sm_90") {
@@ -261,6 +326,55 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
   SECTION("bool and integer leaves - bool results - finite values and NaN") {
     CHECK(emulated_kernels_match(typed_kernels(), "typed") == 8);
     CHECK(emulated_kernels_match(typed_kernels(), "typed-special", special_values) == 8);
+  }
+  SECTION("f16 - bf16 and f64 leaves and results - f64 arithmetic") {
+    CHECK(emulated_kernels_match(wide_typed_kernels(), "wide") == 10);
+    CHECK(emulated_kernels_match(wide_typed_kernels(), "wide-special", special_values) == 10);
+  }
+  SECTION("every f16 and bf16 value widens exactly - f32 narrows to nearest even as the interpreter does") {
+    const std::int64_t n = 65536;
+    std::vector<lower::LoopKernel> ks = {
+        cast_kernel(ir::DType::F16, ir::DType::F32, n), cast_kernel(ir::DType::BF16, ir::DType::F32, n),
+        cast_kernel(ir::DType::F32, ir::DType::F16, n), cast_kernel(ir::DType::F32, ir::DType::BF16, n)};
+    std::vector<lower::CudaKernelSource> src;
+    for (std::size_t i = 0; i < ks.size(); ++i) src.push_back(lower::cuda_kernel_source(ks[i], static_cast<int>(i)));
+    auto emu = test::CudaHostEmulator::build(src, test::emulator_dir("halves"));
+    if (!emu) FAIL(emu.error().message);
+    std::vector<std::uint16_t> bits(n);
+    for (std::int64_t b = 0; b < n; ++b) bits[static_cast<std::size_t>(b)] = static_cast<std::uint16_t>(b);
+    // f32 values around every rounding boundary of both: each half and
+    // bf16 value, the midpoints to the next one, and a hair either side.
+    std::vector<float> wide;
+    for (std::int64_t b = 0; b < n / 4; ++b) {
+      const float lo = ir::half_to_float(static_cast<std::uint16_t>(b * 2)),
+                  hi = ir::half_to_float(static_cast<std::uint16_t>(b * 2 + 1));
+      const float mid = lo + (hi - lo) / 2;
+      for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) wide.push_back(v);
+    }
+    wide.resize(static_cast<std::size_t>(n));
+    wide[0] = NAN, wide[1] = INFINITY, wide[2] = -3.4e38f, wide[3] = 65520.0f, wide[4] = 65519.99f;
+    wide[5] = 0x1p-25f, wide[6] = std::nextafter(0x1p-25f, 1.0f), wide[7] = 1 + 0x1p-8f, wide[8] = 1 + 3 * 0x1p-8f;
+    std::vector<float> got(static_cast<std::size_t>(n));
+    for (int which = 0; which < 2; ++which) {
+      const bool f16 = which == 0;
+      INFO((f16 ? "f16" : "bf16"));
+      CHECK(emu->run(static_cast<std::size_t>(which), {bits.data()}, got, ir::DType::F32, 8, 256) == "");
+      int wrong = 0;
+      for (std::int64_t b = 0; b < n; ++b) {
+        const auto h = static_cast<std::uint16_t>(b);
+        wrong += !same_value(got[static_cast<std::size_t>(b)], f16 ? ir::half_to_float(h) : ir::bf16_to_float(h));
+      }
+      CHECK(wrong == 0);
+      CHECK(emu->run(static_cast<std::size_t>(2 + which), {wide.data()}, got, f16 ? ir::DType::F16 : ir::DType::BF16, 8,
+                     256) == "");
+      wrong = 0;
+      for (std::size_t i = 0; i < wide.size(); ++i) {
+        const float want =
+            f16 ? ir::half_to_float(ir::float_to_half(wide[i])) : ir::bf16_to_float(ir::float_to_bf16(wide[i]));
+        wrong += !same_value(got[i], want);
+      }
+      CHECK(wrong == 0);
+    }
   }
   SECTION("float4 rows with broadcast rows - columns and scalars") {
     models::GraphBuilder b("vec");
