@@ -233,31 +233,15 @@ class Lowerer {
     if (v.view.dense() && !v.is_scalar_constant) return v.view;
     return whole(v);
   }
-  // A stored, contiguous, whole-buffer copy of v (copies when it must).
+  // A stored, contiguous, whole-buffer copy of v (copies when it must: a
+  // loop kernel, which copies values of any type).
   View whole(Value& v) {
     store(v, "", false);
     if (v.view.whole() && !v.is_scalar_constant) return v.view;
-    if (!kernel_dtype(v.dtype)) return copy_any(v);
     BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
     emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy", {}, compute_dtype(v.dtype));
     v.view = View::of(out, v.dims);
     v.is_scalar_constant = false;
-    return v.view;
-  }
-  View copy_any(Value& v) {
-    BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
-    Step s;
-    s.kind = StepKind::Reference;
-    s.label = "strided copy";
-    s.reads = {v.view.buffer};
-    s.writes = {out};
-    View src = v.view;
-    const std::size_t esize = ir::dtype_size(v.dtype);
-    s.run = [src, out, esize](const RunContext& ctx) {
-      gather(ctx.addr[static_cast<std::size_t>(src.buffer)], esize, src, ctx.addr[static_cast<std::size_t>(out)]);
-    };
-    p_->steps.push_back(std::move(s));
-    v.view = View::of(out, v.dims);
     return v.view;
   }
 
@@ -703,13 +687,9 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
       if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
         Value copy = v;
-        if (kernel_dtype(v.dtype)) {
-          BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
-          emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy", {}, compute_dtype(v.dtype));
-          copy.view = View::of(out, v.dims);
-        } else {
-          copy_any(copy);
-        }
+        BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
+        emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy", {}, compute_dtype(v.dtype));
+        copy.view = View::of(out, v.dims);
         copy.is_scalar_constant = false;
         p_->outputs.push_back(copy.view.buffer);
       } else {
@@ -945,7 +925,7 @@ void Lowerer::lower_node(std::size_t index) {
     store(*in[0]);
     Value v = *in[0];
     Dims to = ir::static_dims(out_types[0].shape);
-    if (!v.view.contiguous() && kernel_dtype(v.dtype)) {
+    if (!v.view.contiguous()) {
       v.view = whole(v);  // transposed or broadcast: one copy kernel, then a free reshape
     }
     if (v.view.contiguous()) {

@@ -309,7 +309,9 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
     s << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < " << items
       << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
     decompose(s, k, vec ? "i * 4" : "i", k.dims, 0, false, "    ");
-    if (!vec) {
+    if (!vec && is_copy(k)) {  // the element as it is, of any type
+      s << "    out[i] = l0[off0];\n";
+    } else if (!vec) {
       for (std::size_t l = 0; l < nl; ++l) s << "    const " << ct << " v" << l << " = " << read(l) << ";\n";
       s << "    out[i] = " << stored_as(k.out_dtype, k.compute, call_body("")) << ";\n";
     } else {

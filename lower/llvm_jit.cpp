@@ -358,6 +358,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   std::vector<llvm::Type*> leaf_type;
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
   llvm::Type* out_type = element_type(b, k.out_dtype);
+  const bool copy = is_copy(k);
   ExprEmitter ex(b, m, *k.ctx, k.compute);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
@@ -397,7 +398,12 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       };
       llvm::Value* dst = b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i));
       if (k.reduce == ReduceKind::None) {
-        b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
+        if (copy) {  // the element as it is, of any type
+          const std::vector<llvm::Value*> off = offsets_at({}, rank);
+          b.CreateStore(b.CreateLoad(out_type, b.CreateInBoundsGEP(out_type, leaf_ptr[0], off[0])), dst);
+        } else {
+          b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
+        }
         return;
       }
       // Reduction: an accumulator in memory (promoted to a register by

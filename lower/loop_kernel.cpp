@@ -34,8 +34,13 @@ bool kernel_dtype(ir::DType t) { return ir::is_float(t) || t == ir::DType::Bool;
 
 ir::DType compute_dtype(ir::DType t) { return t == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32; }
 
+bool is_copy(const LoopKernel& k) {
+  return k.reduce == ReduceKind::None && k.leaves.size() == 1 && k.leaf_vars.size() == 1 && k.body == k.leaf_vars[0] &&
+         k.leaves[0].dtype == k.out_dtype;
+}
+
 void check_kernel_types(const LoopKernel& k) {
-  if (!kernel_dtype(k.out_dtype) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+  if ((!kernel_dtype(k.out_dtype) && !is_copy(k)) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
   if (k.compute != ir::DType::F32 && (k.compute != ir::DType::F64 || k.reduce != ReduceKind::None))
     throw std::logic_error(k.name + ": a loop kernel cannot do its arithmetic in " + ir::dtype_name(k.compute));

@@ -17,7 +17,8 @@
 // through f32 (as Tensor::set rounds them), a bool as `value != 0` (NaN is
 // true); so comparisons, logic, where and casts fuse with the arithmetic
 // around them. Integer arithmetic never runs here: an integer result is not
-// a kernel's (kernel_dtype says which types are). f64 arithmetic runs in f64
+// a kernel's (kernel_dtype says which types are), though a kernel may copy
+// integers unchanged (is_copy). f64 arithmetic runs in f64
 // (compute_dtype), and so do comparisons of 8- and 32-bit integers, which
 // f64 holds exactly.
 //
@@ -45,7 +46,8 @@ struct Leaf {
 
 // Types a leaf may have: the floats, bool and the integers (read as values).
 bool leaf_dtype(ir::DType t);
-// Types a kernel's result may have: the floats and bool (a reduction's: f32).
+// Types a kernel's result may have: the floats and bool (a reduction's: f32;
+// a copy's: any, is_copy).
 bool kernel_dtype(ir::DType t);
 // The arithmetic a kernel computing values of `t` does: f64 for f64, else
 // f32 (f16 and bf16 compute in f32 and round when stored).
@@ -72,6 +74,10 @@ struct LoopKernel {
   ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32 or f64 (reductions: f32)
   int ops = 0;                           // graph ops fused into it (reports)
 };
+
+// Whether `k` copies its one leaf, of its result's type, element for element
+// (no arithmetic): such a kernel moves values of any type, integers too.
+bool is_copy(const LoopKernel& k);
 
 // Merges adjacent dimensions that every leaf (and the contiguous result)
 // walks as one, drops size-1 dimensions, and splits a long single dimension

@@ -312,7 +312,7 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
                                   ir::DType out_dtype, int blocks, int threads) const {
   if (index >= count_) return "no kernel " + std::to_string(index);
   if (threads <= 0 || threads % 32 != 0 || blocks <= 0) return "a launch of whole warps is needed";
-  if (!lower::kernel_dtype(out_dtype) && out_dtype != ir::DType::I64)
+  if (!lower::kernel_dtype(out_dtype) && !ir::is_integer(out_dtype))
     return std::string("no kernel result of type ") + ir::dtype_name(out_dtype);
   const std::size_t n = out.size() + kGuard;
   AlignedBytes result(n * ir::dtype_size(out_dtype));
@@ -336,10 +336,10 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
       std::uint16_t v;
       std::memcpy(&v, r + 2 * i, 2);
       out[i] = out_dtype == ir::DType::F16 ? ir::half_to_float(v) : ir::bf16_to_float(v);
-    } else if (out_dtype == ir::DType::I64) {
-      std::int64_t v;
-      std::memcpy(&v, r + 8 * i, 8);
-      out[i] = static_cast<float>(v);
+    } else if (out_dtype != ir::DType::Bool) {  // integers
+      ir::Tensor element(out_dtype, {});
+      std::memcpy(element.bytes(), r + ir::dtype_size(out_dtype) * i, ir::dtype_size(out_dtype));
+      out[i] = static_cast<float>(element.at_int(0));
     } else if (r[i] > 1) {
       return "output element " + std::to_string(i) + " is bool " + std::to_string(r[i]) + ", neither 0 nor 1";
     } else {

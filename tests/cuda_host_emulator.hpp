@@ -44,8 +44,8 @@ class CudaHostEmulator {
 
   // Runs kernel `index` on `leaves` (one array per leaf of its LoopKernel,
   // in order, each of the leaf's type) into `out` (the result's elements,
-  // computed as `out_dtype`: a bool as 0 or 1; an i64, an own kernel's
-  // indices, as their value). The launch is `blocks`
+  // computed as `out_dtype`: a bool as 0 or 1; an integer (a copy's, or an
+  // own kernel's indices) as its value). The launch is `blocks`
   // blocks of `threads` threads (a multiple of 32). Returns "" or what went
   // wrong.
   std::string run(std::size_t index, const std::vector<const void*>& leaves, std::vector<float>& out,

@@ -1096,6 +1096,10 @@ TEST_CASE("Movement ops of integer and bool values are views too") {
                                    random_tensor({1, 4}, 2, 0, 1, ir::DType::Bool), random_tensor({3, 4}, 3)};
   auto p = check_against_interpreter(g, in);
   CHECK(p->reference_ops == std::vector<std::string>{"mul"});  // integer arithmetic
+  // The i64 views copied out are loop kernels (lower::is_copy); the mul is
+  // the one step on reference kernels.
+  CHECK(std::count_if(p->steps.begin(), p->steps.end(),
+                      [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }) == 1);
   auto got = (*runtime::CpuExecutor::create(g))->run(in);
   REQUIRE(got);
   for (std::size_t i = 0; i < 3; ++i)
@@ -1105,4 +1109,27 @@ TEST_CASE("Movement ops of integer and bool values are views too") {
       if (i > 0) CHECK((*got)[2].at_int((i - 1) * 4 + j) == in[0].at_int(i * 4 + j));
       CHECK((*got)[3].at(i * 4 + j) == (in[1].at(j) != 0 ? in[2].at(i * 4 + j) : -1.0));
     }
+}
+
+TEST_CASE("Copies of integer views are loop kernels - reversed - transposed then reshaped - every integer type") {
+  for (ir::DType t : {ir::DType::I64, ir::DType::I32, ir::DType::I8, ir::DType::U8}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("int_copies");
+    std::string k = b.input("k", {5, 7}, t);
+    ir::Attrs reversed = models::ints_attr("starts", {-1});
+    reversed.set("ends", Dims{-100});
+    reversed.set("axes", Dims{1});
+    reversed.set("steps", Dims{-2});
+    // (A reshape of a transposed view needs the copy; it used to run the
+    // reference reshape on integers.)
+    const ir::Graph g = b.finish(
+        {b.op("slice", {k}, reversed), b.op("reshape", {b.op("transpose", {k}, models::ints_attr("perm", {1, 0}))},
+                                            models::ints_attr("shape", {35}))});
+    const std::vector<ir::Tensor> in{random_tensor({5, 7}, 4, t == ir::DType::U8 ? 0 : -100, 100, t)};
+    auto p = check_against_interpreter(g, in, 0, 0);
+    CHECK(p->reference_ops.empty());
+    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
+                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+    CHECK(p->fused_kernels == 2);
+  }
 }

@@ -206,9 +206,15 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   CHECK(vectorized == 1);
   CHECK(bool_results == 3);
   CHECK(i64_reads == 1);
-  // Integer results and bool reductions are not kernels' (check_kernel_types).
+  // Integer results and bool reductions are not kernels' (check_kernel_types),
+  // but for copies.
   lower::LoopKernel k = typed_loop_kernel();
+  REQUIRE(k.leaves.size() == 1);  // cast(k), read as a value
+  REQUIRE(k.leaves[0].dtype == ir::DType::I64);
   k.out_dtype = ir::DType::I64;
+  REQUIRE(lower::is_copy(k));
+  CHECK(lower::cuda_kernel_source(k, 0).source.find("out[i] = l0[off0];") != std::string::npos);
+  k.out_dtype = ir::DType::I32;
   CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
   k.out_dtype = ir::DType::Bool;
   k.reduce = lower::ReduceKind::Sum;

@@ -248,6 +248,24 @@ TEST_CASE("slices are strided views on the device too - one kernel and nothing o
   CHECK(test::emulation_failures(*p->kernels, {"qkv"}, "qkv").empty());
 }
 
+TEST_CASE("copies of integer views and f16 - f64 arithmetic are device kernels - nothing on the host") {
+  models::GraphBuilder b("typed");
+  std::string ids = b.input("ids", {6, 9}, ir::DType::I64);
+  std::string h = b.input("h", {6, 9}, ir::DType::F16);
+  std::string d = b.input("d", {6, 9}, ir::DType::F64);
+  ir::Attrs to_f64;
+  to_f64.set("to", std::string("f64"));
+  // Transposed i64 ids reshaped (a copy), f16 arithmetic, f64 arithmetic
+  // over a widened f16.
+  auto p = lower_for_cuda(b.finish(
+      {b.op("reshape", {b.op("transpose", {ids}, models::ints_attr("perm", {1, 0}))}, models::ints_attr("shape", {54})),
+       b.op("sigmoid", {b.op("mul", {h, h})}), b.op("add", {b.op("exp", {d}), b.op("cast", {h}, to_f64)})}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  REQUIRE(p->kernels->size() == 4);  // the copy, mul, sigmoid (each f16 result rounded), exp+cast+add
+  CHECK(test::emulation_failures(*p->kernels, {"copy", "mul", "sigmoid", "exp"}, "typed").empty());
+}
+
 TEST_CASE("concat is one 2-D device copy per operand - of any element type - nothing on the host") {
   models::GraphBuilder b("concat");
   std::string x = b.input("x", {2, 3, 4});
