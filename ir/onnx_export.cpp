@@ -10,6 +10,7 @@
 
 #include "ir/onnx_import.hpp"
 #include "ir/onnx_ops.hpp"
+#include "ir/resize.hpp"
 
 namespace saturn::ir {
 
@@ -114,12 +115,73 @@ class Exporter {
   DType dtype_of(const std::string& v) const { return types_.at(v).dtype; }
 
   void node(const Node& n);
+  void resize(const Node& n);
+  static Tensor floats(const std::vector<double>& v) {
+    Tensor t(DType::F32, {static_cast<std::int64_t>(v.size())});
+    for (std::size_t i = 0; i < v.size(); ++i) t.set(i, v[i]);
+    return t;
+  }
 
   const Graph& g_;
   const std::map<std::string, ValueType>& types_;
   onnx::GraphProto* gp_ = nullptr;
   int counter_ = 0;
 };
+
+// Resize with the operand that reproduces the node's sizes and scales
+// exactly on import (ir/resize.hpp's resize_target): sizes when every scale
+// is size / in, else scales when f32 holds them, else sizes under a
+// keep_aspect_ratio_policy that resolves to them.
+void Exporter::resize(const Node& n) {
+  const std::string& x = n.inputs[0];
+  const std::string& y = n.outputs[0];
+  const std::vector<std::int64_t> in = static_dims(types_.at(x).shape);
+  const ResizeSpec s = resize_spec(n.attrs, in);
+  const ResizeTarget want{s.sizes, s.scales};
+  // The axes that change (all of them when none does), with their sizes,
+  // scales and roi.
+  std::vector<std::int64_t> axes, sizes;
+  std::vector<double> f32_scales;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (s.sizes[i] != in[i] || s.scales[i] != 1.0 || s.roi[i] != 0.0 || s.roi[in.size() + i] != 1.0)
+      axes.push_back(static_cast<std::int64_t>(i));
+  if (axes.empty())
+    for (std::size_t i = 0; i < in.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  std::vector<double> roi_start, roi_end;
+  for (std::int64_t ax : axes) {
+    sizes.push_back(s.sizes[static_cast<std::size_t>(ax)]);
+    f32_scales.push_back(static_cast<float>(s.scales[static_cast<std::size_t>(ax)]));
+    roi_start.push_back(s.roi[static_cast<std::size_t>(ax)]);
+    roi_end.push_back(s.roi[in.size() + static_cast<std::size_t>(ax)]);
+  }
+  roi_start.insert(roi_start.end(), roi_end.begin(), roi_end.end());
+  auto gives = [&](const std::vector<double>& scales, const std::vector<std::int64_t>& sz, const char* policy) {
+    try {
+      return resize_target(in, axes, scales, sz, policy) == want;
+    } catch (const ShapeError&) {
+      return false;
+    }
+  };
+  const std::string roi_in = s.transform == "tf_crop_and_resize" ? constant(floats(roi_start), y) : std::string();
+  onnx::NodeProto* p = nullptr;
+  if (gives({}, sizes, "stretch")) {
+    p = emit("Resize", n, {x, roi_in, std::string(), ints(sizes, y)}, {y});
+  } else if (gives(f32_scales, {}, "stretch")) {
+    p = emit("Resize", n, {x, roi_in, constant(floats(f32_scales), y)}, {y});
+  } else {
+    for (const char* policy : {"not_larger", "not_smaller"})
+      if (!p && gives({}, sizes, policy)) {
+        p = emit("Resize", n, {x, roi_in, std::string(), ints(sizes, y)}, {y});
+        attr(p, "keep_aspect_ratio_policy", std::string(policy));
+      }
+    if (!p)
+      throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0},
+                                       describe(n) + ": sizes and scales no ONNX Resize operand reproduces"}};
+  }
+  if (axes.size() != in.size()) attr(p, "axes", axes);
+  copy(p, n, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+              "extrapolation_value", "antialias"});
+}
 
 void Exporter::node(const Node& n) {
   // Library calls export as the op whose semantics they have.
@@ -208,6 +270,8 @@ void Exporter::node(const Node& n) {
   } else if (op == "trilu") {
     auto* p = emit("Trilu", n, {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("k", 0)}), y)}, {y});
     copy(p, n, {"upper"});
+  } else if (op == "resize") {
+    resize(n);
   } else if (op == "const") {
     auto* p = emit("Constant", n, {}, {y});
     attr(p, "value", *n.attrs.tensor("value"));

@@ -1,6 +1,7 @@
 #include "ir/onnx_import.hpp"
 
 #include "ir/onnx_ops.hpp"
+#include "ir/resize.hpp"
 
 #include <onnx/onnx_pb.h>
 
@@ -601,6 +602,79 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("value", v.tensor("value") ? *v.tensor("value") : Tensor::scalar(DType::F32, 0));
       im.emit1("fill", {}, std::move(a));
     };
+    // Resize (and Upsample, Resize-10's model) as `resize` with every size
+    // and scale resolved for the whole rank (ir/resize.hpp): scales give
+    // sizes floor(in * scale); sizes give scales size / in, or under a
+    // keep_aspect_ratio_policy one scale for the axes (the smallest or
+    // largest ratio) and sizes round(in * scale).
+    auto resize = [](Importer& im, bool upsample) {
+      const Shape& xs = im.type_of(im.in(0)).shape;
+      if (!is_static(xs)) im.unsupported("resize needs the operand's static shape: " + std::string(kRuntimeShapeHint));
+      const std::vector<std::int64_t> in = static_dims(xs);
+      const std::size_t rank = in.size();
+      Attrs a;
+      const bool old = upsample || im.opset() < 11;  // asymmetric coordinates, floor for nearest
+      std::string mode = im.as("mode", "nearest");
+      if (old && mode == "bilinear") mode = "linear";  // Upsample-7's name
+      a.set("mode", mode);
+      std::vector<std::int64_t> axes(rank);
+      for (std::size_t i = 0; i < rank; ++i) axes[i] = static_cast<std::int64_t>(i);
+      if (im.has_attr("axes")) {
+        axes = im.aints("axes");
+        for (std::int64_t& ax : axes) ax = normalize_axis(ax, static_cast<std::int64_t>(rank));
+      }
+      auto floats_of = [&](int i, const char* what) {
+        const Tensor& t = im.const_tensor(i, what);
+        std::vector<double> v(t.numel());
+        for (std::size_t k = 0; k < v.size(); ++k) v[k] = t.at(k);
+        return v;
+      };
+      std::vector<double> scales;
+      std::vector<std::int64_t> sizes;
+      if (old) {
+        a.set("coordinate_transformation_mode", std::string("asymmetric"));
+        a.set("nearest_mode", std::string("floor"));
+        scales = upsample && im.opset() < 9 ? std::vector<double>() : floats_of(1, "scales");
+        if (upsample && im.opset() < 9) {
+          auto* at = im.attr("scales");
+          if (!at) im.unsupported("Upsample needs scales");
+          scales.assign(at->floats().begin(), at->floats().end());
+        }
+      } else {
+        a.set("coordinate_transformation_mode", im.as("coordinate_transformation_mode", "half_pixel"));
+        a.set("nearest_mode", im.as("nearest_mode", "round_prefer_floor"));
+        a.set("cubic_coeff_a", im.af("cubic_coeff_a", -0.75));
+        a.set("exclude_outside", im.ai("exclude_outside", 0));
+        a.set("extrapolation_value", im.af("extrapolation_value", 0.0));
+        a.set("antialias", im.ai("antialias", 0));
+        if (im.has_in(2)) scales = floats_of(2, "scales");
+        if (im.has_in(3)) sizes = im.const_ints(3, "sizes");
+        if (im.as("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
+          std::vector<double> roi = im.has_in(1) ? floats_of(1, "roi") : std::vector<double>();
+          if (roi.size() != 2 * axes.size())
+            im.unsupported("roi needs 2 x " + std::to_string(axes.size()) + " values, got " +
+                           std::to_string(roi.size()));
+          std::vector<double> full(2 * rank, 0.0);
+          for (std::size_t i = rank; i < 2 * rank; ++i) full[i] = 1.0;
+          for (std::size_t k = 0; k < axes.size(); ++k) {
+            full[static_cast<std::size_t>(axes[k])] = roi[k];
+            full[rank + static_cast<std::size_t>(axes[k])] = roi[axes.size() + k];
+          }
+          a.set("roi", full);
+        }
+      }
+      ResizeTarget target;
+      try {
+        target = resize_target(in, axes, scales, sizes, im.as("keep_aspect_ratio_policy", "stretch"));
+      } catch (const ShapeError& e) {
+        im.unsupported(e.message);
+      }
+      a.set("sizes", target.sizes);
+      a.set("scales", target.scales);
+      im.emit1("resize", {im.in(0)}, std::move(a));
+    };
+    t["Resize"] = [resize](Importer& im) { resize(im, false); };
+    t["Upsample"] = [resize](Importer& im) { resize(im, true); };
     t["Trilu"] = [](Importer& im) {
       Attrs a;
       a.set("upper", im.ai("upper", 1));

@@ -8,6 +8,7 @@
 
 #include "ir/einsum.hpp"
 #include "ir/op.hpp"
+#include "ir/resize.hpp"
 #include "ir/window.hpp"
 
 namespace saturn::ir {
@@ -762,6 +763,33 @@ void register_nn_ops(OpRegistry& r) {
   global_pool(r, "global_max_pool", true);
   global_pool(r, "global_avg_pool", false);
   {
+    OpDef d = make("resize", 1, 1,
+                   "ONNX Resize: interpolation (nearest, linear, cubic) to dims `sizes`, coordinates scaled by "
+                   "`scales` (ir/resize.hpp)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      const Shape& x = in[0].type.shape;
+      std::vector<std::int64_t> dims;
+      for (const Dim& dim : x) dims.push_back(dim.is_static() ? dim.value() : 1);
+      const ResizeSpec s = resize_spec(a, dims);  // checks the attributes
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of(s.sizes)}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      const ResizeSpec s = resize_spec(a, x[0].dims());
+      Tensor out(x[0].dtype(), s.sizes);
+      if (s.mode == "nearest" && !is_float(x[0].dtype())) {  // copies, exact for every integer
+        const std::vector<std::int64_t> v = resize_apply(s, x[0].dims(), x[0].to_ints());
+        for (std::size_t i = 0; i < v.size(); ++i) out.set_int(i, v[i]);
+      } else {
+        std::vector<double> in(x[0].numel());
+        for (std::size_t i = 0; i < in.size(); ++i) in[i] = x[0].at(i);
+        const std::vector<double> v = resize_apply(s, x[0].dims(), std::move(in));
+        for (std::size_t i = 0; i < v.size(); ++i) out.set(i, v[i]);
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
     OpDef d = make("lrn", 1, 1, "local response normalization across channels: size, alpha, beta, bias");
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       need_float(in, "lrn");
@@ -806,6 +834,11 @@ void register_nn_ops(OpRegistry& r) {
     r.declare_attrs(n, {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
                         attr_string("auto_pad", "NOTSET"), attr_int("ceil_mode", 0), attr_int("count_include_pad", 0),
                         attr_int("storage_order", 0)});
+  r.declare_attrs("resize", {attr_ints("sizes"), attr_reals("scales"), attr_reals("roi"),
+                             attr_string("mode", "nearest"), attr_string("coordinate_transformation_mode", "half_pixel"),
+                             attr_string("nearest_mode", "round_prefer_floor"), attr_real("cubic_coeff_a", -0.75),
+                             attr_int("exclude_outside", 0), attr_real("extrapolation_value", 0.0),
+                             attr_int("antialias", 0)});
   r.declare_attrs("lrn",
                   {attr_int("size", 1), attr_real("alpha", 1e-4), attr_real("beta", 0.75), attr_real("bias", 1.0)});
 

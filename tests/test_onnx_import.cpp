@@ -375,3 +375,52 @@ TEST_CASE(
   CHECK(h.error().message.find("node 'pad' (Pad, opset 18)") != std::string::npos);
   CHECK(h.error().message.find("unknown mode 'mirror'") != std::string::npos);
 }
+
+TEST_CASE("Resize imports with sizes and scales resolved for every axis - errors name the node") {
+  SECTION("sizes for axes 2 and 3 under not_smaller") {
+    ModelBuilder b(19);
+    b.input("x", 1, {"1", "3", "4", "6"});
+    b.init_ints("sizes", {6, 6});
+    auto* n = b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "up");
+    auto* axes = n->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    axes->add_ints(2);
+    axes->add_ints(-1);
+    auto* policy = n->add_attribute();
+    policy->set_name("keep_aspect_ratio_policy");
+    policy->set_type(onnx::AttributeProto::STRING);
+    policy->set_s("not_smaller");
+    b.output("y");
+    auto g = b.import();
+    REQUIRE(g);
+    // Ratios 1.5 and 1: the larger one for both axes, sizes round(4 * 1.5), round(6 * 1.5).
+    CHECK(g->nodes.at(0).attrs.ints("sizes") == std::vector<std::int64_t>{1, 3, 6, 9});
+    CHECK(g->nodes.at(0).attrs.floats("scales") == std::vector<double>{1, 1, 1.5, 1.5});
+  }
+  SECTION("sizes computed at run time") {
+    ModelBuilder b(19);
+    b.input("x", 1, {"1", "3", "4", "6"});
+    b.input("sizes", 7, {"4"});
+    b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "up");
+    b.output("y");
+    auto g = b.import();
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message.rfind("node 'up' (Resize, opset 19): sizes (operand 'sizes') must be a constant", 0) == 0);
+  }
+  SECTION("both scales and sizes") {
+    ModelBuilder b(19);
+    b.input("x", 1, {"1", "3", "4", "6"});
+    b.init_ints("sizes", {1, 3, 8, 12});
+    auto* t = b.m.mutable_graph()->add_initializer();
+    t->set_name("scales");
+    t->set_data_type(1);
+    t->add_dims(4);
+    for (float v : {1.0f, 1.0f, 2.0f, 2.0f}) t->add_float_data(v);
+    b.node("Resize", {"x", "", "scales", "sizes"}, {"y"}, "up");
+    b.output("y");
+    auto g = b.import();
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message == "node 'up' (Resize, opset 19): resize: give scales or sizes, not both or neither");
+  }
+}

@@ -39,6 +39,11 @@ std::string shape_error_of(const std::string& op, std::vector<ValueType> types, 
   }
   return "(no error)";
 }
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(t.numel());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = t.at(i);
+  return v;
+}
 Tensor f32(std::vector<std::int64_t> dims, std::vector<double> v) {
   return Tensor::of_doubles(DType::F32, std::move(dims), v);
 }
@@ -353,5 +358,62 @@ TEST_CASE("kernels given shapes that do not broadcast throw - never crash") {
     eval("mul", {Tensor(DType::F32, {2, 3, 3}), Tensor(DType::F32, {1, 4})});
   } catch (const ShapeError& e) {
     CHECK(e.message.find("[2 3 3] and [1 4] do not broadcast") != std::string::npos);
+  }
+}
+
+TEST_CASE("resize - nearest copies - linear and tf_crop_and_resize by hand - errors name the attribute") {
+  auto attrs = [](std::vector<std::int64_t> sizes, const char* mode, const char* transform) {
+    Attrs a;
+    a.set("sizes", sizes);
+    a.set("mode", std::string(mode));
+    a.set("coordinate_transformation_mode", std::string(transform));
+    return a;
+  };
+  SECTION("nearest 2x with asymmetric floor coordinates repeats elements") {
+    Attrs a = attrs({1, 1, 4, 4}, "nearest", "asymmetric");
+    a.set("nearest_mode", std::string("floor"));
+    auto y = run("resize", {f32({1, 1, 2, 2}, {1, 2, 3, 4})}, a)[0];
+    CHECK(values(y) == std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+  }
+  SECTION("nearest copies integers exactly - beyond 2^53") {
+    Tensor x = Tensor::of_ints(DType::I64, {2}, {(std::int64_t{1} << 60) + 1, -7});
+    auto y = run("resize", {x}, attrs({5}, "nearest", "half_pixel"))[0];
+    // half_pixel, scale 2.5, round_prefer_floor: sources -0.3, 0.1, 0.5, 0.9, 1.3.
+    CHECK(y.to_ints() == std::vector<std::int64_t>{(std::int64_t{1} << 60) + 1, (std::int64_t{1} << 60) + 1,
+                                                   (std::int64_t{1} << 60) + 1, -7, -7});
+  }
+  SECTION("linear - align_corners and half_pixel with edge clamping") {
+    CHECK(values(run("resize", {f32({2}, {0, 10})}, attrs({5}, "linear", "align_corners"))[0]) ==
+          std::vector<double>{0, 2.5, 5, 7.5, 10});
+    // Sources -0.25, 0.25, 0.75, 1.25: the outer ones read the edge twice.
+    CHECK(values(run("resize", {f32({2}, {0, 10})}, attrs({4}, "linear", "half_pixel"))[0]) ==
+          std::vector<double>{0, 2.5, 7.5, 10});
+  }
+  SECTION("tf_crop_and_resize - a source outside the input is the extrapolation value") {
+    Attrs a = attrs({3}, "linear", "tf_crop_and_resize");
+    a.set("roi", std::vector<double>{0.5, 1.5});
+    a.set("extrapolation_value", 9.0);
+    // Sources 1.5, 3, 4.5 (past the last index, 3).
+    CHECK(values(run("resize", {f32({4}, {1, 2, 3, 4})}, a)[0]) == std::vector<double>{2.5, 4, 9});
+  }
+  SECTION("cubic weights sum to one - a constant stays constant - antialiased too") {
+    for (int antialias : {0, 1}) {
+      Attrs a = attrs({2, 3}, "cubic", "half_pixel");
+      a.set("antialias", std::int64_t{antialias});
+      for (double v : values(run("resize", {f32({5, 7}, std::vector<double>(35, 3.25))}, a)[0]))
+        CHECK(v == Approx(3.25).epsilon(1e-12));
+    }
+  }
+  SECTION("errors") {
+    const ValueType x{DType::F32, shape_of({2, 3})};
+    CHECK(shape_error_of("resize", {x}, attrs({4}, "linear", "half_pixel")) ==
+          "resize: sizes has 1 dims for an operand of rank 2");
+    CHECK(shape_error_of("resize", {x}, attrs({4, 6}, "bicubic", "half_pixel")) ==
+          "resize: mode 'bicubic' is not one of nearest, linear, cubic");
+    CHECK(shape_error_of("resize", {x}, attrs({4, 6}, "linear", "centered")).rfind(
+              "resize: coordinate_transformation_mode 'centered' is not one of half_pixel", 0) == 0);
+    Attrs aa = attrs({4, 6}, "nearest", "half_pixel");
+    aa.set("antialias", std::int64_t{1});
+    CHECK(shape_error_of("resize", {x}, aa) == "resize: antialias needs mode linear or cubic");
   }
 }
