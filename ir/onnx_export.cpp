@@ -176,11 +176,12 @@ void Exporter::resize(const Node& n) {
       }
     if (!p)
       throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0},
-                                       describe(n) + ": sizes and scales no ONNX Resize operand reproduces"}};
+                                       describe(n) + ": no ONNX Resize operand reproduces its sizes and scales"}};
   }
   if (axes.size() != in.size()) attr(p, "axes", axes);
-  copy(p, n, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
-              "extrapolation_value", "antialias"});
+  copy(p, n,
+       {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+        "extrapolation_value", "antialias"});
 }
 
 void Exporter::node(const Node& n) {

@@ -799,8 +799,8 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       }
       const double scale = im.has_attr("scale") ? im.af("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(head));
       const std::string root = constant("scale", Tensor::scalar(dt, std::sqrt(scale)));
-      std::string scores = op("matmul", {op("mul", {q, root}),
-                                         op("mul", {op("transpose", {k}, attrs("perm", {0, 1, 3, 2})), root})});
+      std::string scores =
+          op("matmul", {op("mul", {q, root}), op("mul", {op("transpose", {k}, attrs("perm", {0, 1, 3, 2})), root})});
       std::string qk[4];
       qk[0] = scores;
       if (const double cap = im.af("softcap", 0.0); cap > 0) {

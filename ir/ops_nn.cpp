@@ -834,11 +834,11 @@ void register_nn_ops(OpRegistry& r) {
     r.declare_attrs(n, {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
                         attr_string("auto_pad", "NOTSET"), attr_int("ceil_mode", 0), attr_int("count_include_pad", 0),
                         attr_int("storage_order", 0)});
-  r.declare_attrs("resize", {attr_ints("sizes"), attr_reals("scales"), attr_reals("roi"),
-                             attr_string("mode", "nearest"), attr_string("coordinate_transformation_mode", "half_pixel"),
-                             attr_string("nearest_mode", "round_prefer_floor"), attr_real("cubic_coeff_a", -0.75),
-                             attr_int("exclude_outside", 0), attr_real("extrapolation_value", 0.0),
-                             attr_int("antialias", 0)});
+  r.declare_attrs("resize",
+                  {attr_ints("sizes"), attr_reals("scales"), attr_reals("roi"), attr_string("mode", "nearest"),
+                   attr_string("coordinate_transformation_mode", "half_pixel"),
+                   attr_string("nearest_mode", "round_prefer_floor"), attr_real("cubic_coeff_a", -0.75),
+                   attr_int("exclude_outside", 0), attr_real("extrapolation_value", 0.0), attr_int("antialias", 0)});
   r.declare_attrs("lrn",
                   {attr_int("size", 1), attr_real("alpha", 1e-4), attr_real("beta", 0.75), attr_real("bias", 1.0)});
 

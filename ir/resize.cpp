@@ -35,9 +35,7 @@ std::vector<double> coefficients(const ResizeSpec& s, double ratio, double scale
     const auto start = static_cast<std::int64_t>(std::floor(-2 / sc) + 1);
     for (std::int64_t i = start; i < 2 - start; ++i) {
       const double x = std::abs(sc * (i - ratio)), x2 = x * x, x3 = x2 * x;
-      c.push_back(x <= 1  ? (a + 2) * x3 - (a + 3) * x2 + 1
-                  : x < 2 ? a * x3 - 5 * a * x2 + 8 * a * x - 4 * a
-                          : 0.0);
+      c.push_back(x <= 1 ? (a + 2) * x3 - (a + 3) * x2 + 1 : x < 2 ? a * x3 - 5 * a * x2 + 8 * a * x - 4 * a : 0.0);
     }
   }
   double sum = 0;
@@ -143,6 +141,22 @@ bool ResizeAxis::identity() const {
   return true;
 }
 
+std::vector<ResizePass> resize_passes(const ResizeSpec& s, std::vector<std::int64_t> in) {
+  std::vector<ResizePass> passes;
+  for (std::size_t axis = in.size(); axis-- > 0;) {
+    ResizePass p;
+    p.axis = axis;
+    p.taps = resize_axis(s, axis, in[axis]);
+    if (p.taps.identity()) continue;
+    for (std::size_t d = 0; d < axis; ++d) p.outer *= in[d];
+    for (std::size_t d = axis + 1; d < in.size(); ++d) p.inner *= in[d];
+    in[axis] = p.taps.out;
+    p.out_dims = in;
+    passes.push_back(std::move(p));
+  }
+  return passes;
+}
+
 ResizeAxis resize_axis(const ResizeSpec& s, std::size_t axis, std::int64_t in) {
   ResizeAxis r;
   r.in = in;
@@ -204,6 +218,28 @@ ResizeAxis resize_axis(const ResizeSpec& s, std::size_t axis, std::int64_t in) {
     }
   }
   r.taps = r.out ? static_cast<int>(r.index.size() / static_cast<std::size_t>(r.out)) : 1;
+  // Rows that each read one element with weight 1 (an axis interpolated at
+  // its own sample points) are copies: single taps.
+  const auto taps = static_cast<std::size_t>(r.taps);
+  bool single = r.taps > 1;
+  for (std::size_t o = 0; single && o < static_cast<std::size_t>(r.out); ++o) {
+    int ones = 0;
+    for (std::size_t t = 0; t < taps; ++t) {
+      const double w = r.weight[o * taps + t];
+      ones += w == 1.0;
+      single &= w == 0.0 || w == 1.0;
+    }
+    single &= ones == 1;
+  }
+  if (single) {
+    std::vector<std::int64_t> index;
+    for (std::size_t o = 0; o < static_cast<std::size_t>(r.out); ++o)
+      for (std::size_t t = 0; t < taps; ++t)
+        if (r.weight[o * taps + t] == 1.0) index.push_back(r.index[o * taps + t]);
+    r.index = std::move(index);
+    r.weight.assign(r.index.size(), 1.0);
+    r.taps = 1;
+  }
   return r;
 }
 

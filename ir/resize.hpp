@@ -20,11 +20,18 @@
 // linear and cubic filters when downsampling. Nearest weights are a single
 // tap of weight 1, so nearest resizing copies elements exactly, of any type.
 //
+// An axis whose every result index reads one input element with weight 1
+// and the others with 0 (an axis interpolated at its own sample points,
+// left as it is) is a copy: single taps. (ONNX's sum would turn an infinite
+// neighbour with weight 0 into NaN; the copy does not.)
+//
 // Invariant: every index in a ResizeAxis lies in [0, in).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/op.hpp"
@@ -75,41 +82,92 @@ struct ResizeAxis {
 
 ResizeAxis resize_axis(const ResizeSpec& s, std::size_t axis, std::int64_t in);
 
-// Resizes row-major `x` of dims `in` to s.sizes along each axis that changes,
-// last axis first. T is double for interpolation, or any element type for
-// nearest resizing (single taps of weight 1: copies).
-template <class T>
-std::vector<T> resize_apply(const ResizeSpec& s, std::vector<std::int64_t> dims, std::vector<T> x) {
-  for (std::size_t axis = dims.size(); axis-- > 0;) {
-    const ResizeAxis r = resize_axis(s, axis, dims[axis]);
-    if (r.identity()) continue;
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t d = 0; d < axis; ++d) outer *= dims[d];
-    for (std::size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
-    std::vector<T> y(static_cast<std::size_t>(outer * r.out * inner));
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t j = 0; j < r.out; ++j) {
-        T* dst = y.data() + (o * r.out + j) * inner;
-        if (r.outside[static_cast<std::size_t>(j)]) {
-          for (std::int64_t i = 0; i < inner; ++i) dst[i] = static_cast<T>(s.extrapolation);
-          continue;
-        }
-        const std::size_t first = static_cast<std::size_t>(j) * static_cast<std::size_t>(r.taps);
-        if (r.taps == 1) {
-          const T* src = x.data() + (o * r.in + r.index[first]) * inner;
-          for (std::int64_t i = 0; i < inner; ++i) dst[i] = src[i];
-          continue;
-        }
-        for (std::int64_t i = 0; i < inner; ++i) {
-          double acc = 0;
-          for (int t = 0; t < r.taps; ++t)
-            acc += r.weight[first + static_cast<std::size_t>(t)] *
-                   static_cast<double>(x[static_cast<std::size_t>((o * r.in + r.index[first + static_cast<std::size_t>(t)]) * inner + i)]);
-          dst[i] = static_cast<T>(acc);
+// One axis's resize over a row-major tensor viewed as [outer, in, inner]:
+// result row (o, j) of `inner` elements is the taps' weighted sum of input
+// rows (o, index), or the extrapolation value.
+struct ResizePass {
+  std::size_t axis = 0;
+  ResizeAxis taps;
+  std::int64_t outer = 1, inner = 1;
+  std::vector<std::int64_t> out_dims;  // the tensor's dims after this pass
+  std::size_t rows() const { return static_cast<std::size_t>(outer * taps.out); }
+};
+
+// The passes resizing `in` to s.sizes: each axis that changes, last first.
+std::vector<ResizePass> resize_passes(const ResizeSpec& s, std::vector<std::int64_t> in);
+
+// Result rows [begin, end) of pass `p` from x into y. T is the element type
+// (any, when every tap count is 1: nearest copies), Acc the type the
+// weighted sums accumulate in; `fill` is the extrapolation value as a T.
+template <class T, class Acc = double>
+void resize_pass_rows(const ResizePass& p, const T* x, T* y, T fill, std::size_t begin, std::size_t end) {
+  const ResizeAxis& r = p.taps;
+  const auto inner = static_cast<std::size_t>(p.inner);
+  const auto taps = static_cast<std::size_t>(r.taps);
+  const auto out = static_cast<std::size_t>(r.out);
+  if (inner == 1) {  // the last axis: runs of one source row, element by element
+    for (std::size_t row = begin; row < end;) {
+      const std::size_t o = row / out, j0 = row % out, j1 = std::min(out, j0 + (end - row));
+      const T* src = x + o * static_cast<std::size_t>(r.in);
+      T* dst = y + o * out;
+      if (taps == 1) {
+        for (std::size_t j = j0; j < j1; ++j) dst[j] = r.outside[j] ? fill : src[r.index[j]];
+      } else {
+        for (std::size_t j = j0; j < j1; ++j) {
+          Acc acc = 0;
+          for (std::size_t t = 0; t < taps; ++t)
+            acc += static_cast<Acc>(r.weight[j * taps + t]) * static_cast<Acc>(src[r.index[j * taps + t]]);
+          dst[j] = r.outside[j] ? fill : static_cast<T>(acc);
         }
       }
+      row += j1 - j0;
+    }
+    return;
+  }
+  std::size_t o = out ? begin / out : 0, j = out ? begin % out : 0;
+  for (std::size_t row = begin; row < end; ++row, ++j) {
+    if (j == out) {
+      j = 0;
+      ++o;
+    }
+    T* dst = y + row * inner;
+    const T* base = x + o * static_cast<std::size_t>(r.in) * inner;
+    const std::int64_t* index = r.index.data() + j * taps;
+    if (r.outside[j]) {
+      for (std::size_t i = 0; i < inner; ++i) dst[i] = fill;
+    } else if (taps == 1) {
+      const T* src = base + static_cast<std::size_t>(index[0]) * inner;
+      for (std::size_t i = 0; i < inner; ++i) dst[i] = src[i];
+    } else if (!std::is_same_v<T, Acc>) {
+      const double* weight = r.weight.data() + j * taps;
+      for (std::size_t i = 0; i < inner; ++i) {
+        Acc acc = 0;
+        for (std::size_t t = 0; t < taps; ++t)
+          acc += static_cast<Acc>(weight[t]) * static_cast<Acc>(base[static_cast<std::size_t>(index[t]) * inner + i]);
+        dst[i] = static_cast<T>(acc);
+      }
+    } else {  // whole rows: dst = sum of weighted source rows, in tap order (the same sums)
+      const double* weight = r.weight.data() + j * taps;
+      for (std::size_t t = 0; t < taps; ++t) {
+        const T* src = base + static_cast<std::size_t>(index[t]) * inner;
+        const auto w = static_cast<T>(weight[t]);
+        if (t == 0)
+          for (std::size_t i = 0; i < inner; ++i) dst[i] = T(0) + w * src[i];
+        else
+          for (std::size_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+      }
+    }
+  }
+}
+
+// The whole resize of row-major `x` of dims `in`, pass by pass (T double
+// for interpolation, any element type for nearest).
+template <class T>
+std::vector<T> resize_apply(const ResizeSpec& s, const std::vector<std::int64_t>& in, std::vector<T> x) {
+  for (const ResizePass& p : resize_passes(s, in)) {
+    std::vector<T> y(p.rows() * static_cast<std::size_t>(p.inner));
+    resize_pass_rows(p, x.data(), y.data(), static_cast<T>(s.extrapolation), 0, p.rows());
     x = std::move(y);
-    dims[axis] = r.out;
   }
   return x;
 }

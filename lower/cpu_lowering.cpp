@@ -15,6 +15,7 @@
 #include "ir/gather.hpp"
 #include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
+#include "ir/resize.hpp"
 #include "ir/slice.hpp"
 #include "ir/trilu.hpp"
 #include "ir/window.hpp"
@@ -452,6 +453,71 @@ class Lowerer {
     emit_gather_step(
         n, std::move(s), [&] { return cuda_gather_elements_source(g, i64, 0); },
         "gather_elements: an index out of range for axis of size " + std::to_string(g.n), src, idx, y);
+  }
+  // resize: the op kernel's own passes (ir/resize.hpp), one step per axis
+  // that changes, the last first, split over the pool by result rows from
+  // 256 KiB: f32 interpolation accumulates in f32; nearest (single taps)
+  // copies elements of any type. Other types' interpolation runs the
+  // reference kernel. On the GPU, one generated kernel per pass with its
+  // taps as tables in the source.
+  void lower_resize(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+    const ir::ResizeSpec spec = ir::resize_spec(n.attrs, x.dims);
+    if (spec.mode != "nearest" && x.dtype != DType::F32) {
+      lower_reference(n, {out_type});
+      return;
+    }
+    const std::vector<ir::ResizePass> passes = ir::resize_passes(spec, x.dims);
+    if (passes.empty()) {  // every axis as it is
+      values_[n.outputs[0]] = x;
+      return;
+    }
+    BufferId src = whole(x).buffer;
+    const std::size_t esize = ir::dtype_size(x.dtype);
+    for (std::size_t k = 0; k < passes.size(); ++k) {
+      const ir::ResizePass& pass = passes[k];
+      const BufferId dst = add_buffer(
+          BufferKind::Temp, x.dtype, pass.out_dims,
+          k + 1 == passes.size() ? n.outputs[0] : n.outputs[0] + " (axis " + std::to_string(pass.axis) + ")");
+      Step s;
+      s.kind = pass.taps.taps == 1 ? StepKind::Copy : StepKind::Kernel;
+      s.label = "resize " + spec.mode + " axis " + std::to_string(pass.axis) + " (" + std::to_string(pass.taps.in) +
+                " -> " + std::to_string(pass.taps.out) + ", " + std::to_string(pass.taps.taps) + " taps)";
+      s.reads = {src};
+      s.writes = {dst};
+      // The extrapolation value as the element type stores it, as bits.
+      ir::Tensor fill_value(x.dtype, {1});
+      fill_value.set(0, spec.extrapolation);
+      std::uint64_t fill = 0;
+      std::memcpy(&fill, fill_value.bytes(), esize);
+      s.run = [pass, src, dst, esize, fill](const RunContext& ctx) {
+        const std::size_t row_bytes = static_cast<std::size_t>(pass.inner) * esize;
+        auto rows = [&](auto element) {
+          using T = decltype(element);
+          T fill_as;
+          std::memcpy(&fill_as, &fill, sizeof(T));
+          split_rows(ctx, pass.rows(), row_bytes, [&](std::size_t b, std::size_t e) {
+            ir::resize_pass_rows<T, float>(pass, ctx.at<const T>(src), ctx.at<T>(dst), fill_as, b, e);
+          });
+        };
+        if (pass.taps.taps != 1)
+          rows(float{});
+        else if (esize == 8)  // copies: elements as unsigned integers of their size
+          rows(std::uint64_t{});
+        else if (esize == 4)
+          rows(std::uint32_t{});
+        else if (esize == 2)
+          rows(std::uint16_t{});
+        else
+          rows(std::uint8_t{});
+      };
+#ifdef SATURN_HAVE_CUDA
+      if (cuda())
+        s = make_cuda_own_kernel_step(cuda_, cuda_resize_source(pass, esize, fill, 0), {src}, dst, s.kind, s.label);
+#endif
+      p_->steps.push_back(std::move(s));
+      src = dst;
+    }
+    values_[n.outputs[0]] = stored(src);
   }
   // pad and trilu of any element type: row copies by the op kernel's own
   // geometry (ir/pad.hpp, ir/trilu.hpp), split over the pool from 256 KiB
@@ -946,6 +1012,10 @@ void Lowerer::lower_node(std::size_t index) {
   }
   if (n.op == "gather" && in.size() == 2 && in[0] && in[1] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_gather(n, *in[0], *in[1], out_types[0]);
+    return;
+  }
+  if (n.op == "resize" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    lower_resize(n, *in[0], out_types[0]);
     return;
   }
   if (n.op == "pad" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {

@@ -28,6 +28,7 @@
 #include "ir/gather.hpp"
 #include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
+#include "ir/resize.hpp"
 #include "ir/trilu.hpp"
 #include "lower/loop_kernel.hpp"
 
@@ -64,6 +65,14 @@ CudaKernelSource cuda_gather_elements_source(const ir::GatherElements& g, bool i
 // or set to `fill_bits` (the fill value's bytes, in the low ones).
 // Parameters: (in, out), elements as unsigned integers of the element's size.
 CudaKernelSource cuda_pad_source(const ir::PadRows& p, std::uint64_t fill_bits, int index);
+
+// One resize pass (ir/resize.hpp's geometry) as a grid-stride loop over the
+// result's elements: f32 weighted sums of the taps (f32 arithmetic), or,
+// with single taps (nearest), copies of elements of `element_bytes` as
+// unsigned integers; a result index outside the input (tf_crop_and_resize)
+// is `fill_bits`. The taps are tables in the source. Parameters: (in, out).
+CudaKernelSource cuda_resize_source(const ir::ResizePass& p, std::size_t element_bytes, std::uint64_t fill_bits,
+                                    int index);
 
 // A trilu (ir/trilu.hpp's geometry) as a grid-stride loop over the result's
 // elements: kept ones copied, the others zero. Parameters: (in, out).

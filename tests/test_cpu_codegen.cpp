@@ -1133,3 +1133,56 @@ TEST_CASE("Copies of integer views are loop kernels - reversed - transposed then
     CHECK(p->fused_kernels == 2);
   }
 }
+
+TEST_CASE("Resize runs natively - a step per axis - nearest of any type - linear - cubic - antialias - extrapolation") {
+  struct Case {
+    const char* mode;
+    const char* transform;
+    std::vector<std::int64_t> sizes;
+    int antialias = 0;
+    int steps = 2;
+  };
+  const std::vector<Case> cases = {
+      {"nearest", "half_pixel", {2, 3, 14, 10}},
+      {"nearest", "asymmetric", {2, 3, 7, 15}, 0, 1},
+      {"linear", "half_pixel", {2, 3, 15, 4}},
+      {"linear", "align_corners", {2, 3, 9, 11}},
+      {"cubic", "pytorch_half_pixel", {2, 3, 3, 16}},
+      {"cubic", "half_pixel", {2, 3, 4, 3}, 1},
+      {"linear", "half_pixel_symmetric", {2, 3, 5, 6}, 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.mode << " " << c.transform << " antialias " << c.antialias);
+    models::GraphBuilder b("resize");
+    std::string x = b.input("x", {2, 3, 7, 5});
+    ir::Attrs a = models::ints_attr("sizes", c.sizes);
+    a.set("mode", std::string(c.mode));
+    a.set("coordinate_transformation_mode", std::string(c.transform));
+    a.set("antialias", std::int64_t{c.antialias});
+    auto p = check_against_interpreter(b.finish({b.op("resize", {x}, a)}), 1e-5, 1e-5);
+    CHECK(p->reference_ops.empty());
+    CHECK(steps_with(*p, "resize") == c.steps);
+  }
+  SECTION("nearest copies i64, f16 and bool exactly - tf_crop_and_resize extrapolates") {
+    for (ir::DType t : {ir::DType::I64, ir::DType::F16, ir::DType::Bool, ir::DType::U8}) {
+      INFO(ir::dtype_name(t));
+      models::GraphBuilder b("resize_typed");
+      std::string x = b.input("x", {3, 6}, t);
+      ir::Attrs a = models::ints_attr("sizes", {5, 4});
+      a.set("mode", std::string("nearest"));
+      a.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+      a.set("roi", std::vector<double>{-0.5, 0.2, 1.5, 0.9});
+      a.set("extrapolation_value", 1.0);
+      auto p = check_against_interpreter(b.finish({b.op("resize", {x}, a)}), 0, 0);
+      CHECK(p->reference_ops.empty());
+    }
+  }
+  SECTION("an integer interpolation runs the reference kernel") {
+    models::GraphBuilder b("resize_int");
+    std::string x = b.input("x", {3, 6}, ir::DType::I32);
+    ir::Attrs a = models::ints_attr("sizes", {5, 4});
+    a.set("mode", std::string("linear"));
+    auto p = check_against_interpreter(b.finish({b.op("resize", {x}, a)}), 0, 0);
+    CHECK(p->reference_ops == std::vector<std::string>{"resize"});
+  }
+}

@@ -703,3 +703,59 @@ TEST_CASE("Argmax and argmin kernels - a warp per result - ties - NaN - integer 
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<float>(want[i]));
   }
 }
+
+TEST_CASE("Resize kernels compute their passes - taps as tables - copies of any type - on the host emulator") {
+  struct Case {
+    const char* mode;
+    const char* transform;
+    std::vector<std::int64_t> sizes;
+    int antialias;
+    ir::DType dtype;
+  };
+  const std::vector<Case> cases = {{"linear", "half_pixel", {2, 9, 12}, 0, ir::DType::F32},
+                                   {"cubic", "align_corners", {2, 4, 3}, 1, ir::DType::F32},
+                                   {"nearest", "tf_crop_and_resize", {2, 8, 9}, 0, ir::DType::F32},
+                                   {"nearest", "half_pixel", {2, 3, 11}, 0, ir::DType::I64},
+                                   {"nearest", "tf_crop_and_resize", {2, 8, 9}, 0, ir::DType::U8}};
+  const std::vector<std::int64_t> in{2, 5, 7};
+  int passes_run = 0;
+  for (const Case& c : cases) {
+    INFO(c.mode << " " << c.transform << " " << ir::dtype_name(c.dtype));
+    ir::Attrs a = models::ints_attr("sizes", c.sizes);
+    a.set("mode", std::string(c.mode));
+    a.set("coordinate_transformation_mode", std::string(c.transform));
+    a.set("antialias", std::int64_t{c.antialias});
+    a.set("roi", std::vector<double>{0, -0.2, 0.1, 1, 1.3, 0.8});
+    a.set("extrapolation_value", 3.0);
+    const ir::ResizeSpec spec = ir::resize_spec(a, in);
+    const std::vector<ir::ResizePass> passes = ir::resize_passes(spec, in);
+    REQUIRE(passes.size() == 2);
+    std::vector<lower::CudaKernelSource> sources;
+    for (std::size_t k = 0; k < passes.size(); ++k) {
+      // (The extrapolation value 3 as the element's bits: f32's, or the integer's.)
+      const std::uint64_t three = c.dtype == ir::DType::F32 ? 0x40400000u : 3u;
+      sources.push_back(lower::cuda_resize_source(passes[k], ir::dtype_size(c.dtype), three, static_cast<int>(k)));
+    }
+    compiles_for_both(sources);
+    auto emu = test::CudaHostEmulator::build(sources, test::emulator_dir(std::string("resize-") + c.mode));
+    if (!emu) FAIL(emu.error().message);
+    // The input's values (small integers, so every type holds them), and
+    // each pass's expected result from the op kernel's own pass.
+    std::vector<float> x(static_cast<std::size_t>(ir::numel(in)));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 11);
+    std::vector<std::int64_t> dims = in;
+    for (std::size_t k = 0; k < passes.size(); ++k) {
+      const ir::ResizePass& p = passes[k];
+      std::vector<float> want(p.rows() * static_cast<std::size_t>(p.inner));
+      ir::resize_pass_rows<float, float>(p, x.data(), want.data(), 3.0f, 0, p.rows());
+      ir::Tensor stored(c.dtype, {static_cast<std::int64_t>(x.size())});
+      for (std::size_t i = 0; i < x.size(); ++i) stored.set(i, x[i]);
+      std::vector<float> got(want.size());
+      CHECK(emu->run(k, {stored.bytes()}, got, c.dtype, 3, 64) == "");
+      CHECK(test::first_mismatch(got, want) == "");
+      x = want;
+      ++passes_run;
+    }
+  }
+  CHECK(passes_run == 10);
+}

@@ -266,6 +266,20 @@ TEST_CASE("copies of integer views and f16 - f64 arithmetic are device kernels -
   CHECK(test::emulation_failures(*p->kernels, {"copy", "mul", "sigmoid", "exp"}, "typed").empty());
 }
 
+TEST_CASE("resize is a device kernel per changing axis - interpolation and nearest copies - nothing on the host") {
+  models::GraphBuilder b("up");
+  std::string x = b.input("x", {1, 8, 16, 16});
+  std::string ids = b.input("ids", {1, 1, 4, 4}, ir::DType::I64);
+  ir::Attrs linear = models::ints_attr("sizes", {1, 8, 32, 32});
+  linear.set("mode", std::string("linear"));
+  ir::Attrs nearest = models::ints_attr("sizes", {1, 1, 8, 8});
+  auto p = lower_for_cuda(b.finish({b.op("resize", {x}, linear), b.op("resize", {ids}, nearest)}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Kernel, "resize linear") == 2);
+  CHECK(count(*p, lower::StepKind::Copy, "resize nearest") == 2);
+}
+
 TEST_CASE("concat is one 2-D device copy per operand - of any element type - nothing on the host") {
   models::GraphBuilder b("concat");
   std::string x = b.input("x", {2, 3, 4});

@@ -410,8 +410,8 @@ TEST_CASE("resize - nearest copies - linear and tf_crop_and_resize by hand - err
           "resize: sizes has 1 dims for an operand of rank 2");
     CHECK(shape_error_of("resize", {x}, attrs({4, 6}, "bicubic", "half_pixel")) ==
           "resize: mode 'bicubic' is not one of nearest, linear, cubic");
-    CHECK(shape_error_of("resize", {x}, attrs({4, 6}, "linear", "centered")).rfind(
-              "resize: coordinate_transformation_mode 'centered' is not one of half_pixel", 0) == 0);
+    CHECK(shape_error_of("resize", {x}, attrs({4, 6}, "linear", "centered"))
+              .rfind("resize: coordinate_transformation_mode 'centered' is not one of half_pixel", 0) == 0);
     Attrs aa = attrs({4, 6}, "nearest", "half_pixel");
     aa.set("antialias", std::int64_t{1});
     CHECK(shape_error_of("resize", {x}, aa) == "resize: antialias needs mode linear or cubic");
