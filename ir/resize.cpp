@@ -143,7 +143,12 @@ bool ResizeAxis::identity() const {
 
 std::vector<ResizePass> resize_passes(const ResizeSpec& s, std::vector<std::int64_t> in) {
   std::vector<ResizePass> passes;
-  for (std::size_t axis = in.size(); axis-- > 0;) {
+  const std::size_t rank = in.size();
+  for (std::size_t axis = rank; axis-- > 0;) {
+    // An axis of the same size, scale 1 and the whole roi maps every result
+    // index to itself in every mode (up to rounding when it has one element).
+    if (s.sizes[axis] == in[axis] && s.scales[axis] == 1.0 && s.roi[axis] == 0.0 && s.roi[rank + axis] == 1.0)
+      continue;
     ResizePass p;
     p.axis = axis;
     p.taps = resize_axis(s, axis, in[axis]);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "ir/einsum.hpp"
+#include "ir/resize.hpp"
 #include "ir/window.hpp"
 #include "rules/builtin_args.hpp"
 
@@ -527,6 +528,104 @@ Result gather_elements_plan(EvalContext& ctx, Args a) {
   return list_of(out);
 }
 
+// (resize-plan PART x sizes scales roi mode transform nearest a exclude
+// extrapolation antialias): one pass of resize (ir/resize.hpp), the last
+// axis that changes, as a product with a constant [out in] matrix (each
+// tap's weight added at its edge-clamped index) summed over the input axis,
+// plus a constant [out] holding the extrapolation value where a result
+// index falls outside the input. The axis is moved last (perm), given a 1
+// before it (shape), summed (axis) and moved back (inverse); the resize
+// that remains has that axis's scale 1 and roi [0 1] (scales, roi), so it
+// leaves the axis as it is. done: no axis changes. Float operands, and
+// nearest resizing of any type (the matrix is 0/1).
+Result resize_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  const TensorInfo* x = tensor_of(ctx, a[1]);
+  auto xd = static_dims_of(ctx, a[1]);
+  auto sizes = ints_of(ctx, a[2]);
+  auto scales = ctx.as_list(a[3]), roi = ctx.as_list(a[4]);
+  auto mode = symbol_of(ctx, a[5]), transform = symbol_of(ctx, a[6]), nearest = symbol_of(ctx, a[7]);
+  auto cubic = ctx.as_number(a[8]), exclude = ctx.as_number(a[9]), fill = ctx.as_number(a[10]),
+       antialias = ctx.as_number(a[11]);
+  if (!part || !x || !xd || !sizes || !scales || !roi || !mode || !transform || !nearest || !cubic || !exclude ||
+      !fill || !antialias)
+    return std::nullopt;
+  auto reals = [](const std::vector<Number>& l) {
+    std::vector<double> v;
+    for (const Number& n : l) v.push_back(n.as_real());
+    return v;
+  };
+  ir::Attrs attrs;
+  attrs.set("sizes", *sizes);
+  if (!scales->empty()) attrs.set("scales", reals(*scales));
+  if (!roi->empty()) attrs.set("roi", reals(*roi));
+  attrs.set("mode", *mode);
+  attrs.set("coordinate_transformation_mode", *transform);
+  attrs.set("nearest_mode", *nearest);
+  attrs.set("cubic_coeff_a", cubic->as_real());
+  attrs.set("exclude_outside", static_cast<std::int64_t>(exclude->as_real()));
+  attrs.set("extrapolation_value", fill->as_real());
+  attrs.set("antialias", static_cast<std::int64_t>(antialias->as_real()));
+  std::vector<ir::ResizePass> passes;
+  ir::ResizeSpec spec;
+  try {
+    spec = ir::resize_spec(attrs, *xd);
+    passes = ir::resize_passes(spec, *xd);
+  } catch (const ir::ShapeError&) {
+    return std::nullopt;
+  }
+  if (*part == "done") return Value::of_bool(passes.empty());
+  const ir::DType t = x->type.dtype;
+  if (passes.empty() || (!ir::is_float(t) && spec.mode != "nearest")) return std::nullopt;
+  const ir::ResizePass& pass = passes.front();
+  const std::size_t r = xd->size(), axis = pass.axis;
+  const ir::ResizeAxis& taps = pass.taps;
+  Ints perm, inverse(r);
+  for (std::size_t k = 0; k < r; ++k)
+    if (k != axis) perm.push_back(static_cast<std::int64_t>(k));
+  perm.push_back(static_cast<std::int64_t>(axis));
+  for (std::size_t k = 0; k < r; ++k) inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
+  const std::string& p = *part;
+  if (p == "perm") return list_of(perm);
+  if (p == "inverse") return list_of(inverse);
+  if (p == "axis") return list_of({static_cast<std::int64_t>(r)});
+  if (p == "shape") {
+    Ints shape;
+    for (std::int64_t k : perm) shape.push_back((*xd)[static_cast<std::size_t>(k)]);
+    shape.insert(shape.end() - 1, 1);
+    return list_of(shape);
+  }
+  if (p == "scales" || p == "roi") {
+    std::vector<double> next = p == "scales" ? spec.scales : spec.roi;
+    if (p == "scales") {
+      next[axis] = 1.0;
+    } else {
+      next[axis] = 0.0;
+      next[r + axis] = 1.0;
+    }
+    return Value::of_list(std::vector<Number>(next.begin(), next.end()));
+  }
+  if (p == "weights") {
+    ir::Tensor w(t, {taps.out, taps.in});
+    std::vector<double> m(static_cast<std::size_t>(taps.out * taps.in), 0.0);
+    const auto n = static_cast<std::size_t>(taps.taps);
+    for (std::size_t j = 0; j < static_cast<std::size_t>(taps.out); ++j)
+      if (!taps.outside[j])
+        for (std::size_t k = 0; k < n; ++k)
+          m[j * static_cast<std::size_t>(taps.in) + static_cast<std::size_t>(taps.index[j * n + k])] +=
+              taps.weight[j * n + k];
+    for (std::size_t i = 0; i < m.size(); ++i) w.set(i, m[i]);
+    return constant(ctx, std::move(w));
+  }
+  if (p == "fill") {
+    ir::Tensor e(t, {taps.out});
+    for (std::size_t j = 0; j < static_cast<std::size_t>(taps.out); ++j)
+      e.set(j, taps.outside[j] ? spec.extrapolation : 0.0);
+    return constant(ctx, std::move(e));
+  }
+  return std::nullopt;
+}
+
 // (einsum-plan PART k equation x0 x1 ...): einsum as a product summed.
 // Every letter gets an axis, the output's first (in order), then the
 // others sorted, then one more axis of size 1 so the sum is never over no
@@ -767,6 +866,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
               "(gather-plan PART x indices axis): data-shape, index-shape, iota, count or axis of gather as a one-hot "
               "selection",
               gather_plan});
+  r.add(Builtin{"resize-plan", 12, 12,
+                "(resize-plan PART x sizes scales roi mode transform nearest a exclude extrapolation antialias): "
+                "done, perm, shape, axis, weights, fill, inverse, scales or roi of one resize pass as a product",
+                resize_plan});
   r.add(Builtin{"gather-elements-plan", 4, 4,
                 "(gather-elements-plan PART x indices axis): starts, ends, axes, perm, data-shape, index-shape, iota, "
                 "count or axis of gather_elements as a one-hot selection",

@@ -404,3 +404,32 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
     check_op("lrn", {fed(random({2, 4, 3}, 30))}, attrs({{"size", std::int64_t{2}}, {"bias", 2.0}}));
   }
 }
+
+TEST_CASE("resize decomposes one axis at a time into products with constant matrices - every mode", "[decompose]") {
+  struct Case {
+    const char* mode;
+    const char* transform;
+    Ints sizes;
+    int antialias = 0;
+  };
+  const std::vector<Case> cases = {{"nearest", "half_pixel", {1, 2, 6, 7}},
+                                   {"linear", "align_corners", {1, 2, 5, 2}},
+                                   {"cubic", "half_pixel", {1, 2, 2, 9}, 1},
+                                   {"linear", "tf_crop_and_resize", {1, 2, 4, 6}},
+                                   {"nearest", "pytorch_half_pixel", {1, 1, 1, 1}},
+                                   {"linear", "asymmetric", {1, 3, 3, 5}}};  // axis 1 moved last and back
+  for (const Case& c : cases) {
+    INFO(c.mode << " " << c.transform);
+    ir::Attrs a = attr("sizes", c.sizes);
+    a.set("mode", std::string(c.mode));
+    a.set("coordinate_transformation_mode", std::string(c.transform));
+    a.set("antialias", std::int64_t{c.antialias});
+    a.set("roi", std::vector<double>{0, 0, 0.2, -0.1, 1, 1, 0.9, 1.2});
+    a.set("extrapolation_value", -5.0);
+    check_op("resize", {fed(random({1, 2, 3, 4}, 31))}, a);
+  }
+  SECTION("nearest resizing of integers") {
+    ir::Attrs a = attr("sizes", Ints{2, 5});
+    check_op("resize", {fed(ints({2, 3}, {4, -5, 6, 7, 8, -9}))}, a);
+  }
+}
