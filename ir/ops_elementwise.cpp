@@ -373,11 +373,19 @@ void register_elementwise_ops(OpRegistry& r) {
     };
     set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
       auto out = like(x[0], x[0].dtype(), x[0].dims());
+      // Symbolic integers are held as reals, exact for max and min with the
+      // integer bounds.
+      constexpr bool symbolic = !std::is_same_v<decltype(x[0].at(0)), double>;
       for (std::size_t i = 0; i < out.numel(); ++i) {
         if (is_float(x[0].dtype())) {
           auto v = x[0].at(i);  // max and min keep a NaN
           if (a.has("min")) v = scalar::max(v, a.f("min", 0.0));
           if (a.has("max")) v = scalar::min(v, a.f("max", 0.0));
+          out.set(i, v);
+        } else if constexpr (symbolic) {
+          auto v = x[0].at(i);
+          if (a.has("min")) v = scalar::max(v, static_cast<double>(a.i("min", 0)));
+          if (a.has("max")) v = scalar::min(v, static_cast<double>(a.i("max", 0)));
           out.set(i, v);
         } else {
           std::int64_t v = x[0].at_int(i);

@@ -147,8 +147,7 @@ std::vector<ResizePass> resize_passes(const ResizeSpec& s, std::vector<std::int6
   for (std::size_t axis = rank; axis-- > 0;) {
     // An axis of the same size, scale 1 and the whole roi maps every result
     // index to itself in every mode (up to rounding when it has one element).
-    if (s.sizes[axis] == in[axis] && s.scales[axis] == 1.0 && s.roi[axis] == 0.0 && s.roi[rank + axis] == 1.0)
-      continue;
+    if (s.sizes[axis] == in[axis] && s.scales[axis] == 1.0 && s.roi[axis] == 0.0 && s.roi[rank + axis] == 1.0) continue;
     ResizePass p;
     p.axis = axis;
     p.taps = resize_axis(s, axis, in[axis]);

@@ -1051,21 +1051,37 @@ void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, cons
   values_[n.outputs[result]] = std::move(v);
 }
 
+namespace {
+bool integral(DType t) { return ir::is_integer(t) || t == DType::Bool; }
+// Integer arithmetic: integer and bool operands, an integer or bool result,
+// and an integer among them (bools alone keep the f32 logic they fuse into).
+bool integer_node(const std::vector<Value*>& in, DType out) {
+  const bool all = std::all_of(in.begin(), in.end(), [](const Value* v) { return v && integral(v->dtype); });
+  const bool some = ir::is_integer(out) ||
+                    std::any_of(in.begin(), in.end(), [](const Value* v) { return v && ir::is_integer(v->dtype); });
+  return all && some && integral(out);
+}
+}  // namespace
+
 bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
                                  const std::vector<ir::ValueType>& out_types) {
   static const std::set<std::string> ops = {"less", "less_equal", "greater", "greater_equal", "equal",
                                             "not",  "and",        "or",      "xor",           "where"};
-  if (n.outputs.size() != 1 || n.outputs[0].empty() || !kernel_dtype(out_types[0].dtype)) return false;
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   if (!ops.count(n.op) && !is_elementwise(n.op)) return false;
-  // Integers are read as values: 8- and 32-bit ones are exact in the f64
-  // arithmetic they get (elementwise_compute); an i64 is exact only as a
-  // cast's operand (rounded as the reference cast rounds it).
+  const DType out = out_types[0].dtype;
+  if (integer_node(in, out)) return true;  // i64 arithmetic (elementwise_compute)
+  if (!kernel_dtype(out)) return false;
+  // Integers among floats are read as values: 8- and 32-bit ones are exact
+  // in the f64 arithmetic they get; an i64 is exact only as a cast's
+  // operand (rounded as the reference cast rounds it).
   return std::all_of(in.begin(), in.end(), [&](const Value* v) {
     return v && (kernel_dtype(v->dtype) || (leaf_dtype(v->dtype) && (n.op == "cast" || v->dtype != DType::I64)));
   });
 }
 
 DType Lowerer::elementwise_compute(const ir::Node& n, const std::vector<Value*>& in, DType out) {
+  if (integer_node(in, out)) return DType::I64;
   auto wide = [&](DType t) { return t == DType::F64 || t == DType::I8 || t == DType::U8 || t == DType::I32; };
   // A cast is a rounding to its result's type, which f32 arithmetic gives
   // (from f64 too) except the test `!= 0` of a bool result.
@@ -1102,6 +1118,8 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
   try {  // the op's own kernel applied to scalar expressions (leaves are read as values, loop_kernel.hpp)
     auto res =
         ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
+    // (Integer division, modulo and pow have no exact i64 form here.)
+    if (compute == DType::I64 && !int_kernel_expression(*ctx_, res.at(0).id(0))) return false;
     set_pending(n, in, out, out_types[0].dtype, res.at(0).id(0), ops, 0, compute);
   } catch (const ir::SymbolicUnsupported&) {
     return false;

@@ -69,7 +69,41 @@ std::string literal(double v, bool f64) {
   return buf;
 }
 
-const char* compute_type(ir::DType compute) { return compute == ir::DType::F64 ? "double" : "float"; }
+const char* compute_type(ir::DType compute) {
+  return compute == ir::DType::F64 ? "double" : compute == ir::DType::I64 ? "long long" : "float";
+}
+
+// The C expression of node `n` of an i64-computing kernel: wrapping
+// arithmetic (through unsigned long long, whose overflow C defines),
+// comparisons as 0/1.
+std::string int_expression(const ir::SymNode& n, const std::string& a, const std::string& b, const std::string& c) {
+  auto u = [](const std::string& x) { return "(unsigned long long)" + x; };
+  using ir::SymOp;
+  switch (n.op) {
+    case SymOp::Add:
+      return "(long long)(" + u(a) + " + " + u(b) + ")";
+    case SymOp::Mul:
+      return "(long long)(" + u(a) + " * " + u(b) + ")";
+    case SymOp::Neg:
+      return "(long long)(0ULL - " + u(a) + ")";
+    case SymOp::Max:
+      return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+    case SymOp::Min:
+      return "(" + b + " < " + a + " ? " + b + " : " + a + ")";
+    case SymOp::Abs:
+      return "(" + a + " < 0LL ? (long long)(0ULL - " + u(a) + ") : " + a + ")";
+    case SymOp::Less:
+      return "(long long)(" + a + " < " + b + ")";
+    case SymOp::LessEq:
+      return "(long long)(" + a + " <= " + b + ")";
+    case SymOp::Equal:
+      return "(long long)(" + a + " == " + b + ")";
+    case SymOp::Select:
+      return "(" + a + " != 0LL ? " + b + " : " + c + ")";
+    default:
+      throw std::logic_error(std::string("cuda codegen: no i64 form of ") + ir::sym_op_name(n.op));
+  }
+}
 
 // `__device__ T NAME(T a0, ...)`: the expression `root` over the variables
 // `vars` (in that order) in the compute type T, one temporary per DAG node.
@@ -94,13 +128,22 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
     using ir::SymOp;
     if (n.op == SymOp::Var) throw std::logic_error("cuda codegen: a variable that is not a leaf: " + ctx.to_string(id));
     if (n.op == SymOp::Const) {
-      ref[id] = literal(n.value, f64);
+      ref[id] = compute == ir::DType::I64 ? "(" + std::to_string(static_cast<long long>(n.value)) + "LL)"
+                                          : literal(n.value, f64);
       continue;
     }
     auto a = [&] { return ref.at(n.a); };
     auto b = [&] { return ref.at(n.b); };
     auto fn = [&](const char* name) { return std::string(name) + f + "(" + a() + ")"; };
     std::string e;
+    if (compute == ir::DType::I64) {
+      e = int_expression(n, a(), n.op == SymOp::Neg || n.op == SymOp::Abs ? "" : b(),
+                         n.op == SymOp::Select ? ref.at(n.c) : "");
+      const std::string t = "t" + std::to_string(id);
+      s << "  const long long " << t << " = " << e << ";\n";
+      ref[id] = t;
+      continue;
+    }
     switch (n.op) {
       case SymOp::Var:
       case SymOp::Const:
@@ -212,6 +255,7 @@ const char* element_type(ir::DType t) {
 }
 std::string as_compute(ir::DType t, ir::DType compute, const std::string& element) {
   const std::string cast = std::string("(") + compute_type(compute) + ")";
+  if (compute == ir::DType::I64) return t == ir::DType::I64 ? element : cast + element;
   switch (t) {
     case ir::DType::F16:
       return cast + "sat_h2f(" + element + ")";
@@ -226,7 +270,7 @@ std::string as_compute(ir::DType t, ir::DType compute, const std::string& elemen
 std::string stored_as(ir::DType t, ir::DType compute, const std::string& value) {
   switch (t) {
     case ir::DType::Bool:  // value != 0, NaN included
-      return "(" + value + ") != 0.0f";
+      return "(" + value + ") != " + (compute == ir::DType::I64 ? "0LL" : "0.0f");
     case ir::DType::F16:
       return "sat_f2h((float)(" + value + "))";
     case ir::DType::BF16:

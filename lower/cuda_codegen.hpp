@@ -11,10 +11,13 @@
 // broadcast along it) and the row length is a multiple of 4, each thread
 // reads and writes float4. Reductions give one warp to each result element:
 // the lanes stride over the reduced elements, then combine with
-// __shfl_xor_sync. Arithmetic is IEEE f32 (no fast-math), max/min
-// propagate NaN as the CPU kernels do. Leaves of bool and integer types are
-// converted when read and a bool result stores `value != 0`, as on the CPU
-// (loop_kernel.hpp); only all-f32 kernels use float4.
+// __shfl_xor_sync. Arithmetic is IEEE f32 or f64 (the kernel's compute type;
+// no fast-math), max/min propagate NaN as the CPU kernels do; integer
+// kernels compute in long long through unsigned arithmetic (wrapping, as C
+// defines it for unsigned). Leaves of bool and integer types are converted
+// when read, f16 and bf16 as their bits through the prelude's conversions,
+// and results are stored as on the CPU (loop_kernel.hpp); only all-f32
+// kernels use float4.
 //
 // Invariant: the source only reads a leaf at the offsets its strides give
 // for points of the iteration space (check_bounds holds for the kernel).

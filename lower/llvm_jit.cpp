@@ -232,6 +232,67 @@ class ExprEmitter {
   llvm::Type* i32_;
 };
 
+// The expression DAG of an i64-computing kernel (loop_kernel.hpp's
+// int_kernel_expression): wrapping i64 arithmetic, comparisons as 0/1.
+template <class LeafFn>
+llvm::Value* emit_int(llvm::IRBuilder<>& b, const ir::SymContext& ctx, ir::SymId id, LeafFn& leaf,
+                      std::unordered_map<ir::SymId, llvm::Value*>& memo) {
+  if (auto it = memo.find(id); it != memo.end()) return it->second;
+  const ir::SymNode& n = ctx.node(id);
+  auto arg = [&](ir::SymId s) { return emit_int(b, ctx, s, leaf, memo); };
+  auto flag = [&](llvm::Value* cond) { return b.CreateZExt(cond, b.getInt64Ty()); };
+  llvm::Value* v = nullptr;
+  using ir::SymOp;
+  switch (n.op) {
+    case SymOp::Var:
+      v = leaf(id);
+      break;
+    case SymOp::Const:
+      v = b.getInt64(static_cast<std::uint64_t>(static_cast<std::int64_t>(n.value)));
+      break;
+    case SymOp::Add:
+      v = b.CreateAdd(arg(n.a), arg(n.b));
+      break;
+    case SymOp::Mul:
+      v = b.CreateMul(arg(n.a), arg(n.b));
+      break;
+    case SymOp::Neg:
+      v = b.CreateSub(b.getInt64(0), arg(n.a));
+      break;
+    case SymOp::Max: {
+      llvm::Value *x = arg(n.a), *y = arg(n.b);
+      v = b.CreateSelect(b.CreateICmpSLT(x, y), y, x);
+      break;
+    }
+    case SymOp::Min: {
+      llvm::Value *x = arg(n.a), *y = arg(n.b);
+      v = b.CreateSelect(b.CreateICmpSLT(y, x), y, x);
+      break;
+    }
+    case SymOp::Abs: {
+      llvm::Value* x = arg(n.a);
+      v = b.CreateSelect(b.CreateICmpSLT(x, b.getInt64(0)), b.CreateSub(b.getInt64(0), x), x);
+      break;
+    }
+    case SymOp::Less:
+      v = flag(b.CreateICmpSLT(arg(n.a), arg(n.b)));
+      break;
+    case SymOp::LessEq:
+      v = flag(b.CreateICmpSLE(arg(n.a), arg(n.b)));
+      break;
+    case SymOp::Equal:
+      v = flag(b.CreateICmpEQ(arg(n.a), arg(n.b)));
+      break;
+    case SymOp::Select:
+      v = b.CreateSelect(b.CreateICmpNE(arg(n.a), b.getInt64(0)), arg(n.b), arg(n.c));
+      break;
+    default:
+      throw std::logic_error("llvm codegen: no i64 form of " + ctx.to_string(id));
+  }
+  memo.emplace(id, v);
+  return v;
+}
+
 // `for (iv = lo; iv < hi; ++iv) body(iv)`, in the canonical form the loop
 // vectorizer expects; the builder is left after the loop.
 template <class Body>
@@ -325,7 +386,8 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();
   check_kernel_types(k);
-  llvm::Type* ct = element_type(b, k.compute);
+  const bool ints = k.compute == ir::DType::I64;
+  llvm::Type* ct = ints ? b.getFloatTy() : element_type(b, k.compute);  // (the float emitter's type, unused for ints)
   llvm::Type* ptr = b.getPtrTy();
   const std::size_t nleaves = k.leaves.size();
 
@@ -359,7 +421,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
   llvm::Type* out_type = element_type(b, k.out_dtype);
   const bool copy = is_copy(k);
-  ExprEmitter ex(b, m, *k.ctx, k.compute);
+  ExprEmitter ex(b, m, *k.ctx, ints ? ir::DType::F32 : k.compute);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
     // Element offsets of this row in every leaf: the row's multi-index over
@@ -390,6 +452,17 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         return off;
       };
       auto body_at = [&](const std::vector<llvm::Value*>& off) {
+        if (ints) {  // integers and bools widened to i64
+          auto load = [&](ir::SymId var) -> llvm::Value* {
+            std::size_t l = leaf_of.at(var);
+            llvm::Type* t = leaf_type[l];
+            llvm::Value* x = b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l]));
+            const ir::DType lt = k.leaves[l].dtype;
+            return lt == ir::DType::U8 || lt == ir::DType::Bool ? b.CreateZExt(x, i64) : b.CreateSExtOrBitCast(x, i64);
+          };
+          std::unordered_map<ir::SymId, llvm::Value*> memo;
+          return emit_int(b, *k.ctx, k.body, load, memo);
+        }
         return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
           std::size_t l = leaf_of.at(var);
           llvm::Type* t = leaf_type[l];
@@ -402,7 +475,13 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           const std::vector<llvm::Value*> off = offsets_at({}, rank);
           b.CreateStore(b.CreateLoad(out_type, b.CreateInBoundsGEP(out_type, leaf_ptr[0], off[0])), dst);
         } else {
-          b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
+          llvm::Value* v = body_at(offsets_at({}, rank));
+          if (ints)  // the low bits; a bool is value != 0
+            v = k.out_dtype == ir::DType::Bool ? b.CreateZExt(b.CreateICmpNE(v, b.getInt64(0)), out_type)
+                                               : b.CreateTrunc(v, out_type);
+          else
+            v = from_compute(b, v, k.out_dtype, out_type);
+          b.CreateStore(v, dst);
         }
         return;
       }

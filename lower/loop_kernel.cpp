@@ -1,5 +1,6 @@
 #include "lower/loop_kernel.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace saturn::lower {
@@ -39,13 +40,47 @@ bool is_copy(const LoopKernel& k) {
          k.leaves[0].dtype == k.out_dtype;
 }
 
+bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root) {
+  for (ir::SymId id : ctx.reachable(std::span<const ir::SymId>(&root, 1))) {
+    const ir::SymNode& n = ctx.node(id);
+    using ir::SymOp;
+    switch (n.op) {
+      case SymOp::Var:
+      case SymOp::Add:
+      case SymOp::Mul:
+      case SymOp::Neg:
+      case SymOp::Max:
+      case SymOp::Min:
+      case SymOp::Abs:
+      case SymOp::Less:
+      case SymOp::LessEq:
+      case SymOp::Equal:
+      case SymOp::Select:
+        break;
+      case SymOp::Const:
+        if (n.value != std::trunc(n.value) || std::abs(n.value) > 9.0e18) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 void check_kernel_types(const LoopKernel& k) {
-  if ((!kernel_dtype(k.out_dtype) && !is_copy(k)) || (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+  const bool ints = k.compute == ir::DType::I64;
+  const bool int_result = ir::is_integer(k.out_dtype) || k.out_dtype == ir::DType::Bool;
+  if ((!kernel_dtype(k.out_dtype) && !is_copy(k) && !(ints && int_result)) ||
+      (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
-  if (k.compute != ir::DType::F32 && (k.compute != ir::DType::F64 || k.reduce != ReduceKind::None))
+  if (k.compute != ir::DType::F32 &&
+      ((k.compute != ir::DType::F64 && !ints) || k.reduce != ReduceKind::None || (ints && !int_result)))
     throw std::logic_error(k.name + ": a loop kernel cannot do its arithmetic in " + ir::dtype_name(k.compute));
   for (const Leaf& l : k.leaves)
-    if (!leaf_dtype(l.dtype)) throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
+    if (!leaf_dtype(l.dtype) || (ints && ir::is_float(l.dtype)))
+      throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
+  if (ints && !is_copy(k) && !int_kernel_expression(*k.ctx, k.body))
+    throw std::logic_error(k.name + ": integer arithmetic that i64 does not compute exactly");
 }
 
 void simplify_iteration_space(LoopKernel& k) {

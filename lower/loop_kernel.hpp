@@ -10,17 +10,19 @@
 // fused chain of elementwise ops is the composition of the ops' own kernels
 // from the registry: nothing about an op's meaning is restated here.
 //
-// Element types: the arithmetic is in `compute`, f32 or f64. A leaf of
+// Element types: the arithmetic is in `compute`, f32, f64 or i64. A leaf of
 // another type is converted when read (bool and integers to their value, an
 // i64 through double, as the reference cast rounds it; f16 and bf16 exactly),
 // and the result is rounded once when stored: f16 and bf16 to nearest even
 // through f32 (as Tensor::set rounds them), a bool as `value != 0` (NaN is
 // true); so comparisons, logic, where and casts fuse with the arithmetic
-// around them. Integer arithmetic never runs here: an integer result is not
-// a kernel's (kernel_dtype says which types are), though a kernel may copy
-// integers unchanged (is_copy). f64 arithmetic runs in f64
-// (compute_dtype), and so do comparisons of 8- and 32-bit integers, which
-// f64 holds exactly.
+// around them. f64 arithmetic runs in f64 (compute_dtype), and so do
+// comparisons of 8- and 32-bit integers with floats, which f64 holds
+// exactly. Integer arithmetic (add, mul, neg, max, min, abs, comparisons,
+// where: what int_kernel_expression accepts) runs in i64, wrapping, and an
+// integer result keeps its low bits, as the reference's int64 kernels and
+// Tensor::set_int do; its leaves are integers and bools. A copy
+// (is_copy) moves elements of any type unchanged.
 //
 // Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
 // reduction's `post`, `acc_var`); every leaf access stays inside its buffer
@@ -47,8 +49,11 @@ struct Leaf {
 // Types a leaf may have: the floats, bool and the integers (read as values).
 bool leaf_dtype(ir::DType t);
 // Types a kernel's result may have: the floats and bool (a reduction's: f32;
-// a copy's: any, is_copy).
+// a copy's: any, is_copy; an i64-computing kernel's: integers and bool).
 bool kernel_dtype(ir::DType t);
+// Whether `root` only uses what i64 arithmetic computes exactly: variables,
+// integral constants, add, mul, neg, max, min, abs, comparisons and select.
+bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root);
 // The arithmetic a kernel computing values of `t` does: f64 for f64, else
 // f32 (f16 and bf16 compute in f32 and round when stored).
 ir::DType compute_dtype(ir::DType t);
@@ -71,7 +76,7 @@ struct LoopKernel {
   std::vector<Leaf> leaves;
   BufferId out = -1;
   ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
-  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32 or f64 (reductions: f32)
+  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32, f64 or i64 (reductions: f32)
   int ops = 0;                           // graph ops fused into it (reports)
 };
 

@@ -567,12 +567,11 @@ TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across
     std::string m = b.input("m", {1, 6}, ir::DType::Bool);
     std::string g = b.op("greater", {x, y});
     std::string l = b.op("xor", {b.op("and", {b.op("not", {m}), g}), b.op("or", {m, b.op("equal", {x, x})})});
-    ir::Attrs cast_i64;
-    cast_i64.set("to", std::string("i64"));
     // l is a graph output (a bool kernel result) and an operand of the
-    // reference cast to i64, which reads it stored.
-    auto p = check_against_interpreter(b.finish({l, b.op("cast", {l}, cast_i64), b.op("less_equal", {x, y})}));
-    CHECK(p->reference_ops == std::vector<std::string>{"cast"});
+    // reference reduce_max (of bools), which reads it stored.
+    auto p = check_against_interpreter(
+        b.finish({l, b.op("reduce_max", {l}, models::ints_attr("axes", {1})), b.op("less_equal", {x, y})}));
+    CHECK(p->reference_ops == std::vector<std::string>{"reduce_max"});
   }
   SECTION("to bool - zero is false and NaN is true") {
     models::GraphBuilder b("nan");
@@ -583,11 +582,19 @@ TEST_CASE("Comparisons - logic - where and casts fuse with f32 arithmetic across
         b.finish({b.op("cast", {zero}, to_bool), b.op("cast", {nan}, to_bool), b.op("equal", {nan, nan})}));
     CHECK(p->reference_ops.empty());
   }
-  SECTION("a comparison of i64 values is not fused - f64 would not be exact") {
+  SECTION("comparisons of i64 values fuse - in i64 - exact beyond 2^53") {
     models::GraphBuilder b("cmp");
-    std::string k = b.input("k", {2, 3}, ir::DType::I64);
-    auto p = check_against_interpreter(b.finish({b.op("less", {k, k})}));
-    CHECK(p->reference_ops == std::vector<std::string>{"less"});
+    std::string k = b.input("k", {3}, ir::DType::I64), j = b.input("j", {3}, ir::DType::I64);
+    ir::Tensor kv(ir::DType::I64, {3}), jv(ir::DType::I64, {3});
+    // 2^60 + 1 and 2^60 are one double.
+    const std::vector<std::int64_t> ks{(std::int64_t{1} << 60) + 1, -5, 7}, js{std::int64_t{1} << 60, -5, 8};
+    for (std::size_t i = 0; i < 3; ++i) {
+      kv.set_int(i, ks[i]);
+      jv.set_int(i, js[i]);
+    }
+    auto p = check_against_interpreter(b.finish({b.op("less", {j, k}), b.op("equal", {k, j})}), {kv, jv}, 0, 0);
+    CHECK(p->reference_ops.empty());
+    for (const lower::LoopKernel& kernel : *p->kernels) CHECK(kernel.compute == ir::DType::I64);
   }
   SECTION("comparisons of 8- and 32-bit integers fuse - in f64 - where f32 would round") {
     models::GraphBuilder b("cmp32");
@@ -1095,11 +1102,11 @@ TEST_CASE("Movement ops of integer and bool values are views too") {
   const std::vector<ir::Tensor> in{random_tensor({3, 4}, 1, -9, 9, ir::DType::I64),
                                    random_tensor({1, 4}, 2, 0, 1, ir::DType::Bool), random_tensor({3, 4}, 3)};
   auto p = check_against_interpreter(g, in);
-  CHECK(p->reference_ops == std::vector<std::string>{"mul"});  // integer arithmetic
-  // The i64 views copied out are loop kernels (lower::is_copy); the mul is
-  // the one step on reference kernels.
-  CHECK(std::count_if(p->steps.begin(), p->steps.end(),
-                      [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }) == 1);
+  // The i64 views copied out are loop kernels (lower::is_copy), and so is
+  // the integer product (i64 arithmetic).
+  CHECK(p->reference_ops.empty());
+  CHECK(std::none_of(p->steps.begin(), p->steps.end(),
+                     [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
   auto got = (*runtime::CpuExecutor::create(g))->run(in);
   REQUIRE(got);
   for (std::size_t i = 0; i < 3; ++i)
@@ -1184,5 +1191,39 @@ TEST_CASE("Resize runs natively - a step per axis - nearest of any type - linear
     a.set("mode", std::string("linear"));
     auto p = check_against_interpreter(b.finish({b.op("resize", {x}, a)}), 0, 0);
     CHECK(p->reference_ops == std::vector<std::string>{"resize"});
+  }
+}
+
+TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's width as the reference does") {
+  for (ir::DType t : {ir::DType::I8, ir::DType::U8, ir::DType::I32, ir::DType::I64}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("ints");
+    std::string x = b.input("x", {4, 9}, t), y = b.input("y", {1, 9}, t);
+    std::string m = b.input("m", {4, 1}, ir::DType::Bool);
+    ir::Attrs clip;
+    clip.set("min", 3.0);
+    clip.set("max", 100.0);
+    ir::Attrs to_bool;
+    to_bool.set("to", std::string("bool"));
+    // add/sub/mul overflow (values up to 200), max/min/abs/neg, where and
+    // clip fused; a comparison and a cast to bool of integers.
+    std::string sum = b.op("mul", {b.op("add", {x, y}), b.op("sub", {x, y})});
+    std::string mixed = b.op("where", {m, b.op("max", {sum, b.op("neg", {x})}), b.op("abs", {b.op("min", {x, y})})});
+    auto p = check_against_interpreter(
+        b.finish({mixed, b.op("clip", {sum}, clip), b.op("less", {sum, x}), b.op("cast", {sum}, to_bool)}),
+        {random_tensor({4, 9}, 7, t == ir::DType::U8 ? 0 : -200, 200, t),
+         random_tensor({1, 9}, 8, t == ir::DType::U8 ? 0 : -200, 200, t),
+         random_tensor({4, 1}, 9, 0, 1, ir::DType::Bool)},
+        0, 0);
+    CHECK(p->reference_ops.empty());
+    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
+                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+  }
+  SECTION("integer division and modulo keep the reference kernel") {
+    models::GraphBuilder b("div");
+    std::string x = b.input("x", {5}, ir::DType::I32);
+    auto p = check_against_interpreter(b.finish({b.op("div", {x, b.fill({}, 3, ir::DType::I32)})}),
+                                       {random_tensor({5}, 3, -9, 9, ir::DType::I32)}, 0, 0);
+    CHECK(p->reference_ops == std::vector<std::string>{"div"});
   }
 }

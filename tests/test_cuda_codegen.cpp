@@ -148,7 +148,7 @@ lower::LoopKernel typed_loop_kernel() { return kernels_of(typed_kernels()).at(0)
 
 // Kernels of f16, bf16 and f64 values: casts between them, f16 arithmetic
 // (in f32, rounded when stored), f64 arithmetic in f64, and comparisons of
-// 32-bit integers (in f64).
+// 32-bit integers (in i64).
 ir::Graph wide_typed_kernels() {
   models::GraphBuilder b("wide");
   std::string h = b.input("h", {5, 12}, ir::DType::F16);
@@ -232,12 +232,16 @@ TEST_CASE("f16 - bf16 and f64 kernels compile with NVRTC - halves as bits - f64 
   }
   // Ten kernels: h*h is stored (rounded to f16) before + 0.5 reads it, so
   // five store halves (the mul, the add, the casts of x and d's to bf16);
-  // two compute in double (exp+cast+add+tanh of d, the i32 comparison); the
-  // cast of bf is stored before it broadcasts, and the product with x,
-  // f32 throughout, reads float4.
+  // exp+cast+add+tanh of d computes in double, the i32 comparison in
+  // long long; the cast of bf is stored before it broadcasts, and the
+  // product with x, f32 throughout, reads float4.
+  int integers = 0;
+  for (const auto& k : ks)
+    integers += k.source.find("__device__ __forceinline__ long long " + k.name + "_body") != std::string::npos;
   CHECK(ks.size() == 10);
   CHECK(halves == 5);
-  CHECK(doubles == 2);
+  CHECK(doubles == 1);
+  CHECK(integers == 1);
   CHECK(vectorized == 1);
 }
 
@@ -336,6 +340,21 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
   SECTION("f16 - bf16 and f64 leaves and results - f64 arithmetic") {
     CHECK(emulated_kernels_match(wide_typed_kernels(), "wide") == 10);
     CHECK(emulated_kernels_match(wide_typed_kernels(), "wide-special", special_values) == 10);
+  }
+  SECTION("integer arithmetic in i64 - wrapping to i8 - i64 comparisons - where over integers") {
+    models::GraphBuilder b("ints");
+    std::string x = b.input("x", {3, 8}, ir::DType::I8), y = b.input("y", {1, 8}, ir::DType::I8);
+    std::string k = b.input("k", {3, 8}, ir::DType::I64), m = b.input("m", {3, 1}, ir::DType::Bool);
+    std::string sum = b.op("mul", {b.op("add", {x, y}), b.op("sub", {x, y})});
+    const ir::Graph g =
+        b.finish({b.op("where", {m, b.op("max", {sum, b.op("neg", {x})}), b.op("abs", {b.op("min", {x, y})})}),
+                  b.op("less", {k, b.op("neg", {k})}), b.op("equal", {k, b.fill({}, 2, ir::DType::I64)})});
+    const auto sources = sources_of(g);
+    compiles_for_both(sources);
+    int ints = 0;
+    for (const auto& src : sources) ints += src.source.find("long long t") != std::string::npos;
+    CHECK(ints >= 2);
+    CHECK(emulated_kernels_match(g, "ints") == static_cast<int>(sources.size()));
   }
   SECTION("every f16 and bf16 value widens exactly - f32 narrows to nearest even as the interpreter does") {
     const std::int64_t n = 65536;
