@@ -130,6 +130,29 @@ ir::Graph argmax_logits() {
   return b.finish({b.op("argmax", {x}, a)});
 }
 
+// An FPN top-down step: the coarser map [1 256 64 64] upsampled 2x by
+// nearest neighbour and added to the lateral [1 256 128 128].
+ir::Graph fpn_nearest_add() {
+  models::GraphBuilder b("fpn_nearest_add");
+  std::string top = b.input("top", {1, 256, 64, 64});
+  std::string lateral = b.input("lateral", {1, 256, 128, 128});
+  ir::Attrs a = models::ints_attr("sizes", {1, 256, 128, 128});
+  a.set("mode", std::string("nearest"));
+  a.set("coordinate_transformation_mode", std::string("asymmetric"));
+  a.set("nearest_mode", std::string("floor"));
+  return b.finish({b.op("add", {b.op("resize", {top}, a), lateral})});
+}
+
+// A segmentation head's bilinear 2x upsampling (half_pixel, PyTorch's
+// align_corners=False) of [1 64 128 128].
+ir::Graph bilinear_up() {
+  models::GraphBuilder b("bilinear_up");
+  std::string x = b.input("x", {1, 64, 128, 128});
+  ir::Attrs a = models::ints_attr("sizes", {1, 64, 256, 256});
+  a.set("mode", std::string("linear"));
+  return b.finish({b.op("resize", {x}, a)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,6 +190,8 @@ int main(int argc, char** argv) {
   work.push_back({"unet_up", unet_up(), true});
   work.push_back({"reflect_pad_conv", reflect_pad_conv(), true});
   work.push_back({"argmax_logits", argmax_logits(), true});
+  work.push_back({"fpn_nearest_add", fpn_nearest_add(), true});
+  work.push_back({"bilinear_up", bilinear_up(), true});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";

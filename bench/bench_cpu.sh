@@ -10,7 +10,8 @@
 # embeddings for 128 tokens (a gather from the [30522 768] table), a
 # wav2vec-style pair of 1-D convolutions on 1 s of 16 kHz audio, a U-Net
 # transposed-convolution upsampling, reflection padding before a 3x3
-# convolution, and the argmax of [128 30522] logits. Both sides use 2 threads;
+# convolution, the argmax of [128 30522] logits, an FPN top-down step
+# (nearest 2x upsampling plus the lateral map) and a bilinear 2x upsampling. Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

@@ -147,6 +147,16 @@ class ArgmaxLogits(nn.Module):
         return torch.argmax(x, dim=-1)
 
 
+class FpnNearestAdd(nn.Module):
+    def forward(self, top, lateral):
+        return nn.functional.interpolate(top, scale_factor=2, mode="nearest") + lateral
+
+
+class BilinearUp(nn.Module):
+    def forward(self, x):
+        return nn.functional.interpolate(x, size=(256, 256), mode="bilinear", align_corners=False)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -167,7 +177,9 @@ def main():
             ("masked_softmax", MaskedSoftmax(), [(12, 384, 384), (torch.bool, (384, 384)), (torch.int64, (1, 384))]),
             ("embedding", Embedding(), [("ids", (1, 128))]), ("conv1d_audio", Conv1dAudio(), (1, 1, 16000)),
             ("unet_up", UnetUp(), (1, 256, 32, 32)), ("reflect_pad_conv", ReflectPadConv(), (1, 64, 112, 112)),
-            ("argmax_logits", ArgmaxLogits(), (128, 30522))]
+            ("argmax_logits", ArgmaxLogits(), (128, 30522)),
+            ("fpn_nearest_add", FpnNearestAdd(), [(1, 256, 64, 64), (1, 256, 128, 128)]),
+            ("bilinear_up", BilinearUp(), (1, 64, 128, 128))]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:

@@ -135,6 +135,9 @@ class Exporter {
 void Exporter::resize(const Node& n) {
   const std::string& x = n.inputs[0];
   const std::string& y = n.outputs[0];
+  if (!is_static(types_.at(x).shape))
+    throw DiagnosticError{
+        Diagnostic{SourceLoc{g_.source, 0, 0}, describe(n) + ": resize exports with its operand's static shape only"}};
   const std::vector<std::int64_t> in = static_dims(types_.at(x).shape);
   const ResizeSpec s = resize_spec(n.attrs, in);
   const ResizeTarget want{s.sizes, s.scales};
