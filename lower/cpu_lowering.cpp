@@ -1014,6 +1014,30 @@ void Lowerer::lower_node(std::size_t index) {
     lower_gather(n, *in[0], *in[1], out_types[0]);
     return;
   }
+  if (n.op == "tile" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
+    // A copy of the operand viewed [r0 d0 r1 d1 ...] with stride 0 along
+    // each repeat (any element type), reshaped to [r0 d0, r1 d1, ...].
+    store(*in[0]);
+    Value v = *in[0];
+    const Dims reps = n.attrs.ints("repeats");
+    if (reps.size() == v.dims.size() && std::all_of(reps.begin(), reps.end(), [](std::int64_t r) { return r >= 1; })) {
+      View t = v.view;
+      t.dims.clear();
+      t.strides.clear();
+      for (std::size_t a = 0; a < reps.size(); ++a) {
+        t.dims.insert(t.dims.end(), {reps[a], v.dims[a]});
+        t.strides.insert(t.strides.end(), {0, v.view.strides[a]});
+      }
+      v.view = t;
+      v.dims = t.dims;
+      v.is_scalar_constant = false;
+      const Dims out = ir::static_dims(out_types[0].shape);
+      v.view = whole(v).reshaped(out);
+      v.dims = out;
+      values_[n.outputs[0]] = std::move(v);
+      return;
+    }
+  }
   if (n.op == "resize" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_resize(n, *in[0], out_types[0]);
     return;

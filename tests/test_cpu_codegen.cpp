@@ -1227,3 +1227,18 @@ TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's wid
     CHECK(p->reference_ops == std::vector<std::string>{"div"});
   }
 }
+
+TEST_CASE("Tile is a copy of a broadcast view - any element type - of views") {
+  for (ir::DType t : {ir::DType::F32, ir::DType::I64, ir::DType::Bool}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("tile");
+    std::string x = b.input("x", {3, 4}, t);
+    // Tiled as it is, and transposed first (a strided operand).
+    const ir::Graph g = b.finish({b.op("tile", {x}, models::ints_attr("repeats", {2, 3})),
+                                  b.op("tile", {b.op("transpose", {x}, models::ints_attr("perm", {1, 0}))},
+                                       models::ints_attr("repeats", {1, 2}))});
+    auto p = check_against_interpreter(g, {random_tensor({3, 4}, 12, -9, 9, t)}, 0, 0);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->fused_kernels == 2);
+  }
+}
