@@ -634,11 +634,12 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       if (old) {
         a.set("coordinate_transformation_mode", std::string("asymmetric"));
         a.set("nearest_mode", std::string("floor"));
-        scales = upsample && im.opset() < 9 ? std::vector<double>() : floats_of(1, "scales");
-        if (upsample && im.opset() < 9) {
+        if (upsample && im.opset() < 9) {  // scales an attribute
           auto* at = im.attr("scales");
           if (!at) im.unsupported("Upsample needs scales");
           scales.assign(at->floats().begin(), at->floats().end());
+        } else {
+          scales = floats_of(1, "scales");
         }
       } else {
         a.set("coordinate_transformation_mode", im.as("coordinate_transformation_mode", "half_pixel"));
@@ -909,7 +910,11 @@ void Importer::import_node(const onnx::NodeProto& n) {
   auto it = importers().find(n.op_type());
   if (it == importers().end()) unsupported("op " + n.op_type() + " is not supported");
   read_attrs_.clear();
-  it->second(*this);
+  try {
+    it->second(*this);
+  } catch (const ShapeError& e) {  // an attribute or constant operand out of range (an axis, ...)
+    unsupported(e.message);
+  }
   for (const auto& a : n.attribute())
     if (!read_attrs_.count(a.name())) unsupported("attribute '" + a.name() + "' is not supported");
 }

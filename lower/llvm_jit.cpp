@@ -32,12 +32,13 @@ Diagnostic jit_error(const std::string& what, llvm::Error e) {
 }
 
 // Emits the scalar expression DAG of a kernel as LLVM IR in its compute
-// type: f32 (exp, tanh and erf inline, the rest from the C library) or f64
-// (the C library's double functions throughout).
+// type: f32 (exp, tanh and erf inline, the rest from the C library), f64
+// (the C library's double functions throughout) or i64 (wrapping integer
+// arithmetic, comparisons as 0/1: what int_kernel_expression accepts).
 class ExprEmitter {
  public:
   ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx, ir::DType compute)
-      : b_(b), m_(m), ctx_(ctx), f64_(compute == ir::DType::F64) {
+      : b_(b), m_(m), ctx_(ctx), f64_(compute == ir::DType::F64), int_(compute == ir::DType::I64) {
     f32_ = f64_ ? b_.getDoubleTy() : b_.getFloatTy();
     i32_ = b_.getInt32Ty();
   }
@@ -138,6 +139,11 @@ class ExprEmitter {
     auto flag = [&](llvm::Value* cond) { return b_.CreateSelect(cond, c(1.0), c(0.0)); };
     llvm::Value* v = nullptr;
     using ir::SymOp;
+    if (int_ && n.op != SymOp::Var) {
+      v = int_op(id, n, arg);
+      memo.emplace(id, v);
+      return v;
+    }
     switch (n.op) {
       case SymOp::Var:
         v = leaf(id);
@@ -224,74 +230,51 @@ class ExprEmitter {
     return v;
   }
 
+  // Node `n` of an i64 kernel over its operands' values (`arg`).
+  template <class Arg>
+  llvm::Value* int_op(ir::SymId id, const ir::SymNode& n, Arg& arg) {
+    llvm::Value* zero = b_.getInt64(0);
+    auto flag = [&](llvm::Value* cond) { return b_.CreateZExt(cond, b_.getInt64Ty()); };
+    using ir::SymOp;
+    switch (n.op) {
+      case SymOp::Const:
+        return b_.getInt64(static_cast<std::uint64_t>(static_cast<std::int64_t>(n.value)));
+      case SymOp::Add:
+        return b_.CreateAdd(arg(n.a), arg(n.b));
+      case SymOp::Mul:
+        return b_.CreateMul(arg(n.a), arg(n.b));
+      case SymOp::Neg:
+        return b_.CreateSub(zero, arg(n.a));
+      case SymOp::Max:
+      case SymOp::Min: {
+        llvm::Value *x = arg(n.a), *y = arg(n.b);
+        return n.op == SymOp::Max ? b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x)
+                                  : b_.CreateSelect(b_.CreateICmpSLT(y, x), y, x);
+      }
+      case SymOp::Abs: {
+        llvm::Value* x = arg(n.a);
+        return b_.CreateSelect(b_.CreateICmpSLT(x, zero), b_.CreateSub(zero, x), x);
+      }
+      case SymOp::Less:
+        return flag(b_.CreateICmpSLT(arg(n.a), arg(n.b)));
+      case SymOp::LessEq:
+        return flag(b_.CreateICmpSLE(arg(n.a), arg(n.b)));
+      case SymOp::Equal:
+        return flag(b_.CreateICmpEQ(arg(n.a), arg(n.b)));
+      case SymOp::Select:
+        return b_.CreateSelect(b_.CreateICmpNE(arg(n.a), zero), arg(n.b), arg(n.c));
+      default:
+        throw std::logic_error("llvm codegen: no i64 form of " + ctx_.to_string(id));
+    }
+  }
+
   llvm::IRBuilder<>& b_;
   llvm::Module& m_;
   const ir::SymContext& ctx_;
-  bool f64_;
-  llvm::Type* f32_;  // the compute type
+  bool f64_, int_;
+  llvm::Type* f32_;  // the float compute type
   llvm::Type* i32_;
 };
-
-// The expression DAG of an i64-computing kernel (loop_kernel.hpp's
-// int_kernel_expression): wrapping i64 arithmetic, comparisons as 0/1.
-template <class LeafFn>
-llvm::Value* emit_int(llvm::IRBuilder<>& b, const ir::SymContext& ctx, ir::SymId id, LeafFn& leaf,
-                      std::unordered_map<ir::SymId, llvm::Value*>& memo) {
-  if (auto it = memo.find(id); it != memo.end()) return it->second;
-  const ir::SymNode& n = ctx.node(id);
-  auto arg = [&](ir::SymId s) { return emit_int(b, ctx, s, leaf, memo); };
-  auto flag = [&](llvm::Value* cond) { return b.CreateZExt(cond, b.getInt64Ty()); };
-  llvm::Value* v = nullptr;
-  using ir::SymOp;
-  switch (n.op) {
-    case SymOp::Var:
-      v = leaf(id);
-      break;
-    case SymOp::Const:
-      v = b.getInt64(static_cast<std::uint64_t>(static_cast<std::int64_t>(n.value)));
-      break;
-    case SymOp::Add:
-      v = b.CreateAdd(arg(n.a), arg(n.b));
-      break;
-    case SymOp::Mul:
-      v = b.CreateMul(arg(n.a), arg(n.b));
-      break;
-    case SymOp::Neg:
-      v = b.CreateSub(b.getInt64(0), arg(n.a));
-      break;
-    case SymOp::Max: {
-      llvm::Value *x = arg(n.a), *y = arg(n.b);
-      v = b.CreateSelect(b.CreateICmpSLT(x, y), y, x);
-      break;
-    }
-    case SymOp::Min: {
-      llvm::Value *x = arg(n.a), *y = arg(n.b);
-      v = b.CreateSelect(b.CreateICmpSLT(y, x), y, x);
-      break;
-    }
-    case SymOp::Abs: {
-      llvm::Value* x = arg(n.a);
-      v = b.CreateSelect(b.CreateICmpSLT(x, b.getInt64(0)), b.CreateSub(b.getInt64(0), x), x);
-      break;
-    }
-    case SymOp::Less:
-      v = flag(b.CreateICmpSLT(arg(n.a), arg(n.b)));
-      break;
-    case SymOp::LessEq:
-      v = flag(b.CreateICmpSLE(arg(n.a), arg(n.b)));
-      break;
-    case SymOp::Equal:
-      v = flag(b.CreateICmpEQ(arg(n.a), arg(n.b)));
-      break;
-    case SymOp::Select:
-      v = b.CreateSelect(b.CreateICmpNE(arg(n.a), b.getInt64(0)), arg(n.b), arg(n.c));
-      break;
-    default:
-      throw std::logic_error("llvm codegen: no i64 form of " + ctx.to_string(id));
-  }
-  memo.emplace(id, v);
-  return v;
-}
 
 // `for (iv = lo; iv < hi; ++iv) body(iv)`, in the canonical form the loop
 // vectorizer expects; the builder is left after the loop.
@@ -336,8 +319,11 @@ llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
   throw std::logic_error(std::string("llvm codegen: no loop-kernel element of type ") + ir::dtype_name(t));
 }
 
-// A loaded element of `t` as the kernel's compute type `ct` (loop_kernel.hpp).
+// A loaded element of `t` as the kernel's compute type `ct` (loop_kernel.hpp;
+// into i64, integers and bools widened).
 llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* ct) {
+  if (ct->isIntegerTy())
+    return t == ir::DType::U8 || t == ir::DType::Bool ? b.CreateZExt(v, ct) : b.CreateSExtOrBitCast(v, ct);
   switch (t) {
     case ir::DType::F32:
     case ir::DType::F64:
@@ -357,8 +343,10 @@ llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm:
 
 // A computed value stored as `t`: rounded once (f16 and bf16 through f32, as
 // Tensor::set rounds them), a bool as value != 0 (NaN included: unordered or
-// not equal).
+// not equal); from i64, an integer keeps its low bits.
 llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* out_type) {
+  if (v->getType()->isIntegerTy())
+    return t == ir::DType::Bool ? b.CreateZExt(b.CreateICmpNE(v, b.getInt64(0)), out_type) : b.CreateTrunc(v, out_type);
   switch (t) {
     case ir::DType::Bool:
       return b.CreateZExt(b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0)), out_type);
@@ -386,8 +374,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();
   check_kernel_types(k);
-  const bool ints = k.compute == ir::DType::I64;
-  llvm::Type* ct = ints ? b.getFloatTy() : element_type(b, k.compute);  // (the float emitter's type, unused for ints)
+  llvm::Type* ct = element_type(b, k.compute);
   llvm::Type* ptr = b.getPtrTy();
   const std::size_t nleaves = k.leaves.size();
 
@@ -421,7 +408,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
   llvm::Type* out_type = element_type(b, k.out_dtype);
   const bool copy = is_copy(k);
-  ExprEmitter ex(b, m, *k.ctx, ints ? ir::DType::F32 : k.compute);
+  ExprEmitter ex(b, m, *k.ctx, k.compute);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
     // Element offsets of this row in every leaf: the row's multi-index over
@@ -452,17 +439,6 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         return off;
       };
       auto body_at = [&](const std::vector<llvm::Value*>& off) {
-        if (ints) {  // integers and bools widened to i64
-          auto load = [&](ir::SymId var) -> llvm::Value* {
-            std::size_t l = leaf_of.at(var);
-            llvm::Type* t = leaf_type[l];
-            llvm::Value* x = b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l]));
-            const ir::DType lt = k.leaves[l].dtype;
-            return lt == ir::DType::U8 || lt == ir::DType::Bool ? b.CreateZExt(x, i64) : b.CreateSExtOrBitCast(x, i64);
-          };
-          std::unordered_map<ir::SymId, llvm::Value*> memo;
-          return emit_int(b, *k.ctx, k.body, load, memo);
-        }
         return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
           std::size_t l = leaf_of.at(var);
           llvm::Type* t = leaf_type[l];
@@ -475,13 +451,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           const std::vector<llvm::Value*> off = offsets_at({}, rank);
           b.CreateStore(b.CreateLoad(out_type, b.CreateInBoundsGEP(out_type, leaf_ptr[0], off[0])), dst);
         } else {
-          llvm::Value* v = body_at(offsets_at({}, rank));
-          if (ints)  // the low bits; a bool is value != 0
-            v = k.out_dtype == ir::DType::Bool ? b.CreateZExt(b.CreateICmpNE(v, b.getInt64(0)), out_type)
-                                               : b.CreateTrunc(v, out_type);
-          else
-            v = from_compute(b, v, k.out_dtype, out_type);
-          b.CreateStore(v, dst);
+          b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
         }
         return;
       }

@@ -542,34 +542,20 @@ Result resize_plan(EvalContext& ctx, Args a) {
   auto part = symbol_of(ctx, a[0]);
   const TensorInfo* x = tensor_of(ctx, a[1]);
   auto xd = static_dims_of(ctx, a[1]);
-  auto sizes = ints_of(ctx, a[2]);
-  auto scales = ctx.as_list(a[3]), roi = ctx.as_list(a[4]);
-  auto mode = symbol_of(ctx, a[5]), transform = symbol_of(ctx, a[6]), nearest = symbol_of(ctx, a[7]);
-  auto cubic = ctx.as_number(a[8]), exclude = ctx.as_number(a[9]), fill = ctx.as_number(a[10]),
-       antialias = ctx.as_number(a[11]);
-  if (!part || !x || !xd || !sizes || !scales || !roi || !mode || !transform || !nearest || !cubic || !exclude ||
-      !fill || !antialias)
-    return std::nullopt;
-  auto reals = [](const std::vector<Number>& l) {
-    std::vector<double> v;
-    for (const Number& n : l) v.push_back(n.as_real());
-    return v;
-  };
-  ir::Attrs attrs;
-  attrs.set("sizes", *sizes);
-  if (!scales->empty()) attrs.set("scales", reals(*scales));
-  if (!roi->empty()) attrs.set("roi", reals(*roi));
-  attrs.set("mode", *mode);
-  attrs.set("coordinate_transformation_mode", *transform);
-  attrs.set("nearest_mode", *nearest);
-  attrs.set("cubic_coeff_a", cubic->as_real());
-  attrs.set("exclude_outside", static_cast<std::int64_t>(exclude->as_real()));
-  attrs.set("extrapolation_value", fill->as_real());
-  attrs.set("antialias", static_cast<std::int64_t>(antialias->as_real()));
+  auto* an = ctx.graph.analysis<TensorAnalysis>();
+  if (!part || !x || !xd || !an) return std::nullopt;
+  // The attributes as the op reads them from its children.
+  std::vector<EClassId> classes;
+  for (const Value& v : a.subspan(2)) {
+    if (v.kind != Value::Kind::Class) return std::nullopt;
+    classes.push_back(v.cls);
+  }
+  auto attrs = an->attrs_of(ctx.graph, *ir::OpRegistry::get().find("resize"), classes);
+  if (!attrs) return std::nullopt;
   std::vector<ir::ResizePass> passes;
   ir::ResizeSpec spec;
   try {
-    spec = ir::resize_spec(attrs, *xd);
+    spec = ir::resize_spec(*attrs, *xd);
     passes = ir::resize_passes(spec, *xd);
   } catch (const ir::ShapeError&) {
     return std::nullopt;

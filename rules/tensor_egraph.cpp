@@ -114,6 +114,66 @@ const ir::OpDef* TensorAnalysis::def_of(Op op) const {
   return it->second;
 }
 
+std::optional<ir::Attrs> TensorAnalysis::attrs_of(const EGraph& g, const OpDef& def, std::span<const EClassId> classes,
+                                                  std::string* why) const {
+  auto fail = [&](std::string msg) -> std::optional<ir::Attrs> {
+    if (why) *why = std::move(msg);
+    return std::nullopt;
+  };
+  if (classes.size() != def.attrs.size()) return fail("wrong number of attributes");
+  ir::Attrs attrs;
+  for (std::size_t i = 0; i < def.attrs.size(); ++i) {
+    const AttrSpec& spec = def.attrs[i];
+    EClassId c = g.find(classes[i]);
+    std::optional<Op> lit = g.literal(c);
+    std::optional<Op> sym = lit ? std::nullopt : leaf_symbol(g, c);
+    auto bad = [&] { return fail("attribute '" + spec.name + "' has a value of the wrong kind"); };
+    if (sym && *sym == TensorOps::get().none && spec.type != AttrType::String) continue;
+    switch (spec.type) {
+      case AttrType::Int:
+      case AttrType::Real: {
+        if (!lit || lit->kind() == OpKind::List) return bad();
+        Number v = *lit->number();
+        if (v.is_int())
+          attrs.set(spec.name, v.as_int());
+        else
+          attrs.set(spec.name, v.as_real());
+        break;
+      }
+      case AttrType::Ints:
+      case AttrType::Reals: {
+        if (!lit || lit->kind() != OpKind::List) return bad();
+        auto items = lit->list_value();
+        if (items.empty()) break;  // absent
+        if (spec.type == AttrType::Ints) {
+          std::vector<std::int64_t> v;
+          for (const Number& x : items) {
+            if (!x.is_int()) return bad();
+            v.push_back(x.as_int());
+          }
+          attrs.set(spec.name, std::move(v));
+        } else {
+          std::vector<double> v;
+          for (const Number& x : items) v.push_back(x.as_real());
+          attrs.set(spec.name, std::move(v));
+        }
+        break;
+      }
+      case AttrType::String:
+        if (!sym) return bad();
+        if (*sym != TensorOps::get().none) attrs.set(spec.name, sym->name());
+        break;
+      case AttrType::Tensor: {
+        const Tensor* v = sym ? constants_.find(*sym) : nullptr;
+        if (!v) return bad();
+        attrs.set(spec.name, *v);
+        break;
+      }
+    }
+  }
+  return attrs;
+}
+
 std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std::string* why) const {
   auto fail = [&](std::string msg) -> std::optional<TensorNode> {
     if (why) *why = std::move(msg);
@@ -142,55 +202,10 @@ std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std:
       t.operands.emplace_back(c);
     }
   }
-  for (std::size_t i = 0; i < def->attrs.size(); ++i) {
-    const AttrSpec& spec = def->attrs[i];
-    EClassId c = g.find(kids[nops + i]);
-    std::optional<Op> lit = g.literal(c);
-    std::optional<Op> sym = lit ? std::nullopt : leaf_symbol(g, c);
-    auto bad = [&] { return fail(op.name() + ": attribute '" + spec.name + "' has a value of the wrong kind"); };
-    if (sym && *sym == TensorOps::get().none && spec.type != AttrType::String) continue;
-    switch (spec.type) {
-      case AttrType::Int:
-      case AttrType::Real: {
-        if (!lit || lit->kind() == OpKind::List) return bad();
-        Number v = *lit->number();
-        if (v.is_int())
-          t.attrs.set(spec.name, v.as_int());
-        else
-          t.attrs.set(spec.name, v.as_real());
-        break;
-      }
-      case AttrType::Ints:
-      case AttrType::Reals: {
-        if (!lit || lit->kind() != OpKind::List) return bad();
-        auto items = lit->list_value();
-        if (items.empty()) break;  // absent
-        if (spec.type == AttrType::Ints) {
-          std::vector<std::int64_t> v;
-          for (const Number& x : items) {
-            if (!x.is_int()) return bad();
-            v.push_back(x.as_int());
-          }
-          t.attrs.set(spec.name, std::move(v));
-        } else {
-          std::vector<double> v;
-          for (const Number& x : items) v.push_back(x.as_real());
-          t.attrs.set(spec.name, std::move(v));
-        }
-        break;
-      }
-      case AttrType::String:
-        if (!sym) return bad();
-        if (*sym != TensorOps::get().none) t.attrs.set(spec.name, sym->name());
-        break;
-      case AttrType::Tensor: {
-        const Tensor* v = sym ? constants_.find(*sym) : nullptr;
-        if (!v) return bad();
-        t.attrs.set(spec.name, *v);
-        break;
-      }
-    }
-  }
+  std::string bad;
+  auto attrs = attrs_of(g, *def, kids.subspan(nops, def->attrs.size()), &bad);
+  if (!attrs) return fail(op.name() + ": " + bad);
+  t.attrs = std::move(*attrs);
   if (result_children(*def)) {
     auto idx = g.literal(g.find(kids[kids.size() - 2])), cnt = g.literal(g.find(kids.back()));
     if (!idx || !cnt || idx->kind() != OpKind::Int || cnt->kind() != OpKind::Int)

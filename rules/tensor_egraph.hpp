@@ -88,6 +88,10 @@ class TensorAnalysis : public egraph::TypedAnalysis<TensorInfo, TensorAnalysis> 
   // Decodes an e-node of the tensor language; nullopt for leaves (input,
   // const, literals) and for nodes that are not well formed (with `why`).
   std::optional<TensorNode> decode(const egraph::EGraph& g, NodeId n, std::string* why = nullptr) const;
+  // The attributes of `def` held by `classes` (its attribute children, in
+  // OpDef::attrs order), as the op reads them: absent ones left out.
+  std::optional<ir::Attrs> attrs_of(const egraph::EGraph& g, const ir::OpDef& def, std::span<const EClassId> classes,
+                                    std::string* why = nullptr) const;
 
  private:
   const ir::OpDef* def_of(Op op) const;  // cached registry lookup

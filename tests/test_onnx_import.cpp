@@ -8,6 +8,7 @@
 
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
 
 using namespace saturn;
@@ -408,6 +409,21 @@ TEST_CASE("Resize imports with sizes and scales resolved for every axis - errors
     REQUIRE_FALSE(g);
     CHECK(g.error().message.rfind("node 'up' (Resize, opset 19): sizes (operand 'sizes') must be a constant", 0) == 0);
   }
+  SECTION("an axis out of range") {
+    ModelBuilder b(19);
+    b.input("x", 1, {"1", "3", "4", "6"});
+    b.init_ints("sizes", {8});
+    auto* n = b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "up");
+    auto* axes = n->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    axes->add_ints(4);
+    b.output("y");
+    auto g = b.import();
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message.rfind("node 'up' (Resize, opset 19): ", 0) == 0);
+    CHECK(g.error().message.find("axis 4") != std::string::npos);
+  }
   SECTION("both scales and sizes") {
     ModelBuilder b(19);
     b.input("x", 1, {"1", "3", "4", "6"});
@@ -423,4 +439,32 @@ TEST_CASE("Resize imports with sizes and scales resolved for every axis - errors
     REQUIRE_FALSE(g);
     CHECK(g.error().message == "node 'up' (Resize, opset 19): resize: give scales or sizes, not both or neither");
   }
+}
+
+TEST_CASE("Resize exports with the operand that imports back to the same sizes and scales - static shapes only") {
+  // Scale 7/3 on [3 4] gives sizes [7 9] (round(9.33)): neither sizes
+  // alone (9/4), nor f32 scales, nor not_larger reproduce it; sizes under
+  // not_smaller over axes 2 and 3 do.
+  auto g = read_sat(R"((graph up
+  (input x f32 [1 3 3 4])
+  (node r resize (y) (x) :sizes [1 3 7 9] :scales (floats 1.0 1.0 2.3333333333333335 2.3333333333333335) :mode "linear")
+  (output y)))",
+                    "up.sat");
+  REQUIRE(g);
+  auto bytes = export_onnx_bytes(*g);
+  REQUIRE(bytes);
+  auto back = import_onnx_bytes(*bytes, "up.onnx");
+  REQUIRE(back);
+  CHECK(back->nodes.at(0).attrs.ints("sizes") == std::vector<std::int64_t>{1, 3, 7, 9});
+  CHECK(back->nodes.at(0).attrs.floats("scales") == std::vector<double>{1, 1, 7.0 / 3, 7.0 / 3});
+  auto sym = read_sat(R"((graph up
+  (input x f32 [N 3 4 6])
+  (node r resize (y) (x) :sizes [1 3 8 12] :mode "nearest")
+  (output y)))",
+                      "sym.sat");
+  REQUIRE(sym);
+  auto err = export_onnx_bytes(*sym);
+  REQUIRE_FALSE(err);
+  CHECK(err.error().message.find("resize exports with its operand's static shape only") != std::string::npos);
+  CHECK(err.error().message.find("'r'") != std::string::npos);
 }
