@@ -14,6 +14,7 @@ packages=(
   llvm-16-dev          # the CPU backend: code generation and the JIT
   libopenblas-dev      # the CPU backend: sgemm
   libdnnl-dev          # the CPU backend: oneDNN convolution and pooling
+  ocl-icd-opencl-dev   # dnnl-config.cmake looks for OpenCL (only a Recommends)
 )
 
 missing=()
