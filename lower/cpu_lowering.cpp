@@ -15,6 +15,7 @@
 #include "ir/gather.hpp"
 #include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
+#include "ir/pool.hpp"
 #include "ir/resize.hpp"
 #include "ir/slice.hpp"
 #include "ir/trilu.hpp"
@@ -512,7 +513,7 @@ class Lowerer {
       };
 #ifdef SATURN_HAVE_CUDA
       if (cuda())
-        s = make_cuda_own_kernel_step(cuda_, cuda_resize_source(pass, esize, fill, 0), {src}, dst, s.kind, s.label);
+        s = make_cuda_own_kernel_step(cuda_, cuda_resize_source(pass, esize, fill, 0), {src}, {dst}, s.kind, s.label);
 #endif
       p_->steps.push_back(std::move(s));
       src = dst;
@@ -547,7 +548,7 @@ class Lowerer {
     if (cuda()) {
       std::uint64_t bits = 0;
       std::memcpy(&bits, fill_bytes.data(), fill_bytes.size());
-      s = make_cuda_own_kernel_step(cuda_, cuda_pad_source(p, bits, 0), {src}, y, StepKind::Copy, s.label);
+      s = make_cuda_own_kernel_step(cuda_, cuda_pad_source(p, bits, 0), {src}, {y}, StepKind::Copy, s.label);
     }
 #endif
     p_->steps.push_back(std::move(s));
@@ -571,7 +572,7 @@ class Lowerer {
                  [&](std::size_t b, std::size_t e) { ir::trilu_copy(t, in, o, b, e); });
     };
 #ifdef SATURN_HAVE_CUDA
-    if (cuda()) s = make_cuda_own_kernel_step(cuda_, cuda_trilu_source(t, 0), {src}, y, StepKind::Copy, s.label);
+    if (cuda()) s = make_cuda_own_kernel_step(cuda_, cuda_trilu_source(t, 0), {src}, {y}, StepKind::Copy, s.label);
 #endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
@@ -610,10 +611,70 @@ class Lowerer {
     };
 #ifdef SATURN_HAVE_CUDA
     if (cuda())
-      s = make_cuda_own_kernel_step(cuda_, cuda_arg_reduce_source(g, t, 0), {src}, y, StepKind::ArgReduce, s.label);
+      s = make_cuda_own_kernel_step(cuda_, cuda_arg_reduce_source(g, t, 0), {src}, {y}, StepKind::ArgReduce, s.label);
 #endif
     p_->steps.push_back(std::move(s));
     values_[n.outputs[0]] = stored(y);
+  }
+  // max_pool / avg_pool that oneDNN (CPU) or cuDNN (GPU) does not take:
+  // other element types, MaxPool's Indices, dilations or one-sided pads on
+  // the GPU, ceil_mode with count_include_pad. The op kernel's own meaning
+  // (ir/pool.hpp), split over the pool by planes from 256 KiB of taps read;
+  // on the GPU, one generated kernel with the window as constants. f16 /
+  // bf16 on the CPU run the reference kernel.
+  void lower_pool(const ir::Node& n, Value& x, const std::vector<ir::ValueType>& out_types) {
+    const bool half = x.dtype == DType::F16 || x.dtype == DType::BF16;
+    if (x.dtype == DType::Bool || (half && !cuda())) {
+      lower_reference(n, out_types);
+      return;
+    }
+    const ir::PoolWindow p = ir::pool_window(n.attrs, x.dims, n.op.find("max") != std::string::npos);
+    const bool indices = p.max && n.outputs.size() > 1 && !n.outputs[1].empty();
+    const BufferId src = whole(x).buffer;
+    const DType t = x.dtype;
+    const BufferId y = add_buffer(BufferKind::Temp, t, p.out_dims(), n.outputs[0]);
+    const std::optional<BufferId> idx =
+        indices ? std::optional(add_buffer(BufferKind::Temp, DType::I64, p.out_dims(), n.outputs[1])) : std::nullopt;
+    Step s;
+    s.kind = StepKind::Pool;
+    s.label = n.op + " (window";
+    for (auto k : p.w.kernel) s.label += " " + std::to_string(k);
+    s.label += indices ? ", indices)" : ")";
+    s.reads = {src};
+    s.writes = idx ? std::vector<BufferId>{*idx, y} : std::vector<BufferId>{y};
+    std::int64_t taps = 1;
+    for (auto k : p.w.kernel) taps *= k;
+    const std::size_t plane_bytes = static_cast<std::size_t>(p.out_plane() * taps) * ir::dtype_size(t);
+    s.run = [p, src, y, idx, t, plane_bytes](const RunContext& ctx) {
+      std::int64_t* at = idx ? ctx.at<std::int64_t>(*idx) : nullptr;
+      auto planes = [&](auto element) {
+        using T = decltype(element);
+        split_rows(ctx, static_cast<std::size_t>(p.planes()), plane_bytes, [&](std::size_t b, std::size_t e) {
+          ir::pool_planes<T>(p, ctx.at<const T>(src), ctx.at<T>(y), at, b, e);
+        });
+      };
+      switch (t) {
+        case DType::F32:
+          return planes(float{});
+        case DType::F64:
+          return planes(double{});
+        case DType::I64:
+          return planes(std::int64_t{});
+        case DType::I32:
+          return planes(std::int32_t{});
+        case DType::I8:
+          return planes(std::int8_t{});
+        default:
+          return planes(std::uint8_t{});
+      }
+    };
+#ifdef SATURN_HAVE_CUDA
+    if (cuda())
+      s = make_cuda_own_kernel_step(cuda_, cuda_pool_source(p, t, indices, 0), {src}, s.writes, s.kind, s.label);
+#endif
+    p_->steps.push_back(std::move(s));
+    values_[n.outputs[0]] = stored(y);
+    if (idx) values_[n.outputs[1]] = stored(*idx);
   }
   // v as sgemm reads it: [batch..., rows, cols] (after an optional transpose
   // of its last two dims), copied to a contiguous buffer only when its
@@ -1054,6 +1115,12 @@ void Lowerer::lower_node(std::size_t index) {
   }
   if (n.op == "trilu" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
     lower_trilu(n, *in[0], out_types[0]);
+    return;
+  }
+  const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
+                    n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
+  if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
+    lower_pool(n, *in[0], out_types);
     return;
   }
   lower_reference(n, out_types);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace saturn::lower {
@@ -596,6 +597,130 @@ CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index) {
   s << "    const long long j = t % " << cols << "LL, i = (t / " << cols << "LL) % " << rows << "LL;\n";
   s << "    out[t] = j " << (t.upper ? ">=" : "<=") << " i + (" << t.k << "LL) ? in[t] : (" << word << ")0;\n";
   copy_kernel_tail(s, out);
+  return out;
+}
+
+CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index) {
+  CudaKernelSource out;
+  out.name = "saturn_pool" + std::to_string(index);
+  out.elements = p.planes() * p.out_plane();
+  const bool half = t == ir::DType::F16 || t == ir::DType::BF16;
+  // The stored element, the type values are compared and summed in, and
+  // how one is read and written.
+  std::string stored, compute, lowest, load = "", store = "";
+  switch (t) {
+    case ir::DType::F32:
+      stored = compute = "float";
+      lowest = literal(-INFINITY, false);
+      break;
+    case ir::DType::F64:
+      stored = compute = "double";
+      lowest = literal(-INFINITY, true);
+      break;
+    case ir::DType::F16:
+    case ir::DType::BF16:
+      stored = "unsigned short";
+      compute = "float";
+      lowest = literal(-INFINITY, false);
+      load = t == ir::DType::F16 ? "sat_h2f" : "sat_bf2f";
+      store = t == ir::DType::F16 ? "sat_f2h" : "sat_f2bf";
+      break;
+    case ir::DType::I64:
+      stored = compute = "long long";
+      lowest = "(-9223372036854775807LL - 1LL)";
+      break;
+    case ir::DType::I32:
+      stored = compute = "int";
+      lowest = "(-2147483647 - 1)";
+      break;
+    case ir::DType::I8:
+      stored = compute = "signed char";
+      lowest = "(signed char)(-128)";
+      break;
+    case ir::DType::U8:
+      stored = compute = "unsigned char";
+      lowest = "(unsigned char)0";
+      break;
+    default:
+      throw std::logic_error(std::string("cuda codegen: no pooling of ") + ir::dtype_name(t));
+  }
+  if (!p.max && !ir::is_float(t)) throw std::logic_error("cuda codegen: an average of integers");
+  const bool is_float = ir::is_float(t);
+  const std::size_t r = p.rank();
+  std::ostringstream s;
+  s << kPrelude;
+  if (half) s << kHalfPrelude;
+  s << "// " << (p.max ? "max_pool" : "avg_pool") << " of " << p.planes() << " planes, window";
+  for (auto k : p.w.kernel) s << " " << k;
+  s << "\n";
+  s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(const " << stored
+    << "* __restrict__ x, ";
+  if (indices) s << "long long* __restrict__ idx, ";
+  s << stored << "* __restrict__ out) {\n";
+  s << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < " << out.elements
+    << "LL; t += (long long)gridDim.x * blockDim.x) {\n";
+  s << "    long long rest = t;\n";
+  for (std::size_t d = r; d-- > 0;) {
+    const std::int64_t n = std::max<std::int64_t>(p.w.out[d], 1);
+    s << "    const long long o" << d << " = rest % " << n << "LL;\n    rest /= " << n << "LL;\n";
+  }
+  s << "    const " << stored << "* xp = x + rest * " << p.plane() << "LL;\n";
+  if (p.max) {
+    s << "    " << compute << " best = " << lowest << ";\n    bool any = false;\n";
+    if (indices)
+      s << "    long long arg = -1;\n    const long long base = rest / " << p.x_dims[1] << "LL * " << p.index_stride(0)
+        << "LL + rest % " << p.x_dims[1] << "LL * " << p.index_stride(1) << "LL;\n";
+  } else {
+    s << "    double sum = 0.0;\n    long long count = 0;\n";
+  }
+  std::string indent = "    ";
+  std::string inside, padded, at, flat;
+  std::int64_t stride = 1;
+  for (std::size_t d = r; d-- > 0;) {  // the input's row-major strides
+    const std::string pd = "p" + std::to_string(d);
+    at = pd + " * " + std::to_string(stride) + "LL" + (at.empty() ? "" : " + " + at);
+    stride *= p.x_dims[2 + d];
+  }
+  for (std::size_t d = 0; d < r; ++d) {
+    const std::string k = "k" + std::to_string(d), pd = "p" + std::to_string(d);
+    const std::int64_t size = p.x_dims[2 + d];
+    s << indent << "for (long long " << k << " = 0; " << k << " < " << p.w.kernel[d] << "LL; ++" << k << ") {\n";
+    indent += "  ";
+    s << indent << "const long long " << pd << " = o" << d << " * " << p.w.strides[d] << "LL - (" << p.w.pads_begin[d]
+      << "LL) + " << k << " * " << p.w.dilations[d] << "LL;\n";
+    inside += std::string(inside.empty() ? "" : " && ") + pd + " >= 0LL && " + pd + " < " + std::to_string(size) + "LL";
+    padded += std::string(padded.empty() ? "" : " && ") + pd + " >= " + std::to_string(-p.w.pads_begin[d]) + "LL && " +
+              pd + " < " + std::to_string(size + p.w.pads_end[d]) + "LL";
+    flat += " + " + pd + " * " + std::to_string(p.index_stride(2 + d)) + "LL";
+  }
+  s << indent << "if (" << inside << ") {\n";
+  s << indent << "  const " << compute << " v = " << load << "(xp[" << at << "]);\n";
+  if (p.max) {
+    if (indices) s << indent << "  if (arg < 0 || v > best) arg = base" << flat << ";\n";
+    if (is_float)
+      s << indent << "  best = any ? sat_max(best, v) : v;\n";
+    else
+      s << indent << "  best = (!any || best < v) ? v : best;\n";
+    s << indent << "  any = true;\n";
+  } else {
+    s << indent << "  sum += (double)v;\n" << indent << "  ++count;\n";
+  }
+  s << indent << "}";
+  if (!p.max && p.include_pad) s << " else if (" << padded << ") {\n" << indent << "  ++count;\n" << indent << "}";
+  s << "\n";
+  for (std::size_t d = r; d-- > 0;) {
+    indent.resize(indent.size() - 2);
+    s << indent << "}\n";
+  }
+  if (p.max) {
+    s << "    out[t] = " << store << "(best);\n";
+    if (indices) s << "    idx[t] = arg;\n";
+  } else {
+    s << "    out[t] = " << store << "((" << compute << ")(count ? sum / (double)count : 0.0));\n";
+  }
+  s << "  }\n}\n";
+  out.grid = std::clamp<std::int64_t>((out.elements + out.block - 1) / out.block, 1, 65535);
+  out.source = s.str();
   return out;
 }
 

@@ -31,6 +31,7 @@
 #include "ir/gather.hpp"
 #include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
+#include "ir/pool.hpp"
 #include "ir/resize.hpp"
 #include "ir/trilu.hpp"
 #include "lower/loop_kernel.hpp"
@@ -80,6 +81,15 @@ CudaKernelSource cuda_resize_source(const ir::ResizePass& p, std::size_t element
 // A trilu (ir/trilu.hpp's geometry) as a grid-stride loop over the result's
 // elements: kept ones copied, the others zero. Parameters: (in, out).
 CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index);
+
+// max_pool / avg_pool of any window (ir/pool.hpp's meaning: dilations,
+// one-sided pads, ceil_mode, count_include_pad) as a grid-stride loop over
+// the result's elements, each walking its window's taps as nested loops
+// with the geometry as constants. Values of `t`: f32, f16 / bf16 (as their
+// bits, compared and summed through f32), f64, or an integer type (max).
+// Averages sum in double. Parameters: (x, [long long* indices,] out): with
+// `indices`, MaxPool's second result too. `elements` counts results.
+CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index);
 
 // argmax / argmin (ir/arg_reduce.hpp's meaning) of f32, i64 or i32 values:
 // one warp per result, the lanes striding over the column and combining

@@ -597,19 +597,19 @@ Step make_cuda_checked_gather_step(const std::shared_ptr<CudaSteps>& cs, const C
 }
 
 Step make_cuda_own_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
-                               const std::vector<BufferId>& reads, BufferId out, StepKind kind,
+                               const std::vector<BufferId>& reads, const std::vector<BufferId>& writes, StepKind kind,
                                const std::string& label) {
   auto kernel = compile_own_kernel(*cs, src);
   Step s;
   s.kind = kind;
   s.label = label;
   s.reads = reads;
-  s.writes = {out};
-  s.run = [kernel, reads, out](const RunContext& ctx) {
+  s.writes = writes;
+  s.run = [kernel, reads, writes](const RunContext& ctx) {
     if (kernel->elements == 0) return;
     std::vector<std::uint64_t> args;
     for (BufferId b : reads) args.push_back(device_address(ctx, b));
-    args.push_back(device_address(ctx, out));
+    for (BufferId b : writes) args.push_back(device_address(ctx, b));
     kernel->launch(args, stream_of(ctx));
   };
   return s;

@@ -101,10 +101,11 @@ Step make_cuda_checked_gather_step(const std::shared_ptr<CudaSteps>& cs, const C
                                    BufferId indices, BufferId flag, BufferId out, const std::string& label,
                                    const std::string& error);
 
-// One generated kernel (cuda_pad_source, cuda_trilu_source,
-// cuda_arg_reduce_source) launched on `reads`' addresses then `out`'s.
+// One generated kernel (cuda_pad_source, cuda_pool_source,
+// cuda_arg_reduce_source ...) launched on `reads`' addresses then
+// `writes`'.
 Step make_cuda_own_kernel_step(const std::shared_ptr<CudaSteps>& cs, const CudaKernelSource& src,
-                               const std::vector<BufferId>& reads, BufferId out, StepKind kind,
+                               const std::vector<BufferId>& reads, const std::vector<BufferId>& writes, StepKind kind,
                                const std::string& label);
 
 // Makes a host step (its run reads and writes host memory) run in a CUDA

@@ -473,6 +473,50 @@ TEST_CASE("1-D and 3-D convolutions and pooling - auto_pad - dilated pooling - g
   }
 }
 
+TEST_CASE("Pooling oneDNN does not take runs the op's own kernel - indices - integers - f64 - ceil_mode") {
+  auto attrs = [](const std::vector<std::pair<std::string, Dims>>& ints) {
+    ir::Attrs a;
+    for (const auto& [name, v] : ints) {
+      if (v.size() == 1 && (name == "ceil_mode" || name == "count_include_pad" || name == "storage_order"))
+        a.set(name, v[0]);
+      else
+        a.set(name, v);
+    }
+    return a;
+  };
+  models::GraphBuilder b("pools");
+  std::string x = b.input("x", {2, 3, 7, 6});
+  std::string i = b.input("i", {1, 2, 6, 6}, ir::DType::I32);  // values -3..3: ties everywhere
+  std::string k = b.input("k", {1, 2, 9}, ir::DType::I8);
+  std::string d = b.input("d", {1, 2, 5, 4, 3}, ir::DType::F64);
+  // One-sided pads, a dilation, column-major indices.
+  auto mx = b.op_results("max_pool", {x}, 2,
+                         attrs({{"kernel_shape", {3, 2}},
+                                {"strides", {2, 2}},
+                                {"pads", {1, 0, 0, 1}},
+                                {"dilations", {1, 2}},
+                                {"storage_order", {1}}}));
+  auto mi =
+      b.op_results("max_pool", {i}, 2, attrs({{"kernel_shape", {3, 3}}, {"strides", {2, 1}}, {"pads", {1, 1, 1, 1}}}));
+  // ceil_mode's last window passes the declared padding, which count_include_pad counts.
+  std::string a = b.op("avg_pool", {x},
+                       attrs({{"kernel_shape", {3, 3}},
+                              {"strides", {2, 2}},
+                              {"pads", {1, 1, 0, 0}},
+                              {"ceil_mode", {1}},
+                              {"count_include_pad", {1}}}));
+  std::string m8 =
+      b.op("max_pool", {k}, attrs({{"kernel_shape", {3}}, {"strides", {2}}, {"pads", {1, 1}}, {"ceil_mode", {1}}}));
+  std::string a64 = b.op("avg_pool", {d}, attrs({{"kernel_shape", {2, 2, 2}}, {"pads", {1, 0, 1, 0, 1, 0}}}));
+  auto p = check_against_interpreter(b.finish({mx[0], mx[1], mi[0], mi[1], a, m8, a64}));
+  CHECK(p->reference_ops.empty());
+  CHECK(steps_with(*p, "max_pool (window 3 2, indices)") == 1);
+  CHECK(steps_with(*p, "max_pool (window 3 3, indices)") == 1);
+  CHECK(steps_with(*p, "avg_pool (window 3 3)") == 1);
+  CHECK(steps_with(*p, "max_pool (window 3)") == 1);
+  CHECK(steps_with(*p, "avg_pool (window 2 2 2)") == 1);
+}
+
 TEST_CASE("Transposed convolutions go to oneDNN - 1-D to 3-D - groups - dilations - output_padding - output_shape") {
   struct Case {
     Dims x, w;

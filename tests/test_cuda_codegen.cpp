@@ -778,3 +778,110 @@ TEST_CASE("Resize kernels compute their passes - taps as tables - copies of any 
   }
   CHECK(passes_run == 10);
 }
+
+TEST_CASE("Pool kernels walk any window - indices - ceil_mode - one-sided pads - any type - on the host emulator") {
+  struct Case {
+    const char* what;
+    Dims x;
+    std::vector<std::pair<std::string, Dims>> ints;
+    bool max, indices;
+    ir::DType dtype;
+  };
+  const std::vector<Case> cases = {
+      {"f32 max, dilated, one-sided pads, indices",
+       {2, 3, 7, 6},
+       {{"kernel_shape", {3, 2}}, {"strides", {2, 2}}, {"pads", {1, 0, 0, 1}}, {"dilations", {1, 2}}},
+       true,
+       true,
+       ir::DType::F32},
+      {"f32 avg, ceil_mode past the padding, count_include_pad",
+       {2, 3, 7, 6},
+       {{"kernel_shape", {3, 3}},
+        {"strides", {2, 2}},
+        {"pads", {1, 1, 0, 0}},
+        {"ceil_mode", {1}},
+        {"count_include_pad", {1}}},
+       false,
+       false,
+       ir::DType::F32},
+      {"f64 avg, 3-D",
+       {1, 2, 5, 4, 3},
+       {{"kernel_shape", {2, 2, 2}}, {"pads", {1, 0, 1, 0, 1, 0}}},
+       false,
+       false,
+       ir::DType::F64},
+      {"u8 max, 1-D, ceil_mode",
+       {1, 2, 9},
+       {{"kernel_shape", {3}}, {"strides", {2}}, {"pads", {1, 1}}, {"ceil_mode", {1}}},
+       true,
+       false,
+       ir::DType::U8},
+      {"f16 max, column-major indices",
+       {1, 2, 6, 5},
+       {{"kernel_shape", {2, 3}}, {"pads", {0, 1, 1, 0}}, {"storage_order", {1}}},
+       true,
+       true,
+       ir::DType::F16},
+      {"i64 max, indices",
+       {2, 2, 6, 6},
+       {{"kernel_shape", {3, 3}}, {"strides", {2, 1}}, {"pads", {1, 1, 1, 1}}},
+       true,
+       true,
+       ir::DType::I64},
+      {"bf16 avg, dilated",
+       {1, 2, 8, 7},
+       {{"kernel_shape", {2, 2}}, {"dilations", {2, 3}}},
+       false,
+       false,
+       ir::DType::BF16}};
+  std::vector<ir::PoolWindow> windows;
+  std::vector<lower::CudaKernelSource> sources;
+  for (const Case& c : cases) {
+    ir::Attrs a;
+    for (const auto& [name, v] : c.ints) {
+      if (name == "ceil_mode" || name == "count_include_pad" || name == "storage_order")
+        a.set(name, v[0]);
+      else
+        a.set(name, v);
+    }
+    windows.push_back(ir::pool_window(a, c.x, c.max));
+    sources.push_back(lower::cuda_pool_source(windows.back(), c.dtype, c.indices, static_cast<int>(sources.size())));
+  }
+  CHECK(sources[0].source.find("long long* __restrict__ idx") != std::string::npos);
+  CHECK(sources[0].source.find("k1 * 2LL") != std::string::npos);  // the dilation, a constant
+  CHECK(sources[2].source.find("double sum") != std::string::npos);
+  CHECK(sources[4].source.find("sat_h2f(xp[") != std::string::npos);
+  compiles_for_both(sources);
+  auto emu = test::CudaHostEmulator::build(sources, test::emulator_dir("pool"));
+  if (!emu) FAIL(emu.error().message);
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    INFO(cases[c].what);
+    const ir::PoolWindow& p = windows[c];
+    const ir::DType t = cases[c].dtype;
+    // Small integers (ties for max) with NaN and infinities among the floats.
+    std::vector<float> x(static_cast<std::size_t>(ir::numel(p.x_dims)));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 11) - (t == ir::DType::U8 ? 0 : 5);
+    if (ir::is_float(t)) special_values(x);
+    ir::Tensor stored(t, {static_cast<std::int64_t>(x.size())});
+    for (std::size_t i = 0; i < x.size(); ++i) stored.set(i, x[i]);
+    const std::size_t n = static_cast<std::size_t>(p.planes() * p.out_plane());
+    std::vector<float> want(n), got(n);
+    std::vector<std::int64_t> want_idx(n), got_idx(n, -7);
+    if (t == ir::DType::F64) {
+      std::vector<double> xd(x.begin(), x.end()), wd(n);
+      ir::pool_planes<double>(p, xd.data(), wd.data(), want_idx.data(), 0, static_cast<std::size_t>(p.planes()));
+      want.assign(wd.begin(), wd.end());
+    } else if (ir::is_float(t)) {  // f16 / bf16 hold these values exactly
+      ir::pool_planes<float>(p, x.data(), want.data(), want_idx.data(), 0, static_cast<std::size_t>(p.planes()));
+    } else {
+      std::vector<std::int64_t> xi(x.begin(), x.end()), wi(n);
+      ir::pool_planes<std::int64_t>(p, xi.data(), wi.data(), want_idx.data(), 0, static_cast<std::size_t>(p.planes()));
+      want.assign(wi.begin(), wi.end());
+    }
+    std::vector<const void*> leaves{stored.bytes()};
+    if (cases[c].indices) leaves.push_back(got_idx.data());
+    REQUIRE(emu->run(c, leaves, got, t, 3, 64) == "");
+    CHECK(test::first_mismatch(got, want, t) == "");
+    if (cases[c].indices) CHECK(got_idx == want_idx);
+  }
+}

@@ -198,7 +198,14 @@ TEST_CASE("cuDNN convolutions and pooling on the device - bias - ReLU - residual
   ap.set("count_include_pad", std::int64_t{1});
   // Asymmetric padding: cuDNN cannot take it, the reference runs on the host.
   std::string odd = b.op("conv", {x, b.weight({2, 4, 2, 2}, 0.3)}, conv_attrs({0, 1, 1, 0}, {2, 2}));
-  check_executor(b.finish({res, b.op("max_pool", {res}, mp), b.op("avg_pool", {res}, ap), odd}), 1e-3);
+  // A window cuDNN cannot take (dilated, one-sided pads, ceil_mode) and
+  // MaxPool's Indices: Saturn's own pooling kernel.
+  ir::Attrs dilated = mp;
+  dilated.set("pads", std::vector<std::int64_t>{1, 0, 0, 1});
+  dilated.set("dilations", std::vector<std::int64_t>{1, 2});
+  dilated.set("ceil_mode", std::int64_t{1});
+  auto own = b.op_results("max_pool", {res}, 2, dilated);
+  check_executor(b.finish({res, b.op("max_pool", {res}, mp), b.op("avg_pool", {res}, ap), odd, own[0], own[1]}), 1e-3);
 }
 
 TEST_CASE("Concat as 2-D device copies and slices and splits as views on the device") {

@@ -331,7 +331,7 @@ TEST_CASE("pad and trilu are device kernels of any element type - nothing on the
   CHECK(count(*p, lower::StepKind::Copy, "trilu (lower, 5 rows)") == 1);
 }
 
-TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling runs on the host") {
+TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling is a kernel of its own") {
   models::GraphBuilder b("nd");
   std::string x1 = b.input("x1", {2, 4, 17});
   std::string x3 = b.input("x3", {1, 3, 7, 6, 5});
@@ -347,10 +347,12 @@ TEST_CASE("1-D and 3-D convolutions and pooling go to cuDNN - dilated pooling ru
       b.op("avg_pool", {x3}, attrs({{"kernel_shape", {3, 3, 3}}, {"pads", {1, 1, 1, 1, 1, 1}}})),
       b.op("max_pool", {x1}, attrs({{"kernel_shape", {3}}, {"dilations", {2}}}))};
   auto p = lower_for_cuda(b.finish(outs));
-  CHECK(p->reference_ops == std::vector<std::string>{"max_pool"});  // the dilated one
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(count(*p, lower::StepKind::Conv, "cudnn conv+bias+relu") == 1);
   CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 2);
   CHECK(count(*p, lower::StepKind::Pool, "cudnn") == 2);
+  CHECK(count(*p, lower::StepKind::Pool, "max_pool (window 3)") == 1);  // the dilated one
 }
 
 TEST_CASE("convolutions with weights given at run time read them on the device") {
@@ -404,7 +406,7 @@ TEST_CASE("argmax and argmin are device kernels - of f32 and integer values - no
   CHECK(count(*p, lower::StepKind::ArgReduce, "argmin (4 of 6)") == 1);
 }
 
-TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_mode pooling") {
+TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - not ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
   ir::Attrs conv;
@@ -415,8 +417,9 @@ TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - ceil_m
   pool.set("ceil_mode", std::int64_t{1});
   auto p =
       lower_for_cuda(b.finish({b.op("conv", {x, b.weight({3, 2, 2, 2}, 1.0)}, conv), b.op("max_pool", {x}, pool)}));
-  CHECK(p->reference_ops == std::vector<std::string>{"conv", "max_pool"});
-  CHECK(count(*p, lower::StepKind::Reference, "(on the host)") == 2);
+  CHECK(p->reference_ops == std::vector<std::string>{"conv"});
+  CHECK(count(*p, lower::StepKind::Reference, "(on the host)") == 1);
+  CHECK(count(*p, lower::StepKind::Pool, "max_pool (window 3 3)") == 1);
 }
 
 // The ONNX conformance cases the importer takes lower for the CUDA target:
