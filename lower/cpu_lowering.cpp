@@ -315,12 +315,13 @@ class Lowerer {
 
   // reduce(expr over `full`) along `reduced`, keeping them as size 1.
   Value reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post, int ops,
-               const std::string& what) {
+               const std::string& what, DType dtype = DType::F32, DType compute = DType::F32) {
     Dims out_dims;
     for (std::size_t d = 0; d < full.size(); ++d) out_dims.push_back(reduced[d] ? 1 : full[d]);
-    BufferId out = add_buffer(BufferKind::Temp, DType::F32, out_dims, what);
-    emit_kernel(full, reduced, how, body, post, out, ops, what);
+    BufferId out = add_buffer(BufferKind::Temp, dtype, out_dims, what);
+    emit_kernel(full, reduced, how, body, post, out, ops, what, {}, compute);
     Value v;
+    v.dtype = dtype;
     v.dims = out_dims;
     v.view = View::of(out, out_dims);
     return v;
@@ -329,6 +330,11 @@ class Lowerer {
   void lower_node(std::size_t index);
   bool lower_view(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
+  // reduce_* of a float value into `out` (the node's dims): one loop kernel
+  // (two for reduce_log_sum_exp: the maximum, then the shifted sum), in f64
+  // for f64 values and f32 for the others, the result of x's type.
+  bool lower_reduction(const ir::Node& n, Value& x, const Dims& out);
+  static bool is_reduction(const std::string& op);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
@@ -1117,6 +1123,9 @@ void Lowerer::lower_node(std::size_t index) {
     lower_trilu(n, *in[0], out_types[0]);
     return;
   }
+  if (is_reduction(n.op) && in.size() == 1 && in[0] && !out_types.empty() &&
+      lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape)))
+    return;
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
@@ -1279,6 +1288,69 @@ bool Lowerer::lower_view(const ir::Node& n, std::vector<Value*>& in, const std::
   return false;
 }
 
+namespace {
+// How each reduce_* accumulates (reduce_log_sum_exp: the shifted sum).
+const std::map<std::string, ReduceKind>& reduction_kinds() {
+  static const std::map<std::string, ReduceKind> kinds = {
+      {"reduce_sum", ReduceKind::Sum},        {"reduce_mean", ReduceKind::Sum},
+      {"reduce_max", ReduceKind::Max},        {"reduce_min", ReduceKind::Min},
+      {"reduce_sum_square", ReduceKind::Sum}, {"reduce_l1", ReduceKind::Sum},
+      {"reduce_l2", ReduceKind::Sum},         {"reduce_prod", ReduceKind::Prod},
+      {"reduce_log_sum", ReduceKind::Sum},    {"reduce_log_sum_exp", ReduceKind::Sum}};
+  return kinds;
+}
+}  // namespace
+
+bool Lowerer::is_reduction(const std::string& op) { return reduction_kinds().count(op) != 0; }
+
+bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
+  if (!ir::is_float(x.dtype) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  if (n.attrs.i("noop_with_empty_axes", 0) && n.attrs.ints("axes").empty()) return false;
+  const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
+  if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);
+  const Dims full = x.dims;
+  std::vector<bool> red(full.size(), n.attrs.ints("axes").empty());
+  for (auto a : n.attrs.ints("axes"))
+    red[static_cast<std::size_t>(ir::normalize_axis(a, static_cast<std::int64_t>(full.size())))] = true;
+  const int ops = 1 + (x.pending && x.dims == out ? x.ops : 0);
+  ir::Sym xs(ctx_.get(), expr_over(x, full));
+  ir::Sym acc(ctx_.get(), acc_);
+  auto keep_shape = [&](Value v) {  // a reduction's result as the node's (keepdims or not)
+    if (v.dims != out) {
+      v.view = v.view.reshaped(out);
+      v.dims = out;
+    }
+    return v;
+  };
+  if (n.op == "reduce_log_sum_exp") {
+    // log(sum(exp(x - max))) + max, as the op's kernel computes it; an
+    // empty reduction is log(0) + -inf = -inf.
+    Value top = reduce(xs.id(), full, red, ReduceKind::Max, acc.id(), 1, n.op + " max", x.dtype, compute);
+    ir::Sym shifted = xs - ir::Sym(ctx_.get(), expr_over(top, full));
+    Value sum =
+        reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum", x.dtype, compute);
+    // The sum and the maximum, stored of x's type, meet in the result.
+    ir::Sym y = ir::scalar::log(ir::Sym(ctx_.get(), leaf(sum.view))) + ir::Sym(ctx_.get(), leaf(top.view));
+    Value r = stored(add_buffer(BufferKind::Temp, x.dtype, sum.dims, n.outputs[0]));
+    emit_kernel(sum.dims, {}, ReduceKind::None, y.id(), 0, r.view.buffer, ops, n.op, {}, compute);
+    values_[n.outputs[0]] = keep_shape(r);
+    return true;
+  }
+  ir::Sym body = xs;
+  if (n.op == "reduce_sum_square" || n.op == "reduce_l2") body = xs * xs;
+  if (n.op == "reduce_l1") body = ir::scalar::abs(xs);
+  ir::Sym post = acc;
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < full.size(); ++d)
+    if (red[d]) count *= full[d];
+  if (n.op == "reduce_mean") post = acc / static_cast<double>(count);
+  if (n.op == "reduce_l2") post = ir::scalar::sqrt(acc);
+  if (n.op == "reduce_log_sum") post = ir::scalar::log(acc);
+  values_[n.outputs[0]] =
+      keep_shape(reduce(body.id(), full, red, reduction_kinds().at(n.op), post.id(), ops, n.op, x.dtype, compute));
+  return true;
+}
+
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   // (layer_norm's mean and inverse standard deviation are results too.)
   if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
@@ -1307,29 +1379,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     return v;
   };
-  static const std::map<std::string, ReduceKind> reductions = {
-      {"reduce_sum", ReduceKind::Sum}, {"reduce_mean", ReduceKind::Sum},       {"reduce_max", ReduceKind::Max},
-      {"reduce_min", ReduceKind::Min}, {"reduce_sum_square", ReduceKind::Sum}, {"reduce_l1", ReduceKind::Sum},
-      {"reduce_l2", ReduceKind::Sum}};
-  if (auto it = reductions.find(n.op); it != reductions.end() && in.size() == 1) {
-    Value& x = *in[0];
-    const Dims full = x.dims;
-    auto red = reduced_axes(n.attrs.ints("axes"), full.size());
-    if (n.attrs.i("noop_with_empty_axes", 0) && n.attrs.ints("axes").empty()) return false;
-    ir::Sym xs(ctx_.get(), expr_over(x, full));
-    ir::Sym body = xs;
-    if (n.op == "reduce_sum_square" || n.op == "reduce_l2") body = xs * xs;
-    if (n.op == "reduce_l1") body = ir::scalar::abs(xs);
-    ir::Sym acc(ctx_.get(), acc_);
-    ir::Sym post = acc;
-    std::int64_t count = 1;
-    for (std::size_t d = 0; d < full.size(); ++d)
-      if (red[d]) count *= full[d];
-    if (n.op == "reduce_mean") post = acc / static_cast<double>(count);
-    if (n.op == "reduce_l2") post = ir::scalar::sqrt(acc);
-    set(keep_shape(reduce(body.id(), full, red, it->second, post.id(), 1 + operand_ops({&x}), n.op)));
-    return true;
-  }
+  if (is_reduction(n.op) && in.size() == 1 && in[0]) return lower_reduction(n, *in[0], out);
   if ((n.op == "global_avg_pool" || n.op == "global_max_pool") && in[0]->dims.size() > 2) {
     Value& x = *in[0];
     std::vector<bool> red(x.dims.size(), true);

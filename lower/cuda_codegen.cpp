@@ -381,29 +381,29 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
 
   // Reductions: one warp per result element.
   const std::int64_t red = ir::numel(k.red_dims);
-  const char* init = k.reduce == ReduceKind::Sum   ? "0.0f"
-                     : k.reduce == ReduceKind::Max ? "__int_as_float(0xff800000)"
-                                                   : "__int_as_float(0x7f800000)";
-  const std::string combine = k.reduce == ReduceKind::Sum   ? "acc + x"
-                              : k.reduce == ReduceKind::Max ? "sat_max(acc, x)"
-                                                            : "sat_min(acc, x)";
+  const bool f64 = k.compute == ir::DType::F64;
+  const std::string init = literal(reduce_init(k.reduce), f64);
+  const std::string combine = k.reduce == ReduceKind::Sum    ? "acc + x"
+                              : k.reduce == ReduceKind::Prod ? "acc * x"
+                              : k.reduce == ReduceKind::Max  ? "sat_max(acc, x)"
+                                                             : "sat_min(acc, x)";
   s << "  const int lane = threadIdx.x & 31;\n";
   s << "  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;\n";
   s << "  for (long long o = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; o < " << out.elements
     << "LL; o += warps) {\n";
   decompose(s, k, "o", k.dims, 0, false, "    ");
-  s << "    float acc = " << init << ";\n";
+  s << "    " << ct << " acc = " << init << ";\n";
   s << "    for (long long j = lane; j < " << red << "LL; j += 32) {\n";
   for (std::size_t l = 0; l < nl; ++l) s << "      long long base" << l << " = off" << l << ";\n";
   // The reduced dimensions' offsets on top of the row's, then back.
   decompose(s, k, "j", k.red_dims, rank, true, "      ");
-  for (std::size_t l = 0; l < nl; ++l) s << "      const float v" << l << " = " << read(l) << ";\n";
+  for (std::size_t l = 0; l < nl; ++l) s << "      const " << ct << " v" << l << " = " << read(l) << ";\n";
   for (std::size_t l = 0; l < nl; ++l) s << "      off" << l << " = base" << l << ";\n";
-  s << "      const float x = " << call_body("") << ";\n";
+  s << "      const " << ct << " x = " << call_body("") << ";\n";
   s << "      acc = " << combine << ";\n    }\n";
-  s << "    for (int m = 16; m > 0; m >>= 1) {\n      const float x = __shfl_xor_sync(0xffffffffu, acc, m);\n"
+  s << "    for (int m = 16; m > 0; m >>= 1) {\n      const " << ct << " x = __shfl_xor_sync(0xffffffffu, acc, m);\n"
     << "      acc = " << combine << ";\n    }\n";
-  s << "    if (lane == 0) out[o] = " << out.name << "_post(acc);\n  }\n}\n";
+  s << "    if (lane == 0) out[o] = " << stored_as(k.out_dtype, k.compute, out.name + "_post(acc)") << ";\n  }\n}\n";
   out.grid = std::clamp<std::int64_t>((threads_wanted + out.block - 1) / out.block, 1, 65535);
   out.source = s.str();
   return out;

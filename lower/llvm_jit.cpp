@@ -371,7 +371,6 @@ llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llv
 void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, const std::string& features) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
-  llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();
   check_kernel_types(k);
   llvm::Type* ct = element_type(b, k.compute);
@@ -461,22 +460,19 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       llvm::AllocaInst* acc = nullptr;
       {
         llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
-        acc = eb.CreateAlloca(f32);
+        acc = eb.CreateAlloca(ct);
       }
-      double init = k.reduce == ReduceKind::Sum   ? 0.0
-                    : k.reduce == ReduceKind::Max ? -std::numeric_limits<double>::infinity()
-                                                  : std::numeric_limits<double>::infinity();
-      b.CreateStore(ex.c(init), acc);
+      b.CreateStore(ex.c(reduce_init(k.reduce)), acc);
       std::vector<llvm::Value*> jv;
       std::function<void(std::size_t)> nest = [&](std::size_t level) {
         if (level == k.red_dims.size()) {
           llvm::Value* v = body_at(offsets_at(jv, rank));
-          llvm::Value* a = b.CreateLoad(f32, acc);
+          llvm::Value* a = b.CreateLoad(ct, acc);
           llvm::Value* r = nullptr;
-          if (k.reduce == ReduceKind::Sum) {
+          if (k.reduce == ReduceKind::Sum || k.reduce == ReduceKind::Prod) {
             llvm::FastMathFlags fm;
             fm.setAllowReassoc();
-            r = b.CreateFAdd(a, v);
+            r = k.reduce == ReduceKind::Sum ? b.CreateFAdd(a, v) : b.CreateFMul(a, v);
             llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fm);
           } else {
             r = k.reduce == ReduceKind::Max ? ex.max_nan(a, v) : ex.min_nan(a, v);
@@ -491,9 +487,9 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         });
       };
       nest(0);
-      llvm::Value* total = b.CreateLoad(f32, acc);
+      llvm::Value* total = b.CreateLoad(ct, acc);
       llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
-      b.CreateStore(res, dst);
+      b.CreateStore(from_compute(b, res, k.out_dtype, out_type), dst);
     });
   });
   b.CreateRetVoid();

@@ -1,6 +1,7 @@
 #include "lower/loop_kernel.hpp"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace saturn::lower {
@@ -67,14 +68,27 @@ bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root) {
   return true;
 }
 
+double reduce_init(ReduceKind how) {
+  switch (how) {
+    case ReduceKind::Max:
+      return -std::numeric_limits<double>::infinity();
+    case ReduceKind::Min:
+      return std::numeric_limits<double>::infinity();
+    case ReduceKind::Prod:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
 void check_kernel_types(const LoopKernel& k) {
   const bool ints = k.compute == ir::DType::I64;
   const bool int_result = ir::is_integer(k.out_dtype) || k.out_dtype == ir::DType::Bool;
   if ((!kernel_dtype(k.out_dtype) && !is_copy(k) && !(ints && int_result)) ||
-      (k.reduce != ReduceKind::None && k.out_dtype != ir::DType::F32))
+      (k.reduce != ReduceKind::None && !ir::is_float(k.out_dtype)))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
   if (k.compute != ir::DType::F32 &&
-      ((k.compute != ir::DType::F64 && !ints) || k.reduce != ReduceKind::None || (ints && !int_result)))
+      ((k.compute != ir::DType::F64 && !ints) || (ints && k.reduce != ReduceKind::None) || (ints && !int_result)))
     throw std::logic_error(k.name + ": a loop kernel cannot do its arithmetic in " + ir::dtype_name(k.compute));
   for (const Leaf& l : k.leaves)
     if (!leaf_dtype(l.dtype) || (ints && ir::is_float(l.dtype)))

@@ -61,7 +61,10 @@ ir::DType compute_dtype(ir::DType t);
 // kernel cannot have (the code generators call it before emitting).
 void check_kernel_types(const LoopKernel& k);
 
-enum class ReduceKind { None, Sum, Max, Min };
+enum class ReduceKind { None, Sum, Max, Min, Prod };
+
+// The accumulator's start: 0, -inf, +inf or 1 (what an empty reduction gives).
+double reduce_init(ReduceKind how);
 
 struct LoopKernel {
   std::string name;
@@ -76,7 +79,7 @@ struct LoopKernel {
   std::vector<Leaf> leaves;
   BufferId out = -1;
   ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
-  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32, f64 or i64 (reductions: f32)
+  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32, f64 or i64 (reductions: f32 or f64)
   int ops = 0;                           // graph ops fused into it (reports)
 };
 

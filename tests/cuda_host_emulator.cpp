@@ -359,27 +359,30 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
       vars[ctx.node(k.leaf_vars[l]).a] = leaves[l][static_cast<std::size_t>(leaf_offset(k, k.leaves[l], o, j))];
   };
   std::vector<float> out(static_cast<std::size_t>(n));
+  // Stored as Tensor::set stores it: a bool is `value != 0` (NaN included),
+  // f16 and bf16 round through f32.
+  auto stored_as = [&](double v) {
+    ir::Tensor stored(k.out_dtype, {});
+    stored.set(0, v);
+    return static_cast<float>(stored.at(0));
+  };
   for (std::int64_t o = 0; o < n; ++o) {
     if (k.reduce == lower::ReduceKind::None) {
       load(o, 0);
-      const double v = ctx.evaluate(k.body, value);
-      // Stored as Tensor::set stores it: a bool is `value != 0` (NaN
-      // included), f16 and bf16 round through f32.
-      ir::Tensor stored(k.out_dtype, {});
-      stored.set(0, v);
-      out[static_cast<std::size_t>(o)] = static_cast<float>(stored.at(0));
+      out[static_cast<std::size_t>(o)] = stored_as(ctx.evaluate(k.body, value));
       continue;
     }
-    double acc = k.reduce == lower::ReduceKind::Sum ? 0.0 : k.reduce == lower::ReduceKind::Max ? -INFINITY : INFINITY;
+    double acc = lower::reduce_init(k.reduce);
     for (std::int64_t j = 0; j < r; ++j) {
       load(o, j);
       const double x = ctx.evaluate(k.body, value);
-      acc = k.reduce == lower::ReduceKind::Sum   ? acc + x
-            : k.reduce == lower::ReduceKind::Max ? ir::scalar::max(acc, x)
-                                                 : ir::scalar::min(acc, x);
+      acc = k.reduce == lower::ReduceKind::Sum    ? acc + x
+            : k.reduce == lower::ReduceKind::Prod ? acc * x
+            : k.reduce == lower::ReduceKind::Max  ? ir::scalar::max(acc, x)
+                                                  : ir::scalar::min(acc, x);
     }
     vars[ctx.node(k.acc_var).a] = acc;
-    out[static_cast<std::size_t>(o)] = static_cast<float>(ctx.evaluate(k.post, value));
+    out[static_cast<std::size_t>(o)] = stored_as(ctx.evaluate(k.post, value));
   }
   return out;
 }

@@ -253,6 +253,37 @@ TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpr
   CHECK(p->reference_ops.empty());
 }
 
+TEST_CASE("Reductions of f64 - f16 and bf16 values - prod - log_sum - log_sum_exp - empty axes - are kernels") {
+  const std::vector<const char*> ops = {"reduce_prod", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum",
+                                        "reduce_mean", "reduce_max",     "reduce_l2"};
+  for (const ir::DType t : {ir::DType::F32, ir::DType::F64, ir::DType::F16, ir::DType::BF16})
+    for (const Dims& axes : std::vector<Dims>{{1}, {0, 2}, {}})
+      for (std::int64_t keep : {0, 1}) {
+        INFO(ir::dtype_name(t) << " over " << axes.size() << " axes, keepdims " << keep);
+        models::GraphBuilder b("reduce");
+        std::string x = b.input("x", {3, 5, 7}, t);
+        ir::Attrs a;
+        if (!axes.empty()) a.set("axes", axes);
+        a.set("keepdims", keep);
+        std::vector<std::string> outs;
+        for (const char* op : ops) outs.push_back(b.op(op, {x}, a));
+        // Halves: f32 sums may round to the other neighbour.
+        const double tol = t == ir::DType::F16 ? 2e-3 : t == ir::DType::BF16 ? 1.6e-2 : 1e-5;
+        auto p = check_against_interpreter(b.finish(outs), tol, tol);
+        CHECK(p->reference_ops.empty());
+        CHECK(static_cast<int>(p->kernels->size()) == static_cast<int>(ops.size()) + 2);  // log_sum_exp: 3
+      }
+  // An empty reduced axis: 1 for prod, -inf for log_sum and log_sum_exp.
+  for (const ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+    models::GraphBuilder b("empty");
+    std::string x = b.input("x", {3, 0, 2}, t);
+    std::vector<std::string> outs;
+    for (const char* op : ops) outs.push_back(b.op(op, {x}, models::ints_attr("axes", {1})));
+    auto p = check_against_interpreter(b.finish(outs));
+    CHECK(p->reference_ops.empty());
+  }
+}
+
 TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with alpha and beta") {
   {
     models::GraphBuilder b("bmm");

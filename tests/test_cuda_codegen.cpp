@@ -105,14 +105,22 @@ ir::Graph reductions() {
   models::GraphBuilder b("reductions");
   std::string x = b.input("x", {7, 33});
   std::vector<std::string> outs;
-  for (const char* op :
-       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2", "reduce_sum_square"}) {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
+                         "reduce_sum_square", "reduce_prod", "reduce_log_sum", "reduce_log_sum_exp"}) {
     ir::Attrs a = models::ints_attr("axes", {1});
     outs.push_back(b.op(op, {x}, a));
   }
   outs.push_back(b.op("softmax", {x}));
   outs.push_back(b.op("log_softmax", {x}));
   outs.push_back(b.layer_norm(x, 33));
+  // Reductions of other float types: f64 in double, halves through f32.
+  std::string d = b.input("d", {7, 33}, ir::DType::F64);
+  std::string h = b.input("h", {5, 40}, ir::DType::F16);
+  std::string bf = b.input("bf", {5, 40}, ir::DType::BF16);
+  outs.push_back(b.op("reduce_sum", {d}, models::ints_attr("axes", {1})));
+  outs.push_back(b.op("reduce_log_sum_exp", {d}, models::ints_attr("axes", {0})));
+  outs.push_back(b.op("reduce_prod", {h}, models::ints_attr("axes", {0})));
+  outs.push_back(b.op("reduce_mean", {bf}, models::ints_attr("axes", {1})));
   return b.finish(outs);
 }
 
@@ -259,7 +267,16 @@ TEST_CASE("Reductions - softmax - log-softmax and layer_norm compile with NVRTC"
   compiles_for_both(ks);
   int warp_reductions = 0;
   for (const auto& k : ks) warp_reductions += k.source.find("__shfl_xor_sync") != std::string::npos;
-  CHECK(warp_reductions >= 9);
+  CHECK(warp_reductions >= 16);
+  int doubles = 0, products = 0, halves = 0;
+  for (const auto& k : ks) {
+    doubles += k.source.find("double acc = 0x0p+0;") != std::string::npos;
+    products += k.source.find("acc = acc * x;") != std::string::npos;
+    halves += k.source.find("out[o] = sat_f2h((float)(") != std::string::npos;
+  }
+  CHECK(doubles == 2);   // f64's sum and log-sum-exp's shifted sum
+  CHECK(products == 2);  // f32's and f16's reduce_prod
+  CHECK(halves == 1);
 }
 
 TEST_CASE("Generated CUDA source carries the shapes - strides and broadcasts it was given") {
