@@ -335,6 +335,10 @@ class Lowerer {
   // for f64 values and f32 for the others, the result of x's type.
   bool lower_reduction(const ir::Node& n, Value& x, const Dims& out);
   static bool is_reduction(const std::string& op);
+  // softmax / log_softmax of a float value: the maximum, the sum of
+  // exp(x - max) (both kept in the compute type: f64 for f64 values, f32
+  // for the others), then a pending exp(x - max) / sum of x's type.
+  bool lower_softmax(const ir::Node& n, Value& x);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
@@ -1126,6 +1130,7 @@ void Lowerer::lower_node(std::size_t index) {
   if (is_reduction(n.op) && in.size() == 1 && in[0] && !out_types.empty() &&
       lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape)))
     return;
+  if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1 && in[0] && lower_softmax(n, *in[0])) return;
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
@@ -1325,11 +1330,11 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   if (n.op == "reduce_log_sum_exp") {
     // log(sum(exp(x - max))) + max, as the op's kernel computes it; an
     // empty reduction is log(0) + -inf = -inf.
-    Value top = reduce(xs.id(), full, red, ReduceKind::Max, acc.id(), 1, n.op + " max", x.dtype, compute);
+    Value top = reduce(xs.id(), full, red, ReduceKind::Max, acc.id(), 1, n.op + " max", compute, compute);
     ir::Sym shifted = xs - ir::Sym(ctx_.get(), expr_over(top, full));
     Value sum =
-        reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum", x.dtype, compute);
-    // The sum and the maximum, stored of x's type, meet in the result.
+        reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum", compute, compute);
+    // The sum and the maximum, kept in the compute type, meet in the result.
     ir::Sym y = ir::scalar::log(ir::Sym(ctx_.get(), leaf(sum.view))) + ir::Sym(ctx_.get(), leaf(top.view));
     Value r = stored(add_buffer(BufferKind::Temp, x.dtype, sum.dims, n.outputs[0]));
     emit_kernel(sum.dims, {}, ReduceKind::None, y.id(), 0, r.view.buffer, ops, n.op, {}, compute);
@@ -1351,6 +1356,28 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   return true;
 }
 
+bool Lowerer::lower_softmax(const ir::Node& n, Value& x) {
+  if (!ir::is_float(x.dtype) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
+  if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);
+  const Dims full = x.dims;
+  std::vector<bool> red(full.size(), false);
+  red[static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())))] =
+      true;
+  const int ops = 1 + (x.pending ? x.ops : 0);
+  SymId xs = expr_over(x, full);
+  ir::Sym acc(ctx_.get(), acc_);
+  Value top = reduce(xs, full, red, ReduceKind::Max, acc.id(), 1, n.op + " max", compute, compute);
+  ir::Sym shifted = ir::Sym(ctx_.get(), xs) - ir::Sym(ctx_.get(), expr_over(top, full));
+  Value sum =
+      reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum", compute, compute);
+  ir::Sym s(ctx_.get(), expr_over(sum, full));
+  ir::Sym y = n.op == "softmax" ? ir::scalar::exp(shifted) / s : shifted - ir::scalar::log(s);
+  std::vector<Value*> in{&x};
+  set_pending(n, in, full, x.dtype, y.id(), ops, 0, compute);
+  return true;
+}
+
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   // (layer_norm's mean and inverse standard deviation are results too.)
   if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
@@ -1367,11 +1394,6 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   };
 
   if (is_elementwise(n.op)) return lower_elementwise(n, in, out_types);
-  auto reduced_axes = [&](const Dims& axes_in, std::size_t rank) {
-    std::vector<bool> red(rank, axes_in.empty());
-    for (auto a : axes_in) red[static_cast<std::size_t>(ir::normalize_axis(a, static_cast<std::int64_t>(rank)))] = true;
-    return red;
-  };
   auto keep_shape = [&](Value v) {  // a reduction's result as the node's (keepdims or not)
     if (v.dims != out) {
       v.view = v.view.reshaped(out);
@@ -1391,20 +1413,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
                           n.op == "global_avg_pool" ? ReduceKind::Sum : ReduceKind::Max, post.id(), 1, n.op)));
     return true;
   }
-  if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1) {
-    Value& x = *in[0];
-    const Dims full = x.dims;
-    auto red = reduced_axes({n.attrs.i("axis", -1)}, full.size());
-    SymId xs = expr_over(x, full);
-    ir::Sym acc(ctx_.get(), acc_);
-    Value top = reduce(xs, full, red, ReduceKind::Max, acc.id(), 1, n.op + " max");
-    ir::Sym shifted = ir::Sym(ctx_.get(), xs) - ir::Sym(ctx_.get(), expr_over(top, full));
-    Value sum = reduce(ir::scalar::exp(shifted).id(), full, red, ReduceKind::Sum, acc.id(), 0, n.op + " sum");
-    ir::Sym s(ctx_.get(), expr_over(sum, full));
-    ir::Sym y = n.op == "softmax" ? ir::scalar::exp(shifted) / s : shifted - ir::scalar::log(s);
-    pending(y.id(), 1 + operand_ops({&x}));
-    return true;
-  }
+  if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1 && in[0]) return lower_softmax(n, *in[0]);
   if (n.op == "layer_norm" && in.size() >= 1) {
     Value& x = *in[0];
     const Dims full = x.dims;

@@ -253,7 +253,7 @@ TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpr
   CHECK(p->reference_ops.empty());
 }
 
-TEST_CASE("Reductions of f64 - f16 and bf16 values - prod - log_sum - log_sum_exp - empty axes - are kernels") {
+TEST_CASE("Reductions and softmax of f64 - f16 and bf16 values - prod - log_sum - log_sum_exp - empty axes") {
   const std::vector<const char*> ops = {"reduce_prod", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum",
                                         "reduce_mean", "reduce_max",     "reduce_l2"};
   for (const ir::DType t : {ir::DType::F32, ir::DType::F64, ir::DType::F16, ir::DType::BF16})
@@ -273,6 +273,17 @@ TEST_CASE("Reductions of f64 - f16 and bf16 values - prod - log_sum - log_sum_ex
         CHECK(p->reference_ops.empty());
         CHECK(static_cast<int>(p->kernels->size()) == static_cast<int>(ops.size()) + 2);  // log_sum_exp: 3
       }
+  // softmax / log_softmax of the same types: max and sum kept in f32 (f64).
+  for (const ir::DType t : {ir::DType::F64, ir::DType::F16, ir::DType::BF16}) {
+    INFO("softmax of " << ir::dtype_name(t));
+    models::GraphBuilder b("softmax");
+    std::string x = b.input("x", {3, 5, 7}, t);
+    ir::Attrs middle;
+    middle.set("axis", std::int64_t{1});
+    const double tol = t == ir::DType::F16 ? 2e-3 : t == ir::DType::BF16 ? 1.6e-2 : 1e-5;
+    auto p = check_against_interpreter(b.finish({b.op("softmax", {x}, middle), b.op("log_softmax", {x})}), tol, tol);
+    CHECK(p->reference_ops.empty());
+  }
   // An empty reduced axis: 1 for prod, -inf for log_sum and log_sum_exp.
   for (const ir::DType t : {ir::DType::F32, ir::DType::F64}) {
     models::GraphBuilder b("empty");
