@@ -339,6 +339,13 @@ class Lowerer {
   // exp(x - max) (both kept in the compute type: f64 for f64 values, f32
   // for the others), then a pending exp(x - max) / sum of x's type.
   bool lower_softmax(const ir::Node& n, Value& x);
+  // matmul of float values, 1-D operands as matrices ([K] on the left as
+  // [1 K], on the right as [K 1], the result without that axis): f32 a
+  // library product; f16 / bf16 the same over f32 copies, rounded to the
+  // operands' type once (as the reference rounds its double sum); f64 a
+  // loop kernel summing a[..m k] b[..k n] along k in double, exact where a
+  // f32 product would not be.
+  bool lower_matmul(const ir::Node& n, Value& a, Value& b, const Dims& out);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
@@ -1131,6 +1138,9 @@ void Lowerer::lower_node(std::size_t index) {
       lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape)))
     return;
   if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1 && in[0] && lower_softmax(n, *in[0])) return;
+  if (n.op == "matmul" && in.size() == 2 && in[0] && in[1] && !out_types.empty() &&
+      lower_matmul(n, *in[0], *in[1], ir::static_dims(out_types[0].shape)))
+    return;
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
@@ -1378,6 +1388,80 @@ bool Lowerer::lower_softmax(const ir::Node& n, Value& x) {
   return true;
 }
 
+bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Dims& out) {
+  const DType t = a_in.dtype;
+  if (!ir::is_float(t) || b_in.dtype != t || a_in.dims.empty() || b_in.dims.empty() || n.outputs.size() != 1 ||
+      n.outputs[0].empty())
+    return false;
+  // A 1-D operand as a matrix (a copy of its Value); the others as they are
+  // (what the product stores of them is theirs).
+  Value a_matrix, b_matrix;
+  auto as_matrix = [&](Value& v, Value& m, bool left) -> Value& {
+    if (v.dims.size() != 1) return v;
+    m = v;
+    if (m.pending || m.is_scalar_constant || !m.view.contiguous()) m.view = whole(m);
+    m.dims = left ? Dims{1, v.dims[0]} : Dims{v.dims[0], 1};
+    m.view = m.view.reshaped(m.dims);
+    return m;
+  };
+  Value& a = as_matrix(a_in, a_matrix, true);
+  Value& b = as_matrix(b_in, b_matrix, false);
+  Dims out2 = out;  // the product's dims before the 1-D operands' axes go
+  if (b_in.dims.size() == 1) out2.push_back(1);
+  if (a_in.dims.size() == 1) out2.insert(out2.end() - 1, 1);
+  const std::string& name = n.outputs[0];
+  auto as_result = [&](Value v) {
+    if (v.dims != out) {
+      v.view = v.view.reshaped(out);
+      v.dims = out;
+    }
+    return v;
+  };
+  if (t == DType::F64) {
+    // [batch... M N K], K reduced: a broadcast along N, b along M.
+    const std::size_t r = out2.size();
+    const std::int64_t K = a.dims.back();
+    Dims full = out2;
+    full.push_back(K);
+    for (Value* v : {&a, &b})
+      if (v->pending || v->is_scalar_constant) v->view = whole(*v);
+    Dims a_to(out2.begin(), out2.end() - 1), b_to(out2.begin(), out2.end() - 2);
+    a_to.push_back(K);
+    b_to.insert(b_to.end(), {K, out2.back()});
+    View av = a.view.broadcast_to(a_to), bv = b.view.broadcast_to(b_to);
+    av.dims = bv.dims = full;
+    av.strides.insert(av.strides.end() - 1, 0);  // [.. sM 0 sK]
+    bv.strides.push_back(bv.strides[r - 2]);     // [.. sK sN sK]
+    bv.strides[r - 2] = 0;                       // [.. 0 sN sK]
+    std::vector<bool> red(full.size(), false);
+    red.back() = true;
+    ir::Sym body = ir::Sym(ctx_.get(), leaf(av)) * ir::Sym(ctx_.get(), leaf(bv));
+    Value y = reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (f64)", DType::F64, DType::F64);
+    values_[name] = as_result(y);
+    return true;
+  }
+  const bool half = t != DType::F32;
+  if (!half) {
+    lower_gemm_like(n, a, b, false, false, 1.0, nullptr, 0.0, out2);
+    values_[name] = as_result(values_[name]);
+    return true;
+  }
+  auto as_f32 = [&](Value& v) {
+    if (v.pending) store(v);
+    Value c;
+    c.dims = v.dims;
+    c.pending = true;
+    c.sym = expr_over(v, v.dims);
+    c.label = n.op + " operand as f32";
+    return c;
+  };
+  Value af = as_f32(a), bf = as_f32(b);
+  lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
+  std::vector<Value*> none;
+  set_pending(n, none, out, t, leaf(as_result(values_[name]).view), 1, 0, DType::F32);
+  return true;
+}
+
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   // (layer_norm's mean and inverse standard deviation are results too.)
   if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
@@ -1464,11 +1548,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     pending(y.id(), 1 + operand_ops({&x}));
     return true;
   }
-  if ((n.op == "matmul" || n.op == "blas.matmul" || n.op == "cublas.matmul") && in.size() == 2 &&
-      in[0]->dims.size() >= 2 && in[1]->dims.size() >= 2) {
-    lower_gemm_like(n, *in[0], *in[1], false, false, 1.0, nullptr, 0.0, out);
-    return true;
-  }
+  if ((n.op == "matmul" || n.op == "blas.matmul" || n.op == "cublas.matmul") && in.size() == 2 && in[0] && in[1])
+    return lower_matmul(n, *in[0], *in[1], out);
   if ((n.op == "gemm" || n.op == "blas.gemm" || n.op == "cublas.gemm") && in.size() >= 2) {
     Value* c = in.size() > 2 ? in[2] : nullptr;
     lower_gemm_like(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,

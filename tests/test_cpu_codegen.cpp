@@ -321,6 +321,35 @@ TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with a
   }
 }
 
+TEST_CASE("Matrix products of 1-D operands - of f16 and bf16 through f32 - of f64 in double") {
+  SECTION("1-D operands are matrices of one row or column") {
+    models::GraphBuilder b("vec");
+    std::string v = b.input("v", {4});
+    std::string u = b.input("u", {5});
+    std::string m = b.input("m", {2, 3, 4, 5});
+    std::string k = b.input("k", {5, 4});
+    auto p = check_against_interpreter(b.finish({b.op("matmul", {v, b.op("exp", {v})}), b.op("matmul", {v, m}),
+                                                 b.op("matmul", {m, u}), b.op("matmul", {k, v})}));
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == 4);
+  }
+  for (const ir::DType t : {ir::DType::F16, ir::DType::BF16, ir::DType::F64}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("typed");
+    std::string q = b.input("q", {2, 3, 5, 4}, t);
+    std::string k = b.input("k", {2, 3, 5, 4}, t);
+    std::string w = b.input("w", {4, 6}, t);
+    std::string v = b.input("v", {6}, t);
+    std::string kt = b.op("transpose", {k}, models::ints_attr("perm", {0, 1, 3, 2}));
+    std::string s = b.op("matmul", {q, kt});                // a transposed operand
+    std::string h = b.op("matmul", {b.op("neg", {q}), w});  // a broadcast one, of a fused value
+    const double tol = t == ir::DType::F16 ? 2e-3 : t == ir::DType::BF16 ? 1.6e-2 : 1e-12;
+    auto p = check_against_interpreter(b.finish({s, h, b.op("matmul", {h, v})}), tol, tol);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == (t == ir::DType::F64 ? 0 : 3));
+  }
+}
+
 TEST_CASE("Matrix products split over the pool and products with constant weights packed for oneDNN") {
   {
     // Large enough that sgemm's rows are shared out (a row-major and a transposed A).
