@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "ir/arg_reduce.hpp"
+#include "ir/einsum.hpp"
 #include "ir/gather.hpp"
 #include "ir/gather_elements.hpp"
 #include "ir/pad.hpp"
@@ -346,6 +347,13 @@ class Lowerer {
   // loop kernel summing a[..m k] b[..k n] along k in double, exact where a
   // f32 product would not be.
   bool lower_matmul(const ir::Node& n, Value& a, Value& b, const Dims& out);
+  // einsum of float values as one loop kernel over its letters (the
+  // result's, then the summed ones): each operand a view whose stride along
+  // a letter is the sum of its axes' with that letter (a diagonal), 0 where
+  // it lacks the letter or broadcasts it; the body the operands' product,
+  // summed along the other letters (in f64 for f64 values, f32 for the
+  // others), or a pending product when none is summed.
+  bool lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
@@ -1141,6 +1149,7 @@ void Lowerer::lower_node(std::size_t index) {
   if (n.op == "matmul" && in.size() == 2 && in[0] && in[1] && !out_types.empty() &&
       lower_matmul(n, *in[0], *in[1], ir::static_dims(out_types[0].shape)))
     return;
+  if (n.op == "einsum" && !out_types.empty() && lower_einsum(n, in, ir::static_dims(out_types[0].shape))) return;
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
@@ -1459,6 +1468,47 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
   lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
   std::vector<Value*> none;
   set_pending(n, none, out, t, leaf(as_result(values_[name]).view), 1, 0, DType::F32);
+  return true;
+}
+
+bool Lowerer::lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
+  if (in.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  const DType t = in[0] ? in[0]->dtype : DType::Bool;
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (Value* v : in) {
+    if (!v || v->dtype != t || !ir::is_float(t)) return false;
+    shapes.push_back(v->dims);
+  }
+  const ir::EinsumPlan plan = ir::einsum_plan(n.attrs.s("equation", ""), shapes);
+  std::string letters = plan.out;
+  for (const auto& [ch, size] : plan.size)
+    if (letters.find(ch) == std::string::npos) letters += ch;
+  Dims full;
+  for (char ch : letters) full.push_back(plan.size.at(ch));
+  std::vector<bool> red(letters.size(), false);
+  for (std::size_t i = plan.out.size(); i < letters.size(); ++i) red[i] = true;
+  const DType compute = t == DType::F64 ? DType::F64 : DType::F32;
+  std::optional<ir::Sym> body;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    Value& v = *in[k];
+    if (v.pending || v.is_scalar_constant) v.view = whole(v);
+    View lv = v.view;
+    lv.dims = full;
+    lv.strides.assign(full.size(), 0);
+    for (std::size_t i = 0; i < plan.terms[k].size(); ++i)
+      if (v.dims[i] != 1) lv.strides[letters.find(plan.terms[k][i])] += v.view.strides[i];
+    ir::Sym term(ctx_.get(), leaf(lv));
+    body = body ? *body * term : term;
+  }
+  const std::string& name = n.outputs[0];
+  if (plan.out.size() == letters.size()) {  // nothing summed: a pending product
+    set_pending(n, in, out, t, body->id(), 1, 0, compute);
+    return true;
+  }
+  Value y = reduce(body->id(), full, red, ReduceKind::Sum, acc_, 1, "einsum " + n.attrs.s("equation", ""), t, compute);
+  y.view = y.view.reshaped(out);
+  y.dims = out;
+  values_[name] = y;
   return true;
 }
 

@@ -253,6 +253,37 @@ TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpr
   CHECK(p->reference_ops.empty());
 }
 
+TEST_CASE("Einsum is one loop kernel - products - diagonals - traces - transposes - broadcasts - any float type") {
+  struct Case {
+    const char* equation;
+    std::vector<Dims> shapes;
+    ir::DType dtype;
+  };
+  const std::vector<Case> cases = {{"ij,jk->ik", {{3, 4}, {4, 5}}, ir::DType::F32},
+                                   {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}, ir::DType::F64},
+                                   {"ii->i", {{4, 4}}, ir::DType::F32},
+                                   {"ii", {{5, 5}}, ir::DType::F64},
+                                   {"i,i", {{6}, {6}}, ir::DType::F32},
+                                   {"...ij->...ji", {{2, 3, 4}}, ir::DType::F32},
+                                   {"ij->", {{3, 4}}, ir::DType::F32},
+                                   {"ij,kj->ikj", {{3, 1}, {2, 4}}, ir::DType::F32},
+                                   {"ab,bc->ac", {{3, 8}, {8, 2}}, ir::DType::F16},
+                                   {"bn,anm,bm->ba", {{2, 3}, {4, 3, 5}, {2, 5}}, ir::DType::BF16}};
+  for (const Case& c : cases) {
+    INFO(c.equation << " " << ir::dtype_name(c.dtype));
+    models::GraphBuilder b("einsum");
+    std::vector<std::string> ins;
+    const char* names[] = {"x0", "x1", "x2"};
+    for (std::size_t k = 0; k < c.shapes.size(); ++k) ins.push_back(b.input(names[k], c.shapes[k], c.dtype));
+    ir::Attrs a;
+    a.set("equation", std::string(c.equation));
+    const double tol = c.dtype == ir::DType::F16 ? 2e-3 : c.dtype == ir::DType::BF16 ? 1.6e-2 : 1e-5;
+    auto p = check_against_interpreter(b.finish({b.op("einsum", ins, a)}), tol, tol);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->kernels->size() == 1);
+  }
+}
+
 TEST_CASE("Reductions and softmax of f64 - f16 and bf16 values - prod - log_sum - log_sum_exp - empty axes") {
   const std::vector<const char*> ops = {"reduce_prod", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum",
                                         "reduce_mean", "reduce_max",     "reduce_l2"};
