@@ -294,6 +294,10 @@ class Importer {
           Tensor::of_ints(DType::I64, {e - b}, std::vector<std::int64_t>(dims.begin() + b, dims.begin() + e));
       return;
     }
+    if (op == "size" && is_static(ins[0].type.shape)) {  // so is its element count
+      consts_[n.outputs[0]] = Tensor::of_ints(DType::I64, {}, {numel(static_dims(ins[0].type.shape))});
+      return;
+    }
     if (all_const) {
       std::vector<Tensor> args;
       auto given = std::make_unique<bool[]>(n.inputs.size() + 1);

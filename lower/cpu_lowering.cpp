@@ -331,9 +331,10 @@ class Lowerer {
   void lower_node(std::size_t index);
   bool lower_view(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   bool lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
-  // reduce_* of a float value into `out` (the node's dims): one loop kernel
-  // (two for reduce_log_sum_exp: the maximum, then the shifted sum), in f64
-  // for f64 values and f32 for the others, the result of x's type.
+  // reduce_* of a float value (or reduce_max / reduce_min of a bool) into
+  // `out` (the node's dims): one loop kernel (two for reduce_log_sum_exp:
+  // the maximum, then the shifted sum), in f64 for f64 values and f32 for
+  // the others, the result of x's type.
   bool lower_reduction(const ir::Node& n, Value& x, const Dims& out);
   static bool is_reduction(const std::string& op);
   // softmax / log_softmax of a float value: the maximum, the sum of
@@ -1328,7 +1329,9 @@ const std::map<std::string, ReduceKind>& reduction_kinds() {
 bool Lowerer::is_reduction(const std::string& op) { return reduction_kinds().count(op) != 0; }
 
 bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
-  if (!ir::is_float(x.dtype) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  // (Bools: max and min, any and all, over their 0 and 1.)
+  const bool logic = x.dtype == DType::Bool && (n.op == "reduce_max" || n.op == "reduce_min");
+  if ((!ir::is_float(x.dtype) && !logic) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   if (n.attrs.i("noop_with_empty_axes", 0) && n.attrs.ints("axes").empty()) return false;
   const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
   if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);

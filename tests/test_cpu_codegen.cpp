@@ -315,6 +315,13 @@ TEST_CASE("Reductions and softmax of f64 - f16 and bf16 values - prod - log_sum 
     auto p = check_against_interpreter(b.finish({b.op("softmax", {x}, middle), b.op("log_softmax", {x})}), tol, tol);
     CHECK(p->reference_ops.empty());
   }
+  {  // Bools: reduce_max is any, reduce_min all.
+    models::GraphBuilder b("logic");
+    std::string m = b.input("m", {4, 6}, ir::DType::Bool);
+    auto p = check_against_interpreter(b.finish({b.op("reduce_max", {m}, models::ints_attr("axes", {1})),
+                                                 b.op("reduce_min", {m}, models::ints_attr("axes", {0}))}));
+    CHECK(p->reference_ops.empty());
+  }
   // An empty reduced axis: 1 for prod, -inf for log_sum and log_sum_exp.
   for (const ir::DType t : {ir::DType::F32, ir::DType::F64}) {
     models::GraphBuilder b("empty");

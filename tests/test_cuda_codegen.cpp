@@ -122,6 +122,8 @@ ir::Graph reductions() {
   outs.push_back(b.op("reduce_prod", {h}, models::ints_attr("axes", {0})));
   outs.push_back(b.op("reduce_mean", {bf}, models::ints_attr("axes", {1})));
   outs.push_back(b.op("softmax", {h}));
+  std::string m = b.input("m", {5, 40}, ir::DType::Bool);
+  outs.push_back(b.op("reduce_min", {m}, models::ints_attr("axes", {1})));  // all
   return b.finish(outs);
 }
 
@@ -215,8 +217,8 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   CHECK(vectorized == 1);
   CHECK(bool_results == 3);
   CHECK(i64_reads == 1);
-  // Integer results and bool reductions are not kernels' (check_kernel_types),
-  // but for copies.
+  // Integer results and integer reductions are not kernels'
+  // (check_kernel_types), but for copies.
   lower::LoopKernel k = typed_loop_kernel();
   REQUIRE(k.leaves.size() == 1);  // cast(k), read as a value
   REQUIRE(k.leaves[0].dtype == ir::DType::I64);
@@ -225,7 +227,7 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   CHECK(lower::cuda_kernel_source(k, 0).source.find("out[i] = l0[off0];") != std::string::npos);
   k.out_dtype = ir::DType::I32;
   CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
-  k.out_dtype = ir::DType::Bool;
+  k.out_dtype = ir::DType::I64;
   k.reduce = lower::ReduceKind::Sum;
   CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
 }

@@ -88,6 +88,26 @@ TEST_CASE("a shape-computing subgraph folds into the reshape") {
   CHECK(to_string(types->at("y").shape) == "[2 12]");
 }
 
+TEST_CASE("Size of a statically shaped value is a constant - it folds into what uses it") {
+  // y = x * Cast(Size(x)): Size(x) is 24, whatever x holds.
+  ModelBuilder b(13);
+  b.input("x", 1, {"2", "3", "4"});
+  b.node("Size", {"x"}, {"n"});
+  attr_int(b.node("Cast", {"n"}, {"nf"}), "to", 1);
+  b.node("Mul", {"x", "nf"}, {"y"});
+  b.output("y");
+  auto g = b.import();
+  INFO((g ? "" : g.error().to_string()));
+  REQUIRE(g);
+  REQUIRE(g->nodes.size() == 1);  // only the mul is left, by 24
+  CHECK(g->nodes[0].op == "mul");
+  std::vector<ir::Tensor> x{ir::Tensor(ir::DType::F32, {2, 3, 4})};
+  for (std::size_t i = 0; i < x[0].numel(); ++i) x[0].set(i, static_cast<double>(i));
+  auto y = runtime::interpret(*g, x);
+  REQUIRE(y);
+  CHECK((*y)[0].at(5) == 120.0);
+}
+
 TEST_CASE("errors name the node - the op and the opset") {
   ModelBuilder b(17);
   b.input("x", 1, {"2"});
