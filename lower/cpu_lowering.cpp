@@ -549,18 +549,22 @@ class Lowerer {
   // pad and trilu of any element type: row copies by the op kernel's own
   // geometry (ir/pad.hpp, ir/trilu.hpp), split over the pool from 256 KiB
   // of result; on the GPU, one generated kernel each.
-  void lower_pad(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+  void lower_pad(const ir::Node& n, Value& x) {
+    values_[n.outputs[0]] =
+        stored(emit_pad(x, n.attrs.ints("pads"), n.attrs.s("mode", "constant"), n.attrs.f("value", 0.0), n.outputs[0]));
+  }
+  // x padded by `pads` (ONNX's: begins then ends) in `mode`, into a new
+  // buffer named `name`: one row-copy step (a kernel on the GPU).
+  BufferId emit_pad(Value& x, const Dims& pads, const std::string& mode, double value, const std::string& name) {
     const BufferId src = whole(x).buffer;
-    const Dims out = ir::static_dims(out_type.shape);
-    const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, out, n.outputs[0]);
-    const ir::PadRows p = ir::pad_rows(x.dims, n.attrs.ints("pads"), ir::pad_mode(n.attrs.s("mode", "constant")),
-                                       ir::dtype_size(out_type.dtype));
-    ir::Tensor fill(out_type.dtype, {1});
-    fill.set(0, n.attrs.f("value", 0.0));
+    const ir::PadRows p = ir::pad_rows(x.dims, pads, ir::pad_mode(mode), ir::dtype_size(x.dtype));
+    const BufferId y = add_buffer(BufferKind::Temp, x.dtype, p.out_dims, name);
+    ir::Tensor fill(x.dtype, {1});
+    fill.set(0, value);
     std::vector<std::uint8_t> fill_bytes(fill.bytes(), fill.bytes() + fill.nbytes());
     Step s;
     s.kind = StepKind::Copy;
-    s.label = "pad (" + n.attrs.s("mode", "constant") + ", " + std::to_string(p.rows()) + " rows)";
+    s.label = "pad (" + mode + ", " + std::to_string(p.rows()) + " rows)";
     s.reads = {src};
     s.writes = {y};
     s.run = [p, src, y, fill_bytes](const RunContext& ctx) {
@@ -578,7 +582,7 @@ class Lowerer {
     }
 #endif
     p_->steps.push_back(std::move(s));
-    values_[n.outputs[0]] = stored(y);
+    return y;
   }
   void lower_trilu(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
     const BufferId src = whole(x).buffer;
@@ -1130,7 +1134,7 @@ void Lowerer::lower_node(std::size_t index) {
     return;
   }
   if (n.op == "pad" && in.size() == 1 && in[0] && n.outputs.size() == 1 && !n.outputs[0].empty()) {
-    lower_pad(n, *in[0], out_types[0]);
+    lower_pad(n, *in[0]);
     return;
   }
   if ((n.op == "argmax" || n.op == "argmin") && in.size() == 1 && in[0] && !in[0]->dims.empty() &&
@@ -1581,23 +1585,72 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     }
     return true;
   }
+  // Per-channel parameters [C] read along axis 1 of `full`.
+  auto channel = [&](Value& p, const Dims& full) {
+    if (p.is_scalar_constant) return ctx_->constant(p.constant).id();
+    store(p);
+    View v = p.view;
+    View c{v.buffer, v.offset, full, Dims(full.size(), 0)};
+    c.strides[1] = v.strides[0];
+    return leaf(c);
+  };
+  auto S = [&](SymId id) { return ir::Sym(ctx_.get(), id); };
+  if (n.op == "instance_norm" && in.size() == 3 && in[0] && in[1] && in[2] && in[0]->dims.size() >= 3) {
+    // Per (n, c): the mean and (biased) variance over the spatial dims,
+    // two passes as layer_norm's; then the channel's scale and bias.
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    std::vector<bool> red(full.size(), true);
+    red[0] = red[1] = false;
+    const auto count = static_cast<double>(ir::numel(full) / (full[0] * full[1]));
+    ir::Sym xs(ctx_.get(), expr_over(x, full));
+    ir::Sym acc(ctx_.get(), acc_);
+    Value mean = reduce(xs.id(), full, red, ReduceKind::Sum, (acc / count).id(), 1, "instance_norm mean");
+    ir::Sym d = xs - S(expr_over(mean, full));
+    Value var = reduce((d * d).id(), full, red, ReduceKind::Sum, (acc / count).id(), 0, "instance_norm var");
+    ir::Sym y = d / ir::scalar::sqrt(S(expr_over(var, full)) + n.attrs.f("epsilon", 1e-5)) * S(channel(*in[1], full)) +
+                S(channel(*in[2], full));
+    pending(y.id(), 1 + operand_ops({&x}));
+    return true;
+  }
+  if (n.op == "lrn" && in.size() == 1 && in[0] && in[0]->dims.size() >= 2) {
+    // The squares' window sum over channels [c - (size-1)/2, c + size/2]: x
+    // padded with zeros along C (one row-copy step), then a loop kernel
+    // over [N C ... size] reading the window as one more axis of C's
+    // stride; the result a pending x / (bias + alpha/size sum)^beta.
+    Value& x = *in[0];
+    const Dims full = x.dims;
+    const std::size_t r = full.size();
+    const std::int64_t size = n.attrs.i("size", 1);
+    Dims pads(2 * r, 0);
+    pads[1] = (size - 1) / 2;
+    pads[r + 1] = size / 2;
+    const BufferId padded = emit_pad(x, pads, "constant", 0.0, n.outputs[0] + " padded");
+    const Buffer& pb = p_->buffers[static_cast<std::size_t>(padded)];
+    View window = View::of(padded, pb.dims);
+    window.dims = full;
+    window.dims.push_back(size);
+    window.strides.push_back(window.strides[1]);
+    Dims wide = window.dims;
+    std::vector<bool> red(wide.size(), false);
+    red.back() = true;
+    ir::Sym w(ctx_.get(), leaf(window));
+    Value sq = reduce((w * w).id(), wide, red, ReduceKind::Sum, acc_, 0, "lrn window");
+    sq.view = sq.view.reshaped(full);
+    sq.dims = full;
+    const double alpha = n.attrs.f("alpha", 1e-4), beta = n.attrs.f("beta", 0.75), bias = n.attrs.f("bias", 1.0);
+    ir::Sym base = S(expr_over(sq, full)) * (alpha / static_cast<double>(size)) + bias;
+    ir::Sym y = S(expr_over(x, full)) / ir::scalar::pow(base, base.lift(beta));
+    pending(y.id(), 1 + operand_ops({&x}));
+    return true;
+  }
   if (n.op == "batch_norm" && in.size() == 5 && in[0]->dims.size() >= 2) {
     Value& x = *in[0];
     const Dims full = x.dims;
-    // Per-channel parameters [C] read along axis 1.
-    auto channel = [&](Value& p) {
-      if (p.is_scalar_constant) return ctx_->constant(p.constant).id();
-      store(p);
-      View v = p.view;
-      View c{v.buffer, v.offset, full, Dims(full.size(), 0)};
-      c.strides[1] = v.strides[0];
-      return leaf(c);
-    };
     ir::Sym xs(ctx_.get(), expr_over(x, full));
-    auto S = [&](SymId id) { return ir::Sym(ctx_.get(), id); };
-    ir::Sym y = (xs - S(channel(*in[3]))) / ir::scalar::sqrt(S(channel(*in[4])) + n.attrs.f("epsilon", 1e-5)) *
-                    S(channel(*in[1])) +
-                S(channel(*in[2]));
+    ir::Sym y = (xs - S(channel(*in[3], full))) /
+                    ir::scalar::sqrt(S(channel(*in[4], full)) + n.attrs.f("epsilon", 1e-5)) * S(channel(*in[1], full)) +
+                S(channel(*in[2], full));
     pending(y.id(), 1 + operand_ops({&x}));
     return true;
   }

@@ -333,6 +333,28 @@ TEST_CASE("Reductions and softmax of f64 - f16 and bf16 values - prod - log_sum 
   }
 }
 
+TEST_CASE("Instance norm and LRN are kernels - LRN's channel window a view of a zero-padded copy") {
+  models::GraphBuilder b("norms");
+  std::string x = b.input("x", {2, 6, 5, 4});
+  std::string t = b.input("t", {2, 4, 7});
+  ir::Attrs eps;
+  eps.set("epsilon", 1e-3);
+  std::vector<std::string> outs{b.op("instance_norm", {b.op("exp", {x}), b.weight({6}, 1.0), b.weight({6}, 1.0)}, eps),
+                                b.op("instance_norm", {t, b.weight({4}, 1.0), b.weight({4}, 1.0)})};
+  for (const std::int64_t size : {1, 3, 4, 5}) {  // even sizes look one channel further up
+    ir::Attrs a;
+    a.set("size", size);
+    a.set("alpha", 0.02 * static_cast<double>(size));
+    a.set("beta", 0.6);
+    a.set("bias", 1.5);
+    outs.push_back(b.op("lrn", {x}, a));
+  }
+  outs.push_back(b.op("lrn", {t}));  // the defaults, 3-D
+  auto p = check_against_interpreter(b.finish(outs));
+  CHECK(p->reference_ops.empty());
+  CHECK(steps_with(*p, "pad (constant") == 5);
+}
+
 TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with alpha and beta") {
   {
     models::GraphBuilder b("bmm");

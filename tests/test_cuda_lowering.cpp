@@ -392,7 +392,8 @@ TEST_CASE("transposed convolutions are cuDNN backward-data calls - unless their 
   CHECK(count(*p, lower::StepKind::Conv, "cudnn conv_transpose") == 2);
 }
 
-TEST_CASE("f16 attention - f64 products - 1-D products and einsum run on the device - nothing on the host") {
+TEST_CASE(
+    "f16 attention - f64 and 1-D products - einsum - lrn and instance_norm run on the device - nothing on the host") {
   models::GraphBuilder b("typed");
   std::string q = b.input("q", {2, 4, 8, 16}, ir::DType::F16);
   std::string k = b.input("k", {2, 4, 16, 8}, ir::DType::F16);
@@ -404,7 +405,8 @@ TEST_CASE("f16 attention - f64 products - 1-D products and einsum run on the dev
   eq.set("equation", std::string("bij,bkj->bik"));
   auto p =
       lower_for_cuda(b.finish({p16, b.op("matmul", {d, b.op("transpose", {d}, models::ints_attr("perm", {0, 2, 1}))}),
-                               b.op("matmul", {m, v}), b.op("reduce_log_sum_exp", {d}), b.op("einsum", {d, d}, eq)}));
+                               b.op("matmul", {m, v}), b.op("reduce_log_sum_exp", {d}), b.op("einsum", {d, d}, eq),
+                               b.op("lrn", {m}), b.op("instance_norm", {m, b.weight({5}, 1.0), b.weight({5}, 1.0)})}));
   CHECK(p->reference_ops.empty());
   CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 2);  // the f16 one over f32 copies, and m v
