@@ -355,6 +355,12 @@ class Lowerer {
   // summed along the other letters (in f64 for f64 values, f32 for the
   // others), or a pending product when none is summed.
   bool lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
+  // A library or normalization op (convolution, gemm, pooling, batch /
+  // layer / instance norm, lrn) of f16 or bf16 values: lower_f32's
+  // lowering over f32 copies of its operands (exact), each result a
+  // pending value rounded to the operands' type once, as the reference
+  // rounds its double result.
+  bool lower_through_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
   // An elementwise op (or comparison, logic, where, cast) as a pending
   // expression over its operands', of the result's type.
   bool lower_elementwise(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
@@ -651,13 +657,15 @@ class Lowerer {
   // the GPU, ceil_mode with count_include_pad. The op kernel's own meaning
   // (ir/pool.hpp), split over the pool by planes from 256 KiB of taps read;
   // on the GPU, one generated kernel with the window as constants. f16 /
-  // bf16 on the CPU run the reference kernel.
+  // bf16 on the CPU go to oneDNN over f32 copies (lower_through_f32).
   void lower_pool(const ir::Node& n, Value& x, const std::vector<ir::ValueType>& out_types) {
     const bool half = x.dtype == DType::F16 || x.dtype == DType::BF16;
-    if (x.dtype == DType::Bool || (half && !cuda())) {
+    std::vector<Value*> in{&x};
+    if (x.dtype == DType::Bool || (half && !cuda() && !lower_through_f32(n, in, out_types))) {
       lower_reference(n, out_types);
       return;
     }
+    if (half && !cuda()) return;  // (oneDNN's, over f32 copies)
     const ir::PoolWindow p = ir::pool_window(n.attrs, x.dims, n.op.find("max") != std::string::npos);
     const bool indices = p.max && n.outputs.size() > 1 && !n.outputs[1].empty();
     const BufferId src = whole(x).buffer;
@@ -1155,6 +1163,7 @@ void Lowerer::lower_node(std::size_t index) {
       lower_matmul(n, *in[0], *in[1], ir::static_dims(out_types[0].shape)))
     return;
   if (n.op == "einsum" && !out_types.empty() && lower_einsum(n, in, ir::static_dims(out_types[0].shape))) return;
+  if (lower_through_f32(n, in, out_types)) return;
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";
   if (pool && in.size() == 1 && in[0] && in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
@@ -1519,6 +1528,46 @@ bool Lowerer::lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dim
   return true;
 }
 
+bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
+                                const std::vector<ir::ValueType>& out_types) {
+  static const std::set<std::string> ops = {"conv",       "conv_transpose",  "gemm",
+                                            "batch_norm", "layer_norm",      "instance_norm",
+                                            "lrn",        "global_avg_pool", "global_max_pool",
+                                            "max_pool",   "avg_pool"};
+  if (!ops.count(n.op) || in.empty() || !in[0] || out_types.empty()) return false;
+  const DType t = in[0]->dtype;
+  if (t != DType::F16 && t != DType::BF16) return false;
+  for (const Value* v : in)
+    if (v && v->dtype != t) return false;
+  for (const ir::ValueType& o : out_types)
+    if (o.dtype != t) return false;
+  std::vector<Value> copies(in.size());
+  std::vector<Value*> in32;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (!in[k]) {
+      in32.push_back(nullptr);
+      continue;
+    }
+    if (in[k]->pending) store(*in[k]);
+    copies[k].dims = in[k]->dims;
+    copies[k].pending = true;
+    copies[k].sym = expr_over(*in[k], in[k]->dims);
+    copies[k].label = n.op + " operand as f32";
+    in32.push_back(&copies[k]);
+  }
+  std::vector<ir::ValueType> types32 = out_types;
+  for (ir::ValueType& o : types32) o.dtype = DType::F32;
+  if (!lower_f32(n, in32, types32)) return false;
+  std::vector<Value*> none;
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    Value& r = values_.at(n.outputs[k]);
+    const Dims dims = r.dims;
+    set_pending(n, none, dims, t, expr_over(r, dims), 1, k, DType::F32);
+  }
+  return true;
+}
+
 bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
   // (layer_norm's mean and inverse standard deviation are results too.)
   if ((n.outputs.size() != 1 && n.op != "layer_norm") || n.outputs.empty() || n.outputs[0].empty()) return false;
@@ -1680,11 +1729,24 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     // cuDNN takes symmetric padding only. The exact right padding computed
     // above may be smaller than the left one and still give the same result
     // (a last window that does not reach it): then the symmetric one does
-    // too. Other convolutions run their reference kernel (on the host).
-    if (cuda() &&
-        !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end))
-      return false;
+    // too. Otherwise (TensorFlow's SAME with a stride, one-sided pads) the
+    // input is padded explicitly with zeros (one row-copy kernel; a
+    // negative end padding crops) and cuDNN convolves it unpadded.
     const bool own_relu = n.op == "dnnl.conv_relu" || n.op == "cudnn.conv_relu";
+    if (cuda() && !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin,
+                                     spec.pads_end)) {
+      const std::size_t r = spec.x_dims.size();
+      Dims pads(2 * r, 0);
+      for (std::size_t i = 0; i + 2 < r; ++i) {
+        pads[2 + i] = spec.pads_begin[i];
+        pads[r + 2 + i] = spec.pads_end[i];
+      }
+      Value padded = stored(emit_pad(*in[0], pads, "constant", 0.0, n.outputs[0] + " padded input"));
+      spec.x_dims = padded.dims;
+      std::fill(spec.pads_begin.begin(), spec.pads_begin.end(), 0);
+      std::fill(spec.pads_end.begin(), spec.pads_end.end(), 0);
+      return lower_convolution(n, spec, padded, *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
+    }
     return lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
   }
   if (is_conv_transpose(n.op) && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5 && in[1]) {

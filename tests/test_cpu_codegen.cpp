@@ -355,6 +355,36 @@ TEST_CASE("Instance norm and LRN are kernels - LRN's channel window a view of a 
   CHECK(steps_with(*p, "pad (constant") == 5);
 }
 
+TEST_CASE("Convolutions - gemm - pooling and norms of f16 and bf16 values run over f32 copies - rounded once") {
+  for (const ir::DType t : {ir::DType::F16, ir::DType::BF16}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("halves");
+    std::string x = b.input("x", {2, 3, 8, 7}, t);
+    std::string w = b.input("w", {4, 3, 3, 3}, t);
+    std::string bias = b.input("bias", {4}, t);
+    std::string a = b.input("a", {5, 6}, t);
+    std::string g = b.input("g", {6, 4}, t);
+    std::string c = b.input("c", {4}, t);
+    std::string s = b.input("s", {3}, t);
+    ir::Attrs pads = models::ints_attr("pads", {1, 0, 0, 1});
+    ir::Attrs pool = models::ints_attr("kernel_shape", {2, 2});
+    ir::Attrs ln;
+    ln.set("axis", std::int64_t{-1});
+    std::vector<std::string> outs{b.op("relu", {b.op("conv", {x, w, bias}, pads)}),
+                                  b.op("gemm", {a, g, c}),
+                                  b.op("max_pool", {x}, pool),
+                                  b.op("avg_pool", {x}, pool),
+                                  b.op("global_avg_pool", {x}),
+                                  b.op("instance_norm", {x, s, s}),
+                                  b.op("layer_norm", {x, b.input("lw", {7}, t), b.input("lb", {7}, t)}, ln),
+                                  b.op("conv_transpose", {x, b.input("wt", {3, 2, 2, 2}, t)})};
+    const double tol = t == ir::DType::F16 ? 2e-3 : 1.6e-2;
+    auto p = check_against_interpreter(b.finish(outs), tol, tol);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls >= 5);  // conv, gemm, both pools, conv_transpose: oneDNN and OpenBLAS
+  }
+}
+
 TEST_CASE("Matrix products: batched, broadcast, transposed operands, gemm with alpha and beta") {
   {
     models::GraphBuilder b("bmm");

@@ -196,7 +196,7 @@ TEST_CASE("cuDNN convolutions and pooling on the device - bias - ReLU - residual
   mp.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
   ir::Attrs ap = mp;
   ap.set("count_include_pad", std::int64_t{1});
-  // Asymmetric padding: cuDNN cannot take it, the reference runs on the host.
+  // Asymmetric padding: cuDNN cannot take it, the input is padded first.
   std::string odd = b.op("conv", {x, b.weight({2, 4, 2, 2}, 0.3)}, conv_attrs({0, 1, 1, 0}, {2, 2}));
   // A window cuDNN cannot take (dilated, one-sided pads, ceil_mode) and
   // MaxPool's Indices: Saturn's own pooling kernel.

@@ -406,11 +406,13 @@ TEST_CASE(
   auto p =
       lower_for_cuda(b.finish({p16, b.op("matmul", {d, b.op("transpose", {d}, models::ints_attr("perm", {0, 2, 1}))}),
                                b.op("matmul", {m, v}), b.op("reduce_log_sum_exp", {d}), b.op("einsum", {d, d}, eq),
-                               b.op("lrn", {m}), b.op("instance_norm", {m, b.weight({5}, 1.0), b.weight({5}, 1.0)})}));
+                               b.op("lrn", {m}), b.op("instance_norm", {m, b.weight({5}, 1.0), b.weight({5}, 1.0)}),
+                               b.op("conv", {q, b.input("w16", {3, 4, 3, 3}, ir::DType::F16)})}));
   CHECK(p->reference_ops.empty());
   CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 2);  // the f16 one over f32 copies, and m v
-  CHECK(p->library_calls == 2);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 1);    // f16 over f32 copies too
+  CHECK(p->library_calls == 3);
 }
 
 TEST_CASE("argmax and argmin are device kernels - of f32 and integer values - nothing on the host") {
@@ -427,19 +429,25 @@ TEST_CASE("argmax and argmin are device kernels - of f32 and integer values - no
   CHECK(count(*p, lower::StepKind::ArgReduce, "argmin (4 of 6)") == 1);
 }
 
-TEST_CASE("what cuDNN cannot take runs on the host - asymmetric padding - not ceil_mode pooling") {
+TEST_CASE("what cuDNN cannot take is padded first or a kernel of Saturn's own - one-sided pads - ceil_mode pooling") {
   models::GraphBuilder b("odd");
   std::string x = b.input("x", {1, 2, 6, 6});
   ir::Attrs conv;
   conv.set("pads", Dims{0, 1, 1, 0});
+  ir::Attrs same;  // TensorFlow's SAME with a stride: 0 before, 1 after
+  same.set("auto_pad", std::string("SAME_UPPER"));
+  same.set("strides", Dims{2, 2});
   ir::Attrs pool;
   pool.set("kernel_shape", Dims{3, 3});
   pool.set("strides", Dims{2, 2});
   pool.set("ceil_mode", std::int64_t{1});
   auto p =
-      lower_for_cuda(b.finish({b.op("conv", {x, b.weight({3, 2, 2, 2}, 1.0)}, conv), b.op("max_pool", {x}, pool)}));
-  CHECK(p->reference_ops == std::vector<std::string>{"conv"});
-  CHECK(count(*p, lower::StepKind::Reference, "(on the host)") == 1);
+      lower_for_cuda(b.finish({b.op("conv", {x, b.weight({3, 2, 2, 2}, 1.0)}, conv),
+                               b.op("conv", {x, b.weight({3, 2, 3, 3}, 1.0)}, same), b.op("max_pool", {x}, pool)}));
+  CHECK(p->reference_ops.empty());
+  CHECK(count(*p, lower::StepKind::Reference) == 0);
+  CHECK(count(*p, lower::StepKind::Copy, "pad (constant, 14 rows)") == 2);  // both inputs [1 2 7 7]
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 2);
   CHECK(count(*p, lower::StepKind::Pool, "max_pool (window 3 3)") == 1);
 }
 
