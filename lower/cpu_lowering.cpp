@@ -1762,7 +1762,23 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
       spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                               g.begin[i] - out[2 + i]);
-    return lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false);
+    if (lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false) || !cuda()) return true;
+    // cuDNN crops both sides of the full result alike. Otherwise (one-sided
+    // pads, SAME with an odd kernel - stride): the full result unpadded, with
+    // output_padding's zero rows past it (fewer than a stride, which cuDNN
+    // accepts), and the op's result a strided view into it.
+    ConvSpec full = spec;
+    Dims start(out.size(), 0);
+    for (std::size_t i = 0; i < g.begin.size(); ++i) {
+      full.out_dims[2 + i] = out[2 + i] + g.begin[i] + spec.pads_end[i] + std::max<std::int64_t>(0, -spec.pads_end[i]);
+      full.pads_begin[i] = full.pads_end[i] = 0;
+      start[2 + i] = g.begin[i];
+    }
+    if (!lower_convolution(n, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return false;
+    Value& v = values_.at(n.outputs[0]);
+    v.view = v.view.sliced(start, Dims(out.size(), 1), out);
+    v.dims = out;
+    return true;
   }
   const bool pool = n.op == "max_pool" || n.op == "avg_pool" || n.op == "dnnl.max_pool" || n.op == "dnnl.avg_pool" ||
                     n.op == "cudnn.max_pool" || n.op == "cudnn.avg_pool";

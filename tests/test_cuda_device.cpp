@@ -287,7 +287,11 @@ TEST_CASE("1-D and 3-D convolutions - transposed ones - run-time weights - and p
        b.op("conv_transpose", {x3, b.weight({3, 2, 3, 2, 3}, 0.3), b.weight({2}, 0.3)},
             attrs({{"strides", {2, 1, 2}}, {"pads", {1, 0, 1, 1, 0, 1}}, {"output_padding", {1, 0, 0}}})),
        b.op("conv_transpose", {x1, b.weight({4, 3, 3}, 0.3)}, attrs({{"strides", {3}}})),
-       b.op("conv", {x1, b.input("w", {5, 4, 3}), b.input("bias", {5})}, attrs({{"pads", {1, 1}}}))});
+       b.op("conv", {x1, b.input("w", {5, 4, 3}), b.input("bias", {5})}, attrs({{"pads", {1, 1}}})),
+       // One-sided pads and output_padding: a view of cuDNN's full result.
+       b.op("conv_transpose", {x1, b.weight({4, 3, 4}, 0.3), b.weight({3}, 0.3)},
+            attrs({{"strides", {2}}, {"pads", {0, 2}}, {"output_padding", {1}}})),
+       b.op("conv", {x1, b.weight({2, 4, 3}, 0.3)}, attrs({{"strides", {2}}, {"pads", {0, 1}}}))});
   auto p = lower::compile_cuda(g);
   if (!p) FAIL(p.error().to_string());
   CHECK((*p)->reference_ops.empty());
