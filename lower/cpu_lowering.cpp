@@ -169,6 +169,29 @@ class Lowerer {
     p_->buffers[static_cast<std::size_t>(b)].weight = t;
     return b;
   }
+  // An f16 / bf16 value as f32 (exactly): a weight converted now, once,
+  // into a constant f32 buffer read through the same view (so a product's
+  // weight stays a weight oneDNN packs); anything else a pending copy.
+  Value f32_copy(Value& v, const std::string& label) {
+    if (v.pending) store(v);
+    const Buffer& buf = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
+    if (!v.is_scalar_constant && buf.kind == BufferKind::Weight && buf.weight) {
+      ir::Tensor t(DType::F32, buf.weight->dims());
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, buf.weight->at(i));
+      const std::string name = buf.name + " as f32";  // (add_weight moves the buffers)
+      folded_->push_back(std::move(t));
+      Value c = v;
+      c.dtype = DType::F32;
+      c.view.buffer = add_weight(&folded_->back(), name);
+      return c;
+    }
+    Value c;
+    c.dims = v.dims;
+    c.pending = true;
+    c.sym = expr_over(v, v.dims);
+    c.label = label;
+    return c;
+  }
   Value stored(BufferId b) {
     const Buffer& buf = p_->buffers[static_cast<std::size_t>(b)];
     Value v;
@@ -1471,16 +1494,7 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
     values_[name] = as_result(values_[name]);
     return true;
   }
-  auto as_f32 = [&](Value& v) {
-    if (v.pending) store(v);
-    Value c;
-    c.dims = v.dims;
-    c.pending = true;
-    c.sym = expr_over(v, v.dims);
-    c.label = n.op + " operand as f32";
-    return c;
-  };
-  Value af = as_f32(a), bf = as_f32(b);
+  Value af = f32_copy(a, n.op + " operand as f32"), bf = f32_copy(b, n.op + " operand as f32");
   lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
   std::vector<Value*> none;
   set_pending(n, none, out, t, leaf(as_result(values_[name]).view), 1, 0, DType::F32);
@@ -1548,11 +1562,7 @@ bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
       in32.push_back(nullptr);
       continue;
     }
-    if (in[k]->pending) store(*in[k]);
-    copies[k].dims = in[k]->dims;
-    copies[k].pending = true;
-    copies[k].sym = expr_over(*in[k], in[k]->dims);
-    copies[k].label = n.op + " operand as f32";
+    copies[k] = f32_copy(*in[k], n.op + " operand as f32");
     in32.push_back(&copies[k]);
   }
   std::vector<ir::ValueType> types32 = out_types;

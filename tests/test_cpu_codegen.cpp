@@ -433,10 +433,16 @@ TEST_CASE("Matrix products of 1-D operands - of f16 and bf16 through f32 - of f6
     std::string kt = b.op("transpose", {k}, models::ints_attr("perm", {0, 1, 3, 2}));
     std::string s = b.op("matmul", {q, kt});                // a transposed operand
     std::string h = b.op("matmul", {b.op("neg", {q}), w});  // a broadcast one, of a fused value
+    // A constant weight of the type (folded at compile time): converted to
+    // f32 once, then packed as f32 weights are.
+    ir::Attrs to;
+    to.set("to", std::string(ir::dtype_name(t)));
+    std::string wc = b.op("cast", {b.weight({4, 6}, 0.5)}, to);
     const double tol = t == ir::DType::F16 ? 2e-3 : t == ir::DType::BF16 ? 1.6e-2 : 1e-12;
-    auto p = check_against_interpreter(b.finish({s, h, b.op("matmul", {h, v})}), tol, tol);
+    auto p = check_against_interpreter(b.finish({s, h, b.op("matmul", {h, v}), b.op("matmul", {q, wc})}), tol, tol);
     CHECK(p->reference_ops.empty());
-    CHECK(p->library_calls == (t == ir::DType::F64 ? 0 : 3));
+    CHECK(p->library_calls == (t == ir::DType::F64 ? 0 : 4));
+    if (t != ir::DType::F64) CHECK(steps_with(*p, "(packed)") == 1);
   }
 }
 
