@@ -174,11 +174,12 @@ class Lowerer {
   // weight stays a weight oneDNN packs); anything else a pending copy.
   Value f32_copy(Value& v, const std::string& label) {
     if (v.pending) store(v);
-    const Buffer& buf = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
-    if (!v.is_scalar_constant && buf.kind == BufferKind::Weight && buf.weight) {
-      ir::Tensor t(DType::F32, buf.weight->dims());
-      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, buf.weight->at(i));
-      const std::string name = buf.name + " as f32";  // (add_weight moves the buffers)
+    const Buffer* weight =
+        v.is_scalar_constant || v.view.buffer < 0 ? nullptr : &p_->buffers[static_cast<std::size_t>(v.view.buffer)];
+    if (weight && weight->kind == BufferKind::Weight && weight->weight) {
+      ir::Tensor t(DType::F32, weight->weight->dims());
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, weight->weight->at(i));
+      const std::string name = weight->name + " as f32";  // (add_weight moves the buffers)
       folded_->push_back(std::move(t));
       Value c = v;
       c.dtype = DType::F32;
