@@ -193,6 +193,23 @@ class Lowerer {
     c.label = label;
     return c;
   }
+  // v (stored, row-major) as the node's dims `out`: a reduction's result
+  // without its kept size-1 axes, a product's without a 1-D operand's.
+  static Value reshaped_to(Value v, const Dims& out) {
+    if (v.dims != out) {
+      v.view = v.view.reshaped(out);
+      v.dims = out;
+    }
+    return v;
+  }
+  // The arithmetic a float value's reductions and products get: f64 for
+  // f64, f32 for the others. A pending operand computed otherwise, or of a
+  // half type (each op rounded when stored), is stored first.
+  DType float_compute(Value& x) {
+    const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
+    if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);
+    return compute;
+  }
   Value stored(BufferId b) {
     const Buffer& buf = p_->buffers[static_cast<std::size_t>(b)];
     Value v;
@@ -683,13 +700,13 @@ class Lowerer {
   // on the GPU, one generated kernel with the window as constants. f16 /
   // bf16 on the CPU go to oneDNN over f32 copies (lower_through_f32).
   void lower_pool(const ir::Node& n, Value& x, const std::vector<ir::ValueType>& out_types) {
+    // (f16 / bf16 on the CPU get here only when lower_through_f32 could not
+    // take them.)
     const bool half = x.dtype == DType::F16 || x.dtype == DType::BF16;
-    std::vector<Value*> in{&x};
-    if (x.dtype == DType::Bool || (half && !cuda() && !lower_through_f32(n, in, out_types))) {
+    if (x.dtype == DType::Bool || (half && !cuda())) {
       lower_reference(n, out_types);
       return;
     }
-    if (half && !cuda()) return;  // (oneDNN's, over f32 copies)
     const ir::PoolWindow p = ir::pool_window(n.attrs, x.dims, n.op.find("max") != std::string::npos);
     const bool indices = p.max && n.outputs.size() > 1 && !n.outputs[1].empty();
     const BufferId src = whole(x).buffer;
@@ -1370,8 +1387,7 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   const bool logic = x.dtype == DType::Bool && (n.op == "reduce_max" || n.op == "reduce_min");
   if ((!ir::is_float(x.dtype) && !logic) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   if (n.attrs.i("noop_with_empty_axes", 0) && n.attrs.ints("axes").empty()) return false;
-  const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
-  if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);
+  const DType compute = float_compute(x);
   const Dims full = x.dims;
   std::vector<bool> red(full.size(), n.attrs.ints("axes").empty());
   for (auto a : n.attrs.ints("axes"))
@@ -1379,13 +1395,6 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   const int ops = 1 + (x.pending && x.dims == out ? x.ops : 0);
   ir::Sym xs(ctx_.get(), expr_over(x, full));
   ir::Sym acc(ctx_.get(), acc_);
-  auto keep_shape = [&](Value v) {  // a reduction's result as the node's (keepdims or not)
-    if (v.dims != out) {
-      v.view = v.view.reshaped(out);
-      v.dims = out;
-    }
-    return v;
-  };
   if (n.op == "reduce_log_sum_exp") {
     // log(sum(exp(x - max))) + max, as the op's kernel computes it; an
     // empty reduction is log(0) + -inf = -inf.
@@ -1397,7 +1406,7 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
     ir::Sym y = ir::scalar::log(ir::Sym(ctx_.get(), leaf(sum.view))) + ir::Sym(ctx_.get(), leaf(top.view));
     Value r = stored(add_buffer(BufferKind::Temp, x.dtype, sum.dims, n.outputs[0]));
     emit_kernel(sum.dims, {}, ReduceKind::None, y.id(), 0, r.view.buffer, ops, n.op, {}, compute);
-    values_[n.outputs[0]] = keep_shape(r);
+    values_[n.outputs[0]] = reshaped_to(r, out);
     return true;
   }
   ir::Sym body = xs;
@@ -1410,15 +1419,14 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   if (n.op == "reduce_mean") post = acc / static_cast<double>(count);
   if (n.op == "reduce_l2") post = ir::scalar::sqrt(acc);
   if (n.op == "reduce_log_sum") post = ir::scalar::log(acc);
-  values_[n.outputs[0]] =
-      keep_shape(reduce(body.id(), full, red, reduction_kinds().at(n.op), post.id(), ops, n.op, x.dtype, compute));
+  values_[n.outputs[0]] = reshaped_to(
+      reduce(body.id(), full, red, reduction_kinds().at(n.op), post.id(), ops, n.op, x.dtype, compute), out);
   return true;
 }
 
 bool Lowerer::lower_softmax(const ir::Node& n, Value& x) {
   if (!ir::is_float(x.dtype) || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
-  const DType compute = x.dtype == DType::F64 ? DType::F64 : DType::F32;
-  if (x.pending && (x.compute != compute || x.dtype == DType::F16 || x.dtype == DType::BF16)) store(x);
+  const DType compute = float_compute(x);
   const Dims full = x.dims;
   std::vector<bool> red(full.size(), false);
   red[static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())))] =
@@ -1459,13 +1467,6 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
   if (b_in.dims.size() == 1) out2.push_back(1);
   if (a_in.dims.size() == 1) out2.insert(out2.end() - 1, 1);
   const std::string& name = n.outputs[0];
-  auto as_result = [&](Value v) {
-    if (v.dims != out) {
-      v.view = v.view.reshaped(out);
-      v.dims = out;
-    }
-    return v;
-  };
   if (t == DType::F64) {
     // [batch... M N K], K reduced: a broadcast along N, b along M.
     const std::size_t r = out2.size();
@@ -1486,19 +1487,19 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
     red.back() = true;
     ir::Sym body = ir::Sym(ctx_.get(), leaf(av)) * ir::Sym(ctx_.get(), leaf(bv));
     Value y = reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (f64)", DType::F64, DType::F64);
-    values_[name] = as_result(y);
+    values_[name] = reshaped_to(y, out);
     return true;
   }
   const bool half = t != DType::F32;
   if (!half) {
     lower_gemm_like(n, a, b, false, false, 1.0, nullptr, 0.0, out2);
-    values_[name] = as_result(values_[name]);
+    values_[name] = reshaped_to(values_[name], out);
     return true;
   }
   Value af = f32_copy(a, n.op + " operand as f32"), bf = f32_copy(b, n.op + " operand as f32");
   lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
   std::vector<Value*> none;
-  set_pending(n, none, out, t, leaf(as_result(values_[name]).view), 1, 0, DType::F32);
+  set_pending(n, none, out, t, leaf(reshaped_to(values_[name], out).view), 1, 0, DType::F32);
   return true;
 }
 
@@ -1518,7 +1519,7 @@ bool Lowerer::lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dim
   for (char ch : letters) full.push_back(plan.size.at(ch));
   std::vector<bool> red(letters.size(), false);
   for (std::size_t i = plan.out.size(); i < letters.size(); ++i) red[i] = true;
-  const DType compute = t == DType::F64 ? DType::F64 : DType::F32;
+  const DType compute = float_compute(*in[0]);
   std::optional<ir::Sym> body;
   for (std::size_t k = 0; k < in.size(); ++k) {
     Value& v = *in[k];
@@ -1536,10 +1537,8 @@ bool Lowerer::lower_einsum(const ir::Node& n, std::vector<Value*>& in, const Dim
     set_pending(n, in, out, t, body->id(), 1, 0, compute);
     return true;
   }
-  Value y = reduce(body->id(), full, red, ReduceKind::Sum, acc_, 1, "einsum " + n.attrs.s("equation", ""), t, compute);
-  y.view = y.view.reshaped(out);
-  y.dims = out;
-  values_[name] = y;
+  values_[name] = reshaped_to(
+      reduce(body->id(), full, red, ReduceKind::Sum, acc_, 1, "einsum " + n.attrs.s("equation", ""), t, compute), out);
   return true;
 }
 
@@ -1595,13 +1594,6 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
   };
 
   if (is_elementwise(n.op)) return lower_elementwise(n, in, out_types);
-  auto keep_shape = [&](Value v) {  // a reduction's result as the node's (keepdims or not)
-    if (v.dims != out) {
-      v.view = v.view.reshaped(out);
-      v.dims = out;
-    }
-    return v;
-  };
   if (is_reduction(n.op) && in.size() == 1 && in[0]) return lower_reduction(n, *in[0], out);
   if ((n.op == "global_avg_pool" || n.op == "global_max_pool") && in[0]->dims.size() > 2) {
     Value& x = *in[0];
@@ -1610,8 +1602,9 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     std::int64_t count = ir::numel(x.dims) / (x.dims[0] * x.dims[1]);
     ir::Sym acc(ctx_.get(), acc_);
     ir::Sym post = n.op == "global_avg_pool" ? acc / static_cast<double>(count) : acc;
-    set(keep_shape(reduce(expr_over(x, x.dims), x.dims, red,
-                          n.op == "global_avg_pool" ? ReduceKind::Sum : ReduceKind::Max, post.id(), 1, n.op)));
+    set(reshaped_to(reduce(expr_over(x, x.dims), x.dims, red,
+                           n.op == "global_avg_pool" ? ReduceKind::Sum : ReduceKind::Max, post.id(), 1, n.op),
+                    out));
     return true;
   }
   if ((n.op == "softmax" || n.op == "log_softmax") && in.size() == 1 && in[0]) return lower_softmax(n, *in[0]);
@@ -1695,9 +1688,7 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     std::vector<bool> red(wide.size(), false);
     red.back() = true;
     ir::Sym w(ctx_.get(), leaf(window));
-    Value sq = reduce((w * w).id(), wide, red, ReduceKind::Sum, acc_, 0, "lrn window");
-    sq.view = sq.view.reshaped(full);
-    sq.dims = full;
+    Value sq = reshaped_to(reduce((w * w).id(), wide, red, ReduceKind::Sum, acc_, 0, "lrn window"), full);
     const double alpha = n.attrs.f("alpha", 1e-4), beta = n.attrs.f("beta", 0.75), bias = n.attrs.f("bias", 1.0);
     ir::Sym base = S(expr_over(sq, full)) * (alpha / static_cast<double>(size)) + bias;
     ir::Sym y = S(expr_over(x, full)) / ir::scalar::pow(base, base.lift(beta));
@@ -1773,7 +1764,8 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
     for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
       spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                               g.begin[i] - out[2 + i]);
-    if (lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false) || !cuda()) return true;
+    if (lower_convolution(n, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return true;
+    if (!cuda()) return false;  // (a geometry oneDNN does not implement: the reference kernel)
     // cuDNN crops both sides of the full result alike. Otherwise (one-sided
     // pads, SAME with an odd kernel - stride): the full result unpadded, with
     // output_padding's zero rows past it (fewer than a stride, which cuDNN

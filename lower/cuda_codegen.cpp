@@ -604,48 +604,20 @@ CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool ind
   CudaKernelSource out;
   out.name = "saturn_pool" + std::to_string(index);
   out.elements = p.planes() * p.out_plane();
-  const bool half = t == ir::DType::F16 || t == ir::DType::BF16;
-  // The stored element, the type values are compared and summed in, and
-  // how one is read and written.
-  std::string stored, compute, lowest, load = "", store = "";
-  switch (t) {
-    case ir::DType::F32:
-      stored = compute = "float";
-      lowest = literal(-INFINITY, false);
-      break;
-    case ir::DType::F64:
-      stored = compute = "double";
-      lowest = literal(-INFINITY, true);
-      break;
-    case ir::DType::F16:
-    case ir::DType::BF16:
-      stored = "unsigned short";
-      compute = "float";
-      lowest = literal(-INFINITY, false);
-      load = t == ir::DType::F16 ? "sat_h2f" : "sat_bf2f";
-      store = t == ir::DType::F16 ? "sat_f2h" : "sat_f2bf";
-      break;
-    case ir::DType::I64:
-      stored = compute = "long long";
-      lowest = "(-9223372036854775807LL - 1LL)";
-      break;
-    case ir::DType::I32:
-      stored = compute = "int";
-      lowest = "(-2147483647 - 1)";
-      break;
-    case ir::DType::I8:
-      stored = compute = "signed char";
-      lowest = "(signed char)(-128)";
-      break;
-    case ir::DType::U8:
-      stored = compute = "unsigned char";
-      lowest = "(unsigned char)0";
-      break;
-    default:
-      throw std::logic_error(std::string("cuda codegen: no pooling of ") + ir::dtype_name(t));
-  }
-  if (!p.max && !ir::is_float(t)) throw std::logic_error("cuda codegen: an average of integers");
+  // Floats compare and sum in f32 (halves through their bits) or f64,
+  // integers compare in i64; elements are read and written as the loop
+  // kernels' leaves and results are.
   const bool is_float = ir::is_float(t);
+  if (!p.max && !is_float) throw std::logic_error("cuda codegen: an average of integers");
+  const bool half = t == ir::DType::F16 || t == ir::DType::BF16;
+  const ir::DType cdt = !is_float ? ir::DType::I64 : t == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32;
+  const std::string stored = element_type(t), compute = compute_type(cdt);
+  // An empty window's maximum: -inf, or the integer type's lowest value.
+  std::string lowest = literal(-INFINITY, cdt == ir::DType::F64);
+  if (t == ir::DType::I64) lowest = "(-9223372036854775807LL - 1LL)";
+  if (t == ir::DType::I32) lowest = "(-2147483647LL - 1LL)";
+  if (t == ir::DType::I8) lowest = "-128LL";
+  if (t == ir::DType::U8) lowest = "0LL";
   const std::size_t r = p.rank();
   std::ostringstream s;
   s << kPrelude;
@@ -694,7 +666,7 @@ CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool ind
     flat += " + " + pd + " * " + std::to_string(p.index_stride(2 + d)) + "LL";
   }
   s << indent << "if (" << inside << ") {\n";
-  s << indent << "  const " << compute << " v = " << load << "(xp[" << at << "]);\n";
+  s << indent << "  const " << compute << " v = " << as_compute(t, cdt, "xp[" + at + "]") << ";\n";
   if (p.max) {
     if (indices) s << indent << "  if (arg < 0 || v > best) arg = base" << flat << ";\n";
     if (is_float)
@@ -713,10 +685,10 @@ CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool ind
     s << indent << "}\n";
   }
   if (p.max) {
-    s << "    out[t] = " << store << "(best);\n";
+    s << "    out[t] = " << stored_as(t, cdt, "best") << ";\n";
     if (indices) s << "    idx[t] = arg;\n";
   } else {
-    s << "    out[t] = " << store << "((" << compute << ")(count ? sum / (double)count : 0.0));\n";
+    s << "    out[t] = " << stored_as(t, cdt, "count ? sum / (double)count : 0.0") << ";\n";
   }
   s << "  }\n}\n";
   out.grid = std::clamp<std::int64_t>((out.elements + out.block - 1) / out.block, 1, 65535);
