@@ -108,11 +108,16 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
   r.add(std::move(d));
 }
 
+using IntSym = std::function<Sym(const Sym&, const Sym&, const Attrs&)>;
+
 // A binary op with broadcasting; `result` fixes the result dtype (nullopt:
-// the operands' dtype). f is written over the scalar type, as for unary.
+// the operands' dtype). f is written over the scalar type, as for unary;
+// fi computes on int64 values (nullopt: a division by zero), and `fs`, when
+// given, is its form over symbolic integers (the ops whose int64 meaning
+// the reals do not have: truncating division, remainder, power).
 template <class F>
 void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::optional<DType> result, F f,
-            std::function<std::optional<std::int64_t>(std::int64_t, std::int64_t, const Attrs&)> fi,
+            std::function<std::optional<std::int64_t>(std::int64_t, std::int64_t, const Attrs&)> fi, IntSym fs = {},
             bool mixed_types = false) {
   OpDef d;
   d.name = name;
@@ -125,7 +130,7 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{{result.value_or(in[0].type.dtype), broadcast_all(in, name)}};
   };
-  set_kernel(d, [f, fi, result, name](const Attrs& at, auto a, Given, std::size_t) {
+  set_kernel(d, [f, fi, fs, result, name](const Attrs& at, auto a, Given, std::size_t) {
     auto dims = broadcast_dims(a);
     auto out = like(a[0], result.value_or(a[0].dtype()), dims);
     Broadcaster b(dims, {a[0].dims(), a[1].dims()});
@@ -136,12 +141,20 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     const std::string_view op = name;
     const bool as_reals =
         symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" || op == "max" || op == "min");
-    const bool integral = !is_float(a[0].dtype()) && fi && !as_reals;
+    // (An integer raised to a float power is computed in double.)
+    const bool integral = !is_float(a[0].dtype()) && !is_float(a[1].dtype()) && fi && !as_reals;
     for (std::size_t i = 0; i < out.numel(); ++i) {
       auto ia = b.offset(0, i), ib = b.offset(1, i);
+      if constexpr (symbolic) {
+        const SymContext& c = a[0].context();
+        if (integral && fs && !(c.is_const(a[0].id(ia)) && c.is_const(a[1].id(ib)))) {
+          out.set(i, fs(a[0].at(ia), a[1].at(ib), at));
+          continue;
+        }
+      }
       if (integral) {
         auto v = fi(a[0].at_int(ia), a[1].at_int(ib), at);
-        if (!v) shape_error("integer division by zero");
+        if (!v) shape_error(op == "pow" ? "integer 0 to a negative power" : "integer division by zero");
         out.set_int(i, *v);
       } else {
         auto x = a[0].at(ia), y = a[1].at(ib);
@@ -154,11 +167,6 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     return std::vector<decltype(out)>{std::move(out)};
   });
   r.add(std::move(d));
-}
-
-std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
-  std::int64_t m = a % b;
-  return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
 }
 
 }  // namespace
@@ -221,7 +229,6 @@ void register_elementwise_ops(OpRegistry& r) {
       r, "not", K::Composite, A::Bool, [](auto x, const Attrs&) { return S::select(S::eq(x, 0.0), 1.0, 0.0); },
       [](std::int64_t x) { return static_cast<std::int64_t>(x == 0); });
 
-  auto div0 = [](std::int64_t, std::int64_t b) { return b == 0; };
   binary(
       r, "add", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x + y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
@@ -239,25 +246,32 @@ void register_elementwise_ops(OpRegistry& r) {
       });
   binary(
       r, "div", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x / y; },
-      [div0](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-        if (div0(x, y)) return std::nullopt;
-        return x / y;  // truncation toward zero, as ONNX's integer Div
-      });
+      [](std::int64_t x, std::int64_t y, const Attrs&) { return int_quotient(x, y); },  // ONNX's: truncating
+      [](const Sym& x, const Sym& y, const Attrs&) { return S::int_div(x, y); });
+  // Integer modulo: ONNX's fmod=1 is C's remainder (the dividend's sign),
+  // fmod=0 the floor modulo (the divisor's sign).
   binary(
       r, "mod", K::Primitive, A::Numeric, std::nullopt,
       [](auto x, auto y, const Attrs& a) {
         if (a.i("fmod", 0)) return S::fmod(x, y);
         return x - y * S::floor(x / y);
       },
-      [div0](std::int64_t x, std::int64_t y, const Attrs& a) -> std::optional<std::int64_t> {
-        if (div0(x, y)) return std::nullopt;
-        return a.i("fmod", 0) ? x % y : floor_mod(x, y);
+      [](std::int64_t x, std::int64_t y, const Attrs& a) -> std::optional<std::int64_t> {
+        const std::optional<std::int64_t> m = int_remainder(x, y);
+        if (!m || a.i("fmod", 0) || *m == 0 || (*m < 0) == (y < 0)) return m;
+        return static_cast<std::int64_t>(static_cast<std::uint64_t>(*m) + static_cast<std::uint64_t>(y));
+      },
+      [](const Sym& x, const Sym& y, const Attrs& a) {
+        const Sym m = S::int_rem(x, y);
+        if (a.i("fmod", 0)) return m;
+        // + y where m is nonzero and its sign is not y's
+        return m + S::select(S::eq(m, 0.0), 0.0,
+                             S::select(m < 0.0, S::select(y < 0.0, 0.0, y), S::select(y < 0.0, y, 0.0)));
       });
   binary(
       r, "pow", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::pow(x, y); },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-        return static_cast<std::int64_t>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      },
+      [](std::int64_t x, std::int64_t y, const Attrs&) { return int_power(x, y); },
+      [](const Sym& x, const Sym& y, const Attrs&) { return S::int_pow(x, y); },
       /*mixed_types=*/true);
   binary(
       r, "max", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::max(x, y); },
@@ -348,12 +362,16 @@ void register_elementwise_ops(OpRegistry& r) {
     // Over the reals a conversion to a floating type, or between equal
     // types, or from bool, is the value itself (as every float op is exact
     // there); to bool it is `x != 0`, NaN true as Tensor::set stores it.
-    // Truncation and wrapping (to other integers) have no symbolic form.
-    // The CPU and CUDA kernels fuse casts through this (lower/cpu_lowering.cpp).
+    // So is a widening integer conversion (every value of the source type
+    // is one of the target's). Truncation and wrapping (to other integers)
+    // have no symbolic form. The CPU and CUDA kernels fuse casts through
+    // this (lower/cpu_lowering.cpp).
     d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, Given, std::size_t) {
       const DType to = *dtype_from_name(a.s("to", ""));
       const DType from = x[0].dtype();
-      if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool)
+      const bool widening = (to == DType::I64 && (from == DType::I32 || from == DType::I8 || from == DType::U8)) ||
+                            (to == DType::I32 && (from == DType::I8 || from == DType::U8));
+      if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool && !widening)
         throw SymbolicUnsupported{std::string("cast from ") + dtype_name(from) + " to " + dtype_name(to) +
                                   " truncates or wraps: no symbolic form"};
       SymTensor out = like(x[0], to, x[0].dims());

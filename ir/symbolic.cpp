@@ -9,6 +9,29 @@
 
 namespace saturn::ir {
 
+std::optional<std::int64_t> int_quotient(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  if (b == -1) return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a));
+  return a / b;
+}
+
+std::optional<std::int64_t> int_remainder(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  return b == -1 ? 0 : a % b;
+}
+
+std::optional<std::int64_t> int_power(std::int64_t x, std::int64_t n) {
+  if (n < 0) {
+    if (x == 0) return std::nullopt;
+    if (x == 1) return 1;
+    return x == -1 ? (n % 2 ? -1 : 1) : 0;
+  }
+  std::uint64_t r = 1, base = static_cast<std::uint64_t>(x);
+  for (auto e = static_cast<std::uint64_t>(n); e; e >>= 1, base *= base)
+    if (e & 1) r *= base;
+  return static_cast<std::int64_t>(r);
+}
+
 const char* sym_op_name(SymOp op) {
   switch (op) {
     case SymOp::Var:
@@ -37,6 +60,10 @@ const char* sym_op_name(SymOp op) {
       return "==";
     case SymOp::Select:
       return "select";
+    case SymOp::IntDiv:
+      return "int_div";
+    case SymOp::IntRem:
+      return "int_rem";
     case SymOp::Floor:
       return "floor";
     case SymOp::Ceil:
@@ -63,6 +90,10 @@ const char* sym_op_name(SymOp op) {
       return "log1p";
     case SymOp::Pow:
       return "pow";
+    case SymOp::FMod:
+      return "fmod";
+    case SymOp::IntPow:
+      return "int_pow";
   }
   return "?";
 }
@@ -70,6 +101,17 @@ const char* sym_op_name(SymOp op) {
 bool sym_op_is_function(SymOp op) { return op >= SymOp::Exp; }
 
 namespace {
+// IntDiv, IntRem and IntPow of integers held as doubles; NaN where the
+// int64 operation fails or an operand is no int64.
+double int_op(SymOp op, double a, double b) {
+  auto integral = [](double v) { return v == std::trunc(v) && std::abs(v) <= 9.2e18; };
+  if (!integral(a) || !integral(b)) return std::numeric_limits<double>::quiet_NaN();
+  const auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
+  const std::optional<std::int64_t> r = op == SymOp::IntDiv   ? int_quotient(x, y)
+                                        : op == SymOp::IntRem ? int_remainder(x, y)
+                                                              : int_power(x, y);
+  return r ? static_cast<double>(*r) : std::numeric_limits<double>::quiet_NaN();
+}
 bool commutative(SymOp op) {
   return op == SymOp::Add || op == SymOp::Mul || op == SymOp::Max || op == SymOp::Min || op == SymOp::Equal;
 }
@@ -88,7 +130,11 @@ int arity(SymOp op) {
     case SymOp::Less:
     case SymOp::LessEq:
     case SymOp::Equal:
+    case SymOp::IntDiv:
+    case SymOp::IntRem:
     case SymOp::Pow:
+    case SymOp::FMod:
+    case SymOp::IntPow:
       return 2;
     default:
       return 1;
@@ -262,6 +308,14 @@ double SymContext::evaluate(SymId root, const std::function<double(std::size_t)>
       case SymOp::Pow:
         r = std::pow(A(), B());
         break;
+      case SymOp::IntDiv:
+      case SymOp::IntRem:
+      case SymOp::IntPow:
+        r = int_op(n.op, A(), B());
+        break;
+      case SymOp::FMod:
+        r = std::fmod(A(), B());
+        break;
     }
     memo.emplace(id, r);
     return r;
@@ -301,8 +355,6 @@ std::string SymContext::to_string(SymId id) const {
   if (arity(n.op) >= 3) s += " " + to_string(n.c);
   return s + ")";
 }
-
-Sym scalar::fmod(const Sym&, const Sym&) { throw SymbolicUnsupported{"fmod has no symbolic form yet"}; }
 
 // ---------------------------------------------------------------- tensors
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -40,6 +41,8 @@ enum class SymOp : std::uint8_t {
   LessEq,  // 1 when a <= b, else 0
   Equal,   // 1 when a == b, else 0
   Select,  // c != 0 ? a : b
+  IntDiv,  // integers: a / b truncated toward zero (b != 0)
+  IntRem,  // integers: a - b * IntDiv(a, b), the sign of a (b != 0)
   Floor,
   Ceil,
   Exp,
@@ -53,6 +56,8 @@ enum class SymOp : std::uint8_t {
   Cos,
   Log1p,
   Pow,
+  FMod,    // a - b * trunc(a / b) on floats, as C's fmod
+  IntPow,  // integers: int_power(a, b)
 };
 const char* sym_op_name(SymOp op);
 // Functions a prover sees as uninterpreted (with axioms).
@@ -72,6 +77,15 @@ struct SymNode {
 struct SymbolicUnsupported {
   std::string message;
 };
+
+// Integer arithmetic as every Saturn kernel computes it, in int64: a
+// quotient truncated toward zero, its remainder (the dividend's sign) and
+// an exact power (squaring; a negative power truncates 1 / x^n). Overflow
+// wraps (INT64_MIN / -1 is INT64_MIN, as in two's complement); nullopt for
+// a zero divisor and for 0 to a negative power.
+std::optional<std::int64_t> int_quotient(std::int64_t a, std::int64_t b);
+std::optional<std::int64_t> int_remainder(std::int64_t a, std::int64_t b);
+std::optional<std::int64_t> int_power(std::int64_t x, std::int64_t n);
 
 class Sym;
 
@@ -185,7 +199,12 @@ inline bool isinf(const Sym&) { return false; }
 inline double pow(double a, double b) { return std::pow(a, b); }
 inline Sym pow(const Sym& a, const Sym& b) { return a.with(SymOp::Pow, b); }
 inline double fmod(double a, double b) { return std::fmod(a, b); }
-Sym fmod(const Sym&, const Sym&);  // throws SymbolicUnsupported
+inline Sym fmod(const Sym& a, const Sym& b) { return a.with(SymOp::FMod, b); }
+// Integer division truncating toward zero and its remainder, over integers
+// held as Syms (the reference kernels divide known int64 values).
+inline Sym int_div(const Sym& a, const Sym& b) { return a.with(SymOp::IntDiv, b); }
+inline Sym int_rem(const Sym& a, const Sym& b) { return a.with(SymOp::IntRem, b); }
+inline Sym int_pow(const Sym& a, const Sym& b) { return a.with(SymOp::IntPow, b); }
 
 #define SATURN_SCALAR_FN(NAME, STD, OP)                \
   inline double NAME(double x) { return std::STD(x); } \

@@ -52,7 +52,7 @@ bool is_elementwise(const std::string& op) {
       "neg",  "recip", "sqrt",     "exp2", "log2",       "sin",      "cos",          "exp",  "log",
       "tanh", "erf",   "abs",      "sign", "ceil",       "floor",    "sigmoid",      "relu", "leaky_relu",
       "elu",  "selu",  "softplus", "gelu", "hard_swish", "identity", "hard_sigmoid", "add",  "sub",
-      "mul",  "div",   "pow",      "max",  "min",        "prelu",    "clip",         "cast"};
+      "mul",  "div",   "pow",      "max",  "min",        "prelu",    "clip",         "cast", "mod"};
   return ops.count(op) != 0;
 }
 bool is_view(const std::string& op) {
@@ -330,11 +330,16 @@ class Lowerer {
     }
     simplify_iteration_space(k);
     check_bounds(k, p_->buffers);
+    if (how == ReduceKind::None && !is_copy(k) && divides_integers(*ctx_, body)) {
+      k.fault = add_buffer(BufferKind::Temp, DType::I32, {1}, what + " (division check)");
+      k.fault_error = division_error(body);
+    }
     Step s;
     s.kind = StepKind::Kernel;
     s.label = what;
     for (const Leaf& l : k.leaves) s.reads.push_back(l.buffer);
     s.writes = {out};
+    if (k.fault >= 0) s.writes.push_back(k.fault);
     // An operand read once, at the element written, may share the result's storage.
     if (how == ReduceKind::None) {
       const Buffer& ob = p_->buffers[static_cast<std::size_t>(out)];
@@ -353,6 +358,22 @@ class Lowerer {
     kernels_.push_back(std::move(k));
     ++p_->fused_kernels;
     p_->fused_ops += ops;
+  }
+
+  // The error of a run in which a division of `body` had a zero divisor,
+  // naming the nodes that divide (divisions_).
+  std::string division_error(SymId body) const {
+    std::set<std::string> nodes;
+    std::string what;
+    for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1)))
+      if (auto it = divisions_.find(id); it != divisions_.end()) {
+        nodes.insert(it->second);
+        what = ctx_->node(id).op == ir::SymOp::IntPow ? "integer 0 to a negative power" : "integer division by zero";
+      }
+    if (nodes.size() == 1) return *nodes.begin() + ": " + what;
+    std::string names;
+    for (const std::string& n : nodes) names += (names.empty() ? "" : " or ") + n;
+    return "integer division by zero (or 0 to a negative power) in " + names;
   }
 
   // reduce(expr over `full`) along `reduced`, keeping them as size 1.
@@ -833,6 +854,9 @@ class Lowerer {
   std::map<std::string, int> uses_;
   std::vector<LoopKernel> kernels_;
   std::vector<std::size_t> kernel_step_;
+  // The node (ir::describe) each integer division, remainder and power of
+  // the expression DAG comes from.
+  std::map<SymId, std::string> divisions_;
   // Epilogues a library convolution can take as post-ops: the residual add
   // (sum) and a ReLU after the conv or the add. Planned before lowering and
   // taken only when the convolution itself becomes a library call;
@@ -929,21 +953,25 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
         continue;
       }
       KernelFn fn = (*fns)[k];
+      const LoopKernel& kernel = kernels_[k];
       std::vector<BufferId> args;
-      for (const Leaf& l : kernels_[k].leaves) args.push_back(l.buffer);
-      args.push_back(kernels_[k].out);
-      const std::int64_t rows = kernel_rows(kernels_[k]);
-      const std::int64_t work =
-          ir::numel(kernels_[k].dims) * std::max<std::int64_t>(1, ir::numel(kernels_[k].red_dims));
+      for (const Leaf& l : kernel.leaves) args.push_back(l.buffer);
+      args.push_back(kernel.out);
+      if (kernel.fault >= 0) args.push_back(kernel.fault);
+      const std::int64_t rows = kernel_rows(kernel);
+      const std::int64_t work = ir::numel(kernel.dims) * std::max<std::int64_t>(1, ir::numel(kernel.red_dims));
       // ptrs: the argument array, filled per run (steps run one at a time).
-      s.run = [fn, args, rows, work, ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
+      s.run = [fn, args, rows, work, fault = kernel.fault, error = kernel.fault_error,
+               ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
         for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
+        std::int32_t* flag = fault >= 0 ? ctx.at<std::int32_t>(fault) : nullptr;
+        if (flag) *flag = 0;
         // Small kernels run on the calling thread: waking the pool costs more.
-        if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2) {
+        if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2)
           fn(ptrs.data(), 0, rows);
-          return;
-        }
-        ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
+        else
+          ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
+        if (flag && *flag) throw std::runtime_error(error);
       };
     }
     p_->kernels = std::make_shared<const std::vector<LoopKernel>>(std::move(kernels_));
@@ -1240,6 +1268,18 @@ bool integer_node(const std::vector<Value*>& in, DType out) {
                     std::any_of(in.begin(), in.end(), [](const Value* v) { return v && ir::is_integer(v->dtype); });
   return all && some && integral(out);
 }
+
+// Whether a pending integer operand `k` of `n` may be used before it is
+// wrapped to its type's width: i64 arithmetic computes its low bits, and
+// only ops whose result's low bits depend on nothing else (add, sub, mul,
+// neg, where's values, into a type no wider) may read the rest. A
+// comparison, division, max, cast to a wider type... of an i8 sum that
+// overflowed needs the wrapped value, which storing it gives.
+bool wraps_later(const ir::Node& n, std::size_t k, const Value& v, DType out) {
+  if (!ir::is_integer(v.dtype) || v.dtype == DType::I64) return true;
+  const bool low_bits = n.op == "add" || n.op == "sub" || n.op == "mul" || n.op == "neg" || (n.op == "where" && k > 0);
+  return low_bits && ir::is_integer(out) && ir::dtype_size(out) <= ir::dtype_size(v.dtype);
+}
 }  // namespace
 
 bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& in,
@@ -1266,7 +1306,10 @@ DType Lowerer::elementwise_compute(const ir::Node& n, const std::vector<Value*>&
   // (from f64 too) except the test `!= 0` of a bool result.
   if (n.op == "cast")
     return out == DType::F64 || (out == DType::Bool && in[0] && wide(in[0]->dtype)) ? DType::F64 : DType::F32;
-  if (wide(out)) return DType::F64;
+  // Floor modulo is x - y floor(x / y): in f32 a quotient rounded up to an
+  // integer would give about -y for about y; in f64, as the reference
+  // computes it, the f32 operands' result is the reference's.
+  if (wide(out) || n.op == "mod") return DType::F64;
   return std::any_of(in.begin(), in.end(), [&](const Value* v) { return v && wide(v->dtype); }) ? DType::F64
                                                                                                 : DType::F32;
 }
@@ -1287,7 +1330,8 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
     // An operand computed in another type is stored first, so each value
     // is rounded as its own type rounds (an f16 one always: f32 arithmetic
     // does not round to it).
-    if (in[k]->pending && (in[k]->compute != compute || in[k]->dtype == DType::F16 || in[k]->dtype == DType::BF16))
+    if (in[k]->pending && (in[k]->compute != compute || in[k]->dtype == DType::F16 || in[k]->dtype == DType::BF16 ||
+                           !wraps_later(n, k, *in[k], out_types[0].dtype)))
       store(*in[k]);
     if (in[k]->pending && in[k]->dims == out) ops += in[k]->ops;
     ir::SymTensor t(*ctx_, in[k]->dtype, {});
@@ -1297,9 +1341,14 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
   try {  // the op's own kernel applied to scalar expressions (leaves are read as values, loop_kernel.hpp)
     auto res =
         ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
-    // (Integer division, modulo and pow have no exact i64 form here.)
-    if (compute == DType::I64 && !int_kernel_expression(*ctx_, res.at(0).id(0))) return false;
-    set_pending(n, in, out, out_types[0].dtype, res.at(0).id(0), ops, 0, compute);
+    const SymId root = res.at(0).id(0);
+    if (compute == DType::I64 && !int_kernel_expression(*ctx_, root)) return false;
+    for (SymId id : ctx_->reachable(std::span<const SymId>(&root, 1))) {
+      const ir::SymOp op = ctx_->node(id).op;
+      if (op == ir::SymOp::IntDiv || op == ir::SymOp::IntRem || op == ir::SymOp::IntPow)
+        divisions_.try_emplace(id, ir::describe(n));
+    }
+    set_pending(n, in, out, out_types[0].dtype, root, ops, 0, compute);
   } catch (const ir::SymbolicUnsupported&) {
     return false;
   }

@@ -22,6 +22,30 @@ __device__ __forceinline__ double sat_max(double a, double b) { return (a != a |
 __device__ __forceinline__ double sat_min(double a, double b) { return (a != a || b != b) ? (double)sat_nan() : (b < a ? b : a); }
 )";
 
+// Integer division, remainder and power as ir::int_quotient, int_remainder
+// and int_power compute them: a zero divisor (or 0 to a negative power)
+// sets *fault and gives 0; INT64_MIN / -1 wraps instead of trapping.
+constexpr const char* kIntDivisionPrelude =
+    R"(__device__ __forceinline__ long long sat_idiv(long long a, long long b, int* fault) {
+  if (b == 0LL) { *fault = 1; return 0LL; }
+  return b == -1LL ? (long long)(0ULL - (unsigned long long)a) : a / b;
+}
+__device__ __forceinline__ long long sat_irem(long long a, long long b, int* fault) {
+  if (b == 0LL) { *fault = 1; return 0LL; }
+  return b == -1LL ? 0LL : a % b;
+}
+__device__ long long sat_ipow(long long x, long long n, int* fault) {
+  if (n < 0LL) {
+    if (x == 0LL) { *fault = 1; return 0LL; }
+    return x == 1LL ? 1LL : x == -1LL ? ((n & 1LL) ? -1LL : 1LL) : 0LL;
+  }
+  unsigned long long r = 1ULL, base = (unsigned long long)x;
+  for (unsigned long long e = (unsigned long long)n; e; e >>= 1, base *= base)
+    if (e & 1ULL) r *= base;
+  return (long long)r;
+}
+)";
+
 // f16 and bf16 elements (stored as their bits) to and from f32, rounding to
 // nearest even as ir::float_to_half / float_to_bf16 do, NaNs quieted. Bit
 // arithmetic rather than cuda_fp16.h: NVRTC then needs no include path, and
@@ -101,15 +125,22 @@ std::string int_expression(const ir::SymNode& n, const std::string& a, const std
       return "(long long)(" + a + " == " + b + ")";
     case SymOp::Select:
       return "(" + a + " != 0LL ? " + b + " : " + c + ")";
+    case SymOp::IntDiv:
+      return "sat_idiv(" + a + ", " + b + ", fault)";
+    case SymOp::IntRem:
+      return "sat_irem(" + a + ", " + b + ", fault)";
+    case SymOp::IntPow:
+      return "sat_ipow(" + a + ", " + b + ", fault)";
     default:
       throw std::logic_error(std::string("cuda codegen: no i64 form of ") + ir::sym_op_name(n.op));
   }
 }
 
-// `__device__ T NAME(T a0, ...)`: the expression `root` over the variables
-// `vars` (in that order) in the compute type T, one temporary per DAG node.
+// `__device__ T NAME(T a0, ..., [int* fault])`: the expression `root` over
+// the variables `vars` (in that order) in the compute type T, one temporary
+// per DAG node; `fault` is the flag integer divisions set.
 std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std::vector<ir::SymId>& vars,
-                            const std::string& name, ir::DType compute) {
+                            const std::string& name, ir::DType compute, bool fault = false) {
   const bool f64 = compute == ir::DType::F64;
   const std::string t_name = compute_type(compute);
   const char* f = f64 ? "" : "f";  // the C library's suffix for float functions
@@ -120,7 +151,7 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
     s << (i ? ", " : "") << t_name << " a" << i;
     ref[vars[i]] = "a" + std::to_string(i);
   }
-  s << ") {\n";
+  s << (fault ? (vars.empty() ? "int* fault" : ", int* fault") : "") << ") {\n";
   std::vector<ir::SymId> order = ctx.reachable(std::span<const ir::SymId>(&root, 1));
   std::sort(order.begin(), order.end());  // hash-consed: operands are older than their users
   for (ir::SymId id : order) {
@@ -221,6 +252,13 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
       case SymOp::Pow:
         e = std::string("pow") + f + "(" + a() + ", " + b() + ")";
         break;
+      case SymOp::FMod:
+        e = std::string("fmod") + f + "(" + a() + ", " + b() + ")";
+        break;
+      case SymOp::IntDiv:
+      case SymOp::IntRem:
+      case SymOp::IntPow:
+        throw std::logic_error("cuda codegen: integer arithmetic in a float kernel: " + ctx.to_string(id));
     }
     const std::string t = "t" + std::to_string(id);
     s << "  const " << t_name << " " << t << " = " << e << ";\n";
@@ -314,12 +352,14 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
                   [](const Leaf& l) { return l.dtype == ir::DType::F16 || l.dtype == ir::DType::BF16; }) ||
       k.out_dtype == ir::DType::F16 || k.out_dtype == ir::DType::BF16;
   const std::string ct = compute_type(k.compute);
-  s << kPrelude << (halves ? kHalfPrelude : "") << "// " << k.name << "\n";
-  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body", k.compute);
+  const bool fault = k.fault >= 0;
+  s << kPrelude << (halves ? kHalfPrelude : "") << (fault ? kIntDivisionPrelude : "") << "// " << k.name << "\n";
+  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body", k.compute, fault);
   if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post", k.compute);
   s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(";
   for (std::size_t l = 0; l < nl; ++l)
     s << "const " << element_type(k.leaves[l].dtype) << "* __restrict__ l" << l << ", ";
+  if (fault) s << "int* __restrict__ fault, ";
   s << element_type(k.out_dtype) << "* __restrict__ out) {\n";
   auto read = [&](std::size_t l) {
     return as_compute(k.leaves[l].dtype, k.compute, "l" + std::to_string(l) + "[off" + std::to_string(l) + "]");
@@ -331,6 +371,7 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   auto call_body = [&](const std::string& suffix) {
     std::string c = out.name + "_body(";
     for (std::size_t l = 0; l < nl; ++l) c += (l ? ", v" : "v") + std::to_string(l) + suffix;
+    if (fault) c += nl ? ", fault" : "fault";
     return c + ")";
   };
   const std::int64_t inner = rank ? k.dims.back() : 1;

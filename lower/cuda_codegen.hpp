@@ -4,17 +4,17 @@
 // own semantics).
 //
 // Each kernel is one translation unit for NVRTC with an `extern "C"`
-// __global__ function taking the leaves' device pointers, then the
-// result's. Shapes are static, so every extent, stride and offset is a
-// literal. Elementwise kernels are grid-stride loops over the result; when
-// every operand is read contiguously along the last dimension (or
-// broadcast along it) and the row length is a multiple of 4, each thread
-// reads and writes float4. Reductions give one warp to each result element:
-// the lanes stride over the reduced elements, then combine with
+// __global__ function taking the leaves' device pointers, then (a kernel
+// that divides integers) the fault flag's, then the result's. Shapes are static, so every extent, stride and offset is
+// a literal. Elementwise kernels are grid-stride loops over the result; when every operand is read contiguously along
+// the last dimension (or broadcast along it) and the row length is a multiple of 4, each thread reads and writes
+// float4. Reductions give one warp to each result element: the lanes stride over the reduced elements, then combine
+// with
 // __shfl_xor_sync. Arithmetic is IEEE f32 or f64 (the kernel's compute type;
 // no fast-math), max/min propagate NaN as the CPU kernels do; integer
 // kernels compute in long long through unsigned arithmetic (wrapping, as C
-// defines it for unsigned). Leaves of bool and integer types are converted
+// defines it for unsigned), and divide through helpers that set the fault
+// flag on a zero divisor instead of dividing by it. Leaves of bool and integer types are converted
 // when read, f16 and bf16 as their bits through the prelude's conversions,
 // and results are stored as on the CPU (loop_kernel.hpp); only all-f32
 // kernels use float4.

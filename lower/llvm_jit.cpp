@@ -35,6 +35,9 @@ Diagnostic jit_error(const std::string& what, llvm::Error e) {
 // type: f32 (exp, tanh and erf inline, the rest from the C library), f64
 // (the C library's double functions throughout) or i64 (wrapping integer
 // arithmetic, comparisons as 0/1: what int_kernel_expression accepts).
+// Integer division, remainder and power never trap: a zero divisor (or 0 to
+// a negative power) gives 0 and is reported by fault(), INT64_MIN / -1
+// wraps (ir::int_quotient).
 class ExprEmitter {
  public:
   ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx, ir::DType compute)
@@ -51,8 +54,12 @@ class ExprEmitter {
   template <class LeafFn>
   llvm::Value* emit(ir::SymId root, LeafFn leaf) {
     std::unordered_map<ir::SymId, llvm::Value*> memo;
+    fault_ = nullptr;
     return emit(root, leaf, memo);
   }
+  // The last emit's i1 "an integer division by zero happened", or nullptr
+  // when it divides nothing.
+  llvm::Value* fault() const { return fault_; }
 
   llvm::Value* max_nan(llvm::Value* a, llvm::Value* bb) {
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(a, bb), bb, a);
@@ -225,6 +232,13 @@ class ExprEmitter {
         v = b_.CreateCall(callee, {arg(n.a), arg(n.b)});
         break;
       }
+      case SymOp::FMod:  // LLVM's frem is C's fmod
+        v = b_.CreateFRem(arg(n.a), arg(n.b));
+        break;
+      case SymOp::IntDiv:
+      case SymOp::IntRem:
+      case SymOp::IntPow:
+        throw std::logic_error("llvm codegen: integer arithmetic in a float kernel: " + ctx_.to_string(id));
     }
     memo.emplace(id, v);
     return v;
@@ -263,9 +277,69 @@ class ExprEmitter {
         return flag(b_.CreateICmpEQ(arg(n.a), arg(n.b)));
       case SymOp::Select:
         return b_.CreateSelect(b_.CreateICmpNE(arg(n.a), zero), arg(n.b), arg(n.c));
+      case SymOp::IntDiv:
+      case SymOp::IntRem: {
+        llvm::Value *x = arg(n.a), *d = arg(n.b);
+        llvm::Value* by_zero = b_.CreateICmpEQ(d, zero);
+        llvm::Value* by_minus_one = b_.CreateICmpEQ(d, b_.getInt64(static_cast<std::uint64_t>(-1)));
+        add_fault(by_zero);
+        // x86's idiv traps on both: divide by 1 there instead.
+        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(by_zero, by_minus_one), b_.getInt64(1), d);
+        if (n.op == SymOp::IntDiv) return b_.CreateSelect(by_minus_one, b_.CreateSub(zero, x), b_.CreateSDiv(x, safe));
+        return b_.CreateSelect(by_minus_one, zero, b_.CreateSRem(x, safe));
+      }
+      case SymOp::IntPow: {
+        llvm::Value *x = arg(n.a), *e = arg(n.b);
+        add_fault(b_.CreateAnd(b_.CreateICmpEQ(x, zero), b_.CreateICmpSLT(e, zero)));
+        return b_.CreateCall(int_power(), {x, e});
+      }
       default:
         throw std::logic_error("llvm codegen: no i64 form of " + ctx_.to_string(id));
     }
+  }
+
+  void add_fault(llvm::Value* cond) { fault_ = fault_ ? b_.CreateOr(fault_, cond) : cond; }
+
+  // `i64 saturn.int_power(i64 x, i64 n)`, ir::int_power, defined once per
+  // module: squaring for n >= 0; 1, +-1 or 0 for n < 0 (0 for x = 0, which
+  // the caller reports).
+  llvm::Function* int_power() {
+    if (llvm::Function* f = m_.getFunction("saturn.int_power")) return f;
+    llvm::LLVMContext& ctx = m_.getContext();
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* f = llvm::Function::Create(llvm::FunctionType::get(i64, {i64, i64}, false), llvm::Function::InternalLinkage,
+                                     "saturn.int_power", m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> b(ctx);
+    auto block = [&](const char* name) { return llvm::BasicBlock::Create(ctx, name, f); };
+    llvm::BasicBlock *entry = block("entry"), *negative = block("negative"), *loop = block("loop"),
+                     *done = block("done");
+    llvm::Value *x = f->getArg(0), *n = f->getArg(1);
+    b.SetInsertPoint(entry);
+    b.CreateCondBr(b.CreateICmpSLT(n, b.getInt64(0)), negative, loop);
+    b.SetInsertPoint(negative);  // 1 / x^n truncated: x = 1 -> 1, x = -1 -> (-1)^n, else 0
+    llvm::Value* minus_one = b.getInt64(static_cast<std::uint64_t>(-1));
+    llvm::Value* odd = b.CreateICmpNE(b.CreateAnd(n, b.getInt64(1)), b.getInt64(0));
+    llvm::Value* of_minus_one = b.CreateSelect(odd, minus_one, b.getInt64(1));
+    b.CreateRet(b.CreateSelect(b.CreateICmpEQ(x, b.getInt64(1)), b.getInt64(1),
+                               b.CreateSelect(b.CreateICmpEQ(x, minus_one), of_minus_one, b.getInt64(0))));
+    b.SetInsertPoint(loop);  // r *= base where e is odd; base *= base; e >>= 1
+    llvm::PHINode* r = b.CreatePHI(i64, 2, "r");
+    llvm::PHINode* base = b.CreatePHI(i64, 2, "base");
+    llvm::PHINode* e = b.CreatePHI(i64, 2, "e");
+    r->addIncoming(b.getInt64(1), entry);
+    base->addIncoming(x, entry);
+    e->addIncoming(n, entry);
+    llvm::Value* is_zero = b.CreateICmpEQ(e, b.getInt64(0));
+    llvm::Value* bit = b.CreateICmpNE(b.CreateAnd(e, b.getInt64(1)), b.getInt64(0));
+    llvm::Value* r2 = b.CreateSelect(bit, b.CreateMul(r, base), r);
+    r->addIncoming(r2, loop);
+    base->addIncoming(b.CreateMul(base, base), loop);
+    e->addIncoming(b.CreateLShr(e, 1), loop);
+    b.CreateCondBr(is_zero, done, loop);
+    b.SetInsertPoint(done);
+    b.CreateRet(r);
+    return f;
   }
 
   llvm::IRBuilder<>& b_;
@@ -274,6 +348,7 @@ class ExprEmitter {
   bool f64_, int_;
   llvm::Type* f32_;  // the float compute type
   llvm::Type* i32_;
+  llvm::Value* fault_ = nullptr;
 };
 
 // `for (iv = lo; iv < hi; ++iv) body(iv)`, in the canonical form the loop
@@ -368,6 +443,22 @@ llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llv
   }
 }
 
+// `if (bad) *fault = 1` (an i32 flag; threads may race to set it, hence
+// the atomic store).
+void set_fault(llvm::IRBuilder<>& b, llvm::Value* bad, llvm::Value* fault, const std::string& kernel) {
+  if (!fault) throw std::logic_error("llvm codegen: " + kernel + " divides integers but has no fault flag");
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* set = llvm::BasicBlock::Create(b.getContext(), "fault", f);
+  llvm::BasicBlock* next = llvm::BasicBlock::Create(b.getContext(), "fault.end", f);
+  b.CreateCondBr(bad, set, next);
+  b.SetInsertPoint(set);
+  llvm::StoreInst* st = b.CreateStore(b.getInt32(1), fault);
+  st->setAtomic(llvm::AtomicOrdering::Monotonic);
+  st->setAlignment(llvm::Align(4));
+  b.CreateBr(next);
+  b.SetInsertPoint(next);
+}
+
 void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, const std::string& features) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
@@ -377,13 +468,15 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   llvm::Type* ptr = b.getPtrTy();
   const std::size_t nleaves = k.leaves.size();
 
-  // The body: (leaf pointers..., out, row_begin, row_end), noalias pointers.
-  std::vector<llvm::Type*> params(nleaves + 1, ptr);
+  // The body: (leaf pointers..., out, [fault,] row_begin, row_end), noalias
+  // pointers.
+  const std::size_t npointers = nleaves + 1 + (k.fault >= 0 ? 1 : 0);
+  std::vector<llvm::Type*> params(npointers, ptr);
   params.push_back(i64);
   params.push_back(i64);
   auto* body_fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
                                          llvm::Function::InternalLinkage, k.name + ".body", m);
-  for (std::size_t i = 0; i <= nleaves; ++i) {
+  for (std::size_t i = 0; i < npointers; ++i) {
     body_fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
     body_fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
   }
@@ -396,8 +489,9 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   std::vector<llvm::Value*> leaf_ptr;
   for (std::size_t i = 0; i < nleaves; ++i) leaf_ptr.push_back(body_fn->getArg(static_cast<unsigned>(i)));
   llvm::Value* out = body_fn->getArg(static_cast<unsigned>(nleaves));
-  llvm::Value* row_begin = body_fn->getArg(static_cast<unsigned>(nleaves + 1));
-  llvm::Value* row_end = body_fn->getArg(static_cast<unsigned>(nleaves + 2));
+  llvm::Value* fault = k.fault >= 0 ? body_fn->getArg(static_cast<unsigned>(nleaves + 1)) : nullptr;
+  llvm::Value* row_begin = body_fn->getArg(static_cast<unsigned>(npointers));
+  llvm::Value* row_end = body_fn->getArg(static_cast<unsigned>(npointers + 1));
 
   const std::size_t rank = k.dims.size();
   const std::int64_t inner = rank ? k.dims.back() : 1;
@@ -451,6 +545,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           b.CreateStore(b.CreateLoad(out_type, b.CreateInBoundsGEP(out_type, leaf_ptr[0], off[0])), dst);
         } else {
           b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
+          if (llvm::Value* bad = ex.fault()) set_fault(b, bad, fault, k.name);
         }
         return;
       }
@@ -501,7 +596,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   entry->addFnAttr("target-features", features);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
   std::vector<llvm::Value*> args;
-  for (std::size_t i = 0; i <= nleaves; ++i)
+  for (std::size_t i = 0; i < npointers; ++i)
     args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
   args.push_back(entry->getArg(1));
   args.push_back(entry->getArg(2));

@@ -1,7 +1,8 @@
 // LLVM code generation for loop kernels, compiled in-process by ORC LLJIT.
 //
 // Each LoopKernel becomes `void name(void** buffers, i64 row_begin, i64
-// row_end)`: a row loop the thread pool splits, a vectorizable inner loop
+// row_end)` (buffers: the leaves', the result's, then the fault flag's when
+// the kernel has one): a row loop the thread pool splits, a vectorizable inner loop
 // over the result's last dimension, and reduction loops innermost. Strides
 // and extents are compile-time constants (shapes are static), leaves are
 // `noalias` (the memory planner only shares storage between a result and an

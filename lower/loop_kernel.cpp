@@ -1,5 +1,6 @@
 #include "lower/loop_kernel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -57,6 +58,9 @@ bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root) {
       case SymOp::LessEq:
       case SymOp::Equal:
       case SymOp::Select:
+      case SymOp::IntDiv:
+      case SymOp::IntRem:
+      case SymOp::IntPow:
         break;
       case SymOp::Const:
         if (n.value != std::trunc(n.value) || std::abs(n.value) > 9.0e18) return false;
@@ -66,6 +70,14 @@ bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root) {
     }
   }
   return true;
+}
+
+bool divides_integers(const ir::SymContext& ctx, ir::SymId root) {
+  const auto nodes = ctx.reachable(std::span<const ir::SymId>(&root, 1));
+  return std::any_of(nodes.begin(), nodes.end(), [&](ir::SymId id) {
+    const ir::SymOp op = ctx.node(id).op;
+    return op == ir::SymOp::IntDiv || op == ir::SymOp::IntRem || op == ir::SymOp::IntPow;
+  });
 }
 
 double reduce_init(ReduceKind how) {
@@ -95,6 +107,8 @@ void check_kernel_types(const LoopKernel& k) {
       throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
   if (ints && !is_copy(k) && !int_kernel_expression(*k.ctx, k.body))
     throw std::logic_error(k.name + ": integer arithmetic that i64 does not compute exactly");
+  if (k.fault < 0 && k.reduce == ReduceKind::None && !is_copy(k) && divides_integers(*k.ctx, k.body))
+    throw std::logic_error(k.name + ": integer division without a fault flag");
 }
 
 void simplify_iteration_space(LoopKernel& k) {

@@ -19,10 +19,14 @@
 // around them. f64 arithmetic runs in f64 (compute_dtype), and so do
 // comparisons of 8- and 32-bit integers with floats, which f64 holds
 // exactly. Integer arithmetic (add, mul, neg, max, min, abs, comparisons,
-// where: what int_kernel_expression accepts) runs in i64, wrapping, and an
-// integer result keeps its low bits, as the reference's int64 kernels and
-// Tensor::set_int do; its leaves are integers and bools. A copy
-// (is_copy) moves elements of any type unchanged.
+// where, truncating division, remainder and power: what
+// int_kernel_expression accepts) runs in i64, wrapping, and an integer
+// result keeps its low bits, as the reference's int64 kernels and
+// Tensor::set_int do; its leaves are integers and bools. A kernel that
+// divides integers has a `fault` flag: it sets it where a divisor is zero
+// (or 0 is raised to a negative power), and the step running it fails the
+// run, as the reference kernel does. A copy (is_copy) moves elements of
+// any type unchanged.
 //
 // Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
 // reduction's `post`, `acc_var`); every leaf access stays inside its buffer
@@ -52,8 +56,12 @@ bool leaf_dtype(ir::DType t);
 // a copy's: any, is_copy; an i64-computing kernel's: integers and bool).
 bool kernel_dtype(ir::DType t);
 // Whether `root` only uses what i64 arithmetic computes exactly: variables,
-// integral constants, add, mul, neg, max, min, abs, comparisons and select.
+// integral constants, add, mul, neg, max, min, abs, comparisons, select,
+// and integer division, remainder and power.
 bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root);
+// Whether `root` divides integers (IntDiv, IntRem, IntPow): a kernel
+// computing it needs a fault flag.
+bool divides_integers(const ir::SymContext& ctx, ir::SymId root);
 // The arithmetic a kernel computing values of `t` does: f64 for f64, else
 // f32 (f16 and bf16 compute in f32 and round when stored).
 ir::DType compute_dtype(ir::DType t);
@@ -78,6 +86,8 @@ struct LoopKernel {
   std::vector<ir::SymId> leaf_vars;  // leaf_vars[i] is the variable that reads leaves[i]
   std::vector<Leaf> leaves;
   BufferId out = -1;
+  BufferId fault = -1;                   // divides_integers: an i32 set to 1 on a zero divisor
+  std::string fault_error;               // the run's error when it is set (names the nodes)
   ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
   ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32, f64 or i64 (reductions: f32 or f64)
   int ops = 0;                           // graph ops fused into it (reports)

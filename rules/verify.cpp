@@ -207,6 +207,15 @@ class Encoder {
   z3::expr zero() { return constant(0.0); }
   z3::expr bool_value(const z3::expr& b) { return z3::ite(b, one(), zero()); }
 
+  // a / b rounded toward zero (integer division; b = 0 leaves it unknown,
+  // as the real division it starts from).
+  z3::expr truncated_quotient(const z3::expr& a, const z3::expr& b) {
+    if (fp_) return z3::expr(z_, Z3_mk_fpa_round_to_integral(z_, Z3_mk_fpa_rtz(z_), a / b));
+    z3::expr q = a / b;
+    auto floor = [&](const z3::expr& x) { return z3::to_real(z3::expr(z_, Z3_mk_real2int(z_, x))); };
+    return z3::ite(q >= zero(), floor(q), -floor(-q));
+  }
+
   z3::expr apply(SymOp op, const z3::expr& a) {
     auto it = functions_.find(op);
     if (it == functions_.end()) {
@@ -312,11 +321,17 @@ class Encoder {
       case SymOp::Sqrt:
         if (fp_) return z3::sqrt(A(), z_.fpa_rounding_mode());
         return apply(n.op, A());
-      case SymOp::Pow: {
-        auto it = functions_.find(SymOp::Pow);
+      case SymOp::IntDiv:
+        return truncated_quotient(A(), B());
+      case SymOp::IntRem:
+        return A() - B() * truncated_quotient(A(), B());
+      case SymOp::Pow:
+      case SymOp::FMod:
+      case SymOp::IntPow: {
+        auto it = functions_.find(n.op);
         if (it == functions_.end()) {
           z3::sort s = fp_ ? z_.fpa_sort<32>() : z_.real_sort();
-          it = functions_.emplace(SymOp::Pow, z_.function("pow", s, s, s)).first;
+          it = functions_.emplace(n.op, z_.function(ir::sym_op_name(n.op), s, s, s)).first;
         }
         return it->second(A(), B());
       }

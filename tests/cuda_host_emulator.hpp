@@ -43,7 +43,8 @@ class CudaHostEmulator {
                                           const std::string& work_dir);
 
   // Runs kernel `index` on `leaves` (one array per leaf of its LoopKernel,
-  // in order, each of the leaf's type) into `out` (the result's elements,
+  // in order, each of the leaf's type, then the fault flag of a kernel
+  // that divides integers, an int32) into `out` (the result's elements,
   // computed as `out_dtype`: a bool as 0 or 1; an integer (a copy's, or an
   // own kernel's indices) as its value). The launch is `blocks`
   // blocks of `threads` threads (a multiple of 32). Returns "" or what went

@@ -1430,12 +1430,107 @@ TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's wid
     CHECK(std::none_of(p->steps.begin(), p->steps.end(),
                        [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
   }
-  SECTION("integer division and modulo keep the reference kernel") {
-    models::GraphBuilder b("div");
-    std::string x = b.input("x", {5}, ir::DType::I32);
-    auto p = check_against_interpreter(b.finish({b.op("div", {x, b.fill({}, 3, ir::DType::I32)})}),
-                                       {random_tensor({5}, 3, -9, 9, ir::DType::I32)}, 0, 0);
-    CHECK(p->reference_ops == std::vector<std::string>{"div"});
+  SECTION("division - both modulos - power fuse into i64 kernels") {
+    for (ir::DType t : {ir::DType::I8, ir::DType::U8, ir::DType::I32, ir::DType::I64}) {
+      INFO(ir::dtype_name(t));
+      const bool is_unsigned = t == ir::DType::U8;
+      models::GraphBuilder b("int_division");
+      std::string x = b.input("x", {4, 6}, t), y = b.input("y", {1, 6}, t), e = b.input("e", {4, 1}, t);
+      ir::Attrs c_mod;
+      c_mod.set("fmod", std::int64_t{1});
+      // Truncating division, floor and C modulo of mixed signs, powers
+      // (negative ones truncate, i8 ones wrap), and a fused chain.
+      const ir::Graph g =
+          b.finish({b.op("div", {x, y}), b.op("mod", {x, y}), b.op("mod", {x, y}, c_mod), b.op("pow", {x, e}),
+                    b.op("add", {b.op("div", {b.op("mul", {x, x}), y}), b.op("mod", {x, e})})});
+      ir::Tensor divisor = random_tensor({1, 6}, 2, is_unsigned ? 1 : -7, 7, t);
+      ir::Tensor exponent = random_tensor({4, 1}, 3, is_unsigned ? 1 : -2, 5, t);
+      for (ir::Tensor* d : {&divisor, &exponent})
+        for (std::size_t i = 0; i < d->numel(); ++i)
+          if (d->at_int(i) == 0) d->set_int(i, 3);
+      auto p = check_against_interpreter(
+          g, {random_tensor({4, 6}, 1, is_unsigned ? 0 : -100, 100, t), divisor, exponent}, 0, 0);
+      CHECK(p->reference_ops.empty());
+      CHECK(std::none_of(p->steps.begin(), p->steps.end(),
+                         [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+    }
+  }
+  SECTION("an overflowing narrow sum is wrapped before a comparison - max - division - widening cast") {
+    for (ir::DType t : {ir::DType::I8, ir::DType::U8, ir::DType::I32}) {
+      INFO(ir::dtype_name(t));
+      models::GraphBuilder b("wrap");
+      std::string x = b.input("x", {16}, t), y = b.input("y", {16}, t);
+      ir::Attrs wide;
+      wide.set("to", std::string("i64"));
+      // Each sum is used once, so it is pending (unwrapped) when read.
+      auto sum = [&] { return b.op("mul", {b.op("add", {x, y}), x}); };
+      const ir::Graph g =
+          b.finish({b.op("less", {sum(), x}), b.op("max", {sum(), y}), b.op("div", {sum(), b.fill({}, 3, t)}),
+                    b.op("cast", {sum()}, wide), b.op("sub", {sum(), y})});
+      const double lo = t == ir::DType::U8 ? 0 : t == ir::DType::I8 ? -128 : -2e9;
+      const double hi = t == ir::DType::U8 ? 255 : t == ir::DType::I8 ? 127 : 2e9;
+      auto p =
+          check_against_interpreter(g, {random_tensor({16}, 5, lo, hi, t), random_tensor({16}, 6, lo, hi, t)}, 0, 0);
+      CHECK(p->reference_ops == std::vector<std::string>{});
+    }
+  }
+  SECTION("INT64_MIN divided by -1 wraps as the reference does") {
+    models::GraphBuilder b("int_min");
+    std::string x = b.input("x", {4}, ir::DType::I64), y = b.input("y", {4}, ir::DType::I64);
+    const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+    ir::Tensor xs(ir::DType::I64, {4}), ys(ir::DType::I64, {4});
+    const std::int64_t xv[] = {lowest, lowest, 7, -7}, yv[] = {-1, 1, -1, 2};
+    for (std::size_t i = 0; i < 4; ++i) {
+      xs.set_int(i, xv[i]);
+      ys.set_int(i, yv[i]);
+    }
+    const ir::Graph g = b.finish({b.op("div", {x, y}), b.op("mod", {x, y})});
+    auto p = check_against_interpreter(g, {xs, ys}, 0, 0);
+    auto got = runtime::interpret(g, std::vector<ir::Tensor>{xs, ys});
+    REQUIRE(got);
+    CHECK((*got)[0].at_int(0) == lowest);
+    CHECK((*got)[0].at_int(2) == -7);
+    CHECK(p->reference_ops.empty());
+  }
+  SECTION("a zero divisor or 0 to a negative power fails the run naming the node") {
+    models::GraphBuilder b("int_zero");
+    std::string x = b.input("x", {3}, ir::DType::I32), y = b.input("y", {3}, ir::DType::I32);
+    const ir::Graph g = b.finish({b.op("add", {b.op("mod", {x, y}), x}), b.op("pow", {x, y})});
+    auto exec = runtime::CpuExecutor::create(g);
+    REQUIRE(exec);
+    auto tensor = [](std::vector<std::int64_t> v) {
+      ir::Tensor t(ir::DType::I32, {3});
+      for (std::size_t i = 0; i < 3; ++i) t.set_int(i, v[i]);
+      return t;
+    };
+    auto zero = (*exec)->run(std::vector<ir::Tensor>{tensor({4, 5, 6}), tensor({1, 0, 2})});
+    REQUIRE_FALSE(zero);
+    CHECK(zero.error().message.find("(mod): integer division by zero") != std::string::npos);
+    auto power = (*exec)->run(std::vector<ir::Tensor>{tensor({4, 0, 6}), tensor({1, -2, 2})});
+    REQUIRE_FALSE(power);
+    CHECK(power.error().message.find("(pow): integer 0 to a negative power") != std::string::npos);
+    // The flag is cleared before each run.
+    auto fine = (*exec)->run(std::vector<ir::Tensor>{tensor({4, 5, -6}), tensor({1, 3, 4})});
+    REQUIRE(fine);
+    CHECK((*fine)[0].at_int(1) == 7);   // 5 mod 3 + 5
+    CHECK((*fine)[0].at_int(2) == -4);  // -6 mod 4 = 2 (the divisor's sign), + -6
+    CHECK((*fine)[1].at_int(2) == 1296);
+  }
+}
+
+TEST_CASE("Float modulo fuses - C fmod and floor modulo exactly as the reference") {
+  for (ir::DType t : {ir::DType::F32, ir::DType::F64, ir::DType::F16}) {
+    INFO(ir::dtype_name(t));
+    models::GraphBuilder b("float_mod");
+    std::string x = b.input("x", {5, 8}, t), y = b.input("y", {1, 8}, t);
+    ir::Attrs c_mod;
+    c_mod.set("fmod", std::int64_t{1});
+    const ir::Graph g = b.finish({b.op("mod", {x, y}), b.op("mul", {b.op("mod", {x, y}, c_mod), x})});
+    auto p =
+        check_against_interpreter(g, {random_tensor({5, 8}, 1, -50, 50, t), random_tensor({1, 8}, 2, 0.5, 3, t)}, 0, 0);
+    CHECK(p->reference_ops.empty());
+    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
+                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
   }
 }
 
