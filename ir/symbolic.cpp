@@ -153,9 +153,10 @@ std::size_t SymContext::NodeHash::operator()(const SymNode& n) const {
 
 SymContext::SymContext() { constant(0.0); }
 
-Sym SymContext::var(const std::string& name) {
+Sym SymContext::var(const std::string& name, bool integral) {
   SymNode n{SymOp::Var, 0, static_cast<SymId>(names_.size()), 0, 0};
   names_.push_back(name);
+  integral_.push_back(integral);
   nodes_.push_back(n);
   return Sym(this, static_cast<SymId>(nodes_.size() - 1));
 }

@@ -95,13 +95,16 @@ class SymContext {
   SymContext(const SymContext&) = delete;
   SymContext& operator=(const SymContext&) = delete;
 
-  Sym var(const std::string& name);
+  // `integral`: the variable only takes integer values (an element of an
+  // integer tensor), which a prover may use.
+  Sym var(const std::string& name, bool integral = false);
   Sym constant(double v);
   Sym make(SymOp op, SymId a, SymId b = 0, SymId c = 0);
 
   const SymNode& node(SymId id) const { return nodes_[id]; }
   std::size_t size() const { return nodes_.size(); }
   const std::string& var_name(SymId id) const { return names_[nodes_[id].a]; }
+  bool var_integral(SymId id) const { return integral_[nodes_[id].a]; }
   std::size_t num_vars() const { return names_.size(); }
   // Whether `id` is a constant, and its value.
   bool is_const(SymId id, double* v = nullptr) const;
@@ -118,6 +121,7 @@ class SymContext {
   };
   std::vector<SymNode> nodes_;
   std::vector<std::string> names_;
+  std::vector<bool> integral_;  // per variable
   std::unordered_map<SymNode, SymId, NodeHash> memo_;
 };
 

@@ -67,7 +67,7 @@ class SymbolicEvaluator {
       std::string name = leaf_symbol(g, g.children(n)[0])->name();
       name = name.substr(0, name.find('['));
       for (std::size_t i = 0; i < t.numel(); ++i) {
-        ir::Sym v = ctx_.var(name + index_text(i, dims));
+        ir::Sym v = ctx_.var(name + index_text(i, dims), ir::is_integer(d.type.dtype));
         // A bool is 0 or 1: a real variable chooses which (nonzero is true).
         t.set(i, d.type.dtype == ir::DType::Bool ? ir::scalar::select(v, 1.0, 0.0) : v);
       }
@@ -189,11 +189,17 @@ class Encoder {
       }
   }
 
+  const std::string& var_name(std::size_t index) const { return s_.var_name(var_ids_.at(index)); }
+
   z3::expr var(std::size_t index) {
     auto it = vars_.find(index);
     if (it != vars_.end()) return it->second;
-    const std::string& name = s_.var_name(var_ids_.at(index));
-    z3::expr e = fp_ ? z_.constant(name.c_str(), z_.fpa_sort<32>()) : z_.real_const(name.c_str());
+    const SymId id = var_ids_.at(index);
+    const std::string& name = s_.var_name(id);
+    // An integer tensor's element is an integer (integer division depends on it).
+    z3::expr e = fp_                   ? z_.constant(name.c_str(), z_.fpa_sort<32>())
+                 : s_.var_integral(id) ? z3::to_real(z_.int_const(name.c_str()))
+                                       : z_.real_const(name.c_str());
     vars_.emplace(index, e);
     return e;
   }
@@ -439,7 +445,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
   for (std::size_t v : vars) values[v] = numeral(m.eval(enc.var(v), true));
   for (const auto& [v, x] : values) {
     (void)x;
-    r.cex.inputs.emplace_back(enc.var(v).decl().name().str(), values[v]);
+    r.cex.inputs.emplace_back(enc.var_name(v), values[v]);
   }
   auto value_of = [&](std::size_t v) {
     auto it = values.find(v);
@@ -512,7 +518,7 @@ std::optional<bool> prove_fp32(const SymContext& ctx, const Obligation& ob, unsi
     }
     z3::expr x = m.eval(enc.var(v), true);
     z3::expr as_real(z, Z3_mk_fpa_to_real(z, x));
-    note += " " + enc.var(v).decl().name().str() + "=" + std::to_string(numeral(m.eval(as_real, true)));
+    note += " " + enc.var_name(v) + "=" + std::to_string(numeral(m.eval(as_real, true)));
   }
   return false;
 }

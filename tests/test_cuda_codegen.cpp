@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "bench/models.hpp"
 #include "lower/cpu_lowering.hpp"
@@ -86,7 +87,7 @@ ir::Graph elementwise_ops(std::size_t& outputs) {
                                           "exp",   "log",        "tanh",     "erf",         "abs",  "sign", "ceil",
                                           "floor", "sigmoid",    "relu",     "leaky_relu",  "elu",  "selu", "softplus",
                                           "gelu",  "hard_swish", "identity", "hard_sigmoid"};
-  const std::vector<std::string> binary = {"add", "sub", "mul", "div", "pow", "max", "min", "prelu"};
+  const std::vector<std::string> binary = {"add", "sub", "mul", "div", "pow", "max", "min", "prelu", "mod"};
   models::GraphBuilder b("ops");
   std::string x = b.input("x", {3, 5});
   std::string y = b.input("y", {3, 5});
@@ -96,6 +97,9 @@ ir::Graph elementwise_ops(std::size_t& outputs) {
   ir::Attrs clip = float_attr("min", -0.5);
   clip.set("max", 0.5);
   outs.push_back(b.op("clip", {x}, clip));
+  ir::Attrs c_mod;
+  c_mod.set("fmod", std::int64_t{1});
+  outs.push_back(b.op("mod", {x, y}, c_mod));
   outputs = outs.size();
   return b.finish(outs);
 }
@@ -375,6 +379,58 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
     for (const auto& src : sources) ints += src.source.find("long long t") != std::string::npos;
     CHECK(ints >= 2);
     CHECK(emulated_kernels_match(g, "ints") == static_cast<int>(sources.size()));
+  }
+  SECTION("integer division - both modulos - power - a fault flag instead of a trap") {
+    models::GraphBuilder b("int_division");
+    std::string x = b.input("x", {3, 8}, ir::DType::I32), y = b.input("y", {1, 8}, ir::DType::I32);
+    std::string k = b.input("k", {3, 8}, ir::DType::I64), d = b.input("d", {3, 8}, ir::DType::I64);
+    ir::Attrs c_mod;
+    c_mod.set("fmod", std::int64_t{1});
+    const ir::Graph g = b.finish({b.op("div", {k, d}), b.op("mod", {x, y}), b.op("mod", {x, y}, c_mod),
+                                  b.op("pow", {x, y}), b.op("add", {b.op("div", {b.op("mul", {x, x}), y}), x})});
+    const auto sources = sources_of(g);
+    const auto kernels = kernels_of(g);
+    compiles_for_both(sources);
+    // (x * x is stored, wrapped to i32, before it is divided.)
+    int faulting = 0;
+    std::size_t k_by_d = kernels.size();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      INFO(sources[i].source);
+      const bool divides = kernels[i].fault >= 0;
+      faulting += divides;
+      CHECK((sources[i].source.find("int* __restrict__ fault, ") != std::string::npos) == divides);
+      if (kernels[i].leaves.size() == 2 && kernels[i].leaves[0].dtype == ir::DType::I64) k_by_d = i;
+    }
+    CHECK(faulting == 5);
+    CHECK(emulated_kernels_match(g, "int-division") == 6);
+    // k / d on a zero divisor and on INT64_MIN / -1.
+    REQUIRE(k_by_d < kernels.size());
+    auto emu = test::CudaHostEmulator::build({sources[k_by_d]}, test::emulator_dir("int-division-fault"));
+    if (!emu) FAIL(emu.error().message);
+    const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+    std::vector<std::int64_t> num(24, 7), den(24, 2);
+    num[1] = lowest;
+    den[1] = -1;
+    num[2] = -7;
+    // (The leaves are in the DAG's order: find the numerator's.)
+    const lower::LoopKernel& kd = kernels[k_by_d];
+    const ir::SymNode& quotient = kd.ctx->node(kd.body);
+    REQUIRE(quotient.op == ir::SymOp::IntDiv);
+    const bool num_first = kd.leaf_vars[0] == quotient.a;
+    auto leaves = [&](std::int32_t* flag) -> std::vector<const void*> {
+      if (num_first) return {num.data(), den.data(), flag};
+      return {den.data(), num.data(), flag};
+    };
+    std::int32_t fault = 0;
+    std::vector<float> got(24);
+    REQUIRE(emu->run(0, leaves(&fault), got, ir::DType::I64) == "");
+    CHECK(fault == 0);
+    CHECK(got[0] == 3.0f);
+    CHECK(got[1] == static_cast<float>(lowest));  // wraps, as ir::int_quotient
+    CHECK(got[2] == -3.0f);                       // truncated toward zero
+    den[5] = 0;
+    REQUIRE(emu->run(0, leaves(&fault), got, ir::DType::I64) == "");
+    CHECK(fault == 1);
   }
   SECTION("every f16 and bf16 value widens exactly - f32 narrows to nearest even as the interpreter does") {
     const std::int64_t n = 65536;

@@ -5,6 +5,7 @@
 // kernel with it, so this catches a kernel whose two instantiations diverge.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "ir/op.hpp"
@@ -19,6 +20,7 @@ struct Case {
   std::vector<std::vector<std::int64_t>> shapes;  // an empty optional operand: {-1}
   Attrs attrs;
   std::size_t outputs = 1;
+  DType dtype = DType::F32;  // the operands' (integers: nonzero values in [-9, 9])
 };
 
 Attrs attrs(std::initializer_list<std::pair<std::string, AttrValue>> kv) {
@@ -32,6 +34,7 @@ void check(const Case& c, std::mt19937& rng) {
   const OpDef* def = OpRegistry::get().find(c.op);
   REQUIRE(def);
   std::uniform_real_distribution<double> dist(-2.0, 2.0);
+  std::uniform_int_distribution<int> small(1, 9), sign(0, 1);
   SymContext ctx;
   std::vector<SymTensor> sym;
   std::vector<Tensor> concrete;
@@ -44,10 +47,10 @@ void check(const Case& c, std::mt19937& rng) {
       concrete.emplace_back();
       continue;
     }
-    SymTensor s(ctx, DType::F32, c.shapes[k]);
-    Tensor t(DType::F32, c.shapes[k]);
+    SymTensor s(ctx, c.dtype, c.shapes[k]);
+    Tensor t(c.dtype, c.shapes[k]);
     for (std::size_t i = 0; i < t.numel(); ++i) {
-      double v = static_cast<float>(dist(rng));
+      double v = is_float(c.dtype) ? static_cast<float>(dist(rng)) : small(rng) * (sign(rng) ? 1.0 : -1.0);
       t.set(i, v);
       s.set(i, ctx.var(std::string("v").append(std::to_string(values.size()))));
       values.push_back(v);
@@ -96,6 +99,15 @@ TEST_CASE("symbolic semantics agree with eval") {
   for (const char* b : {"less", "less_equal", "greater", "greater_equal", "equal"})
     cases.push_back({b, {{3, 2}, {2}}, {}});
   cases.push_back({"mod", {{3}, {3}}, {}});
+  cases.push_back({"mod", {{4}, {4}}, attrs({{"fmod", std::int64_t{1}}})});
+  // Integer division, both modulos and power (IntDiv, IntRem, IntPow), and
+  // widening casts, over symbolic integers.
+  for (DType t : {DType::I64, DType::I32}) {
+    for (const char* b : {"div", "mod", "pow"}) cases.push_back({b, {{2, 3}, {3}}, {}, 1, t});
+    cases.push_back({"mod", {{2, 3}, {3}}, attrs({{"fmod", std::int64_t{1}}}), 1, t});
+  }
+  cases.push_back({"cast", {{5}}, attrs({{"to", std::string("i64")}}), 1, DType::I32});
+  cases.push_back({"cast", {{5}}, attrs({{"to", std::string("i32")}}), 1, DType::I8});
   for (const char* red : {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_l1",
                           "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"}) {
     cases.push_back({red, {{2, 3, 2}}, attrs({{"axes", std::vector<std::int64_t>{1}}})});
@@ -142,6 +154,33 @@ TEST_CASE("symbolic semantics agree with eval") {
   cases.push_back({"tile", {{2, 3}}, attrs({{"repeats", std::vector<std::int64_t>{2, 1}}})});
   cases.push_back({"split", {{4, 3}}, attrs({{"axis", std::int64_t{0}}}), 2});
   for (const Case& c : cases) check(c, rng);
+}
+
+TEST_CASE("integer division - remainder and power as every kernel computes them") {
+  const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  CHECK(int_quotient(7, 2) == 3);
+  CHECK(int_quotient(-7, 2) == -3);           // toward zero
+  CHECK(int_quotient(lowest, -1) == lowest);  // wraps instead of trapping
+  CHECK(int_quotient(5, 0) == std::nullopt);
+  CHECK(int_remainder(-7, 2) == -1);  // the dividend's sign
+  CHECK(int_remainder(lowest, -1) == 0);
+  CHECK(int_remainder(1, 0) == std::nullopt);
+  CHECK(int_power(3, 5) == 243);
+  CHECK(int_power(-2, 3) == -8);
+  CHECK(int_power(3, 0) == 1);
+  CHECK(int_power(3, 40) == static_cast<std::int64_t>(12157665459056928801ULL));  // wraps, as numpy
+  CHECK(int_power(2, -1) == 0);
+  CHECK(int_power(-1, -3) == -1);
+  CHECK(int_power(1, -5) == 1);
+  CHECK(int_power(0, -1) == std::nullopt);
+  SymContext ctx;
+  Sym x = ctx.var("x"), y = ctx.var("y");
+  auto at = [&](Sym e, double a, double b) { return ctx.evaluate(e.id(), [&](std::size_t v) { return v ? b : a; }); };
+  CHECK(at(scalar::int_div(x, y), -9, 4) == -2);
+  CHECK(at(scalar::int_rem(x, y), -9, 4) == -1);
+  CHECK(at(scalar::int_pow(x, y), -3, 3) == -27);
+  CHECK(std::isnan(at(scalar::int_div(x, y), 1, 0)));
+  CHECK(at(scalar::fmod(x, y), -7.5, 2) == -1.5);
 }
 
 TEST_CASE("the DAG applies only exact rewrites and ops without semantics say so") {

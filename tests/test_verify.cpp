@@ -129,6 +129,30 @@ TEST_CASE("true rules with tricky guards are proved") {
   }
 }
 
+TEST_CASE("integer division is truncating division of integers") {
+  auto v = verify_text(R"(
+    (rule int-floor (floor (cast ?x f32)) => (cast ?x f32) :if (not (floating? ?x)))
+    (rule int-rem (mod ?x ?y 1) => (sub ?x (mul (div ?x ?y) ?y)) :if (not (floating? ?x)) :if (not (floating? ?y)))
+    (rule bad-floor-mod (mod ?x ?y 0) => (sub ?x (mul (div ?x ?y) ?y)) :if (not (floating? ?x))
+      :if (not (floating? ?y)))
+  )");
+  REQUIRE(v.size() == 3);
+  // floor(x) = x needs x to be an integer: the prover knows an integer
+  // tensor's elements are; the remainder is x - (x / y) y.
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO(v[i].rule << ": " << status_name(v[i].status) << " " << v[i].reason);
+    CHECK(v[i].status == VerifyStatus::Proved);
+  }
+  // ... but the floor modulo has the divisor's sign: -1 mod 2 is 1.
+  REQUIRE(v[2].status == VerifyStatus::Refuted);
+  REQUIRE(v[2].counterexample);
+  values_differ(*v[2].counterexample);
+  for (const auto& [name, value] : v[2].counterexample->inputs) {
+    CHECK((name.rfind("x[", 0) == 0 || name.rfind("y[", 0) == 0));  // named after the rule's variables
+    CHECK(value == std::trunc(value));
+  }
+}
+
 TEST_CASE("what cannot be decided is unknown - and :unverified is reported") {
   // exp(a) exp(b) = exp(a + b) is proved through the facts given to Z3 ...
   auto v = verify_one("(rule exp-mul (mul (exp ?a) (exp ?b)) => (exp (add ?a ?b)))");
