@@ -363,20 +363,27 @@ void register_elementwise_ops(OpRegistry& r) {
     // types, or from bool, is the value itself (as every float op is exact
     // there); to bool it is `x != 0`, NaN true as Tensor::set stores it.
     // So is a widening integer conversion (every value of the source type
-    // is one of the target's). Truncation and wrapping (to other integers)
-    // have no symbolic form. The CPU and CUDA kernels fuse casts through
-    // this (lower/cpu_lowering.cpp).
+    // is one of the target's). A float to an integer is truncated toward
+    // zero (integers being unbounded there, as for add). Wrapping to a
+    // narrower integer has no symbolic form. The CPU and CUDA kernels fuse
+    // casts through this (lower/cpu_lowering.cpp), storing an integer
+    // result as Tensor::set does (saturated, wrapped).
     d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, Given, std::size_t) {
       const DType to = *dtype_from_name(a.s("to", ""));
       const DType from = x[0].dtype();
       const bool widening = (to == DType::I64 && (from == DType::I32 || from == DType::I8 || from == DType::U8)) ||
                             (to == DType::I32 && (from == DType::I8 || from == DType::U8));
-      if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool && !widening)
+      const bool truncating = is_float(from) && is_integer(to);
+      if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool && !widening && !truncating)
         throw SymbolicUnsupported{std::string("cast from ") + dtype_name(from) + " to " + dtype_name(to) +
-                                  " truncates or wraps: no symbolic form"};
+                                  " wraps: no symbolic form"};
       SymTensor out = like(x[0], to, x[0].dims());
-      for (std::size_t i = 0; i < out.numel(); ++i)
-        out.set(i, to == DType::Bool ? scalar::select(scalar::eq(x[0].at(i), 0.0), 0.0, 1.0) : x[0].at(i));
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        const Sym v = x[0].at(i);
+        out.set(i, to == DType::Bool ? scalar::select(scalar::eq(v, 0.0), 0.0, 1.0)
+                   : truncating      ? scalar::select(v < 0.0, scalar::ceil(v), scalar::floor(v))
+                                     : v);
+      }
       return std::vector<SymTensor>{std::move(out)};
     };
     r.add(std::move(d));

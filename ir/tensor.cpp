@@ -18,11 +18,13 @@ Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::
 }
 
 namespace {
-// NaN becomes 0; out-of-range values saturate (C++ conversion would be UB).
+// Truncation toward zero; NaN becomes 0 and values outside int64's range
+// saturate (C++ conversion would be UB), as LLVM's fptosi.sat and PTX's
+// cvt.rzi do.
 std::int64_t saturating_int(double v) {
   if (std::isnan(v)) return 0;
-  if (v >= 9.2e18) return INT64_MAX;
-  if (v <= -9.2e18) return INT64_MIN;
+  if (v >= 0x1p63) return INT64_MAX;
+  if (v < -0x1p63) return INT64_MIN;
   return static_cast<std::int64_t>(v);
 }
 

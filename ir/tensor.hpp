@@ -29,8 +29,9 @@ class Tensor {
   // Element i (row-major) as a double / as an integer.
   double at(std::size_t i) const;
   std::int64_t at_int(std::size_t i) const;
-  // Stores v converted to the dtype (floats round, integers truncate toward
-  // zero and wrap as C++ conversions do, bool is v != 0).
+  // Stores v converted to the dtype (floats round; integers truncate toward
+  // zero, NaN to 0, saturate at int64's range, then keep their low bits as
+  // set_int does; bool is v != 0).
   void set(std::size_t i, double v);
   void set_int(std::size_t i, std::int64_t v);
 

@@ -1270,13 +1270,17 @@ bool integer_node(const std::vector<Value*>& in, DType out) {
 }
 
 // Whether a pending integer operand `k` of `n` may be used before it is
-// wrapped to its type's width: i64 arithmetic computes its low bits, and
+// stored as its type: one computed in float is converted then; one
+// computed in i64 is wrapped to its type's width then: i64 arithmetic
+// computes its low bits, and
 // only ops whose result's low bits depend on nothing else (add, sub, mul,
 // neg, where's values, into a type no wider) may read the rest. A
 // comparison, division, max, cast to a wider type... of an i8 sum that
 // overflowed needs the wrapped value, which storing it gives.
 bool wraps_later(const ir::Node& n, std::size_t k, const Value& v, DType out) {
-  if (!ir::is_integer(v.dtype) || v.dtype == DType::I64) return true;
+  if (!ir::is_integer(v.dtype)) return true;
+  if (v.compute != DType::I64) return false;  // converted from float when stored (saturated)
+  if (v.dtype == DType::I64) return true;
   const bool low_bits = n.op == "add" || n.op == "sub" || n.op == "mul" || n.op == "neg" || (n.op == "where" && k > 0);
   return low_bits && ir::is_integer(out) && ir::dtype_size(out) <= ir::dtype_size(v.dtype);
 }
@@ -1290,22 +1294,23 @@ bool Lowerer::fuses_across_types(const ir::Node& n, const std::vector<Value*>& i
   if (!ops.count(n.op) && !is_elementwise(n.op)) return false;
   const DType out = out_types[0].dtype;
   if (integer_node(in, out)) return true;  // i64 arithmetic (elementwise_compute)
-  if (!kernel_dtype(out)) return false;
-  // Integers among floats are read as values: 8- and 32-bit ones are exact
-  // in the f64 arithmetic they get; an i64 is exact only as a cast's
-  // operand (rounded as the reference cast rounds it).
-  return std::all_of(in.begin(), in.end(), [&](const Value* v) {
-    return v && (kernel_dtype(v->dtype) || (leaf_dtype(v->dtype) && (n.op == "cast" || v->dtype != DType::I64)));
-  });
+  // (An integer result of float arithmetic is converted when stored.)
+  if (!kernel_dtype(out) && !ir::is_integer(out)) return false;
+  // Integers among floats are read as values, exactly in the f64
+  // arithmetic they get (an i64 through double, as the reference reads it).
+  return std::all_of(in.begin(), in.end(), [&](const Value* v) { return v && leaf_dtype(v->dtype); });
 }
 
 DType Lowerer::elementwise_compute(const ir::Node& n, const std::vector<Value*>& in, DType out) {
   if (integer_node(in, out)) return DType::I64;
-  auto wide = [&](DType t) { return t == DType::F64 || t == DType::I8 || t == DType::U8 || t == DType::I32; };
+  auto wide = [&](DType t) { return t == DType::F64 || ir::is_integer(t); };
   // A cast is a rounding to its result's type, which f32 arithmetic gives
-  // (from f64 too) except the test `!= 0` of a bool result.
+  // (from f64 too, and from an i64 read through double) except the test
+  // `!= 0` of a bool result and the truncation to an integer.
   if (n.op == "cast")
-    return out == DType::F64 || (out == DType::Bool && in[0] && wide(in[0]->dtype)) ? DType::F64 : DType::F32;
+    return out == DType::F64 || ((out == DType::Bool || ir::is_integer(out)) && in[0] && wide(in[0]->dtype))
+               ? DType::F64
+               : DType::F32;
   // Floor modulo is x - y floor(x / y): in f32 a quotient rounded up to an
   // integer would give about -y for about y; in f64, as the reference
   // computes it, the f32 operands' result is the reference's.

@@ -20,6 +20,9 @@ __device__ __forceinline__ float sat_min(float a, float b) { return (a != a || b
 __device__ __forceinline__ float sat_flag(bool c) { return c ? 1.0f : 0.0f; }
 __device__ __forceinline__ double sat_max(double a, double b) { return (a != a || b != b) ? (double)sat_nan() : (a < b ? b : a); }
 __device__ __forceinline__ double sat_min(double a, double b) { return (a != a || b != b) ? (double)sat_nan() : (b < a ? b : a); }
+__device__ __forceinline__ long long sat_f2ll(double v) {
+  return v != v ? 0LL : v >= 0x1p63 ? 0x7fffffffffffffffLL : v < -0x1p63 ? (-0x7fffffffffffffffLL - 1LL) : (long long)v;
+}
 )";
 
 // Integer division, remainder and power as ir::int_quotient, int_remainder
@@ -315,6 +318,8 @@ std::string stored_as(ir::DType t, ir::DType compute, const std::string& value) 
     case ir::DType::BF16:
       return "sat_f2bf((float)(" + value + "))";
     default:
+      if (ir::is_integer(t) && compute != ir::DType::I64)  // truncated, NaN 0, saturated (ir::Tensor::set)
+        return std::string("(") + element_type(t) + ")sat_f2ll((double)(" + value + "))";
       return t == compute ? value : std::string("(") + element_type(t) + ")(" + value + ")";
   }
 }

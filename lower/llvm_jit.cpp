@@ -418,7 +418,8 @@ llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm:
 
 // A computed value stored as `t`: rounded once (f16 and bf16 through f32, as
 // Tensor::set rounds them), a bool as value != 0 (NaN included: unordered or
-// not equal); from i64, an integer keeps its low bits.
+// not equal), an integer as Tensor::set converts it; from i64, an integer
+// keeps its low bits.
 llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* out_type) {
   if (v->getType()->isIntegerTy())
     return t == ir::DType::Bool ? b.CreateZExt(b.CreateICmpNE(v, b.getInt64(0)), out_type) : b.CreateTrunc(v, out_type);
@@ -430,6 +431,14 @@ llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llv
       return b.CreateFPCast(v, out_type);
     case ir::DType::F16:
       return b.CreateFPTrunc(b.CreateFPCast(v, b.getFloatTy()), out_type);
+    case ir::DType::I64:
+    case ir::DType::I32:
+    case ir::DType::I8:
+    case ir::DType::U8: {  // truncated, NaN 0, saturated to int64 (ir::Tensor::set), then the low bits
+      llvm::Value* wide = b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt64Ty(), b.getDoubleTy()},
+                                            {b.CreateFPCast(v, b.getDoubleTy())});
+      return b.CreateTrunc(wide, out_type);
+    }
     case ir::DType::BF16: {
       // Round to nearest even on the bits; a NaN keeps its high bits, quieted.
       llvm::Value* x = b.CreateBitCast(b.CreateFPCast(v, b.getFloatTy()), b.getInt32Ty());

@@ -96,7 +96,8 @@ double reduce_init(ReduceKind how) {
 void check_kernel_types(const LoopKernel& k) {
   const bool ints = k.compute == ir::DType::I64;
   const bool int_result = ir::is_integer(k.out_dtype) || k.out_dtype == ir::DType::Bool;
-  if ((!kernel_dtype(k.out_dtype) && !is_copy(k) && !(ints && int_result)) ||
+  const bool from_float = !ints && k.reduce == ReduceKind::None && ir::is_integer(k.out_dtype);
+  if ((!kernel_dtype(k.out_dtype) && !is_copy(k) && !(ints && int_result) && !from_float) ||
       (k.reduce != ReduceKind::None && !ir::is_float(k.out_dtype) && k.out_dtype != ir::DType::Bool))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));
   if (k.compute != ir::DType::F32 &&

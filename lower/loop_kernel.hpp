@@ -16,7 +16,10 @@
 // and the result is rounded once when stored: f16 and bf16 to nearest even
 // through f32 (as Tensor::set rounds them), a bool as `value != 0` (NaN is
 // true); so comparisons, logic, where and casts fuse with the arithmetic
-// around them. f64 arithmetic runs in f64 (compute_dtype), and so do
+// around them; an integer result of float arithmetic (a cast, an integer
+// raised to a float power) is converted as Tensor::set converts it:
+// truncated, NaN 0, saturated to int64, then its low bits. f64 arithmetic
+// runs in f64 (compute_dtype), and so do
 // comparisons of 8- and 32-bit integers with floats, which f64 holds
 // exactly. Integer arithmetic (add, mul, neg, max, min, abs, comparisons,
 // where, truncating division, remainder and power: what
@@ -53,7 +56,8 @@ struct Leaf {
 // Types a leaf may have: the floats, bool and the integers (read as values).
 bool leaf_dtype(ir::DType t);
 // Types a kernel's result may have: the floats and bool (a reduction's: f32;
-// a copy's: any, is_copy; an i64-computing kernel's: integers and bool).
+// a copy's: any, is_copy; an i64-computing kernel's: integers and bool; an
+// elementwise float kernel's: integers too).
 bool kernel_dtype(ir::DType t);
 // Whether `root` only uses what i64 arithmetic computes exactly: variables,
 // integral constants, add, mul, neg, max, min, abs, comparisons, select,

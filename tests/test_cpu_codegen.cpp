@@ -1518,6 +1518,42 @@ TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's wid
   }
 }
 
+TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wrapped as the reference") {
+  const double big = 0x1p63;
+  const std::vector<double> values = {2.7,   -2.7, -0.5, 300.0, -129.0,   3e9,       -3e9,    1e20,
+                                      -1e20, big,  -big, NAN,   INFINITY, -INFINITY, 65504.0, 1e-3};
+  for (ir::DType from : {ir::DType::F32, ir::DType::F64, ir::DType::F16}) {
+    INFO(ir::dtype_name(from));
+    models::GraphBuilder b("to_int");
+    std::string x = b.input("x", {static_cast<std::int64_t>(values.size())}, from);
+    std::vector<std::string> outs;
+    for (const char* to : {"i64", "i32", "i8", "u8"}) {
+      ir::Attrs a;
+      a.set("to", std::string(to));
+      outs.push_back(b.op("cast", {b.op("mul", {x, x})}, a));  // fused with the arithmetic before it
+    }
+    // An integer to a float power: computed in double, truncated.
+    std::string n = b.input("n", {static_cast<std::int64_t>(values.size())}, ir::DType::I32);
+    outs.push_back(b.op("pow", {n, b.op("abs", {x})}));
+    // Converted integers read again: saturated (1e20 is INT64_MAX) and
+    // wrapped (3e9 is negative as an i32) first.
+    auto cast = [&](const std::string& v, const char* to) {
+      ir::Attrs a;
+      a.set("to", std::string(to));
+      return b.op("cast", {v}, a);
+    };
+    outs.push_back(cast(cast(b.op("neg", {x}), "i64"), "f32"));
+    outs.push_back(b.op("less", {cast(b.op("neg", {x}), "i32"), n}));
+    ir::Tensor xs(from, {static_cast<std::int64_t>(values.size())}), ns(ir::DType::I32, xs.dims());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      xs.set(i, from == ir::DType::F16 ? std::clamp(values[i], -65504.0, 65504.0) : values[i]);
+      ns.set_int(i, static_cast<std::int64_t>(i % 5) - 2);
+    }
+    auto p = check_against_interpreter(b.finish(outs), {xs, ns}, 0, 0);
+    CHECK(p->reference_ops == std::vector<std::string>{});
+  }
+}
+
 TEST_CASE("Float modulo fuses - C fmod and floor modulo exactly as the reference") {
   for (ir::DType t : {ir::DType::F32, ir::DType::F64, ir::DType::F16}) {
     INFO(ir::dtype_name(t));

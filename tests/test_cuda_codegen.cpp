@@ -221,8 +221,8 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   CHECK(vectorized == 1);
   CHECK(bool_results == 3);
   CHECK(i64_reads == 1);
-  // Integer results and integer reductions are not kernels'
-  // (check_kernel_types), but for copies.
+  // A float kernel's integer result is converted as Tensor::set converts
+  // (saturating); integer reductions are not kernels' (check_kernel_types).
   lower::LoopKernel k = typed_loop_kernel();
   REQUIRE(k.leaves.size() == 1);  // cast(k), read as a value
   REQUIRE(k.leaves[0].dtype == ir::DType::I64);
@@ -230,7 +230,7 @@ TEST_CASE("Kernels across element types compile with NVRTC for sm_80 and sm_90")
   REQUIRE(lower::is_copy(k));
   CHECK(lower::cuda_kernel_source(k, 0).source.find("out[i] = l0[off0];") != std::string::npos);
   k.out_dtype = ir::DType::I32;
-  CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
+  CHECK(lower::cuda_kernel_source(k, 0).source.find("out[i] = (int)sat_f2ll((double)(") != std::string::npos);
   k.out_dtype = ir::DType::I64;
   k.reduce = lower::ReduceKind::Sum;
   CHECK_THROWS_AS(lower::cuda_kernel_source(k, 0), std::logic_error);
@@ -379,6 +379,29 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
     for (const auto& src : sources) ints += src.source.find("long long t") != std::string::npos;
     CHECK(ints >= 2);
     CHECK(emulated_kernels_match(g, "ints") == static_cast<int>(sources.size()));
+  }
+  SECTION("float to integer results - truncated - saturated - wrapped - NaN 0") {
+    models::GraphBuilder b("to_int");
+    std::string x = b.input("x", {4, 9}), d = b.input("d", {4, 9}, ir::DType::F64);
+    std::string n = b.input("n", {1, 9}, ir::DType::I32);
+    auto cast = [&](const std::string& v, const char* to) {
+      ir::Attrs a;
+      a.set("to", std::string(to));
+      return b.op("cast", {v}, a);
+    };
+    const ir::Graph g =
+        b.finish({cast(b.op("mul", {x, b.fill({}, 3e9)}), "i32"),   // wraps
+                  cast(b.op("mul", {x, b.fill({}, 1e19)}), "i64"),  // saturates
+                  cast(b.op("mul", {x, b.fill({}, 150.0)}), "u8"),  // wraps
+                  cast(b.op("mul", {d, b.fill({}, 1e3, ir::DType::F64)}), "i8"), b.op("pow", {n, b.op("abs", {x})})});
+    const auto sources = sources_of(g);
+    compiles_for_both(sources);
+    int converted = 0;
+    for (const auto& src : sources) converted += src.source.find(")sat_f2ll((double)(") != std::string::npos;
+    CHECK(converted == 5);
+    // (|x| is stored first: the power computes in double.)
+    CHECK(emulated_kernels_match(g, "to-int") == 6);
+    CHECK(emulated_kernels_match(g, "to-int-special", special_values) == 6);
   }
   SECTION("integer division - both modulos - power - a fault flag instead of a trap") {
     models::GraphBuilder b("int_division");
