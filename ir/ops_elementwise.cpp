@@ -180,7 +180,8 @@ void register_elementwise_ops(OpRegistry& r) {
   auto none = [](auto x, const Attrs&) { return x; };
   // Primitives (DESIGN.md): neg recip sqrt exp2 log2 sin, and the others as composites.
   unary(
-      r, "neg", K::Primitive, A::Numeric, [](auto x, const Attrs&) { return -x; }, [](std::int64_t x) { return -x; });
+      r, "neg", K::Primitive, A::Numeric, [](auto x, const Attrs&) { return -x; },
+      [](std::int64_t x) { return wrapping_neg(x); });
   unary(r, "recip", K::Primitive, A::Float, [](auto x, const Attrs&) { return 1.0 / x; });
   unary(r, "sqrt", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::sqrt(x); });
   unary(r, "exp2", K::Primitive, A::Float, [](auto x, const Attrs&) { return S::exp2(x); });
@@ -193,7 +194,7 @@ void register_elementwise_ops(OpRegistry& r) {
   unary(r, "erf", K::Composite, A::Float, [](auto x, const Attrs&) { return S::erf(x); });
   unary(
       r, "abs", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::abs(x); },
-      [](std::int64_t x) { return x < 0 ? -x : x; });
+      [](std::int64_t x) { return x < 0 ? wrapping_neg(x) : x; });
   unary(
       r, "sign", K::Composite, A::Numeric,
       [](auto x, const Attrs&) { return S::select(x > 0.0, 1.0, S::select(x < 0.0, -1.0, 0.0)); },
@@ -231,19 +232,13 @@ void register_elementwise_ops(OpRegistry& r) {
 
   binary(
       r, "add", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x + y; },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-        return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(y));
-      });
+      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return wrapping_add(x, y); });
   binary(
       r, "sub", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x - y; },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-        return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y));
-      });
+      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return wrapping_sub(x, y); });
   binary(
       r, "mul", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x * y; },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
-        return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) * static_cast<std::uint64_t>(y));
-      });
+      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return wrapping_mul(x, y); });
   binary(
       r, "div", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x / y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) { return int_quotient(x, y); },  // ONNX's: truncating
@@ -259,7 +254,7 @@ void register_elementwise_ops(OpRegistry& r) {
       [](std::int64_t x, std::int64_t y, const Attrs& a) -> std::optional<std::int64_t> {
         const std::optional<std::int64_t> m = int_remainder(x, y);
         if (!m || a.i("fmod", 0) || *m == 0 || (*m < 0) == (y < 0)) return m;
-        return static_cast<std::int64_t>(static_cast<std::uint64_t>(*m) + static_cast<std::uint64_t>(y));
+        return wrapping_add(*m, y);
       },
       [](const Sym& x, const Sym& y, const Attrs& a) {
         const Sym m = S::int_rem(x, y);
@@ -282,7 +277,9 @@ void register_elementwise_ops(OpRegistry& r) {
   binary(
       r, "prelu", K::Composite, A::Numeric, std::nullopt,
       [](auto x, auto s, const Attrs&) { return S::select(x < 0.0, s * x, x); },
-      [](std::int64_t x, std::int64_t s, const Attrs&) -> std::optional<std::int64_t> { return x < 0 ? s * x : x; });
+      [](std::int64_t x, std::int64_t s, const Attrs&) -> std::optional<std::int64_t> {
+        return x < 0 ? wrapping_mul(s, x) : x;
+      });
 
   auto cmp = [&](const char* name, OpKind kind, auto op) {
     binary(

@@ -567,7 +567,9 @@ void register_movement_ops(OpRegistry& r) {
     OpDef d = make("range", OpKind::Composite, 3, 3, "range(start, limit, delta): 1-D, as numpy.arange");
     auto count = [](double s, double l, double dl) {
       if (dl == 0) shape_error("range: delta is 0");
-      return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((l - s) / dl)));
+      const double n = std::ceil((l - s) / dl);
+      if (!(n < 0x1p62)) shape_error("range: (limit - start) / delta is " + std::to_string(n) + ", not a length");
+      return std::max<std::int64_t>(0, static_cast<std::int64_t>(n));
     };
     d.infer = [count](const Attrs&, Inputs in, std::size_t) {
       for (const TypedInput& t : in) {
@@ -587,7 +589,7 @@ void register_movement_ops(OpRegistry& r) {
         if (is_float(x[0].dtype()))
           out.set(static_cast<std::size_t>(i), s + static_cast<double>(i) * dl);
         else
-          out.set_int(static_cast<std::size_t>(i), x[0].at_int(0) + i * x[2].at_int(0));
+          out.set_int(static_cast<std::size_t>(i), wrapping_add(x[0].at_int(0), wrapping_mul(i, x[2].at_int(0))));
       }
       return std::vector<Tensor>{std::move(out)};
     };

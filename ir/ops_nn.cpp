@@ -394,8 +394,8 @@ void register_nn_ops(OpRegistry& r) {
             } else {
               std::int64_t acc = 0;
               for (std::int64_t k = 0; k < K; ++k)
-                acc += x[0].at_int(static_cast<std::size_t>(ao + i * K + k)) *
-                       x[1].at_int(static_cast<std::size_t>(bo + k * N + j));
+                acc = wrapping_add(acc, wrapping_mul(x[0].at_int(static_cast<std::size_t>(ao + i * K + k)),
+                                                     x[1].at_int(static_cast<std::size_t>(bo + k * N + j))));
               out.set_int(o, acc);
             }
           }

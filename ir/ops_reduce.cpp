@@ -87,9 +87,9 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
         std::int64_t v = x[0].at_int(i);
         std::int64_t& t = acc[map[i]];
         if (how == Red::Sum)
-          t += v;
+          t = wrapping_add(t, v);
         else if (how == Red::Prod)
-          t *= v;
+          t = wrapping_mul(t, v);
         else if (how == Red::Max)
           t = std::max(t, v);
         else

@@ -9,29 +9,6 @@
 
 namespace saturn::ir {
 
-std::optional<std::int64_t> int_quotient(std::int64_t a, std::int64_t b) {
-  if (b == 0) return std::nullopt;
-  if (b == -1) return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a));
-  return a / b;
-}
-
-std::optional<std::int64_t> int_remainder(std::int64_t a, std::int64_t b) {
-  if (b == 0) return std::nullopt;
-  return b == -1 ? 0 : a % b;
-}
-
-std::optional<std::int64_t> int_power(std::int64_t x, std::int64_t n) {
-  if (n < 0) {
-    if (x == 0) return std::nullopt;
-    if (x == 1) return 1;
-    return x == -1 ? (n % 2 ? -1 : 1) : 0;
-  }
-  std::uint64_t r = 1, base = static_cast<std::uint64_t>(x);
-  for (auto e = static_cast<std::uint64_t>(n); e; e >>= 1, base *= base)
-    if (e & 1) r *= base;
-  return static_cast<std::int64_t>(r);
-}
-
 const char* sym_op_name(SymOp op) {
   switch (op) {
     case SymOp::Var:

@@ -17,13 +17,13 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/dtype.hpp"
+#include "ir/int_arith.hpp"
 
 namespace saturn::ir {
 
@@ -77,15 +77,6 @@ struct SymNode {
 struct SymbolicUnsupported {
   std::string message;
 };
-
-// Integer arithmetic as every Saturn kernel computes it, in int64: a
-// quotient truncated toward zero, its remainder (the dividend's sign) and
-// an exact power (squaring; a negative power truncates 1 / x^n). Overflow
-// wraps (INT64_MIN / -1 is INT64_MIN, as in two's complement); nullopt for
-// a zero divisor and for 0 to a negative power.
-std::optional<std::int64_t> int_quotient(std::int64_t a, std::int64_t b);
-std::optional<std::int64_t> int_remainder(std::int64_t a, std::int64_t b);
-std::optional<std::int64_t> int_power(std::int64_t x, std::int64_t n);
 
 class Sym;
 

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <new>
 
 namespace saturn::runtime {
 
@@ -64,6 +65,8 @@ Expected<std::vector<Tensor>> interpret(const ir::Graph& g, std::span<const Tens
         if (!n.outputs[k].empty()) values[n.outputs[k]] = std::move(res[k]);
     } catch (const ir::ShapeError& e) {
       return fail(ir::describe(n) + ": " + e.message);
+    } catch (const std::bad_alloc&) {
+      return fail(ir::describe(n) + ": out of memory for its results");
     } catch (const std::exception& e) {
       return fail(ir::describe(n) + ": " + e.what());
     }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -96,6 +97,39 @@ TEST_CASE("binary ops broadcast numpy-style") {
         "add: shapes [2 3] and [4] do not broadcast");
   CHECK(shape_error_of("add", {{DType::F32, shape_of({2})}, {DType::I64, shape_of({2})}}) ==
         "add: operand types differ (f32 and i64)");
+}
+
+TEST_CASE("int64 extremes wrap - never undefined behaviour - and a zero divisor is an error") {
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  auto ints = [](std::vector<std::int64_t> v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    return Tensor::of_ints(DType::I64, {n}, v);
+  };
+  CHECK(run("neg", {ints({lo, 5})})[0].to_ints() == std::vector<std::int64_t>{lo, -5});
+  CHECK(run("abs", {ints({lo, -5})})[0].to_ints() == std::vector<std::int64_t>{lo, 5});
+  CHECK(run("add", {ints({hi, 1}), ints({1, 2})})[0].to_ints() == std::vector<std::int64_t>{lo, 3});
+  CHECK(run("div", {ints({lo, -7}), ints({-1, 2})})[0].to_ints() == std::vector<std::int64_t>{lo, -3});
+  CHECK(run("mod", {ints({lo, -7}), ints({-1, 2})})[0].to_ints() == std::vector<std::int64_t>{0, 1});
+  CHECK(run("pow", {ints({3, -2}), ints({40, 63})})[0].to_ints() ==
+        std::vector<std::int64_t>{static_cast<std::int64_t>(12157665459056928801ULL), lo});
+  CHECK(run("reduce_sum", {ints({hi, hi, 2})})[0].at_int(0) == 0);
+  CHECK(run("reduce_prod", {ints({hi, 2})})[0].at_int(0) == -2);
+  CHECK(run("matmul", {Tensor::of_ints(DType::I64, {1, 2}, {hi, 1}), Tensor::of_ints(DType::I64, {2, 1}, {2, 3})})[0]
+            .at_int(0) == 1);
+  for (const char* op : {"div", "mod", "pow"}) {
+    INFO(op);
+    const OpDef* d = OpRegistry::get().find(op);
+    std::vector<Tensor> args{ints({0, 4}), ints({op == std::string("pow") ? -1 : 0, 1})};
+    bool given[2] = {true, true};
+    CHECK_THROWS_AS(d->eval(Attrs{}, args, std::span<const bool>(given, 2), 1), ShapeError);
+  }
+  // range's length must be a number.
+  Attrs none;
+  const OpDef* range = OpRegistry::get().find("range");
+  std::vector<Tensor> nan_limit{f32({}, {0}), f32({}, {NAN}), f32({}, {1})};
+  std::vector<TypedInput> ins;
+  for (auto& t : nan_limit) ins.push_back(TypedInput{{t.dtype(), shape_of(t.dims())}, &t, true});
+  CHECK_THROWS_AS(range->infer(none, ins, 1), ShapeError);
 }
 
 TEST_CASE("matmul - gemm and softmax") {
