@@ -150,3 +150,28 @@ TEST_CASE("a gather index out of range fails the run with exit 2 naming the node
     CHECK(r.err.find("index 4 out of range for axis of size 4") != std::string::npos);
   }
 }
+
+TEST_CASE("an integer division by zero fails the run naming the node - unless nothing reads it - cpu and interp") {
+  auto dir = fs::temp_directory_path() / ("saturn-int-div-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // q is an output; r is dead (nothing reads it): its zero divisor is no error.
+  std::ofstream(dir / "g.sat") << "(graph g\n  (input a i32 [3])\n  (input b i32 [3])\n"
+                                  "  (node quotient div (q) (a b))\n  (node dead mod (r) (b a))\n  (output q))\n";
+  auto ints = [](std::vector<std::int64_t> v) { return saturn::ir::Tensor::of_ints(saturn::ir::DType::I32, {3}, v); };
+  REQUIRE(saturn::ir::write_tensor_pb(ints({7, -7, 9}), (dir / "a.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(ints({2, 2, 0}), (dir / "zero.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(ints({0, 2, 4}), (dir / "dead_zero.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(ints({0, 0, 0}), (dir / "want.pb").string()));
+  for (const char* target : {"cpu", "interp"}) {
+    INFO(target);
+    const std::string run = "run " + (dir / "g.sat").string() + " --target " + target + " --inputs ";
+    auto zero = run_saturn(run + (dir / "a.pb").string() + " " + (dir / "zero.pb").string());
+    CHECK(zero.status == 2);
+    CHECK(zero.err.find("node 'quotient' (div): integer division by zero") != std::string::npos);
+    // a = {0, 2, 4}, b = {7, -7, 9}: q = a / b = {0, 0, 0}; the dead b mod a divides by 0.
+    auto dead = run_saturn(run + (dir / "dead_zero.pb").string() + " " + (dir / "a.pb").string() + " --check " +
+                           (dir / "want.pb").string());
+    INFO(dead.err);
+    CHECK(dead.status == 0);
+  }
+}
