@@ -1,5 +1,8 @@
 #include "ir/graph.hpp"
 
+#include <algorithm>
+#include <set>
+
 namespace saturn::ir {
 
 std::string describe(const Node& n) {
@@ -7,6 +10,17 @@ std::string describe(const Node& n) {
   if (!n.name.empty()) s += " '" + n.name + "'";
   s += " (" + (n.source_op.empty() ? n.op : n.source_op) + ")";
   return s;
+}
+
+std::vector<bool> live_nodes(const Graph& g) {
+  std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
+  std::vector<bool> live(g.nodes.size(), false);
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    live[i] = std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o); });
+    if (live[i]) needed.insert(n.inputs.begin(), n.inputs.end());
+  }
+  return live;
 }
 
 Expected<std::map<std::string, ValueType>> infer_types(const Graph& g) {

@@ -42,6 +42,10 @@ struct Graph {
 // "node 'conv1' (Conv)": how messages name a node.
 std::string describe(const Node& n);
 
+// Which nodes the graph's outputs depend on (by index): the others are
+// dead, and neither the interpreter nor the lowerings run them.
+std::vector<bool> live_nodes(const Graph& g);
+
 // The type of every value; fails naming the node, its op and the dims.
 Expected<std::map<std::string, ValueType>> infer_types(const Graph& g);
 

@@ -872,6 +872,7 @@ class Lowerer {
   bool lower_convolution(const ir::Node& n, ConvSpec spec, Value& x_value, Value& w_value, Value* bias_value,
                          bool own_relu);
   std::map<std::size_t, ConvEpilogue> epilogue_;  // conv node -> its planned epilogue
+  std::vector<bool> live_;                        // ir::live_nodes: the nodes lowered
   std::map<std::size_t, std::string> fused_;      // epilogue node a conv took -> the value its output is
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
 };
@@ -903,12 +904,16 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       values_[in.name] = stored(b);
     }
     for (const auto& [name, t] : graph_->initializers) values_[name] = stored(add_weight(&t, name));
-    for (const ir::Node& n : graph_->nodes)
-      for (const std::string& i : n.inputs)
-        if (!i.empty()) ++uses_[i];
+    // Dead nodes (nothing the outputs depend on) are not lowered: they
+    // would run for nothing, and fail where the interpreter does not.
+    live_ = ir::live_nodes(*graph_);
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
+      for (const std::string& in : graph_->nodes[i].inputs)
+        if (live_[i] && !in.empty()) ++uses_[in];
     for (const std::string& o : graph_->outputs) ++uses_[o];
     plan_epilogues();
-    for (std::size_t i = 0; i < graph_->nodes.size(); ++i) lower_node(i);
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
+      if (live_[i]) lower_node(i);
     // Graph outputs: whole temporaries of their own.
     std::set<BufferId> seen;
     for (const std::string& o : graph_->outputs) {
@@ -1065,6 +1070,7 @@ void Lowerer::plan_epilogues() {
   };
   std::map<std::size_t, std::size_t> add_conv;  // planned add node -> its conv
   for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!live_[i]) continue;  // (a dead add must not take a live conv's result)
     const ir::Node& n = nodes[i];
     if (n.op == "add" && n.inputs.size() == 2 && n.outputs.size() == 1) {
       // The conv operand that runs last takes the add: the other operand

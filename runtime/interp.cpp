@@ -1,10 +1,8 @@
 #include "runtime/interp.hpp"
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <new>
-#include <set>
 
 namespace saturn::runtime {
 
@@ -49,13 +47,7 @@ Expected<std::vector<Tensor>> interpret(const ir::Graph& g, std::span<const Tens
   // Only the nodes the outputs depend on run: a dead node's failure (an
   // integer division by zero) does not fail the run, as on the compiled
   // targets, which never emit it.
-  std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
-  std::vector<bool> live(g.nodes.size(), false);
-  for (std::size_t i = g.nodes.size(); i-- > 0;) {
-    const ir::Node& n = g.nodes[i];
-    live[i] = std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o); });
-    if (live[i]) needed.insert(n.inputs.begin(), n.inputs.end());
-  }
+  const std::vector<bool> live = ir::live_nodes(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!live[i]) continue;
     const ir::Node& n = g.nodes[i];

@@ -1554,6 +1554,25 @@ TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wr
   }
 }
 
+TEST_CASE("Dead nodes are not lowered - a dead add does not take a live conv's result") {
+  models::GraphBuilder b("dead");
+  std::string x = b.input("x", {1, 3, 8, 8});
+  std::string skip = b.input("skip", {1, 4, 8, 8});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  std::string y = b.op("conv", {x, b.weight({4, 3, 3, 3}, 0.3)}, pads);
+  b.op("relu", {b.op("add", {y, skip})});                                         // dead: its result is no output
+  b.op("matmul", {b.weight({64, 64}, 1.0), b.weight({64, 64}, 1.0)});             // dead and constant
+  b.op("div", {b.fill({4}, 1, ir::DType::I32), b.fill({4}, 0, ir::DType::I32)});  // dead, and would fail
+  auto p = check_against_interpreter(b.finish({y}), 1e-5, 1e-5);
+  std::string labels;
+  for (const lower::Step& s : p->steps) labels += s.label + "; ";
+  INFO(labels);
+  CHECK(p->library_calls == 1);  // the convolution, without the add and relu, and no product
+  CHECK(labels.find("relu") == std::string::npos);
+  CHECK(labels.find("add") == std::string::npos);
+  CHECK(p->reference_ops.empty());
+}
+
 TEST_CASE("Float modulo fuses - C fmod and floor modulo exactly as the reference") {
   for (ir::DType t : {ir::DType::F32, ir::DType::F64, ir::DType::F16}) {
     INFO(ir::dtype_name(t));
