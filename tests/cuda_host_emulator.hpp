@@ -63,7 +63,10 @@ class CudaHostEmulator {
 // The loop kernel's meaning, evaluated in double over the leaves' arrays
 // (one per leaf, read at offset + index . strides) and stored as its result
 // type would store it (a bool result: 0 or 1), as f32.
-std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves);
+// `faulted`, when given, says whether an integer division met a zero
+// divisor (or 0 a negative power) at some element: the run would fail.
+std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves,
+                                    bool* faulted = nullptr);
 
 // Arrays for the leaves of `k`, each as long as its reads reach, filled with
 // deterministic values from `seed`: for f32 leaves in [-2, 2] (some exactly

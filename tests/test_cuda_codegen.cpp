@@ -19,6 +19,7 @@
 #include "lower/cuda_codegen.hpp"
 #include "runtime/cuda_compiler.hpp"
 #include "tests/cuda_host_emulator.hpp"
+#include "tests/random_graphs.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;
@@ -556,6 +557,30 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
         b.finish({b.op("tanh", {b.op("add", {x, row})}), b.op("reduce_sum", {x}, models::ints_attr("axes", {1}))});
     CHECK(emulated_kernels_match(g, "big") == 2);
   }
+}
+
+TEST_CASE("Random elementwise graphs of every type - their kernels on the host emulator") {
+  // The graphs test_cpu_codegen runs against the interpreter; here their
+  // kernels, as CUDA C, against the loop kernels' meaning (one emulator).
+  std::vector<lower::LoopKernel> kernels;
+  std::vector<std::string> where;
+  for (std::uint32_t seed = 1; seed <= 60; ++seed) {
+    const test::RandomGraph r = test::random_elementwise_graph(seed);
+    for (const lower::LoopKernel& k : kernels_of(r.graph)) {
+      kernels.push_back(k);
+      where.push_back("seed " + std::to_string(seed) + " (" + r.text + ")");
+    }
+  }
+  CHECK(kernels.size() > 150);
+  const auto sources = [&] {
+    std::vector<lower::CudaKernelSource> out;
+    for (std::size_t i = 0; i < kernels.size(); i += 25) out.push_back(lower::cuda_kernel_source(kernels[i], 0));
+    return out;
+  }();
+  compiles_for_both(sources);  // a sample through NVRTC
+  const std::vector<std::string> wrong = test::emulation_failures(kernels, where, "random", special_values);
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
 }
 
 TEST_CASE("The host emulator reports what a device would reject - and a wrong kernel does not match") {
