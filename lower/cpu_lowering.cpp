@@ -914,13 +914,16 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
     plan_epilogues();
     for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
       if (live_[i]) lower_node(i);
-    // Graph outputs: whole temporaries of their own.
+    // Graph outputs: whole temporaries of their own. (A contiguous view
+    // from offset 0 may be a prefix of its buffer: a slice [0, 3) of 4.)
     std::set<BufferId> seen;
     for (const std::string& o : graph_->outputs) {
       Value& v = values_.at(o);
       store(v, "", false);
       const Buffer& b = p_->buffers[static_cast<std::size_t>(v.view.buffer)];
-      if (!v.view.whole() || b.kind != BufferKind::Temp || seen.count(v.view.buffer) || v.is_scalar_constant) {
+      const bool all_of_it = b.bytes == static_cast<std::size_t>(ir::numel(v.dims)) * ir::dtype_size(v.dtype);
+      if (!v.view.whole() || !all_of_it || b.kind != BufferKind::Temp || seen.count(v.view.buffer) ||
+          v.is_scalar_constant) {
         Value copy = v;
         BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
         emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy", {}, compute_dtype(v.dtype));

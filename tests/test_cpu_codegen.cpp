@@ -63,6 +63,13 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
     }
   }
   std::shared_ptr<runtime::CpuExecutor> owner = std::move(*exec);
+  // Each output is a buffer of its own, exactly its size.
+  const lower::Program& program = owner->program();
+  REQUIRE(program.outputs.size() == program.output_dims.size());
+  for (std::size_t k = 0; k < program.outputs.size(); ++k) {
+    const lower::Buffer& out = program.buffers[static_cast<std::size_t>(program.outputs[k])];
+    CHECK(out.bytes == static_cast<std::size_t>(ir::numel(program.output_dims[k])) * ir::dtype_size(out.dtype));
+  }
   return std::shared_ptr<const lower::Program>(owner, &owner->program());
 }
 
@@ -1538,6 +1545,25 @@ TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wr
     auto p = check_against_interpreter(b.finish(outs), {xs, ns}, 0, 0);
     CHECK(p->reference_ops == std::vector<std::string>{});
   }
+}
+
+TEST_CASE("An output that is a prefix of its buffer gets a buffer of its own") {
+  // slice [0, 3) of a 4-element result is contiguous from offset 0: it used
+  // to become the output as the whole 4-element buffer (a heap overflow).
+  models::GraphBuilder b("prefix");
+  std::string x = b.input("x", {4, 1}, ir::DType::I64), f = b.input("f", {4, 2});
+  ir::Attrs red = models::ints_attr("axes", {1});
+  red.set("keepdims", std::int64_t{0});
+  auto first3 = [&](const std::string& v) {
+    ir::Attrs a = models::ints_attr("starts", {0});
+    a.set("ends", Dims{3});
+    a.set("axes", Dims{0});
+    return b.op("slice", {v}, a);
+  };
+  auto p = check_against_interpreter(
+      b.finish({first3(b.op("reduce_min", {x}, red)), first3(b.op("add", {f, f})), b.op("transpose", {x})}),
+      {random_tensor({4, 1}, 1, -9, 9, ir::DType::I64), random_tensor({4, 2}, 2)}, 0, 0);
+  CHECK(p->outputs.size() == 3);
 }
 
 TEST_CASE("Dead nodes are not lowered - a dead add does not take a live conv's result") {
