@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the compiled targets against the interpreter:
+random graphs of random element types, with each type's extremes among the
+inputs (INT64_MIN, 255, NaN, -0, inf, ...), run by `saturn run --target
+interp` and by `--target cpu`. Both must fail together (an integer division
+by zero) or give the same outputs: integers and bools exactly, floats to
+1e-5 (f16: 1e-3), NaN for NaN. Not part of the test suite (minutes);
+tests/random_graphs.hpp runs a fixed sample of the elementwise family in CI.
+Each disagreement is printed with the folder that holds its graph and inputs.
+
+  tools/fuzz_targets.py [--family elementwise|movement] [-n N] [--seed S] [--keep DIR]
+
+elementwise: chains of arithmetic, division, modulo, power, comparisons
+feeding where, and casts to every type. movement: transposes, slices (also
+reversed), reductions, concat, expand, products, pad, tile, reshape,
+argmax / argmin, softmax and casts. Needs numpy and onnx (pip).
+"""
+import argparse
+import glob
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SATURN = os.path.join(ROOT, "build", "tools", "saturn")
+NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": None,
+      "f32": np.float32, "f64": np.float64, "bool": np.bool_}
+INTS = ["i8", "u8", "i32", "i64"]
+FLOATS = ["f16", "f32", "f64"]
+
+
+def values(t, shape, rng):
+    n = int(np.prod(shape))
+    if t == "bool":
+        return rng.integers(0, 2, n).astype(np.bool_).reshape(shape)
+    if t in INTS:
+        info = np.iinfo(NP[t])
+        pool = [info.min, info.max, 0, 1, 2, 3, 7, -1 if t != "u8" else 5]
+        v = [rng.choice(pool) if rng.random() < 0.3 else rng.integers(max(info.min, -300), min(info.max, 300))
+             for _ in range(n)]
+        return np.array(v, dtype=np.int64).astype(NP[t]).reshape(shape)
+    pool = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 65504.0, -2.5, 3.0]
+    v = [rng.choice(pool) if rng.random() < 0.2 else rng.normal() * 10 for _ in range(n)]
+    with np.errstate(over="ignore"):
+        return np.array(v).astype(NP[t]).reshape(shape)
+
+
+def elementwise(r, lines, cur):
+    """One random elementwise step over the values in `cur` (name -> (type, shape))."""
+    numeric = [v for v in cur if cur[v][0] != "bool"]
+    x = r.choice(numeric)
+    t, shape = cur[x]
+    y = r.choice([v for v in numeric if cur[v][0] == t])
+    o = f"v{len(lines)}"
+    kind = r.random()
+    if kind < 0.45:
+        op = r.choice(["add", "sub", "mul", "max", "min", "div", "mod"] + (["pow"] if t in INTS else []))
+        attr = " :fmod 1" if op == "mod" and r.random() < 0.5 else ""
+        lines.append(f"  (node n{len(lines)} {op} ({o}) ({x} {y}){attr})")
+        cur[o] = (t, shape)
+    elif kind < 0.6:
+        op = r.choice(["neg", "abs", "sign", "relu"] + (["floor", "ceil"] if t in FLOATS else []))
+        lines.append(f"  (node n{len(lines)} {op} ({o}) ({x}))")
+        cur[o] = (t, shape)
+    elif kind < 0.8:
+        c = f"c{len(lines)}"
+        lines.append(f"  (node n{len(lines)} {r.choice(['less', 'greater', 'equal', 'less_equal'])} ({c}) ({x} {y}))")
+        lines.append(f"  (node n{len(lines)} where ({o}) ({c} {x} {y}))")
+        cur[o] = (t, shape)
+    else:
+        to = r.choice(INTS + FLOATS + ["bool"])
+        lines.append(f"  (node n{len(lines)} cast ({o}) ({x}) :to \"{to}\")")
+        cur[o] = (to, shape)
+    return o
+
+
+def movement(r, lines, cur):
+    """One random movement / reduction / product step."""
+    x = r.choice(list(cur))
+    t, sh = cur[x]
+    rank = len(sh)
+    o = f"v{len(lines)}"
+    n = f"n{len(lines)}"
+    if rank == 0:  # a full reduction's scalar
+        lines.append(f"  (node {n} unsqueeze ({o}) ({x}) :axes [0])")
+        cur[o] = (t, [1])
+        return o
+    kind = r.random()
+    ax = r.randrange(rank)
+    if kind < 0.15:
+        perm = list(range(rank))
+        r.shuffle(perm)
+        lines.append(f"  (node {n} transpose ({o}) ({x}) :perm [{' '.join(map(str, perm))}])")
+        cur[o] = (t, [sh[p] for p in perm])
+    elif kind < 0.3:
+        d = sh[ax]
+        if r.random() < 0.3 and d > 1:
+            lines.append(f"  (node {n} slice ({o}) ({x}) :starts [-1] :ends [-{d + 1}] :axes [{ax}] :steps [-1])")
+            cur[o] = (t, sh[:])
+        else:
+            st = r.randint(0, d - 1)
+            en = r.randint(st + 1, d)
+            step = r.choice([1, 1, 2])
+            lines.append(f"  (node {n} slice ({o}) ({x}) :starts [{st}] :ends [{en}] :axes [{ax}] :steps [{step}])")
+            cur[o] = (t, sh[:ax] + [len(range(st, en, step))] + sh[ax + 1:])
+    elif kind < 0.5 and t != "bool":
+        op = r.choice(["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"] +
+                      (["reduce_mean", "reduce_l2", "reduce_log_sum_exp"] if t in FLOATS else []))
+        keep = r.randint(0, 1)
+        lines.append(f"  (node {n} {op} ({o}) ({x}) :axes [{ax}] :keepdims {keep})")
+        cur[o] = (t, sh[:ax] + ([1] if keep else []) + sh[ax + 1:])
+    elif kind < 0.6:
+        lines.append(f"  (node {n} concat ({o}) ({x} {x}) :axis {ax})")
+        cur[o] = (t, sh[:ax] + [2 * sh[ax]] + sh[ax + 1:])
+    elif kind < 0.68:
+        lines.append(f"  (node {n} expand ({o}) ({x}) :shape [{' '.join(map(str, [2] + sh))}])")
+        cur[o] = (t, [2] + sh)
+    elif kind < 0.76 and rank >= 2 and t in ("f32", "f64", "i32", "i64"):
+        perm = list(range(rank))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        lines.append(f"  (node {n}t transpose ({o}t) ({x}) :perm [{' '.join(map(str, perm))}])")
+        lines.append(f"  (node {n} matmul ({o}) ({x} {o}t))")
+        cur[o] = (t, sh[:-1] + [sh[-2]])
+    elif kind < 0.82:
+        pads = [0] * (2 * rank)
+        pads[ax], pads[rank + ax] = r.randint(0, 2), r.randint(-1 if sh[ax] > 1 else 0, 2)
+        mode = r.choice(["constant", "reflect", "edge"]) if min(pads) >= 0 and sh[ax] > 2 else "constant"
+        lines.append(f"  (node {n} pad ({o}) ({x}) :pads [{' '.join(map(str, pads))}] :mode \"{mode}\")")
+        cur[o] = (t, sh[:ax] + [sh[ax] + pads[ax] + pads[rank + ax]] + sh[ax + 1:])
+    elif kind < 0.87:
+        reps = [r.randint(1, 2) for _ in sh]
+        lines.append(f"  (node {n} tile ({o}) ({x}) :repeats [{' '.join(map(str, reps))}])")
+        cur[o] = (t, [a * b for a, b in zip(sh, reps)])
+    elif kind < 0.91 and t != "bool":
+        op = r.choice(["argmax", "argmin"])
+        lines.append(f"  (node {n} {op} ({o}) ({x}) :axis {ax} :keepdims 1 :select_last_index {r.randint(0, 1)})")
+        cur[o] = ("i64", sh[:ax] + [1] + sh[ax + 1:])
+    elif kind < 0.95 and t in FLOATS:
+        lines.append(f"  (node {n} {r.choice(['softmax', 'log_softmax'])} ({o}) ({x}) :axis {ax})")
+        cur[o] = (t, sh[:])
+    else:
+        to = r.choice(INTS + FLOATS + ["bool"])
+        lines.append(f"  (node {n} cast ({o}) ({x}) :to \"{to}\")")
+        cur[o] = (to, sh[:])
+    return o
+
+
+def make_case(seed, family, folder):
+    r = random.Random(seed)
+    rng = np.random.default_rng(seed)
+    t = r.choice(INTS + FLOATS + (["bool"] if family == "movement" else []))
+    shape = [2, 5] if family == "elementwise" else [r.randint(1, 4) for _ in range(r.randint(1, 4))]
+    names = ["a", "b", "c"] if family == "elementwise" else ["a"]
+    lines = [f"(graph fuzz{seed}"] + [f"  (input {v} {t} [{' '.join(map(str, shape))}])" for v in names]
+    cur = {v: (t, shape) for v in names}
+    step = elementwise if family == "elementwise" else movement
+    outs = [step(r, lines, cur) for _ in range(r.randint(3, 8))]
+    lines.append(f"  (output {' '.join(outs[-3:])}))")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "g.sat"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    inputs = []
+    for v in names:
+        inputs.append(os.path.join(folder, v + ".npy"))
+        np.save(inputs[-1], values(t, shape, rng))
+    return inputs
+
+
+def run(folder, inputs, target):
+    out = os.path.join(folder, "out_" + target)
+    p = subprocess.run([SATURN, "run", os.path.join(folder, "g.sat"), "--target", target, "--threads", "1",
+                        "--inputs", *inputs, "-o", out], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stderr.strip(), out
+
+
+def disagreement(folder, inputs):
+    ri, ei, oi = run(folder, inputs, "interp")
+    rc, ec, oc = run(folder, inputs, "cpu")
+    if ri not in (0, 2) or rc not in (0, 2):
+        return f"exit {ri} (interp) / {rc} (cpu): {ec[-300:]}"
+    if ri != rc:
+        return f"interp exit {ri}, cpu exit {rc}: {(ei if ri else ec)[-300:]}"
+    if ri:
+        return None
+    for f in sorted(glob.glob(os.path.join(oi, "*.pb"))):
+        a = numpy_helper.to_array(onnx.load_tensor(f))
+        b = numpy_helper.to_array(onnx.load_tensor(os.path.join(oc, os.path.basename(f))))
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"{os.path.basename(f)}: {a.dtype}{a.shape} (interp) / {b.dtype}{b.shape} (cpu)"
+        same = (np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-3 if a.dtype == np.float16 else 1e-5,
+                            atol=1e-6, equal_nan=True) if a.dtype.kind == "f" else np.array_equal(a, b))
+        if not same:
+            return f"{os.path.basename(f)} differs"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", choices=["elementwise", "movement"], default="elementwise")
+    ap.add_argument("-n", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", help="folder for the cases (default: a temporary one, kept when one disagrees)")
+    args = ap.parse_args()
+    root = args.keep or tempfile.mkdtemp(prefix="saturn-fuzz-targets-")
+    bad = 0
+    for seed in range(args.seed, args.seed + args.n):
+        folder = os.path.join(root, f"{args.family}-{seed}")
+        why = disagreement(folder, make_case(seed, args.family, folder))
+        if why:
+            bad += 1
+            print(f"{folder}: {why}")
+    print(f"{args.n} {args.family} graphs, {bad} disagreements ({root})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
