@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 
@@ -417,6 +418,66 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
   return convolution_step(st, pd, "conv_transpose", spec, x, w, bias, user_w, bias_md, nullptr, out, keep);
 }
 
+namespace {
+
+// Whether an element of the f32 view `x` is NaN (its dense memory scanned
+// in one pass when it is dense).
+bool has_nan(const float* base, const View& x) {
+  const std::int64_t n = ir::numel(x.dims);
+  if (x.dense()) {
+    const float* p = base + x.offset;
+    bool nan = false;
+    for (std::int64_t i = 0; i < n; ++i) nan |= p[i] != p[i];
+    return nan;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t off = x.offset, rest = i;
+    for (std::size_t d = x.dims.size(); d-- > 0;) {
+      off += (rest % x.dims[d]) * x.strides[d];
+      rest /= x.dims[d];
+    }
+    if (base[off] != base[off]) return true;
+  }
+  return false;
+}
+
+// oneDNN's max pooling lets a NaN lose to a number; ONNX's reference (and
+// cuDNN with CUDNN_PROPAGATE_NAN, and Saturn's own pooling) gives NaN for
+// a window holding one. Rewrites those results as NaN; `out_strides` are
+// the result's (elements).
+void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float* y,
+                   const std::vector<std::int64_t>& out_strides) {
+  const std::size_t k = spec.kernel.size();
+  const std::int64_t n = ir::numel(spec.out_dims);
+  std::vector<std::int64_t> o(spec.out_dims.size()), tap(k);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t rest = i, y_off = 0;
+    for (std::size_t d = o.size(); d-- > 0;) {
+      o[d] = rest % spec.out_dims[d];
+      rest /= spec.out_dims[d];
+      y_off += o[d] * out_strides[d];
+    }
+    std::int64_t taps = 1;
+    for (auto w : spec.kernel) taps *= w;
+    bool nan = false;
+    for (std::int64_t t = 0; t < taps && !nan; ++t) {
+      std::int64_t r = t, x_off = x.offset + o[0] * x.strides[0] + o[1] * x.strides[1];
+      bool inside = true;
+      for (std::size_t j = k; j-- > 0;) {
+        const std::int64_t at =
+            o[2 + j] * spec.strides[j] - spec.pads_begin[j] + (r % spec.kernel[j]) * spec.dilations[j];
+        r /= spec.kernel[j];
+        inside &= at >= 0 && at < spec.x_dims[2 + j];
+        x_off += at * x.strides[2 + j];
+      }
+      nan = inside && base[x_off] != base[x_off];
+    }
+    if (nan) y[y_off] = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+}  // namespace
+
 LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
                            std::vector<std::shared_ptr<void>>& keep) {
   auto st = std::make_shared<DnnlState>();
@@ -439,7 +500,12 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   s.reads = {x.buffer};
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, x, out](const RunContext& ctx) { run_primitive(*p, ctx, x, out, nullptr, {}); };
+  s.run = [p, x, out, spec, out_strides = r.out_strides](const RunContext& ctx) {
+    run_primitive(*p, ctx, x, out, nullptr, {});
+    // (A pass over the input; the rewrite only where it holds a NaN.)
+    if (spec.max && has_nan(ctx.at<const float>(x.buffer), x))
+      propagate_nan(spec, ctx.at<const float>(x.buffer), x, ctx.at<float>(out), out_strides);
+  };
   return r;
 }
 

@@ -1547,6 +1547,25 @@ TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wr
   }
 }
 
+TEST_CASE("oneDNN max pooling gives NaN for a window holding one - as the reference") {
+  // oneDNN lets a NaN lose to a number; found by tools/fuzz_targets.py --family nn.
+  models::GraphBuilder b("pool_nan");
+  std::string x = b.input("x", {1, 3, 6, 7});
+  ir::Attrs pool = models::ints_attr("kernel_shape", {2, 3});
+  pool.set("strides", Dims{2, 1});
+  pool.set("pads", Dims{1, 1, 0, 1});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  // Pooled directly, and after a convolution (its result in oneDNN's layout).
+  std::string c = b.op("conv", {x, b.weight({3, 3, 3, 3}, 0.3)}, pads);
+  const ir::Graph g = b.finish({b.op("max_pool", {x}, pool), b.op("max_pool", {c}, pool)});
+  ir::Tensor in = random_tensor({1, 3, 6, 7}, 3);
+  for (std::size_t i : {0u, 9u, 20u, 47u, 100u}) in.set(i, NAN);  // first taps, last taps, middles
+  auto p = check_against_interpreter(g, {in}, 1e-5, 1e-5);
+  CHECK(steps_with(*p, "oneDNN max pool") == 2);
+  // Without NaN nothing changes (and the results are the reference's).
+  check_against_interpreter(g, {random_tensor({1, 3, 6, 7}, 4)}, 1e-5, 1e-5);
+}
+
 TEST_CASE("An output that is a prefix of its buffer gets a buffer of its own") {
   // slice [0, 3) of a 4-element result is contiguous from offset 0: it used
   // to become the output as the whole 4-element buffer (a heap overflow).

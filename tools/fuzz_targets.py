@@ -8,12 +8,16 @@ by zero) or give the same outputs: integers and bools exactly, floats to
 tests/random_graphs.hpp runs a fixed sample of the elementwise family in CI.
 Each disagreement is printed with the folder that holds its graph and inputs.
 
-  tools/fuzz_targets.py [--family elementwise|movement] [-n N] [--seed S] [--keep DIR]
+  tools/fuzz_targets.py [--family elementwise|movement|nn] [-n N] [--seed S] [--keep DIR]
 
 elementwise: chains of arithmetic, division, modulo, power, comparisons
 feeding where, and casts to every type. movement: transposes, slices (also
 reversed), reductions, concat, expand, products, pad, tile, reshape,
-argmax / argmin, softmax and casts. Needs numpy and onnx (pip).
+argmax / argmin, softmax and casts. nn: convolutions (groups, strides,
+dilations, asymmetric pads), transposed convolutions, pooling (ceil_mode,
+count_include_pad), gemm and layer_norm of f32 / f64 / f16 with weights as
+initializers, with a relu or a residual add after them at times (the
+library calls and their fused epilogues). Needs numpy and onnx (pip).
 """
 import argparse
 import glob
@@ -151,16 +155,125 @@ def movement(r, lines, cur):
     return o
 
 
+def literal(arr):
+    return "[" + " ".join(repr(float(v)) for v in arr.reshape(-1)) + "]"
+
+
+def nn(r, rng, lines, cur, inits):
+    """One random convolution, transposed convolution, pooling, gemm or norm
+    (weights as initializers), with a relu or a residual add after it at times."""
+    x = r.choice([v for v in cur if len(cur[v][1]) in (3, 4)] or list(cur))
+    t, sh = cur[x]
+    o = f"v{len(lines)}"
+    n = f"n{len(lines)}"
+    kind = r.random()
+    spatial = sh[2:]
+    ks = [r.randint(1, min(3, d + 2)) for d in spatial]
+    dil = [r.choice([1, 1, 2]) for _ in spatial]
+    st = [r.choice([1, 1, 2]) for _ in spatial]
+    pads = [r.randint(0, k - 1) for k in ks] + [r.randint(0, k - 1) for k in ks]
+    ints = lambda v: "[" + " ".join(map(str, v)) + "]"
+    def out_dim(i, extra=0):
+        return (spatial[i] + pads[i] + pads[len(ks) + i] - ((ks[i] - 1) * dil[i] + 1) + extra) // st[i] + 1
+    if kind < 0.35 and len(sh) >= 3:
+        c = sh[1]
+        g = r.choice([d for d in (1, 2, c) if c % d == 0])
+        m = g * r.randint(1, 2)
+        if any((spatial[i] + pads[i] + pads[len(ks) + i] - ((ks[i] - 1) * dil[i] + 1)) < 0 for i in range(len(ks))):
+            dil = [1] * len(ks)
+            pads = [k - 1 for k in ks] * 2
+        w = f"w{len(lines)}"
+        inits[w] = (t, [m, c // g] + ks, rng.normal(size=[m, c // g] + ks) * 0.5)
+        bias = f"b{len(lines)}"
+        inits[bias] = (t, [m], rng.normal(size=[m]))
+        lines.append(f"  (node {n} conv ({o}) ({x} {w} {bias}) :kernel_shape {ints(ks)} :strides {ints(st)} "
+                     f":pads {ints(pads)} :dilations {ints(dil)} :group {g})")
+        cur[o] = (t, [sh[0], m] + [out_dim(i) for i in range(len(ks))])
+    elif kind < 0.5 and len(sh) >= 3:
+        c = sh[1]
+        m = r.randint(1, 3)
+        pads = [r.randint(0, k - 1) for k in ks] * 2
+        w = f"w{len(lines)}"
+        inits[w] = (t, [c, m] + ks, rng.normal(size=[c, m] + ks) * 0.5)
+        lines.append(f"  (node {n} conv_transpose ({o}) ({x} {w}) :kernel_shape {ints(ks)} :strides {ints(st)} "
+                     f":pads {ints(pads)})")
+        cur[o] = (t, [sh[0], m] + [(spatial[i] - 1) * st[i] + ks[i] - pads[i] - pads[len(ks) + i]
+                                   for i in range(len(ks))])
+        if min(cur[o][1]) < 1:
+            del cur[o]
+            lines.pop()
+            return nn(r, rng, lines, cur, inits)
+    elif kind < 0.7 and len(sh) >= 3:
+        op = r.choice(["max_pool", "avg_pool"])
+        ceil = r.randint(0, 1)
+        pads = [r.randint(0, k // 2) for k in ks] * 2
+        if op == "avg_pool":
+            dil = [1] * len(ks)
+        if any(out_dim(i) < 1 for i in range(len(ks))):
+            ks, dil, pads, st = [1] * len(ks), [1] * len(ks), [0] * (2 * len(ks)), [1] * len(ks)
+        extra = f" :count_include_pad {r.randint(0, 1)}" if op == "avg_pool" else ""
+        lines.append(f"  (node {n} {op} ({o}) ({x}) :kernel_shape {ints(ks)} :strides {ints(st)} :pads {ints(pads)} "
+                     f":dilations {ints(dil)} :ceil_mode {ceil}{extra})")
+        dims = []
+        for i in range(len(ks)):
+            span = spatial[i] + pads[i] + pads[len(ks) + i] - ((ks[i] - 1) * dil[i] + 1)
+            d = (span + (st[i] - 1 if ceil else 0)) // st[i] + 1
+            if ceil and (d - 1) * st[i] >= spatial[i] + pads[i]:
+                d -= 1
+            dims.append(d)
+        cur[o] = (t, sh[:2] + dims)
+    elif kind < 0.85:
+        flat = f"f{len(lines)}"
+        lines.append(f"  (node {n}f reshape ({flat}) ({x}) :shape [{sh[0]} -1])")
+        k = int(np.prod(sh[1:]))
+        m = r.randint(1, 5)
+        ta, tb = 0, r.randint(0, 1)
+        w = f"w{len(lines)}"
+        inits[w] = (t, [m, k] if tb else [k, m], rng.normal(size=[m, k] if tb else [k, m]) * 0.3)
+        c = f"b{len(lines)}"
+        inits[c] = (t, [m], rng.normal(size=[m]))
+        lines.append(f"  (node {n} gemm ({o}) ({flat} {w} {c}) :alpha {r.choice([1.0, 0.5])} :beta {r.choice([1.0, 2.0])} "
+                     f":transA {ta} :transB {tb})")
+        cur[o] = (t, [sh[0], m])
+    else:
+        axis = r.randrange(1, len(sh)) if len(sh) > 1 else 0
+        norm = [int(np.prod(sh[axis:]))]
+        sc, bi = f"s{len(lines)}", f"b{len(lines)}"
+        inits[sc] = (t, sh[axis:], rng.normal(size=sh[axis:]))
+        inits[bi] = (t, sh[axis:], rng.normal(size=sh[axis:]))
+        lines.append(f"  (node {n} layer_norm ({o}) ({x} {sc} {bi}) :axis {axis})")
+        cur[o] = (t, sh[:])
+    if r.random() < 0.4:
+        o2 = f"v{len(lines)}"
+        if r.random() < 0.5 or cur[o][1] != sh:
+            lines.append(f"  (node n{len(lines)} relu ({o2}) ({o}))")
+        else:
+            lines.append(f"  (node n{len(lines)} add ({o2}) ({o} {x}))")
+        cur[o2] = cur[o]
+        o = o2
+    return o
+
+
 def make_case(seed, family, folder):
     r = random.Random(seed)
     rng = np.random.default_rng(seed)
-    t = r.choice(INTS + FLOATS + (["bool"] if family == "movement" else []))
-    shape = [2, 5] if family == "elementwise" else [r.randint(1, 4) for _ in range(r.randint(1, 4))]
+    inits = {}
+    if family == "nn":
+        t = r.choice(["f32", "f32", "f64", "f16"])
+        shape = [r.randint(1, 2), r.randint(1, 4)] + [r.randint(1, 7) for _ in range(r.randint(1, 2))]
+    else:
+        t = r.choice(INTS + FLOATS + (["bool"] if family == "movement" else []))
+        shape = [2, 5] if family == "elementwise" else [r.randint(1, 4) for _ in range(r.randint(1, 4))]
     names = ["a", "b", "c"] if family == "elementwise" else ["a"]
     lines = [f"(graph fuzz{seed}"] + [f"  (input {v} {t} [{' '.join(map(str, shape))}])" for v in names]
     cur = {v: (t, shape) for v in names}
-    step = elementwise if family == "elementwise" else movement
-    outs = [step(r, lines, cur) for _ in range(r.randint(3, 8))]
+    if family == "nn":
+        outs = [nn(r, rng, lines, cur, inits) for _ in range(r.randint(1, 3))]
+    else:
+        step = elementwise if family == "elementwise" else movement
+        outs = [step(r, lines, cur) for _ in range(r.randint(3, 8))]
+    for i, (name, (it, dims, v)) in enumerate(inits.items()):
+        lines.insert(1 + len(names) + i, f"  (init {name} {it} [{' '.join(map(str, dims))}] {literal(np.asarray(v))})")
     lines.append(f"  (output {' '.join(outs[-3:])}))")
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "g.sat"), "w") as f:
@@ -202,7 +315,7 @@ def disagreement(folder, inputs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--family", choices=["elementwise", "movement"], default="elementwise")
+    ap.add_argument("--family", choices=["elementwise", "movement", "nn"], default="elementwise")
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="folder for the cases (default: a temporary one, kept when one disagrees)")
