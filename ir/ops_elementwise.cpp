@@ -203,7 +203,9 @@ void register_elementwise_ops(OpRegistry& r) {
   unary(r, "floor", K::Composite, A::Float, [](auto x, const Attrs&) { return S::floor(x); });
   unary(r, "sigmoid", K::Composite, A::Float, [](auto x, const Attrs&) { return 1.0 / (1.0 + S::exp(-x)); });
   unary(
-      r, "relu", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::select(x > 0.0, x, 0.0); },
+      // max(x, 0), NaN-propagating as ONNX's reference (numpy.maximum),
+      // PyTorch, oneDNN's and cuDNN's ReLU: a NaN stays NaN.
+      r, "relu", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::max(x, 0.0); },
       [](std::int64_t x) { return x > 0 ? x : 0; });
   unary(r, "leaky_relu", K::Composite, A::Float,
         [](auto x, const Attrs& a) { return S::select(x >= 0.0, x, a.f("alpha", 0.01) * x); });

@@ -48,7 +48,7 @@ void register_library_ops(OpRegistry& r) {
             "; semantics of `relu(conv(...))`";
     auto relu_after = [](auto out) {
       for (auto& t : out)
-        for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, scalar::select(t.at(i) > 0.0, t.at(i), 0.0));
+        for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, scalar::max(t.at(i), 0.0));  // relu's: NaN stays
       return out;
     };
     auto conv = base->eval;

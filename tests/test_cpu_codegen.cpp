@@ -1547,7 +1547,7 @@ TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wr
   }
 }
 
-TEST_CASE("oneDNN max pooling gives NaN for a window holding one - as the reference") {
+TEST_CASE("oneDNN max pooling and relu keep NaN - as the reference") {
   // oneDNN lets a NaN lose to a number; found by tools/fuzz_targets.py --family nn.
   models::GraphBuilder b("pool_nan");
   std::string x = b.input("x", {1, 3, 6, 7});
@@ -1557,7 +1557,9 @@ TEST_CASE("oneDNN max pooling gives NaN for a window holding one - as the refere
   ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
   // Pooled directly, and after a convolution (its result in oneDNN's layout).
   std::string c = b.op("conv", {x, b.weight({3, 3, 3, 3}, 0.3)}, pads);
-  const ir::Graph g = b.finish({b.op("max_pool", {x}, pool), b.op("max_pool", {c}, pool)});
+  // (And relu keeps NaN, fused into the convolution as oneDNN's or not.)
+  const ir::Graph g = b.finish(
+      {b.op("max_pool", {x}, pool), b.op("max_pool", {c}, pool), b.op("relu", {c}), b.op("relu", {b.op("neg", {x})})});
   ir::Tensor in = random_tensor({1, 3, 6, 7}, 3);
   for (std::size_t i : {0u, 9u, 20u, 47u, 100u}) in.set(i, NAN);  // first taps, last taps, middles
   auto p = check_against_interpreter(g, {in}, 1e-5, 1e-5);

@@ -132,6 +132,13 @@ TEST_CASE("int64 extremes wrap - never undefined behaviour - and a zero divisor 
   CHECK_THROWS_AS(range->infer(none, ins, 1), ShapeError);
 }
 
+TEST_CASE("relu keeps NaN - as numpy.maximum - PyTorch - oneDNN and cuDNN") {
+  auto r = run("relu", {f32({3}, {NAN, -1, 2})});
+  CHECK(std::isnan(r[0].at(0)));
+  CHECK(r[0].at(1) == 0);
+  CHECK(r[0].at(2) == 2);
+}
+
 TEST_CASE("matmul - gemm and softmax") {
   auto mm = run("matmul", {f32({2, 2}, {1, 2, 3, 4}), f32({2, 1}, {5, 6})});
   CHECK(mm[0].at(0) == 17);

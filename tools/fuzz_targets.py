@@ -4,7 +4,7 @@ random graphs of random element types, with each type's extremes among the
 inputs (INT64_MIN, 255, NaN, -0, inf, ...), run by `saturn run --target
 interp` and by `--target cpu`. Both must fail together (an integer division
 by zero) or give the same outputs: integers and bools exactly, floats to
-1e-5 (f16: 1e-3), NaN for NaN. Not part of the test suite (minutes);
+1e-5 (nn: 1e-4; f16: 1e-3), NaN for NaN. Not part of the test suite (minutes);
 tests/random_graphs.hpp runs a fixed sample of the elementwise family in CI.
 Each disagreement is printed with the folder that holds its graph and inputs.
 
@@ -292,7 +292,7 @@ def run(folder, inputs, target):
     return p.returncode, p.stderr.strip(), out
 
 
-def disagreement(folder, inputs):
+def disagreement(folder, inputs, tol):
     ri, ei, oi = run(folder, inputs, "interp")
     rc, ec, oc = run(folder, inputs, "cpu")
     if ri not in (0, 2) or rc not in (0, 2):
@@ -306,8 +306,9 @@ def disagreement(folder, inputs):
         b = numpy_helper.to_array(onnx.load_tensor(os.path.join(oc, os.path.basename(f))))
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"{os.path.basename(f)}: {a.dtype}{a.shape} (interp) / {b.dtype}{b.shape} (cpu)"
-        same = (np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-3 if a.dtype == np.float16 else 1e-5,
-                            atol=1e-6, equal_nan=True) if a.dtype.kind == "f" else np.array_equal(a, b))
+        rtol = max(tol, 1e-3) if a.dtype == np.float16 else tol
+        same = (np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=tol, equal_nan=True)
+                if a.dtype.kind == "f" else np.array_equal(a, b))
         if not same:
             return f"{os.path.basename(f)} differs"
     return None
@@ -324,7 +325,8 @@ def main():
     bad = 0
     for seed in range(args.seed, args.seed + args.n):
         folder = os.path.join(root, f"{args.family}-{seed}")
-        why = disagreement(folder, make_case(seed, args.family, folder))
+        # (Library calls sum in another order than the interpreter.)
+        why = disagreement(folder, make_case(seed, args.family, folder), 1e-4 if args.family == "nn" else 1e-5)
         if why:
             bad += 1
             print(f"{folder}: {why}")
