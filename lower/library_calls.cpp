@@ -4,6 +4,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -420,15 +422,31 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
 
 namespace {
 
-// Whether an element of the f32 view `x` is NaN (its dense memory scanned
-// in one pass when it is dense).
-bool has_nan(const float* base, const View& x) {
+// Whether an element of the f32 view `x` is NaN. Dense memory is scanned
+// as bits in blocks split over the pool (a NaN's magnitude bits, as a
+// positive int32, exceed infinity's: a count the compiler vectorizes with
+// plain SSE2): ResNet-18's max pool step takes 0.11 ms with it, 0.05
+// without, 0.29 with a float compare per element on one thread.
+bool has_nan(const RunContext& ctx, const float* base, const View& x) {
   const std::int64_t n = ir::numel(x.dims);
   if (x.dense()) {
-    const float* p = base + x.offset;
-    bool nan = false;
-    for (std::int64_t i = 0; i < n; ++i) nan |= p[i] != p[i];
-    return nan;
+    const auto* bits = reinterpret_cast<const std::int32_t*>(base + x.offset);
+    constexpr std::int64_t kBlock = 4096;
+    std::atomic<bool> found{false};
+    auto scan = [&](std::int64_t first, std::int64_t last) {  // blocks
+      for (std::int64_t b = first; b < last && !found.load(std::memory_order_relaxed); ++b) {
+        std::int32_t nans = 0;
+        for (std::int64_t i = b * kBlock, e = std::min(n, (b + 1) * kBlock); i < e; ++i)
+          nans += (bits[i] & 0x7fffffff) > 0x7f800000;
+        if (nans) found = true;
+      }
+    };
+    const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+    if (blocks >= 16 && ctx.pool && ctx.pool->size() >= 2)
+      ctx.pool->parallel_for(blocks, scan);
+    else
+      scan(0, blocks);
+    return found;
   }
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t off = x.offset, rest = i;
@@ -503,7 +521,7 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   s.run = [p, x, out, spec, out_strides = r.out_strides](const RunContext& ctx) {
     run_primitive(*p, ctx, x, out, nullptr, {});
     // (A pass over the input; the rewrite only where it holds a NaN.)
-    if (spec.max && has_nan(ctx.at<const float>(x.buffer), x))
+    if (spec.max && has_nan(ctx, ctx.at<const float>(x.buffer), x))
       propagate_nan(spec, ctx.at<const float>(x.buffer), x, ctx.at<float>(out), out_strides);
   };
   return r;

@@ -1566,6 +1566,14 @@ TEST_CASE("oneDNN max pooling and relu keep NaN - as the reference") {
   CHECK(steps_with(*p, "oneDNN max pool") == 2);
   // Without NaN nothing changes (and the results are the reference's).
   check_against_interpreter(g, {random_tensor({1, 3, 6, 7}, 4)}, 1e-5, 1e-5);
+  // A large input is scanned in blocks over the pool: one NaN in the last.
+  models::GraphBuilder big("pool_nan_big");
+  std::string y = big.input("y", {1, 4, 128, 128});
+  const ir::Graph h = big.finish({big.op("max_pool", {y}, models::ints_attr("kernel_shape", {2, 2}))});
+  ir::Tensor many = random_tensor({1, 4, 128, 128}, 5);
+  many.set(many.numel() - 3, NAN);
+  auto q = check_against_interpreter(h, {many}, 1e-5, 1e-5);
+  CHECK(steps_with(*q, "oneDNN max pool") == 1);
 }
 
 TEST_CASE("An output that is a prefix of its buffer gets a buffer of its own") {
