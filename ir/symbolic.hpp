@@ -62,6 +62,9 @@ enum class SymOp : std::uint8_t {
 const char* sym_op_name(SymOp op);
 // Functions a prover sees as uninterpreted (with axioms).
 bool sym_op_is_function(SymOp op);
+// Integer division, remainder and power: undefined for a zero divisor (or 0
+// to a negative power), which a kernel computing them must report.
+inline bool sym_op_divides(SymOp op) { return op == SymOp::IntDiv || op == SymOp::IntRem || op == SymOp::IntPow; }
 
 using SymId = std::uint32_t;
 

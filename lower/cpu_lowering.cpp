@@ -330,7 +330,7 @@ class Lowerer {
     }
     simplify_iteration_space(k);
     check_bounds(k, p_->buffers);
-    if (how == ReduceKind::None && !is_copy(k) && divides_integers(*ctx_, body)) {
+    if (compute == DType::I64 && !is_copy(k) && divides_integers(*ctx_, body)) {  // (only i64 kernels divide)
       k.fault = add_buffer(BufferKind::Temp, DType::I32, {1}, what + " (division check)");
       k.fault_error = division_error(body);
     }
@@ -1356,11 +1356,10 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
     auto res =
         ir::OpRegistry::get().find(n.op)->symbolic(n.attrs, args, std::span<const bool>(given.get(), in.size()), 1);
     const SymId root = res.at(0).id(0);
-    if (compute == DType::I64 && !int_kernel_expression(*ctx_, root)) return false;
-    for (SymId id : ctx_->reachable(std::span<const SymId>(&root, 1))) {
-      const ir::SymOp op = ctx_->node(id).op;
-      if (op == ir::SymOp::IntDiv || op == ir::SymOp::IntRem || op == ir::SymOp::IntPow)
-        divisions_.try_emplace(id, ir::describe(n));
+    if (compute == DType::I64) {
+      if (!int_kernel_expression(*ctx_, root)) return false;
+      for (SymId id : ctx_->reachable(std::span<const SymId>(&root, 1)))
+        if (ir::sym_op_divides(ctx_->node(id).op)) divisions_.try_emplace(id, ir::describe(n));
     }
     set_pending(n, in, out, out_types[0].dtype, root, ops, 0, compute);
   } catch (const ir::SymbolicUnsupported&) {

@@ -467,7 +467,9 @@ void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float
                    const std::vector<std::int64_t>& out_strides) {
   const std::size_t k = spec.kernel.size();
   const std::int64_t n = ir::numel(spec.out_dims);
-  std::vector<std::int64_t> o(spec.out_dims.size()), tap(k);
+  std::vector<std::int64_t> o(spec.out_dims.size());
+  std::int64_t taps = 1;
+  for (auto w : spec.kernel) taps *= w;
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t rest = i, y_off = 0;
     for (std::size_t d = o.size(); d-- > 0;) {
@@ -475,8 +477,6 @@ void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float
       rest /= spec.out_dims[d];
       y_off += o[d] * out_strides[d];
     }
-    std::int64_t taps = 1;
-    for (auto w : spec.kernel) taps *= w;
     bool nan = false;
     for (std::int64_t t = 0; t < taps && !nan; ++t) {
       std::int64_t r = t, x_off = x.offset + o[0] * x.strides[0] + o[1] * x.strides[1];

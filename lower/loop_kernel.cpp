@@ -74,10 +74,7 @@ bool int_kernel_expression(const ir::SymContext& ctx, ir::SymId root) {
 
 bool divides_integers(const ir::SymContext& ctx, ir::SymId root) {
   const auto nodes = ctx.reachable(std::span<const ir::SymId>(&root, 1));
-  return std::any_of(nodes.begin(), nodes.end(), [&](ir::SymId id) {
-    const ir::SymOp op = ctx.node(id).op;
-    return op == ir::SymOp::IntDiv || op == ir::SymOp::IntRem || op == ir::SymOp::IntPow;
-  });
+  return std::any_of(nodes.begin(), nodes.end(), [&](ir::SymId id) { return ir::sym_op_divides(ctx.node(id).op); });
 }
 
 double reduce_init(ReduceKind how) {
@@ -108,7 +105,7 @@ void check_kernel_types(const LoopKernel& k) {
       throw std::logic_error(k.name + ": a loop kernel cannot read " + ir::dtype_name(l.dtype));
   if (ints && !is_copy(k) && !int_kernel_expression(*k.ctx, k.body))
     throw std::logic_error(k.name + ": integer arithmetic that i64 does not compute exactly");
-  if (k.fault < 0 && k.reduce == ReduceKind::None && !is_copy(k) && divides_integers(*k.ctx, k.body))
+  if (ints && k.fault < 0 && !is_copy(k) && divides_integers(*k.ctx, k.body))
     throw std::logic_error(k.name + ": integer division without a fault flag");
 }
 

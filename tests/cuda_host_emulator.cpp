@@ -355,8 +355,7 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
   // The divisions whose zero divisor (or 0 to a negative power) faults.
   std::vector<ir::SymId> divisions;
   for (ir::SymId id : ctx.reachable(std::span<const ir::SymId>(&k.body, 1))) {
-    const ir::SymOp op = ctx.node(id).op;
-    if (op == ir::SymOp::IntDiv || op == ir::SymOp::IntRem || op == ir::SymOp::IntPow) divisions.push_back(id);
+    if (ir::sym_op_divides(ctx.node(id).op)) divisions.push_back(id);
   }
   if (faulted) *faulted = false;
   const std::int64_t n = product(k.dims), r = product(k.red_dims);

@@ -73,6 +73,13 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
   return std::shared_ptr<const lower::Program>(owner, &owner->program());
 }
 
+// Nothing of p runs a reference kernel.
+void check_native(const lower::Program& p) {
+  CHECK(p.reference_ops.empty());
+  CHECK(std::none_of(p.steps.begin(), p.steps.end(),
+                     [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+}
+
 int steps_with(const lower::Program& p, const std::string& text) {
   int n = 0;
   for (const lower::Step& s : p.steps) n += s.label.find(text) != std::string::npos;
@@ -1308,9 +1315,7 @@ TEST_CASE("Movement ops of integer and bool values are views too") {
   auto p = check_against_interpreter(g, in);
   // The i64 views copied out are loop kernels (lower::is_copy), and so is
   // the integer product (i64 arithmetic).
-  CHECK(p->reference_ops.empty());
-  CHECK(std::none_of(p->steps.begin(), p->steps.end(),
-                     [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+  check_native(*p);
   auto got = (*runtime::CpuExecutor::create(g))->run(in);
   REQUIRE(got);
   for (std::size_t i = 0; i < 3; ++i)
@@ -1338,9 +1343,7 @@ TEST_CASE("Copies of integer views are loop kernels - reversed - transposed then
                                             models::ints_attr("shape", {35}))});
     const std::vector<ir::Tensor> in{random_tensor({5, 7}, 4, t == ir::DType::U8 ? 0 : -100, 100, t)};
     auto p = check_against_interpreter(g, in, 0, 0);
-    CHECK(p->reference_ops.empty());
-    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
-                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+    check_native(*p);
     CHECK(p->fused_kernels == 2);
   }
 }
@@ -1419,9 +1422,7 @@ TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's wid
          random_tensor({1, 9}, 8, t == ir::DType::U8 ? 0 : -200, 200, t),
          random_tensor({4, 1}, 9, 0, 1, ir::DType::Bool)},
         0, 0);
-    CHECK(p->reference_ops.empty());
-    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
-                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+    check_native(*p);
   }
   SECTION("division - both modulos - power fuse into i64 kernels") {
     for (ir::DType t : {ir::DType::I8, ir::DType::U8, ir::DType::I32, ir::DType::I64}) {
@@ -1443,9 +1444,7 @@ TEST_CASE("Integer arithmetic runs in i64 kernels - wrapping to the result's wid
           if (d->at_int(i) == 0) d->set_int(i, 3);
       auto p = check_against_interpreter(
           g, {random_tensor({4, 6}, 1, is_unsigned ? 0 : -100, 100, t), divisor, exponent}, 0, 0);
-      CHECK(p->reference_ops.empty());
-      CHECK(std::none_of(p->steps.begin(), p->steps.end(),
-                         [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+      check_native(*p);
     }
   }
   SECTION("an overflowing narrow sum is wrapped before a comparison - max - division - widening cast") {
@@ -1657,9 +1656,7 @@ TEST_CASE("Float modulo fuses - C fmod and floor modulo exactly as the reference
     const ir::Graph g = b.finish({b.op("mod", {x, y}), b.op("mul", {b.op("mod", {x, y}, c_mod), x})});
     auto p =
         check_against_interpreter(g, {random_tensor({5, 8}, 1, -50, 50, t), random_tensor({1, 8}, 2, 0.5, 3, t)}, 0, 0);
-    CHECK(p->reference_ops.empty());
-    CHECK(std::none_of(p->steps.begin(), p->steps.end(),
-                       [](const lower::Step& s) { return s.kind == lower::StepKind::Reference; }));
+    check_native(*p);
   }
 }
 
