@@ -422,41 +422,31 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
 
 namespace {
 
-// Whether an element of the f32 view `x` is NaN. Dense memory is scanned
-// as bits in blocks split over the pool (a NaN's magnitude bits, as a
+// Whether an element of the dense f32 view `x` is NaN. Its memory is
+// scanned as bits in blocks split over the pool (a NaN's magnitude bits, as a
 // positive int32, exceed infinity's: a count the compiler vectorizes with
 // plain SSE2): ResNet-18's max pool step takes 0.11 ms with it, 0.05
 // without, 0.29 with a float compare per element on one thread.
 bool has_nan(const RunContext& ctx, const float* base, const View& x) {
+  // (x is dense, as make_pool_step requires: numel elements from its offset.)
   const std::int64_t n = ir::numel(x.dims);
-  if (x.dense()) {
-    const auto* bits = reinterpret_cast<const std::int32_t*>(base + x.offset);
-    constexpr std::int64_t kBlock = 4096;
-    std::atomic<bool> found{false};
-    auto scan = [&](std::int64_t first, std::int64_t last) {  // blocks
-      for (std::int64_t b = first; b < last && !found.load(std::memory_order_relaxed); ++b) {
-        std::int32_t nans = 0;
-        for (std::int64_t i = b * kBlock, e = std::min(n, (b + 1) * kBlock); i < e; ++i)
-          nans += (bits[i] & 0x7fffffff) > 0x7f800000;
-        if (nans) found = true;
-      }
-    };
-    const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-    if (blocks >= 16 && ctx.pool && ctx.pool->size() >= 2)
-      ctx.pool->parallel_for(blocks, scan);
-    else
-      scan(0, blocks);
-    return found;
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t off = x.offset, rest = i;
-    for (std::size_t d = x.dims.size(); d-- > 0;) {
-      off += (rest % x.dims[d]) * x.strides[d];
-      rest /= x.dims[d];
+  const auto* bits = reinterpret_cast<const std::int32_t*>(base + x.offset);
+  constexpr std::int64_t kBlock = 4096;
+  std::atomic<bool> found{false};
+  auto scan = [&](std::int64_t first, std::int64_t last) {  // blocks
+    for (std::int64_t b = first; b < last && !found.load(std::memory_order_relaxed); ++b) {
+      std::int32_t nans = 0;
+      for (std::int64_t i = b * kBlock, e = std::min(n, (b + 1) * kBlock); i < e; ++i)
+        nans += (bits[i] & 0x7fffffff) > 0x7f800000;
+      if (nans) found = true;
     }
-    if (base[off] != base[off]) return true;
-  }
-  return false;
+  };
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  if (blocks >= 16 && ctx.pool && ctx.pool->size() >= 2)
+    ctx.pool->parallel_for(blocks, scan);
+  else
+    scan(0, blocks);
+  return found;
 }
 
 // oneDNN's max pooling lets a NaN lose to a number; ONNX's reference (and
