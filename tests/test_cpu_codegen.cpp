@@ -1575,6 +1575,79 @@ TEST_CASE("oneDNN max pooling and relu keep NaN - as the reference") {
   CHECK(steps_with(*q, "oneDNN max pool") == 1);
 }
 
+TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
+  // oneDNN's ReLU post-op maps NaN to 0; found by tools/fuzz_targets.py --family nn.
+  models::GraphBuilder b("conv_relu_nan");
+  std::string x = b.input("x", {1, 3, 6, 7}), skip = b.input("skip", {1, 4, 6, 7}), w = b.input("w", {4, 3, 3, 3});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  auto conv = [&](const std::string& weights, bool bias) {
+    std::vector<std::string> in{x, weights};
+    if (bias) in.push_back(b.weight({4}, 0.5));
+    return b.op("conv", in, pads);
+  };
+  const ir::Graph g = b.finish({b.op("relu", {conv(b.weight({4, 3, 3, 3}, 0.3), true)}),  // constant weights
+                                b.op("relu", {b.op("add", {conv(b.weight({4, 3, 3, 3}, 0.3), false), skip})}),
+                                b.op("relu", {conv(w, false)})});  // run-time weights
+  auto inputs = [](std::uint32_t seed) {
+    return std::vector<ir::Tensor>{random_tensor({1, 3, 6, 7}, seed), random_tensor({1, 4, 6, 7}, seed + 1),
+                                   random_tensor({4, 3, 3, 3}, seed + 2)};
+  };
+  auto fused = [](const lower::Program& p) {
+    CHECK(steps_with(p, "+relu") == 3);
+    CHECK(steps_with(p, "+sum +relu") == 1);
+  };
+  SECTION("finite operands - the fused primitive") { fused(*check_against_interpreter(g, inputs(1), 1e-5, 1e-5)); }
+  SECTION("a NaN in the source") {
+    auto in = inputs(2);
+    in[0].set(17, NAN);
+    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
+  }
+  SECTION("an infinity in the source - inf times a negative weight") {
+    auto in = inputs(3);
+    in[0].set(40, INFINITY);
+    in[0].set(41, -INFINITY);
+    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
+  }
+  SECTION("a NaN in the residual") {
+    auto in = inputs(4);
+    in[1].set(100, NAN);
+    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
+  }
+  SECTION("a NaN in the run-time weights") {
+    auto in = inputs(6);
+    in[2].set(5, NAN);
+    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
+  }
+  SECTION("finite operands whose products overflow") {
+    // The reference sums in double: compared with the same convolution
+    // unfused (its result an output too). (With FMA, as here, an f32 sum of
+    // finite products goes to inf and stays there; one split into partial
+    // sums could give inf - inf = NaN, which the step's bound excludes.)
+    models::GraphBuilder o("conv_relu_overflow");
+    std::string big = o.input("big", {1, 3, 6, 7}), k = o.weight({4, 3, 3, 3}, 2.0);
+    const ir::Graph h = o.finish({o.op("relu", {o.op("conv", {big, k}, pads)}), o.op("conv", {big, k}, pads)});
+    ir::Tensor in = random_tensor({1, 3, 6, 7}, 5, 1e38, 3e38);
+    runtime::CpuExecutorOptions opts;
+    opts.threads = 2;
+    auto exec = runtime::CpuExecutor::create(h, opts);
+    REQUIRE(exec);
+    auto got = (*exec)->run(std::vector<ir::Tensor>{in});
+    REQUIRE(got);
+    CHECK(steps_with((*exec)->program(), "+relu") == 1);
+    const ir::Tensor &relu = (*got)[0], &raw = (*got)[1];
+    int infinite = 0;
+    for (std::size_t i = 0; i < raw.numel(); ++i) {
+      INFO("element " << i << " conv " << raw.at(i));
+      infinite += std::isinf(raw.at(i));
+      if (std::isnan(raw.at(i)))
+        CHECK(std::isnan(relu.at(i)));
+      else
+        CHECK(relu.at(i) == std::max(raw.at(i), 0.0));
+    }
+    CHECK(infinite > 0);
+  }
+}
+
 TEST_CASE("An output that is a prefix of its buffer gets a buffer of its own") {
   // slice [0, 3) of a 4-element result is contiguous from offset 0: it used
   // to become the output as the whole 4-element buffer (a heap overflow).
