@@ -332,7 +332,7 @@ class Lowerer {
     check_bounds(k, p_->buffers);
     if (compute == DType::I64 && !is_copy(k) && divides_integers(*ctx_, body)) {  // (only i64 kernels divide)
       k.fault = add_buffer(BufferKind::Temp, DType::I32, {1}, what + " (division check)");
-      k.fault_error = division_error(body);
+      assign_fault_bits(k);
     }
     Step s;
     s.kind = StepKind::Kernel;
@@ -360,20 +360,40 @@ class Lowerer {
     p_->fused_ops += ops;
   }
 
-  // The error of a run in which a division of `body` had a zero divisor,
-  // naming the nodes that divide (divisions_).
-  std::string division_error(SymId body) const {
-    std::set<std::string> nodes;
-    std::string what;
-    for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1)))
+  // k's fault bits and their errors: a bit per node dividing in k.body,
+  // in graph order (the 32nd and later share the last).
+  void assign_fault_bits(LoopKernel& k) const {
+    struct Node {
+      std::string name;
+      std::vector<SymId> sites;
+      bool powers = false, divides = false;
+    };
+    std::map<std::size_t, Node> nodes;
+    for (SymId id : ctx_->reachable(std::span<const SymId>(&k.body, 1)))
       if (auto it = divisions_.find(id); it != divisions_.end()) {
-        nodes.insert(it->second);
-        what = ctx_->node(id).op == ir::SymOp::IntPow ? "integer 0 to a negative power" : "integer division by zero";
+        Node& n = nodes[it->second.node];
+        n.name = it->second.name;
+        n.sites.push_back(id);
+        (ctx_->node(id).op == ir::SymOp::IntPow ? n.powers : n.divides) = true;
       }
-    if (nodes.size() == 1) return *nodes.begin() + ": " + what;
-    std::string names;
-    for (const std::string& n : nodes) names += (names.empty() ? "" : " or ") + n;
-    return "integer division by zero (or 0 to a negative power) in " + names;
+    constexpr std::size_t kBits = 32;
+    std::string shared;  // the nodes of the last bit
+    for (const auto& [index, n] : nodes) {
+      const std::size_t bit = std::min(k.fault_errors.size(), kBits - 1);
+      for (SymId id : n.sites) k.fault_bits[id] = std::uint32_t{1} << bit;
+      const std::string what = !n.powers    ? "integer division by zero"
+                               : !n.divides ? "integer 0 to a negative power"
+                                            : "integer division by zero (or 0 to a negative power)";
+      if (bit < kBits - 1) {
+        k.fault_errors.push_back(n.name + ": " + what);
+      } else {
+        shared += (shared.empty() ? "" : " or ") + n.name;
+        k.fault_errors.resize(kBits);
+        k.fault_errors.back() = "integer division by zero (or 0 to a negative power) in " + shared;
+      }
+    }
+    if (k.fault_errors.size() == kBits && shared.find(" or ") == std::string::npos)
+      k.fault_errors.back() = shared + ": integer division by zero (or 0 to a negative power)";
   }
 
   // reduce(expr over `full`) along `reduced`, keeping them as size 1.
@@ -854,9 +874,13 @@ class Lowerer {
   std::map<std::string, int> uses_;
   std::vector<LoopKernel> kernels_;
   std::vector<std::size_t> kernel_step_;
-  // The node (ir::describe) each integer division, remainder and power of
-  // the expression DAG comes from.
-  std::map<SymId, std::string> divisions_;
+  // The node each integer division, remainder and power of the expression
+  // DAG comes from (the first, where nodes share one).
+  struct DivisionSite {
+    std::size_t node = 0;  // its index in the graph
+    std::string name;      // ir::describe
+  };
+  std::map<SymId, DivisionSite> divisions_;
   // Epilogues a library convolution can take as post-ops: the residual add
   // (sum) and a ReLU after the conv or the add. Planned before lowering and
   // taken only when the convolution itself becomes a library call;
@@ -969,17 +993,17 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       const std::int64_t rows = kernel_rows(kernel);
       const std::int64_t work = ir::numel(kernel.dims) * std::max<std::int64_t>(1, ir::numel(kernel.red_dims));
       // ptrs: the argument array, filled per run (steps run one at a time).
-      s.run = [fn, args, rows, work, fault = kernel.fault, error = kernel.fault_error,
+      s.run = [fn, args, rows, work, fault = kernel.fault, errors = kernel.fault_errors,
                ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
         for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
-        std::int32_t* flag = fault >= 0 ? ctx.at<std::int32_t>(fault) : nullptr;
+        std::uint32_t* flag = fault >= 0 ? ctx.at<std::uint32_t>(fault) : nullptr;
         if (flag) *flag = 0;
         // Small kernels run on the calling thread: waking the pool costs more.
         if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2)
           fn(ptrs.data(), 0, rows);
         else
           ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
-        if (flag && *flag) throw std::runtime_error(error);
+        if (flag && *flag) throw std::runtime_error(fault_message(errors, *flag));
       };
     }
     p_->kernels = std::make_shared<const std::vector<LoopKernel>>(std::move(kernels_));
@@ -1359,7 +1383,9 @@ bool Lowerer::lower_elementwise(const ir::Node& n, std::vector<Value*>& in,
     if (compute == DType::I64) {
       if (!int_kernel_expression(*ctx_, root)) return false;
       for (SymId id : ctx_->reachable(std::span<const SymId>(&root, 1)))
-        if (ir::sym_op_divides(ctx_->node(id).op)) divisions_.try_emplace(id, ir::describe(n));
+        if (ir::sym_op_divides(ctx_->node(id).op))
+          divisions_.try_emplace(id,
+                                 DivisionSite{static_cast<std::size_t>(&n - graph_->nodes.data()), ir::describe(n)});
     }
     set_pending(n, in, out, out_types[0].dtype, root, ops, 0, compute);
   } catch (const ir::SymbolicUnsupported&) {

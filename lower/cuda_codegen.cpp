@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -27,19 +28,20 @@ __device__ __forceinline__ long long sat_f2ll(double v) {
 
 // Integer division, remainder and power as ir::int_quotient, int_remainder
 // and int_power compute them: a zero divisor (or 0 to a negative power)
-// sets *fault and gives 0; INT64_MIN / -1 wraps instead of trapping.
+// sets the division's `bit` of *fault and gives 0; INT64_MIN / -1 wraps
+// instead of trapping.
 constexpr const char* kIntDivisionPrelude =
-    R"(__device__ __forceinline__ long long sat_idiv(long long a, long long b, int* fault) {
-  if (b == 0LL) { *fault = 1; return 0LL; }
+    R"(__device__ __forceinline__ long long sat_idiv(long long a, long long b, unsigned* fault, unsigned bit) {
+  if (b == 0LL) { atomicOr(fault, bit); return 0LL; }
   return b == -1LL ? (long long)(0ULL - (unsigned long long)a) : a / b;
 }
-__device__ __forceinline__ long long sat_irem(long long a, long long b, int* fault) {
-  if (b == 0LL) { *fault = 1; return 0LL; }
+__device__ __forceinline__ long long sat_irem(long long a, long long b, unsigned* fault, unsigned bit) {
+  if (b == 0LL) { atomicOr(fault, bit); return 0LL; }
   return b == -1LL ? 0LL : a % b;
 }
-__device__ long long sat_ipow(long long x, long long n, int* fault) {
+__device__ long long sat_ipow(long long x, long long n, unsigned* fault, unsigned bit) {
   if (n < 0LL) {
-    if (x == 0LL) { *fault = 1; return 0LL; }
+    if (x == 0LL) { atomicOr(fault, bit); return 0LL; }
     return x == 1LL ? 1LL : x == -1LL ? ((n & 1LL) ? -1LL : 1LL) : 0LL;
   }
   unsigned long long r = 1ULL, base = (unsigned long long)x;
@@ -103,8 +105,9 @@ const char* compute_type(ir::DType compute) {
 
 // The C expression of node `n` of an i64-computing kernel: wrapping
 // arithmetic (through unsigned long long, whose overflow C defines),
-// comparisons as 0/1.
-std::string int_expression(const ir::SymNode& n, const std::string& a, const std::string& b, const std::string& c) {
+// comparisons as 0/1; a division sets `fault_bit` where it faults.
+std::string int_expression(const ir::SymNode& n, const std::string& a, const std::string& b, const std::string& c,
+                           std::uint32_t fault_bit) {
   auto u = [](const std::string& x) { return "(unsigned long long)" + x; };
   using ir::SymOp;
   switch (n.op) {
@@ -129,21 +132,24 @@ std::string int_expression(const ir::SymNode& n, const std::string& a, const std
     case SymOp::Select:
       return "(" + a + " != 0LL ? " + b + " : " + c + ")";
     case SymOp::IntDiv:
-      return "sat_idiv(" + a + ", " + b + ", fault)";
+      return "sat_idiv(" + a + ", " + b + ", fault, " + std::to_string(fault_bit) + "u)";
     case SymOp::IntRem:
-      return "sat_irem(" + a + ", " + b + ", fault)";
+      return "sat_irem(" + a + ", " + b + ", fault, " + std::to_string(fault_bit) + "u)";
     case SymOp::IntPow:
-      return "sat_ipow(" + a + ", " + b + ", fault)";
+      return "sat_ipow(" + a + ", " + b + ", fault, " + std::to_string(fault_bit) + "u)";
     default:
       throw std::logic_error(std::string("cuda codegen: no i64 form of ") + ir::sym_op_name(n.op));
   }
 }
 
-// `__device__ T NAME(T a0, ..., [int* fault])`: the expression `root` over
-// the variables `vars` (in that order) in the compute type T, one temporary
-// per DAG node; `fault` is the flag integer divisions set.
+// `__device__ T NAME(T a0, ..., [unsigned* fault])`: the expression `root`
+// over the variables `vars` (in that order) in the compute type T, one
+// temporary per DAG node; `fault` is the flag integer divisions set, each
+// its bit of `fault_bits` (a kernel's LoopKernel::fault_bits; null: none).
 std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std::vector<ir::SymId>& vars,
-                            const std::string& name, ir::DType compute, bool fault = false) {
+                            const std::string& name, ir::DType compute,
+                            const std::map<ir::SymId, std::uint32_t>* fault_bits = nullptr) {
+  const bool fault = fault_bits != nullptr;
   const bool f64 = compute == ir::DType::F64;
   const std::string t_name = compute_type(compute);
   const char* f = f64 ? "" : "f";  // the C library's suffix for float functions
@@ -154,7 +160,7 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
     s << (i ? ", " : "") << t_name << " a" << i;
     ref[vars[i]] = "a" + std::to_string(i);
   }
-  s << (fault ? (vars.empty() ? "int* fault" : ", int* fault") : "") << ") {\n";
+  s << (fault ? (vars.empty() ? "unsigned* fault" : ", unsigned* fault") : "") << ") {\n";
   std::vector<ir::SymId> order = ctx.reachable(std::span<const ir::SymId>(&root, 1));
   std::sort(order.begin(), order.end());  // hash-consed: operands are older than their users
   for (ir::SymId id : order) {
@@ -172,8 +178,14 @@ std::string device_function(const ir::SymContext& ctx, ir::SymId root, const std
     auto fn = [&](const char* name) { return std::string(name) + f + "(" + a() + ")"; };
     std::string e;
     if (compute == ir::DType::I64) {
+      std::uint32_t bit = 0;
+      if (ir::sym_op_divides(n.op)) {
+        if (!fault_bits || !fault_bits->count(id))
+          throw std::logic_error("cuda codegen: a division without a fault bit");
+        bit = fault_bits->at(id);
+      }
       e = int_expression(n, a(), n.op == SymOp::Neg || n.op == SymOp::Abs ? "" : b(),
-                         n.op == SymOp::Select ? ref.at(n.c) : "");
+                         n.op == SymOp::Select ? ref.at(n.c) : "", bit);
       const std::string t = "t" + std::to_string(id);
       s << "  const long long " << t << " = " << e << ";\n";
       ref[id] = t;
@@ -359,12 +371,12 @@ CudaKernelSource cuda_kernel_source(const LoopKernel& k, int index) {
   const std::string ct = compute_type(k.compute);
   const bool fault = k.fault >= 0;
   s << kPrelude << (halves ? kHalfPrelude : "") << (fault ? kIntDivisionPrelude : "") << "// " << k.name << "\n";
-  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body", k.compute, fault);
+  s << device_function(*k.ctx, k.body, k.leaf_vars, out.name + "_body", k.compute, fault ? &k.fault_bits : nullptr);
   if (k.reduce != ReduceKind::None) s << device_function(*k.ctx, k.post, {k.acc_var}, out.name + "_post", k.compute);
   s << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.name << "(";
   for (std::size_t l = 0; l < nl; ++l)
     s << "const " << element_type(k.leaves[l].dtype) << "* __restrict__ l" << l << ", ";
-  if (fault) s << "int* __restrict__ fault, ";
+  if (fault) s << "unsigned* __restrict__ fault, ";
   s << element_type(k.out_dtype) << "* __restrict__ out) {\n";
   auto read = [&](std::size_t l) {
     return as_compute(k.leaves[l].dtype, k.compute, "l" + std::to_string(l) + "[off" + std::to_string(l) + "]");

@@ -13,8 +13,9 @@
 // __shfl_xor_sync. Arithmetic is IEEE f32 or f64 (the kernel's compute type;
 // no fast-math), max/min propagate NaN as the CPU kernels do; integer
 // kernels compute in long long through unsigned arithmetic (wrapping, as C
-// defines it for unsigned), and divide through helpers that set the fault
-// flag on a zero divisor instead of dividing by it. Leaves of bool and integer types are converted
+// defines it for unsigned), and divide through helpers that set the
+// division's bit of the fault flag (atomicOr) on a zero divisor instead of
+// dividing by it. Leaves of bool and integer types are converted
 // when read, f16 and bf16 as their bits through the prelude's conversions,
 // and results are stored as on the CPU (loop_kernel.hpp); only all-f32
 // kernels use float4.

@@ -186,16 +186,16 @@ void set_cuda_kernel_steps(const std::shared_ptr<CudaSteps>& cs, const std::vect
     const int block = src.block;
     // A kernel dividing integers clears its fault flag, runs, and reads the
     // flag back (a synchronization, as the gathers' index check).
-    steps[k]->run = [cs, k, args, grid, block, fault, error = kernels[k].fault_error,
+    steps[k]->run = [cs, k, args, grid, block, fault, errors = kernels[k].fault_errors,
                      values = std::vector<std::uint64_t>(args.size())](const RunContext& ctx) mutable {
       for (std::size_t i = 0; i < args.size(); ++i) values[i] = device_address(ctx, args[i]);
       const cu::Stream& stream = stream_of(ctx);
       if (fault >= 0) cu::fill_zero(device_address(ctx, fault), 4, stream);
       cs->function(k).launch(grid, block, values, stream);
       if (fault < 0) return;
-      std::int32_t bad = 0;
+      std::uint32_t bad = 0;
       cu::copy_to_host(&bad, device_address(ctx, fault), sizeof bad, stream);
-      if (bad) throw std::runtime_error(error);
+      if (bad) throw std::runtime_error(fault_message(errors, bad));
     };
   }
 }

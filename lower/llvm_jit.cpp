@@ -15,6 +15,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <limits>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -40,8 +41,15 @@ Diagnostic jit_error(const std::string& what, llvm::Error e) {
 // wraps (ir::int_quotient).
 class ExprEmitter {
  public:
-  ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx, ir::DType compute)
-      : b_(b), m_(m), ctx_(ctx), f64_(compute == ir::DType::F64), int_(compute == ir::DType::I64) {
+  // `fault_bits`: the bit each integer division sets (LoopKernel::fault_bits).
+  ExprEmitter(llvm::IRBuilder<>& b, llvm::Module& m, const ir::SymContext& ctx, ir::DType compute,
+              const std::map<ir::SymId, std::uint32_t>& fault_bits)
+      : b_(b),
+        m_(m),
+        ctx_(ctx),
+        fault_bits_(fault_bits),
+        f64_(compute == ir::DType::F64),
+        int_(compute == ir::DType::I64) {
     f32_ = f64_ ? b_.getDoubleTy() : b_.getFloatTy();
     i32_ = b_.getInt32Ty();
   }
@@ -57,8 +65,8 @@ class ExprEmitter {
     fault_ = nullptr;
     return emit(root, leaf, memo);
   }
-  // The last emit's i1 "an integer division by zero happened", or nullptr
-  // when it divides nothing.
+  // The last emit's i32 fault bits (those of the divisions by zero that
+  // happened), or nullptr when it divides nothing.
   llvm::Value* fault() const { return fault_; }
 
   llvm::Value* max_nan(llvm::Value* a, llvm::Value* bb) {
@@ -282,7 +290,7 @@ class ExprEmitter {
         llvm::Value *x = arg(n.a), *d = arg(n.b);
         llvm::Value* by_zero = b_.CreateICmpEQ(d, zero);
         llvm::Value* by_minus_one = b_.CreateICmpEQ(d, b_.getInt64(static_cast<std::uint64_t>(-1)));
-        add_fault(by_zero);
+        add_fault(id, by_zero);
         // x86's idiv traps on both: divide by 1 there instead.
         llvm::Value* safe = b_.CreateSelect(b_.CreateOr(by_zero, by_minus_one), b_.getInt64(1), d);
         if (n.op == SymOp::IntDiv) return b_.CreateSelect(by_minus_one, b_.CreateSub(zero, x), b_.CreateSDiv(x, safe));
@@ -290,7 +298,7 @@ class ExprEmitter {
       }
       case SymOp::IntPow: {
         llvm::Value *x = arg(n.a), *e = arg(n.b);
-        add_fault(b_.CreateAnd(b_.CreateICmpEQ(x, zero), b_.CreateICmpSLT(e, zero)));
+        add_fault(id, b_.CreateAnd(b_.CreateICmpEQ(x, zero), b_.CreateICmpSLT(e, zero)));
         return b_.CreateCall(int_power(), {x, e});
       }
       default:
@@ -298,7 +306,12 @@ class ExprEmitter {
     }
   }
 
-  void add_fault(llvm::Value* cond) { fault_ = fault_ ? b_.CreateOr(fault_, cond) : cond; }
+  void add_fault(ir::SymId id, llvm::Value* cond) {
+    auto it = fault_bits_.find(id);
+    if (it == fault_bits_.end()) throw std::logic_error("llvm codegen: a division without a fault bit");
+    llvm::Value* bits = b_.CreateSelect(cond, b_.getInt32(it->second), b_.getInt32(0));
+    fault_ = fault_ ? b_.CreateOr(fault_, bits) : bits;
+  }
 
   // `i64 saturn.int_power(i64 x, i64 n)`, ir::int_power, defined once per
   // module: squaring for n >= 0; 1, +-1 or 0 for n < 0 (0 for x = 0, which
@@ -345,6 +358,7 @@ class ExprEmitter {
   llvm::IRBuilder<>& b_;
   llvm::Module& m_;
   const ir::SymContext& ctx_;
+  const std::map<ir::SymId, std::uint32_t>& fault_bits_;
   bool f64_, int_;
   llvm::Type* f32_;  // the float compute type
   llvm::Type* i32_;
@@ -452,18 +466,16 @@ llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llv
   }
 }
 
-// `if (bad) *fault = 1` (an i32 flag; threads may race to set it, hence
-// the atomic store).
+// `if (bits) *fault |= bits` (an i32 flag; threads may race to set it,
+// hence the atomic or).
 void set_fault(llvm::IRBuilder<>& b, llvm::Value* bad, llvm::Value* fault, const std::string& kernel) {
   if (!fault) throw std::logic_error("llvm codegen: " + kernel + " divides integers but has no fault flag");
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* set = llvm::BasicBlock::Create(b.getContext(), "fault", f);
   llvm::BasicBlock* next = llvm::BasicBlock::Create(b.getContext(), "fault.end", f);
-  b.CreateCondBr(bad, set, next);
+  b.CreateCondBr(b.CreateICmpNE(bad, b.getInt32(0)), set, next);
   b.SetInsertPoint(set);
-  llvm::StoreInst* st = b.CreateStore(b.getInt32(1), fault);
-  st->setAtomic(llvm::AtomicOrdering::Monotonic);
-  st->setAlignment(llvm::Align(4));
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Or, fault, bad, llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic);
   b.CreateBr(next);
   b.SetInsertPoint(next);
 }
@@ -510,7 +522,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
   for (const Leaf& l : k.leaves) leaf_type.push_back(element_type(b, l.dtype));
   llvm::Type* out_type = element_type(b, k.out_dtype);
   const bool copy = is_copy(k);
-  ExprEmitter ex(b, m, *k.ctx, k.compute);
+  ExprEmitter ex(b, m, *k.ctx, k.compute, k.fault_bits);
 
   emit_loop(b, row_begin, row_end, "row", [&](llvm::Value* row) {
     // Element offsets of this row in every leaf: the row's multi-index over

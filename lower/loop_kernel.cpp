@@ -1,6 +1,7 @@
 #include "lower/loop_kernel.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -107,6 +108,16 @@ void check_kernel_types(const LoopKernel& k) {
     throw std::logic_error(k.name + ": integer arithmetic that i64 does not compute exactly");
   if (ints && k.fault < 0 && !is_copy(k) && divides_integers(*k.ctx, k.body))
     throw std::logic_error(k.name + ": integer division without a fault flag");
+  if (k.fault >= 0)
+    for (ir::SymId id : k.ctx->reachable(std::span<const ir::SymId>(&k.body, 1)))
+      if (ir::sym_op_divides(k.ctx->node(id).op) &&
+          (!k.fault_bits.count(id) || std::bit_width(k.fault_bits.at(id)) > k.fault_errors.size()))
+        throw std::logic_error(k.name + ": a division without a fault bit and its error");
+}
+
+std::string fault_message(const std::vector<std::string>& fault_errors, std::uint32_t flag) {
+  const auto bit = static_cast<std::size_t>(std::countr_zero(flag));
+  return bit < fault_errors.size() ? fault_errors[bit] : "integer division by zero";
 }
 
 void simplify_iteration_space(LoopKernel& k) {

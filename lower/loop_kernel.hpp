@@ -26,9 +26,10 @@
 // int_kernel_expression accepts) runs in i64, wrapping, and an integer
 // result keeps its low bits, as the reference's int64 kernels and
 // Tensor::set_int do; its leaves are integers and bools. A kernel that
-// divides integers has a `fault` flag: it sets it where a divisor is zero
-// (or 0 is raised to a negative power), and the step running it fails the
-// run, as the reference kernel does. A copy (is_copy) moves elements of
+// divides integers has a `fault` flag: each division sets its bit
+// (fault_bits) where its divisor is zero (or 0 is raised to a negative
+// power), and the step running it fails the run with the error of the
+// lowest bit set (fault_message), as the reference kernel of that node does. A copy (is_copy) moves elements of
 // any type unchanged.
 //
 // Invariant: `body` only reads variables listed in `leaf_vars` (and, for a
@@ -37,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +71,9 @@ bool divides_integers(const ir::SymContext& ctx, ir::SymId root);
 // The arithmetic a kernel computing values of `t` does: f64 for f64, else
 // f32 (f16 and bf16 compute in f32 and round when stored).
 ir::DType compute_dtype(ir::DType t);
+// The error of a run that left a kernel's fault flag at `flag` (not 0),
+// from its fault_errors.
+std::string fault_message(const std::vector<std::string>& fault_errors, std::uint32_t flag);
 // Throws std::logic_error when `k`'s result or a leaf has a type a loop
 // kernel cannot have (the code generators call it before emitting).
 void check_kernel_types(const LoopKernel& k);
@@ -90,11 +95,15 @@ struct LoopKernel {
   std::vector<ir::SymId> leaf_vars;  // leaf_vars[i] is the variable that reads leaves[i]
   std::vector<Leaf> leaves;
   BufferId out = -1;
-  BufferId fault = -1;                   // divides_integers: an i32 set to 1 on a zero divisor
-  std::string fault_error;               // the run's error when it is set (names the nodes)
-  ir::DType out_dtype = ir::DType::F32;  // kernel_dtype
-  ir::DType compute = ir::DType::F32;    // the arithmetic's type: f32, f64 or i64 (reductions: f32 or f64)
-  int ops = 0;                           // graph ops fused into it (reports)
+  BufferId fault = -1;  // divides_integers: a u32 of bits, fault_bits[d] set where division d meets a zero divisor
+  // A bit per graph node that divides, the first node's lowest (the
+  // reference runs nodes in order: the one it fails in is the first whose
+  // bit is set); the 32nd and later nodes share the last bit.
+  std::map<ir::SymId, std::uint32_t> fault_bits;
+  std::vector<std::string> fault_errors;  // by bit: the run's error (names the node)
+  ir::DType out_dtype = ir::DType::F32;   // kernel_dtype
+  ir::DType compute = ir::DType::F32;     // the arithmetic's type: f32, f64 or i64 (reductions: f32 or f64)
+  int ops = 0;                            // graph ops fused into it (reports)
 };
 
 // Whether `k` copies its one leaf, of its result's type, element for element

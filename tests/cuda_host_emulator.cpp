@@ -45,6 +45,7 @@ static inline float4 make_float4(float x, float y, float z, float w) { return {x
 static inline float __int_as_float(unsigned bits) { float f; std::memcpy(&f, &bits, 4); return f; }
 static inline float __uint_as_float(unsigned bits) { return __int_as_float(bits); }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+static inline unsigned atomicOr(unsigned* a, unsigned v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }
 static std::mutex sat_error_mu;
 static std::string sat_error;
 static void sat_fail(const std::string& what) {
@@ -350,14 +351,14 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
 }
 
 std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves,
-                                    bool* faulted) {
+                                    std::uint32_t* fault) {
   const ir::SymContext& ctx = *k.ctx;
   // The divisions whose zero divisor (or 0 to a negative power) faults.
   std::vector<ir::SymId> divisions;
   for (ir::SymId id : ctx.reachable(std::span<const ir::SymId>(&k.body, 1))) {
     if (ir::sym_op_divides(ctx.node(id).op)) divisions.push_back(id);
   }
-  if (faulted) *faulted = false;
+  if (fault) *fault = 0;
   const std::int64_t n = product(k.dims), r = product(k.red_dims);
   std::vector<double> vars(ctx.num_vars(), 0.0);
   auto value = [&](std::size_t v) { return vars[v]; };
@@ -381,7 +382,7 @@ std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vecto
         const ir::SymNode& n = ctx.node(d);
         const double divisor = ctx.evaluate(n.b, value);
         const bool bad = n.op == ir::SymOp::IntPow ? ctx.evaluate(n.a, value) == 0 && divisor < 0 : divisor == 0;
-        if (bad && faulted) *faulted = true;
+        if (bad && fault) *fault |= k.fault_bits.count(d) ? k.fault_bits.at(d) : 0x80000000u;
       }
       continue;
     }
@@ -462,14 +463,17 @@ std::vector<std::string> emulation_failures(const std::vector<lower::LoopKernel>
       stored.push_back(stored_as(inputs[l], t));
       ptrs.push_back(stored.back().get());
     }
-    std::int32_t fault = 0;
+    std::uint32_t fault = 0;
     if (divides) ptrs.push_back(&fault);
     std::vector<float> got(static_cast<std::size_t>(sources[i].elements));
     std::string error = emu->run(i, ptrs, got, kernels[i].out_dtype);
-    bool want_fault = false;
+    std::uint32_t want_fault = 0;
     const std::vector<float> want = reference_kernel(kernels[i], inputs, &want_fault);
-    if (error.empty() && (fault != 0) != want_fault)
-      error = want_fault ? "no fault where a divisor is zero" : "the fault flag is set without a zero divisor";
+    if (error.empty() && fault != want_fault)
+      error = !fault ? "no fault where a divisor is zero"
+              : !want_fault
+                  ? "the fault flag is set without a zero divisor"
+                  : "fault bits " + std::to_string(fault) + " where " + std::to_string(want_fault) + " divide by zero";
     // (A run that faults fails: what it computed does not matter.)
     if (error.empty() && !want_fault) error = first_mismatch(got, want, kernels[i].out_dtype);
     if (!error.empty()) wrong.push_back(where.at(i) + " (" + kernels[i].name + "): " + error);

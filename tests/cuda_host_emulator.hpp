@@ -44,7 +44,7 @@ class CudaHostEmulator {
 
   // Runs kernel `index` on `leaves` (one array per leaf of its LoopKernel,
   // in order, each of the leaf's type, then the fault flag of a kernel
-  // that divides integers, an int32) into `out` (the result's elements,
+  // that divides integers, a uint32) into `out` (the result's elements,
   // computed as `out_dtype`: a bool as 0 or 1; an integer (a copy's, or an
   // own kernel's indices) as its value). The launch is `blocks`
   // blocks of `threads` threads (a multiple of 32). Returns "" or what went
@@ -63,10 +63,11 @@ class CudaHostEmulator {
 // The loop kernel's meaning, evaluated in double over the leaves' arrays
 // (one per leaf, read at offset + index . strides) and stored as its result
 // type would store it (a bool result: 0 or 1), as f32.
-// `faulted`, when given, says whether an integer division met a zero
-// divisor (or 0 a negative power) at some element: the run would fail.
+// `fault`, when given, is set to the fault bits (LoopKernel::fault_bits) of
+// the integer divisions that met a zero divisor (or 0 a negative power) at
+// some element: the run would fail.
 std::vector<float> reference_kernel(const lower::LoopKernel& k, const std::vector<std::vector<float>>& leaves,
-                                    bool* faulted = nullptr);
+                                    std::uint32_t* fault = nullptr);
 
 // Arrays for the leaves of `k`, each as long as its reads reach, filled with
 // deterministic values from `seed`: for f32 leaves in [-2, 2] (some exactly

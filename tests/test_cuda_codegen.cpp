@@ -422,7 +422,7 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
       INFO(sources[i].source);
       const bool divides = kernels[i].fault >= 0;
       faulting += divides;
-      CHECK((sources[i].source.find("int* __restrict__ fault, ") != std::string::npos) == divides);
+      CHECK((sources[i].source.find("unsigned* __restrict__ fault, ") != std::string::npos) == divides);
       if (kernels[i].leaves.size() == 2 && kernels[i].leaves[0].dtype == ir::DType::I64) k_by_d = i;
     }
     CHECK(faulting == 5);
@@ -441,11 +441,11 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
     const ir::SymNode& quotient = kd.ctx->node(kd.body);
     REQUIRE(quotient.op == ir::SymOp::IntDiv);
     const bool num_first = kd.leaf_vars[0] == quotient.a;
-    auto leaves = [&](std::int32_t* flag) -> std::vector<const void*> {
+    auto leaves = [&](std::uint32_t* flag) -> std::vector<const void*> {
       if (num_first) return {num.data(), den.data(), flag};
       return {den.data(), num.data(), flag};
     };
-    std::int32_t fault = 0;
+    std::uint32_t fault = 0;
     std::vector<float> got(24);
     REQUIRE(emu->run(0, leaves(&fault), got, ir::DType::I64) == "");
     CHECK(fault == 0);
@@ -454,7 +454,54 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
     CHECK(got[2] == -3.0f);                       // truncated toward zero
     den[5] = 0;
     REQUIRE(emu->run(0, leaves(&fault), got, ir::DType::I64) == "");
-    CHECK(fault == 1);
+    CHECK(fault == 1);  // the kernel's one division's bit
+    CHECK(kd.fault_bits.at(kd.body) == 1);
+  }
+  SECTION("each dividing node of a kernel sets its own fault bit") {
+    models::GraphBuilder b("int_division_bits");
+    std::string k = b.input("k", {8}, ir::DType::I64), d = b.input("d", {8}, ir::DType::I64);
+    // k / d faults where d = 0, k mod (d - 1) where d = 1.
+    const ir::Graph g = b.finish(
+        {b.op("add", {b.op("div", {k, d}), b.op("mod", {k, b.op("sub", {d, b.fill({}, 1, ir::DType::I64)})})})});
+    auto program = lower::compile_cpu(g);
+    if (!program) FAIL(program.error().to_string());
+    const lower::Program& p = **program;
+    REQUIRE(p.kernels->size() == 1);
+    const lower::LoopKernel& kk = p.kernels->at(0);
+    const std::vector<lower::CudaKernelSource> sources{lower::cuda_kernel_source(kk, 0)};
+    std::uint32_t div_bit = 0, rem_bit = 0;
+    for (const auto& [site, bit] : kk.fault_bits)
+      (kk.ctx->node(site).op == ir::SymOp::IntDiv ? div_bit : rem_bit) |= bit;
+    CHECK(div_bit == 1);  // the first node's, as the interpreter fails in the first
+    CHECK(rem_bit == 2);
+    CHECK(sources[0].source.find("fault, 2u)") != std::string::npos);
+    auto emu = test::CudaHostEmulator::build(sources, test::emulator_dir("int-division-bits"));
+    if (!emu) FAIL(emu.error().message);
+    auto fault_with = [&](std::vector<std::int64_t> ds) {
+      const std::vector<std::int64_t> ks{2, 3, 4, 5, 6, 7, 8, 9}, one{1};
+      std::vector<std::vector<float>> values;  // each leaf's: k, d or the constant 1
+      std::vector<const void*> leaves;
+      for (const lower::Leaf& l : kk.leaves) {
+        const lower::Buffer& buffer = p.buffers[static_cast<std::size_t>(l.buffer)];
+        const std::vector<std::int64_t>& v = buffer.kind != lower::BufferKind::Input ? one
+                                             : buffer.input_index == 0               ? ks
+                                                                                     : ds;
+        values.emplace_back(v.begin(), v.end());
+        leaves.push_back(v.data());
+      }
+      std::uint32_t fault = 0;
+      leaves.push_back(&fault);
+      std::vector<float> got(8);
+      REQUIRE(emu->run(0, leaves, got, ir::DType::I64) == "");
+      std::uint32_t want = 0;
+      test::reference_kernel(kk, values, &want);
+      CHECK(fault == want);
+      return fault;
+    };
+    CHECK(fault_with({2, 3, 4, 5, 6, 7, 8, 9}) == 0);
+    CHECK(fault_with({2, 3, 0, 5, 6, 7, 8, 9}) == div_bit);
+    CHECK(fault_with({2, 3, 4, 5, 1, 7, 8, 9}) == rem_bit);
+    CHECK(fault_with({0, 3, 4, 5, 1, 7, 8, 9}) == (div_bit | rem_bit));
   }
   SECTION("every f16 and bf16 value widens exactly - f32 narrows to nearest even as the interpreter does") {
     const std::int64_t n = 65536;
