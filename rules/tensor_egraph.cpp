@@ -454,6 +454,22 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   std::map<std::uint32_t, std::string> name_of;  // class -> value name
   std::set<std::string> produced;                // values computed by a node here
   std::set<std::uint32_t> active;
+  // Names given so far, and the inputs' and outputs' (kept): a value of the
+  // rebuilt graph never takes one of them, though the source may name its
+  // values as this function does ("v4": such a clash wired the wrong
+  // value to an output).
+  std::set<std::string> taken;
+  for (const ir::GraphValue& in : out.inputs) taken.insert(in.name);
+  for (const std::string& o : t.source.outputs) taken.insert(o);
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+    taken.insert(name);
+    return name;
+  };
+  auto is_input = [&](const std::string& name) {
+    return std::any_of(out.inputs.begin(), out.inputs.end(), [&](const ir::GraphValue& in) { return in.name == name; });
+  };
   // Multi-result nodes: one ir node per (op, children but the result index).
   std::map<std::pair<std::uint32_t, std::vector<std::uint32_t>>, std::size_t> groups;
   std::string error;
@@ -474,12 +490,14 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
     } else if (op == lang.constant) {
       Op h = *leaf_symbol(e, e.children(n)[0]);
       name = an.constants().name_of(h);
-      if (name.empty() ||
+      // An initializer keeps its name unless a node's value or an input
+      // (which a constant never shadows) has it. (An output of that name is
+      // this constant: names are unique in the source.)
+      if (name.empty() || is_input(name) || produced.count(name) ||
           (out.initializers.count(name) && out.initializers.at(name).nbytes() != an.constants().find(h)->nbytes()))
-        name = "c" + std::to_string(c.v);
-      // Inputs keep their names; a constant never shadows one.
-      for (const ir::GraphValue& in : out.inputs)
-        if (in.name == name) name = "c" + std::to_string(c.v);
+        name = fresh("c" + std::to_string(c.v));
+      else
+        taken.insert(name);
       out.initializers.emplace(name, *an.constants().find(h));
     } else {
       std::string why;
@@ -492,7 +510,7 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
       for (const auto& o : node->operands) ins.push_back(o ? visit(*o) : std::string());
       if (!error.empty()) return {};
       while (!ins.empty() && ins.back().empty()) ins.pop_back();
-      name = "v" + std::to_string(c.v);
+      name = fresh("v" + std::to_string(c.v));
       if (node->num_results > 1) {
         std::vector<std::uint32_t> key;
         auto kids = e.children(n);
@@ -516,11 +534,15 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   std::vector<std::string> results;
   for (EClassId o : t.outputs) results.push_back(visit(o));
   if (!error.empty()) return Diagnostic{SourceLoc{t.source.source, 0, 0}, error};
-  // Outputs keep their names: rename the producing node's result, or copy.
+  // Outputs keep their names: rename the producing node's result, or copy
+  // (an input or initializer already under the output's name, and an
+  // output listed twice, need neither).
   std::map<std::string, std::string> rename;
+  std::set<std::string> named;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string& want = t.source.outputs[i];
     const std::string& have = results[i];
+    if (have == want || !named.insert(want).second) continue;
     if (produced.count(have) && !rename.count(have)) {
       rename[have] = want;
     } else {

@@ -3,10 +3,12 @@
 // interpreter, random inputs); and the pieces `saturn opt` is made of.
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "bench/models.hpp"
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 #include "runtime/interp.hpp"
@@ -240,6 +242,47 @@ TEST_CASE("graph -> e-graph -> graph with the imported nodes is the same program
   CHECK(out.kind == rules::TensorInfo::Kind::Tensor);
   CHECK(ir::to_string(out.type.shape) == "[1 3]");
   CHECK_FALSE(out.constant);
+}
+
+TEST_CASE("values named as the rebuilt graph names its own keep their meaning", "[opt]") {
+  // Found by tools/fuzz_targets.py --opt: the rebuilt graph named the value
+  // of e-class 4 "v4", also the name of the source's first output, which
+  // then came from the wrong node (or the graph did not type-check).
+  const char* text = R"((graph names
+  (input a i8 [3 4 2 1])
+  (input v9 f32 [2])
+  (init v12 f32 [2] [1 2])
+  (node n2 reduce_max (v2) (a) :axes [2] :keepdims 0)
+  (node n4 reduce_max (v4) (a) :axes [1] :keepdims 0)
+  (node n5 concat (v5) (v2 v2) :axis 1)
+  (node n6 pad (v6) (v2) :pads [2 0 0 -1 0 0] :mode "constant")
+  (node n7 add (c1) (v9 v12))
+  (node n8 mul (v3) (c1 v9))
+  (output v4 v5 v6 v9 v12 v3 v4)))";
+  auto g = ir::read_sat(text, "names.sat");
+  if (!g) FAIL(g.error().to_string());
+  for (const char* target : {"cpu", "cuda"}) {
+    INFO(target);
+    auto res = cli::optimize(*g, shipped(target));
+    if (!res) FAIL(res.error().to_string());
+    CHECK(res->graph.outputs == g->outputs);
+    std::set<std::string> defined;  // every value once
+    for (const ir::GraphValue& in : res->graph.inputs) CHECK(defined.insert(in.name).second);
+    for (const auto& [name, value] : res->graph.initializers) CHECK(defined.insert(name).second);
+    for (const ir::Node& n : res->graph.nodes)
+      for (const std::string& o : n.outputs) CHECK(defined.insert(o).second);
+    auto inputs = random_inputs(*g, 7);
+    auto want = runtime::interpret(*g, inputs);
+    REQUIRE(want);
+    auto got = runtime::interpret(res->graph, inputs);
+    if (!got) FAIL(got.error().to_string());
+    REQUIRE(got->size() == want->size());
+    for (std::size_t k = 0; k < want->size(); ++k) {
+      INFO("output " << k);
+      REQUIRE((*got)[k].dims() == (*want)[k].dims());
+      for (std::size_t i = 0; i < (*want)[k].numel(); ++i) CHECK((*got)[k].at(i) == (*want)[k].at(i));
+    }
+  }
 }
 
 TEST_CASE("tensor built-ins", "[opt][builtins]") {

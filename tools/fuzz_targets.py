@@ -39,17 +39,20 @@ INTS = ["i8", "u8", "i32", "i64"]
 FLOATS = ["f16", "f32", "f64"]
 
 
+FINITE = False  # --opt: no infinities, NaN or integer extremes
+
+
 def values(t, shape, rng):
     n = int(np.prod(shape))
     if t == "bool":
         return rng.integers(0, 2, n).astype(np.bool_).reshape(shape)
     if t in INTS:
         info = np.iinfo(NP[t])
-        pool = [info.min, info.max, 0, 1, 2, 3, 7, -1 if t != "u8" else 5]
-        v = [rng.choice(pool) if rng.random() < 0.3 else rng.integers(max(info.min, -300), min(info.max, 300))
-             for _ in range(n)]
+        pool = [0, 1, 2, 3, 7, -1 if t != "u8" else 5] + ([] if FINITE else [info.min, info.max])
+        lo, hi = (max(info.min, -9), min(info.max, 9)) if FINITE else (max(info.min, -300), min(info.max, 300))
+        v = [rng.choice(pool) if rng.random() < 0.3 else rng.integers(lo, hi) for _ in range(n)]
         return np.array(v, dtype=np.int64).astype(NP[t]).reshape(shape)
-    pool = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 65504.0, -2.5, 3.0]
+    pool = [0.0, -0.0, 1.0, -1.0, -2.5, 3.0] + ([] if FINITE else [np.inf, -np.inf, np.nan, 65504.0])
     v = [rng.choice(pool) if rng.random() < 0.2 else rng.normal() * 10 for _ in range(n)]
     with np.errstate(over="ignore"):
         return np.array(v).astype(NP[t]).reshape(shape)
@@ -285,16 +288,23 @@ def make_case(seed, family, folder):
     return inputs
 
 
-def run(folder, inputs, target):
+def run(folder, inputs, target, model="g.sat"):
     out = os.path.join(folder, "out_" + target)
-    p = subprocess.run([SATURN, "run", os.path.join(folder, "g.sat"), "--target", target, "--threads", "1",
+    p = subprocess.run([SATURN, "run", os.path.join(folder, model), "--target", target, "--threads", "1",
                         "--inputs", *inputs, "-o", out], capture_output=True, text=True, timeout=300)
     return p.returncode, p.stderr.strip(), out
 
 
-def disagreement(folder, inputs, tol):
+def disagreement(folder, inputs, tol, optimize):
     ri, ei, oi = run(folder, inputs, "interp")
-    rc, ec, oc = run(folder, inputs, "cpu")
+    model = "g.sat"
+    if optimize:  # the cpu target runs what `saturn opt` made of the graph
+        model = "opt.sat"
+        p = subprocess.run([SATURN, "opt", os.path.join(folder, "g.sat"), "-q", "-o", os.path.join(folder, model)],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode:
+            return f"saturn opt exit {p.returncode}: {p.stderr.strip()[-300:]}"
+    rc, ec, oc = run(folder, inputs, "cpu", model)
     if ri not in (0, 2) or rc not in (0, 2):
         return f"exit {ri} (interp) / {rc} (cpu): {ec[-300:]}"
     if ri != rc:
@@ -321,17 +331,22 @@ def main():
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="folder for the cases (default: a temporary one, kept when one disagrees)")
+    ap.add_argument("--opt", action="store_true",
+                    help="run the graph optimized by `saturn opt` on the cpu target (finite inputs)")
     args = ap.parse_args()
+    global FINITE
+    FINITE = args.opt
     root = args.keep or tempfile.mkdtemp(prefix="saturn-fuzz-targets-")
     bad = 0
     for seed in range(args.seed, args.seed + args.n):
         folder = os.path.join(root, f"{args.family}-{seed}")
         # (Library calls sum in another order than the interpreter.)
-        why = disagreement(folder, make_case(seed, args.family, folder), 1e-4 if args.family == "nn" else 1e-5)
+        why = disagreement(folder, make_case(seed, args.family, folder),
+                           1e-4 if args.family == "nn" or args.opt else 1e-5, args.opt)
         if why:
             bad += 1
             print(f"{folder}: {why}")
-    print(f"{args.n} {args.family} graphs, {bad} disagreements ({root})")
+    print(f"{args.n} {args.family} graphs{' (optimized)' if args.opt else ''}, {bad} disagreements ({root})")
     return 1 if bad else 0
 
 
