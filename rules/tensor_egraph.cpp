@@ -430,6 +430,8 @@ Expected<TensorEGraph> to_egraph(const ir::Graph& g) {
         all.push_back(e.add(Op::integer(static_cast<std::int64_t>(k))));
       }
       value[n.outputs[r]] = e.add(Op::symbol(n.op), all);
+      if (auto id = e.lookup_node(Op::symbol(n.op), all))  // (the first of equal nodes names it)
+        t.imported.try_emplace(id->v, ImportedNode{n.name, n.source_op, n.outputs[r]});
     }
   }
   e.rebuild();
@@ -454,13 +456,16 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   std::map<std::uint32_t, std::string> name_of;  // class -> value name
   std::set<std::string> produced;                // values computed by a node here
   std::set<std::uint32_t> active;
-  // Names given so far, and the inputs' and outputs' (kept): a value of the
-  // rebuilt graph never takes one of them, though the source may name its
-  // values as this function does ("v4": such a clash wired the wrong
-  // value to an output).
+  // Names given so far, the inputs' and outputs' (kept) and those of the
+  // source's nodes' values (kept where their node is chosen): a value the
+  // rebuilt graph names itself never takes one of them, though the source
+  // may name its values as this function does ("v4": such a clash wired the
+  // wrong value to an output).
   std::set<std::string> taken;
   for (const ir::GraphValue& in : out.inputs) taken.insert(in.name);
   for (const std::string& o : t.source.outputs) taken.insert(o);
+  for (const auto& [id, origin] : t.imported) taken.insert(origin.value);
+  std::set<std::string> given;  // source value names used
   auto fresh = [&](const std::string& base) {
     std::string name = base;
     for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
@@ -510,19 +515,26 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
       for (const auto& o : node->operands) ins.push_back(o ? visit(*o) : std::string());
       if (!error.empty()) return {};
       while (!ins.empty() && ins.back().empty()) ins.pop_back();
-      name = fresh("v" + std::to_string(c.v));
+      // A node of the source keeps its names and its value's (once).
+      auto origin = t.imported.find(n.v);
+      if (origin != t.imported.end() && !given.insert(origin->second.value).second) origin = t.imported.end();
+      name = origin != t.imported.end() ? origin->second.value : fresh("v" + std::to_string(c.v));
+      const std::string node_name =
+          origin != t.imported.end() && !origin->second.name.empty() ? origin->second.name : name;
+      const std::string source_op = origin != t.imported.end() ? origin->second.source_op : std::string();
       if (node->num_results > 1) {
         std::vector<std::uint32_t> key;
         auto kids = e.children(n);
         for (std::size_t i = 0; i + 2 < kids.size(); ++i) key.push_back(e.find(kids[i]).v);
-        auto [it, fresh] = groups.emplace(std::make_pair(e.op(n).id, key), out.nodes.size());
-        if (fresh) {
-          ir::Node nn{name, node->def->name, ins, std::vector<std::string>(node->num_results), node->attrs, {}};
+        auto [it, first] = groups.emplace(std::make_pair(e.op(n).id, key), out.nodes.size());
+        if (first) {
+          ir::Node nn{node_name,   node->def->name, ins, std::vector<std::string>(node->num_results),
+                      node->attrs, source_op};
           out.nodes.push_back(std::move(nn));
         }
         out.nodes[it->second].outputs[node->result] = name;
       } else {
-        out.nodes.push_back(ir::Node{name, node->def->name, ins, {name}, node->attrs, {}});
+        out.nodes.push_back(ir::Node{node_name, node->def->name, ins, {name}, node->attrs, source_op});
       }
       produced.insert(name);
     }
@@ -534,15 +546,21 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   std::vector<std::string> results;
   for (EClassId o : t.outputs) results.push_back(visit(o));
   if (!error.empty()) return Diagnostic{SourceLoc{t.source.source, 0, 0}, error};
-  // Outputs keep their names: rename the producing node's result, or copy
-  // (an input or initializer already under the output's name, and an
-  // output listed twice, need neither).
+  // Outputs keep their names: rename the producing node's result, or copy.
+  // Values already under an output's name (an input, an initializer, a
+  // source node's result) keep it, so they are settled first; an output
+  // listed twice needs nothing more.
   std::map<std::string, std::string> rename;
   std::set<std::string> named;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i] == t.source.outputs[i]) {
+      rename.emplace(results[i], results[i]);
+      named.insert(results[i]);
+    }
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string& want = t.source.outputs[i];
     const std::string& have = results[i];
-    if (have == want || !named.insert(want).second) continue;
+    if (!named.insert(want).second) continue;
     if (produced.count(have) && !rename.count(have)) {
       rename[have] = want;
     } else {

@@ -112,12 +112,20 @@ struct TensorOps {
 // The symbol leaf of a class (a string attribute, a constant handle, none).
 std::optional<Op> leaf_symbol(const egraph::EGraph& g, EClassId c);
 
+// A node of the source graph as the e-graph holds it: the names the user
+// gave it and the value it computes, which the rebuilt graph keeps when it
+// chooses this node.
+struct ImportedNode {
+  std::string name, source_op, value;
+};
+
 // An ir::Graph in an e-graph: one class per output.
 struct TensorEGraph {
   egraph::EGraph graph;
   TensorAnalysis* analysis = nullptr;
   std::vector<EClassId> outputs;
-  ir::Graph source;  // inputs, outputs and names to rebuild a graph with
+  ir::Graph source;                                          // inputs, outputs and names to rebuild a graph with
+  std::unordered_map<std::uint32_t, ImportedNode> imported;  // by e-node id (NodeId::v)
 
   TensorEGraph() = default;
   TensorEGraph(TensorEGraph&&) = default;
