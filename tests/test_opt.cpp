@@ -7,6 +7,7 @@
 
 #include "bench/models.hpp"
 #include "helpers.hpp"
+#include "random_graphs.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "rules/tensor_builtins.hpp"
@@ -290,6 +291,43 @@ TEST_CASE("values named as the rebuilt graph names its own keep their meaning", 
       for (std::size_t i = 0; i < (*want)[k].numel(); ++i) CHECK((*got)[k].at(i) == (*want)[k].at(i));
     }
   }
+}
+
+TEST_CASE("random elementwise graphs optimize to programs computing the same values", "[opt]") {
+  // Every type, extremes among the inputs (tests/random_graphs.hpp); both
+  // fail (an integer division by zero, maybe another first) or agree.
+  int optimized = 0;
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    const test::RandomGraph r = test::random_elementwise_graph(seed);
+    const char* target = seed % 4 ? "cpu" : "cuda";
+    INFO("seed " << seed << " --target " << target << ": " << r.text);
+    auto res = cli::optimize(r.graph, shipped(target));
+    if (!res) FAIL(res.error().to_string());
+    REQUIRE_FALSE(res->unsound);
+    optimized += res->graph.nodes.size() < r.graph.nodes.size();
+    auto want = runtime::interpret(r.graph, r.inputs);
+    auto got = runtime::interpret(res->graph, r.inputs);
+    REQUIRE(static_cast<bool>(got) == static_cast<bool>(want));
+    if (!want) continue;
+    for (std::size_t k = 0; k < want->size(); ++k) {
+      const ir::Tensor &g = (*got)[k], &w = (*want)[k];
+      INFO("output " << k << " of " << w.summary());
+      REQUIRE(g.dtype() == w.dtype());
+      REQUIRE(g.dims() == w.dims());
+      for (std::size_t i = 0; i < w.numel(); ++i) {
+        INFO("element " << i);
+        if (!ir::is_float(w.dtype()))
+          CHECK(g.at_int(i) == w.at_int(i));
+        else if (std::isnan(w.at(i)))
+          CHECK(std::isnan(g.at(i)));
+        else if (std::isinf(w.at(i)))
+          CHECK(g.at(i) == w.at(i));
+        else
+          CHECK(g.at(i) == Approx(w.at(i)).epsilon(1e-5).margin(1e-6));
+      }
+    }
+  }
+  CHECK(optimized > 50);  // the rules did something
 }
 
 TEST_CASE("tensor built-ins", "[opt][builtins]") {

@@ -5,10 +5,15 @@ inputs (INT64_MIN, 255, NaN, -0, inf, ...), run by `saturn run --target
 interp` and by `--target cpu`. Both must fail with the same error (an
 integer division by zero, naming the same node) or give the same outputs:
 integers and bools exactly, floats to 1e-5 (nn: 1e-4; f16: 1e-3), NaN for
-NaN. Not part of the test suite (minutes); tests/random_graphs.hpp runs a fixed sample of the elementwise family in CI.
-Each disagreement is printed with the folder that holds its graph and inputs.
+NaN. Not part of the test suite (minutes); tests/random_graphs.hpp runs a
+fixed sample of the elementwise family in CI. Each disagreement is printed with the folder that holds its graph and inputs.
 
-  tools/fuzz_targets.py [--family elementwise|movement|nn] [-n N] [--seed S] [--keep DIR]
+  tools/fuzz_targets.py [--family elementwise|movement|nn] [-n N] [--seed S] [--keep DIR] [--opt] [--finite]
+
+--opt runs on the cpu target what `saturn opt` made of each graph (the
+shipped rules, the cpu cost model), against the interpreter on the graph
+as written; errors must then agree in kind (the optimized graph may order
+its divisions otherwise).
 
 elementwise: chains of arithmetic, division, modulo, power, comparisons
 feeding where, and casts to every type. movement: transposes, slices (also
@@ -39,7 +44,7 @@ INTS = ["i8", "u8", "i32", "i64"]
 FLOATS = ["f16", "f32", "f64"]
 
 
-FINITE = False  # --opt: no infinities, NaN or integer extremes
+FINITE = False  # --finite
 
 
 def values(t, shape, rng):
@@ -335,11 +340,13 @@ def main():
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="folder for the cases (default: a temporary one, kept when one disagrees)")
-    ap.add_argument("--opt", action="store_true",
-                    help="run the graph optimized by `saturn opt` on the cpu target (finite inputs)")
+    ap.add_argument("--opt", action="store_true", help="run the graph optimized by `saturn opt` on the cpu target")
+    ap.add_argument("--finite", action="store_true",
+                    help="no infinities, NaN or integer extremes among the inputs (rules exact only over the reals, "
+                         "such as x*0 => 0, differ on those)")
     args = ap.parse_args()
     global FINITE
-    FINITE = args.opt
+    FINITE = args.finite
     root = args.keep or tempfile.mkdtemp(prefix="saturn-fuzz-targets-")
     bad = 0
     for seed in range(args.seed, args.seed + args.n):
