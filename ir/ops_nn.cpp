@@ -428,28 +428,36 @@ void register_nn_ops(OpRegistry& r) {
       auto out = like(x[0], x[0].dtype(), {M, N});
       const bool has_c = x.size() > 2 && given[2];
       std::vector<std::int64_t> cd = has_c ? x[2].dims() : std::vector<std::int64_t>{};
+      auto c_index = [&](std::int64_t i, std::int64_t j) -> std::size_t {  // C broadcast to [M, N]
+        if (cd.size() == 2) return static_cast<std::size_t>((cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j));
+        if (cd.size() == 1) return static_cast<std::size_t>(cd[0] == 1 ? 0 : j);
+        return 0;
+      };
+      auto a_at = [&](std::int64_t i, std::int64_t k) { return static_cast<std::size_t>(ta ? k * M + i : i * K + k); };
+      auto b_at = [&](std::int64_t k, std::int64_t j) { return static_cast<std::size_t>(tb ? j * K + k : k * N + j); };
+      // Integers as matmul's (and numpy.dot's) wrapping products and sums,
+      // so that matmul => gemm holds for them; scaled in double (as ONNX's
+      // reference does) unless alpha = beta = 1.
+      const bool exact_int = !is_float(x[0].dtype()) && alpha == 1.0 && beta == 1.0;
       for (std::int64_t i = 0; i < M; ++i)
         for (std::int64_t j = 0; j < N; ++j) {
+          const auto o = static_cast<std::size_t>(i * N + j);
+          if (!is_float(x[0].dtype())) {
+            std::int64_t acc = 0;
+            for (std::int64_t k = 0; k < K; ++k)
+              acc = wrapping_add(acc, wrapping_mul(x[0].at_int(a_at(i, k)), x[1].at_int(b_at(k, j))));
+            const std::int64_t c = has_c ? x[2].at_int(c_index(i, j)) : 0;
+            if (exact_int)
+              out.set_int(o, wrapping_add(acc, c));
+            else
+              out.set(o, alpha * static_cast<double>(acc) + beta * static_cast<double>(c));
+            continue;
+          }
           auto acc = lit(x[0], 0.0);
-          for (std::int64_t k = 0; k < K; ++k) {
-            auto av = x[0].at(static_cast<std::size_t>(ta ? k * M + i : i * K + k));
-            auto bv = x[1].at(static_cast<std::size_t>(tb ? j * K + k : k * N + j));
-            acc += av * bv;
-          }
+          for (std::int64_t k = 0; k < K; ++k) acc += x[0].at(a_at(i, k)) * x[1].at(b_at(k, j));
           auto c = lit(x[0], 0.0);
-          if (has_c) {
-            std::int64_t ci = 0, cj = 0;
-            if (cd.size() == 2) {
-              ci = cd[0] == 1 ? 0 : i;
-              cj = cd[1] == 1 ? 0 : j;
-              c = x[2].at(static_cast<std::size_t>(ci * cd[1] + cj));
-            } else if (cd.size() == 1) {
-              c = x[2].at(static_cast<std::size_t>(cd[0] == 1 ? 0 : j));
-            } else {
-              c = x[2].at(0);
-            }
-          }
-          out.set(static_cast<std::size_t>(i * N + j), alpha * acc + beta * c);
+          if (has_c) c = x[2].at(c_index(i, j));
+          out.set(o, alpha * acc + beta * c);
         }
       return std::vector<decltype(out)>{std::move(out)};
     });

@@ -265,7 +265,7 @@ std::unordered_map<int, memory> weight_args(DnnlState& p, const RunContext& ctx)
   return args;
 }
 
-constexpr std::int32_t kInfBits = 0x7f800000, kNanBits = 0x7f800001;
+constexpr std::int32_t kInfBits = 0x7f800000;  // |x| >= inf, as bits: not finite
 
 // The largest magnitude among n floats from `p`, as the bits of |x| read as
 // an int32 (NaNs' exceed infinity's), so that one pass finds non-finite
@@ -527,12 +527,13 @@ LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const 
 
 namespace {
 
-// oneDNN's max pooling lets a NaN lose to a number; ONNX's reference (and
-// cuDNN with CUDNN_PROPAGATE_NAN, and Saturn's own pooling) gives NaN for
-// a window holding one. Rewrites those results as NaN; `out_strides` are
-// the result's (elements).
-void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float* y,
-                   const std::vector<std::int64_t>& out_strides) {
+// oneDNN's max pooling lets a NaN lose to a number, and gives -FLT_MAX
+// (its start) for a window of -inf; ONNX's reference (and cuDNN with
+// CUDNN_PROPAGATE_NAN, and Saturn's own pooling) gives NaN and -inf.
+// Computes every window as the reference does (NaN when one tap is, else
+// the max, -inf for none); `out_strides` are the result's (elements).
+void exact_max_windows(const PoolSpec& spec, const float* base, const View& x, float* y,
+                       const std::vector<std::int64_t>& out_strides) {
   const std::size_t k = spec.kernel.size();
   const std::int64_t n = ir::numel(spec.out_dims);
   std::vector<std::int64_t> o(spec.out_dims.size());
@@ -545,8 +546,8 @@ void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float
       rest /= spec.out_dims[d];
       y_off += o[d] * out_strides[d];
     }
-    bool nan = false;
-    for (std::int64_t t = 0; t < taps && !nan; ++t) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t t = 0; t < taps && m == m; ++t) {
       std::int64_t r = t, x_off = x.offset + o[0] * x.strides[0] + o[1] * x.strides[1];
       bool inside = true;
       for (std::size_t j = k; j-- > 0;) {
@@ -556,9 +557,9 @@ void propagate_nan(const PoolSpec& spec, const float* base, const View& x, float
         inside &= at >= 0 && at < spec.x_dims[2 + j];
         x_off += at * x.strides[2 + j];
       }
-      nan = inside && base[x_off] != base[x_off];
+      if (inside) m = base[x_off] != base[x_off] ? base[x_off] : std::max(m, base[x_off]);
     }
-    if (nan) y[y_off] = std::numeric_limits<float>::quiet_NaN();
+    y[y_off] = m;
   }
 }
 
@@ -588,9 +589,10 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   DnnlState* p = st.get();
   s.run = [p, x, out, spec, out_strides = r.out_strides](const RunContext& ctx) {
     run_primitive(*p, ctx, x, out, nullptr, {});
-    // (A pass over the input; the rewrite only where it holds a NaN.)
-    if (spec.max && max_magnitude(ctx, address(ctx, x), ir::numel(x.dims), kNanBits) >= kNanBits)
-      propagate_nan(spec, ctx.at<const float>(x.buffer), x, ctx.at<float>(out), out_strides);
+    // (A pass over the input; the windows rewritten only where it holds a
+    // NaN or an infinity.)
+    if (spec.max && max_magnitude(ctx, address(ctx, x), ir::numel(x.dims), kInfBits) >= kInfBits)
+      exact_max_windows(spec, ctx.at<const float>(x.buffer), x, ctx.at<float>(out), out_strides);
   };
   return r;
 }

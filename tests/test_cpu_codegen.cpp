@@ -1605,7 +1605,7 @@ TEST_CASE("Float to integer results fuse - truncated - NaN 0 - saturated then wr
   }
 }
 
-TEST_CASE("oneDNN max pooling and relu keep NaN - as the reference") {
+TEST_CASE("oneDNN max pooling and relu keep NaN and -inf - as the reference") {
   // oneDNN lets a NaN lose to a number; found by tools/fuzz_targets.py --family nn.
   models::GraphBuilder b("pool_nan");
   std::string x = b.input("x", {1, 3, 6, 7});
@@ -1632,6 +1632,18 @@ TEST_CASE("oneDNN max pooling and relu keep NaN - as the reference") {
   many.set(many.numel() - 3, NAN);
   auto q = check_against_interpreter(h, {many}, 1e-5, 1e-5);
   CHECK(steps_with(*q, "oneDNN max pool") == 1);
+  // oneDNN gives -FLT_MAX for a window of -inf (found by fuzz_targets.py --opt).
+  ir::Tensor low = random_tensor({1, 3, 6, 7}, 6);
+  for (std::size_t i : {0u, 1u, 7u, 8u, 41u}) low.set(i, -INFINITY);  // the first window's taps are 0 and 1
+  check_against_interpreter(g, {low}, 1e-5, 1e-5);
+  models::GraphBuilder one("pool_1x1");
+  std::string z = one.input("z", {1, 2, 2, 3});
+  const ir::Graph k1 = one.finish({one.op("max_pool", {z}, models::ints_attr("kernel_shape", {1, 1}))});
+  ir::Tensor ones = random_tensor({1, 2, 2, 3}, 7);
+  ones.set(4, -INFINITY);
+  ones.set(5, INFINITY);
+  auto r = check_against_interpreter(k1, {ones}, 0, 0);
+  CHECK(steps_with(*r, "oneDNN max pool") == 1);
 }
 
 TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {

@@ -116,6 +116,18 @@ TEST_CASE("int64 extremes wrap - never undefined behaviour - and a zero divisor 
   CHECK(run("reduce_prod", {ints({hi, 2})})[0].at_int(0) == -2);
   CHECK(run("matmul", {Tensor::of_ints(DType::I64, {1, 2}, {hi, 1}), Tensor::of_ints(DType::I64, {2, 1}, {2, 3})})[0]
             .at_int(0) == 1);
+  // gemm as matmul (the fusion rules make one of the other), C added
+  // wrapping; other alpha and beta scale in double, as ONNX's reference.
+  CHECK(run("gemm",
+            {Tensor::of_ints(DType::I64, {1, 2}, {hi, 1}), Tensor::of_ints(DType::I64, {2, 1}, {2, 3}), ints({hi})})[0]
+            .at_int(0) == lo);
+  CHECK(run("gemm", {Tensor::of_ints(DType::I64, {1, 1}, {lo}), Tensor::of_ints(DType::I64, {1, 1}, {lo})})[0].at_int(
+            0) == 0);
+  Attrs half;
+  half.set("alpha", 0.5);
+  CHECK(
+      run("gemm", {Tensor::of_ints(DType::I64, {1, 1}, {7}), Tensor::of_ints(DType::I64, {1, 1}, {3})}, half)[0].at_int(
+          0) == 10);
   for (const char* op : {"div", "mod", "pow"}) {
     INFO(op);
     const OpDef* d = OpRegistry::get().find(op);
