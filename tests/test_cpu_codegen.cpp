@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "bench/models.hpp"
 #include "lower/loop_kernel.hpp"
@@ -1663,32 +1664,22 @@ TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
     return std::vector<ir::Tensor>{random_tensor({1, 3, 6, 7}, seed), random_tensor({1, 4, 6, 7}, seed + 1),
                                    random_tensor({4, 3, 3, 3}, seed + 2)};
   };
-  auto fused = [](const lower::Program& p) {
-    CHECK(steps_with(p, "+relu") == 3);
-    CHECK(steps_with(p, "+sum +relu") == 1);
+  // g run with `special` values ({input, element, value}) put into the
+  // inputs from `seed`: the fused primitives are still the steps.
+  auto check_with = [&](std::uint32_t seed, std::vector<std::tuple<std::size_t, std::size_t, float>> special) {
+    auto in = inputs(seed);
+    for (auto [k, i, v] : special) in[k].set(i, v);
+    auto p = check_against_interpreter(g, in, 1e-5, 1e-5);
+    CHECK(steps_with(*p, "+relu") == 3);
+    CHECK(steps_with(*p, "+sum +relu") == 1);
   };
-  SECTION("finite operands - the fused primitive") { fused(*check_against_interpreter(g, inputs(1), 1e-5, 1e-5)); }
-  SECTION("a NaN in the source") {
-    auto in = inputs(2);
-    in[0].set(17, NAN);
-    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
-  }
+  SECTION("finite operands - the fused primitive") { check_with(1, {}); }
+  SECTION("a NaN in the source") { check_with(2, {{0, 17, NAN}}); }
   SECTION("an infinity in the source - inf times a negative weight") {
-    auto in = inputs(3);
-    in[0].set(40, INFINITY);
-    in[0].set(41, -INFINITY);
-    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
+    check_with(3, {{0, 40, INFINITY}, {0, 41, -INFINITY}});
   }
-  SECTION("a NaN in the residual") {
-    auto in = inputs(4);
-    in[1].set(100, NAN);
-    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
-  }
-  SECTION("a NaN in the run-time weights") {
-    auto in = inputs(6);
-    in[2].set(5, NAN);
-    fused(*check_against_interpreter(g, in, 1e-5, 1e-5));
-  }
+  SECTION("a NaN in the residual") { check_with(4, {{1, 100, NAN}}); }
+  SECTION("a NaN in the run-time weights") { check_with(6, {{2, 5, NAN}}); }
   SECTION("finite operands whose products overflow") {
     // The reference sums in double: compared with the same convolution
     // unfused (its result an output too). (With FMA, as here, an f32 sum of
