@@ -1897,7 +1897,14 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
       return false;
     View x = dense(*in[0]);
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
-    LibraryStep ls = cuda() ? cuda_pool_step(spec, x, y) : make_pool_step(spec, x, y, p_->keep_alive);
+    std::optional<LibraryStep> made;
+    try {
+      made = cuda() ? cuda_pool_step(spec, x, y) : make_pool_step(spec, x, y, p_->keep_alive);
+    } catch (const dnnl::error&) {  // a geometry oneDNN does not implement: the reference kernel
+      p_->buffers.pop_back();       // y, unused
+      return false;
+    }
+    LibraryStep& ls = *made;
     p_->steps.push_back(std::move(ls.step));
     ++p_->library_calls;
     Value v = stored(y);

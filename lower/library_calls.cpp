@@ -563,6 +563,40 @@ void exact_max_windows(const PoolSpec& spec, const float* base, const View& x, f
   }
 }
 
+// The result's offsets (with `out_strides`) of the windows that hold no
+// input element (padding only: dilated windows, ceil_mode). oneDNN's max
+// pooling gives them -FLT_MAX; the reference gives -inf (max) and 0 (avg).
+std::vector<std::int64_t> empty_windows(const PoolSpec& spec, const std::vector<std::int64_t>& out_strides) {
+  const std::size_t k = spec.kernel.size();
+  std::vector<std::vector<bool>> empty_at(k);  // per spatial dim: output index -> no tap inside
+  bool any = false;
+  for (std::size_t j = 0; j < k; ++j)
+    for (std::int64_t o = 0; o < spec.out_dims[2 + j]; ++o) {
+      bool inside = false;
+      for (std::int64_t t = 0; t < spec.kernel[j] && !inside; ++t) {
+        const std::int64_t at = o * spec.strides[j] - spec.pads_begin[j] + t * spec.dilations[j];
+        inside = at >= 0 && at < spec.x_dims[2 + j];
+      }
+      empty_at[j].push_back(!inside);
+      any |= !inside;
+    }
+  std::vector<std::int64_t> offsets;
+  if (!any) return offsets;
+  const std::int64_t n = ir::numel(spec.out_dims);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t rest = i, off = 0;
+    bool empty = false;
+    for (std::size_t d = spec.out_dims.size(); d-- > 0;) {
+      const std::int64_t o = rest % spec.out_dims[d];
+      rest /= spec.out_dims[d];
+      off += o * out_strides[d];
+      if (d >= 2) empty = empty || empty_at[d - 2][static_cast<std::size_t>(o)];
+    }
+    if (empty) offsets.push_back(off);
+  }
+  return offsets;
+}
+
 }  // namespace
 
 LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
@@ -587,12 +621,15 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   s.reads = {x.buffer};
   s.writes = {out};
   DnnlState* p = st.get();
-  s.run = [p, x, out, spec, out_strides = r.out_strides](const RunContext& ctx) {
+  s.run = [p, x, out, spec, out_strides = r.out_strides,
+           empty = empty_windows(spec, r.out_strides)](const RunContext& ctx) {
     run_primitive(*p, ctx, x, out, nullptr, {});
+    float* y = ctx.at<float>(out);
+    for (std::int64_t off : empty) y[off] = spec.max ? -std::numeric_limits<float>::infinity() : 0.0f;
     // (A pass over the input; the windows rewritten only where it holds a
     // NaN or an infinity.)
     if (spec.max && max_magnitude(ctx, address(ctx, x), ir::numel(x.dims), kInfBits) >= kInfBits)
-      exact_max_windows(spec, ctx.at<const float>(x.buffer), x, ctx.at<float>(out), out_strides);
+      exact_max_windows(spec, ctx.at<const float>(x.buffer), x, y, out_strides);
   };
   return r;
 }

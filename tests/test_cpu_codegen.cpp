@@ -1645,6 +1645,21 @@ TEST_CASE("oneDNN max pooling and relu keep NaN and -inf - as the reference") {
   ones.set(5, INFINITY);
   auto r = check_against_interpreter(k1, {ones}, 0, 0);
   CHECK(steps_with(*r, "oneDNN max pool") == 1);
+  // A dilated window in the padding holds no element: -inf, as the
+  // reference (oneDNN gave -FLT_MAX; found by fuzz_targets.py --opt).
+  models::GraphBuilder pad("pool_empty");
+  std::string e = pad.input("e", {2, 3, 1});
+  ir::Attrs win = models::ints_attr("kernel_shape", {2});
+  win.set("strides", Dims{2});
+  win.set("pads", Dims{1, 1});
+  win.set("dilations", Dims{2});
+  win.set("ceil_mode", std::int64_t{1});
+  ir::Attrs with_pad = win;
+  with_pad.set("count_include_pad", std::int64_t{1});
+  const ir::Graph empty = pad.finish(
+      {pad.op("max_pool", {e}, win), pad.op("avg_pool", {e}, win), pad.op("avg_pool", {e}, with_pad)});
+  auto q2 = check_against_interpreter(empty, {random_tensor({2, 3, 1}, 8)}, 0, 0);
+  CHECK(steps_with(*q2, "oneDNN max pool") == 1);  // (oneDNN refuses these average pools)
 }
 
 TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
