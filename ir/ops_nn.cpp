@@ -206,25 +206,6 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-// Calls f(input spatial coordinates, in_bounds) for each kernel position of
-// output position `o`.
-template <class F>
-void for_window(const WindowGeometry& w, const std::vector<std::int64_t>& o, const std::vector<std::int64_t>& spatial,
-                F&& f) {
-  std::int64_t total = 1;
-  for (auto k : w.kernel) total *= k;
-  std::vector<std::int64_t> pos(w.kernel.size());
-  for (std::int64_t kk = 0; kk < total; ++kk) {
-    auto kc = unflatten(kk, w.kernel);
-    bool inside = true;
-    for (std::size_t d = 0; d < kc.size(); ++d) {
-      pos[d] = o[d] * w.strides[d] - w.pads_begin[d] + kc[d] * w.dilations[d];
-      if (pos[d] < 0 || pos[d] >= spatial[d]) inside = false;
-    }
-    f(pos, kc, inside);
-  }
-}
-
 std::int64_t offset(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& dims) {
   std::int64_t o = 0;
   for (std::size_t d = 0; d < c.size(); ++d) o = o * dims[d] + c[d];
