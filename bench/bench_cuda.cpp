@@ -3,7 +3,8 @@
 // host outputs, and the steps alone between events) for the issue's
 // workloads: MLP 784-1024-1024-10 (batch 64), a BERT-base encoder layer
 // (seq 128), ResNet-18 (224x224), and bench_cpu's masked softmax and BERT
-// embeddings (bool and i64 masks, a gather), each through `saturn opt
+// embeddings (bool and i64 masks, a gather), and an f16 feed-forward
+// product (tensor cores), each through `saturn opt
 // --target cuda` first. With --json, one JSON object per workload (bench/bench_cuda.sh
 // puts PyTorch eager beside it).
 // Usage: bench_cuda [--runs N] [--json] [--only NAME] [--profile]
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   work.push_back({"resnet18", models::resnet18(224)});
   work.push_back({"masked_softmax", models::masked_softmax()});
   work.push_back({"embedding", models::embedding()});
+  work.push_back({"ffn_f16", models::ffn_f16()});
   if (!json)
     std::cout << "workload        median ms    min ms  device ms  steps  library  host ops  (" << runs << " runs)\n";
   for (Work& w : work) {

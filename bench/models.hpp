@@ -25,8 +25,8 @@ class GraphBuilder {
     return name;
   }
   // A constant with values uniform in [-scale, scale] (zeros: scale 0).
-  std::string weight(std::vector<std::int64_t> dims, double scale) {
-    ir::Tensor t(ir::DType::F32, dims);
+  std::string weight(std::vector<std::int64_t> dims, double scale, ir::DType dtype = ir::DType::F32) {
+    ir::Tensor t(dtype, dims);
     std::uniform_real_distribution<double> u(-scale, scale);
     if (scale > 0)
       for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, u(rng_));
@@ -213,6 +213,14 @@ inline ir::Graph masked_softmax() {
   ir::Attrs sm;
   sm.set("axis", std::int64_t{-1});
   return b.finish({b.op("softmax", {masked}, sm)});
+}
+
+// A half-precision feed-forward layer, gelu(x W) for 512 tokens of width
+// 4096 (f16 throughout): a product for the tensor cores.
+inline ir::Graph ffn_f16() {
+  models::GraphBuilder b("ffn_f16");
+  std::string x = b.input("x", {512, 4096}, ir::DType::F16);
+  return b.finish({b.op("gelu", {b.op("matmul", {x, b.weight({4096, 4096}, 0.02, ir::DType::F16)})})});
 }
 
 // BERT-base's embeddings for 128 tokens: rows of the [30522 768] word table

@@ -823,8 +823,10 @@ class Lowerer {
       if (auto op = as_operand(v.view)) return *op;
     return *as_operand(whole(v));
   }
+  // `result`: the product's element type (f32; on CUDA also f16 / bf16,
+  // which cuBLAS rounds its f32 sums to).
   void lower_gemm_like(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, Value* c, double beta,
-                       const Dims& out_dims);
+                       const Dims& out_dims, DType result = DType::F32);
 
   bool cuda() const { return o_.target == LoweringTarget::Cuda; }
   // The CUDA target's pieces (lower/cuda_steps.hpp), built only with the toolkit.
@@ -834,7 +836,7 @@ class Lowerer {
                       double alpha);
   LibraryStep cuda_conv_step(const ConvSpec& spec, const View& x, BufferId w, std::optional<BufferId> bias,
                              const View* skip, BufferId y);
-  LibraryStep cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y);
+  LibraryStep cuda_pool_step(const PoolSpec& spec, const ir::WindowGeometry& w, const View& x, BufferId y);
   std::optional<LibraryStep> cuda_conv_transpose_step(const ConvSpec& spec, const View& x, BufferId w,
                                                       std::optional<BufferId> bias, BufferId y);
   // A loop kernel that only copies f32 elements read across its rows (a
@@ -1584,6 +1586,11 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
     values_[name] = reshaped_to(values_[name], out);
     return true;
   }
+  if (cuda()) {  // cuBLAS takes the halves as they are, and rounds its f32 sums to them
+    lower_gemm_like(n, a, b, false, false, 1.0, nullptr, 0.0, out2, t);
+    values_[name] = reshaped_to(values_[name], out);
+    return true;
+  }
   Value af = f32_copy(a, n.op + " operand as f32"), bf = f32_copy(b, n.op + " operand as f32");
   lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
   std::vector<Value*> none;
@@ -1896,10 +1903,11 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
          !symmetric_padding(spec.x_dims, out, w.kernel, spec.strides, w.dilations, spec.pads_begin, spec.pads_end)))
       return false;
     View x = dense(*in[0]);
+    if (cuda() && spec.max && !x.contiguous()) x = whole(*in[0]);  // (its correction reads x row-major)
     BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
     std::optional<LibraryStep> made;
     try {
-      made = cuda() ? cuda_pool_step(spec, x, y) : make_pool_step(spec, x, y, p_->keep_alive);
+      made = cuda() ? cuda_pool_step(spec, w, x, y) : make_pool_step(spec, x, y, p_->keep_alive);
     } catch (const dnnl::error&) {  // a geometry oneDNN does not implement: the reference kernel
       p_->buffers.pop_back();       // y, unused
       return false;
@@ -1916,14 +1924,14 @@ bool Lowerer::lower_f32(const ir::Node& n, std::vector<Value*>& in, const std::v
 }
 
 void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool ta, bool tb, double alpha, Value* c,
-                              double beta, const Dims& out_dims) {
+                              double beta, const Dims& out_dims, DType result) {
   const std::size_t r = out_dims.size();
   Dims batch(out_dims.begin(), out_dims.end() - 2);
   const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1];
   const std::int64_t K = ta ? a_in.dims[a_in.dims.size() - 2] : a_in.dims.back();
   View a = gemm_operand(a_in, ta, M, K, batch);
   View b = gemm_operand(b_in, tb, K, N, batch);
-  BufferId y = add_buffer(BufferKind::Temp, DType::F32, out_dims, n.op);
+  BufferId y = add_buffer(BufferKind::Temp, result, out_dims, n.op);
   if (cuda()) {
     p_->steps.push_back(cuda_gemm_step(a_in, b_in, ta, tb, a, b, y, out_dims, alpha));
   } else {
@@ -2044,7 +2052,11 @@ Step Lowerer::cuda_gemm_step(Value& a_in, Value& b_in, bool, bool, View a, View 
     g = cublas_gemm(dense_copy(a_in, a), dense_copy(b_in, b), out_dims, alpha);
   }
   if (!g) throw DiagnosticError{at_graph("cuda lowering: a product cuBLAS cannot take")};
-  std::string label = "cublas sgemm " + std::to_string(g->n) + "x" + std::to_string(g->m) + "x" + std::to_string(g->k);
+  g->operands = p_->buffers[static_cast<std::size_t>(g->a)].dtype;
+  g->result = p_->buffers[static_cast<std::size_t>(y)].dtype;
+  std::string label =
+      g->operands == DType::F32 ? "cublas sgemm " : "cublas gemm " + std::string(ir::dtype_name(g->operands)) + " ";
+  label += std::to_string(g->n) + "x" + std::to_string(g->m) + "x" + std::to_string(g->k);
   if (g->batch > 1) label.append(" x").append(std::to_string(g->batch));
   return make_cublas_gemm_step(cuda_, *g, y, label);
 }
@@ -2056,8 +2068,15 @@ LibraryStep Lowerer::cuda_conv_step(const ConvSpec& spec, const View& x, BufferI
   return std::move(*ls);
 }
 
-LibraryStep Lowerer::cuda_pool_step(const PoolSpec& spec, const View& x, BufferId y) {
-  auto ls = make_cudnn_pool_step(cuda_, spec, x, y);
+LibraryStep Lowerer::cuda_pool_step(const PoolSpec& spec, const ir::WindowGeometry& w, const View& x, BufferId y) {
+  std::optional<CudaKernelSource> correct;
+  if (spec.max) {  // the windows cuDNN gives -FLT_MAX, again as the reference walks them
+    ir::PoolWindow p;
+    p.x_dims = spec.x_dims;
+    p.w = w;
+    correct = cuda_pool_source(p, DType::F32, false, 0, true);
+  }
+  auto ls = make_cudnn_pool_step(cuda_, spec, x, y, correct ? &*correct : nullptr);
   if (!ls) throw DiagnosticError{at_graph("cuda lowering: a pooling cuDNN cannot take")};
   return std::move(*ls);
 }
@@ -2076,7 +2095,7 @@ LibraryStep Lowerer::cuda_conv_step(const ConvSpec&, const View&, BufferId, std:
                                     BufferId) {
   no_cuda();
 }
-LibraryStep Lowerer::cuda_pool_step(const PoolSpec&, const View&, BufferId) { no_cuda(); }
+LibraryStep Lowerer::cuda_pool_step(const PoolSpec&, const ir::WindowGeometry&, const View&, BufferId) { no_cuda(); }
 std::optional<LibraryStep> Lowerer::cuda_conv_transpose_step(const ConvSpec&, const View&, BufferId,
                                                              std::optional<BufferId>, BufferId) {
   no_cuda();

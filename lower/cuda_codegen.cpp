@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -658,7 +659,9 @@ CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index) {
   return out;
 }
 
-CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index) {
+CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index, bool after_library) {
+  if (after_library && (!p.max || indices || t != ir::DType::F32))
+    throw std::logic_error("cuda codegen: only f32 max pooling corrects a library's result");
   CudaKernelSource out;
   out.name = "saturn_pool" + std::to_string(index);
   out.elements = p.planes() * p.out_plane();
@@ -689,6 +692,7 @@ CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool ind
   s << stored << "* __restrict__ out) {\n";
   s << "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < " << out.elements
     << "LL; t += (long long)gridDim.x * blockDim.x) {\n";
+  if (after_library) s << "    if (out[t] != " << literal(-std::numeric_limits<float>::max(), false) << ") continue;\n";
   s << "    long long rest = t;\n";
   for (std::size_t d = r; d-- > 0;) {
     const std::int64_t n = std::max<std::int64_t>(p.w.out[d], 1);

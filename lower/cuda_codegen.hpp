@@ -90,7 +90,13 @@ CudaKernelSource cuda_trilu_source(const ir::TriluRows& t, int index);
 // bits, compared and summed through f32), f64, or an integer type (max).
 // Averages sum in double. Parameters: (x, [long long* indices,] out): with
 // `indices`, MaxPool's second result too. `elements` counts results.
-CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index);
+// `after_library` (f32 max pooling only): `out` holds a library's result
+// already, and only the elements it left at -FLT_MAX are computed again.
+// cuDNN starts its maximum there, so a window holding only -inf, or no
+// input element, gives -FLT_MAX where the reference gives -inf; a window
+// whose maximum is -FLT_MAX gives it again.
+CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool indices, int index,
+                                  bool after_library = false);
 
 // argmax / argmin (ir/arg_reduce.hpp's meaning) of f32, i64 or i32 values:
 // one warp per result, the lanes striding over the column and combining

@@ -46,6 +46,10 @@ struct CublasGemm {
   BufferId a = -1, b = -1;                  // cuBLAS's operands: our B, our A
   std::int64_t offset_a = 0, offset_b = 0;  // elements
   float alpha = 1;
+  // The operands' element type: f32 (cublasSgemm), or f16 / bf16
+  // (cublasGemmEx on tensor cores, summing in f32), and the result's: f32,
+  // or the operands' half type (the f32 sums rounded to nearest).
+  ir::DType operands = ir::DType::F32, result = ir::DType::F32;
 };
 
 // a and b as gemm_operand gives them ([batch..., rows, cols], one of the
@@ -85,8 +89,11 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
 std::optional<LibraryStep> make_cudnn_conv_transpose_step(const std::shared_ptr<CudaSteps>& cs, const ConvSpec& spec,
                                                           const View& x, BufferId w, std::optional<BufferId> bias,
                                                           BufferId out);
+// cuDNN pooling; `correct` (max pooling: cuda_pool_source's after_library
+// kernel over the same x, row-major) runs after it, for the windows cuDNN
+// gives -FLT_MAX.
 std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>& cs, const PoolSpec& spec,
-                                                const View& x, BufferId out);
+                                                const View& x, BufferId out, const CudaKernelSource* correct = nullptr);
 
 // `c` as one 2-D device copy per operand (cuMemcpy2DAsync: its runs are the
 // rows, the result block the destination pitch).

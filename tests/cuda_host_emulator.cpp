@@ -310,7 +310,7 @@ Expected<CudaHostEmulator> CudaHostEmulator::build(const std::vector<lower::Cuda
 }
 
 std::string CudaHostEmulator::run(std::size_t index, const std::vector<const void*>& leaves, std::vector<float>& out,
-                                  ir::DType out_dtype, int blocks, int threads) const {
+                                  ir::DType out_dtype, int blocks, int threads, bool out_holds) const {
   if (index >= count_) return "no kernel " + std::to_string(index);
   if (threads <= 0 || threads % 32 != 0 || blocks <= 0) return "a launch of whole warps is needed";
   if (!lower::kernel_dtype(out_dtype) && !ir::is_integer(out_dtype))
@@ -319,6 +319,10 @@ std::string CudaHostEmulator::run(std::size_t index, const std::vector<const voi
   AlignedBytes result(n * ir::dtype_size(out_dtype));
   std::uint8_t* r = result.data.get();
   mark_unwritten(r, n, out_dtype);
+  if (out_holds) {
+    if (out_dtype != ir::DType::F32) return "only an f32 result is given beforehand";
+    std::memcpy(r, out.data(), 4 * out.size());
+  }
   std::string error = lib_->launch(static_cast<int>(index), leaves.data(), r, static_cast<unsigned>(blocks),
                                    static_cast<unsigned>(threads));
   if (!error.empty()) return error;

@@ -47,10 +47,12 @@ class CudaHostEmulator {
   // that divides integers, a uint32) into `out` (the result's elements,
   // computed as `out_dtype`: a bool as 0 or 1; an integer (a copy's, or an
   // own kernel's indices) as its value). The launch is `blocks`
-  // blocks of `threads` threads (a multiple of 32). Returns "" or what went
-  // wrong.
+  // blocks of `threads` threads (a multiple of 32). With `out_holds` (f32
+  // results only), `out` holds a library's result already, which the
+  // kernel may leave as it is (cuda_pool_source's after_library). Returns
+  // "" or what went wrong.
   std::string run(std::size_t index, const std::vector<const void*>& leaves, std::vector<float>& out,
-                  ir::DType out_dtype = ir::DType::F32, int blocks = 2, int threads = 64) const;
+                  ir::DType out_dtype = ir::DType::F32, int blocks = 2, int threads = 64, bool out_holds = false) const;
 
   std::size_t size() const { return count_; }
 

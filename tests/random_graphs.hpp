@@ -3,6 +3,7 @@
 // kernels generated as CUDA C and emulated (test_cuda_codegen).
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "bench/models.hpp"
+#include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
 
 namespace saturn::test {
@@ -127,6 +129,35 @@ inline RandomGraph random_elementwise_graph(std::uint32_t seed) {
     r.inputs.push_back(v.reshaped(ir::static_dims(in.type.shape)));
   }
   return r;
+}
+
+// A compiled target's run of a random graph against the interpreter's: the
+// same error text (an integer division by zero, the same node named) or
+// the same values exactly (NaN for NaN; -0 and 0 alike: max / min may pick
+// either). Returns whether the interpreter failed.
+inline bool check_same_as_interpreter(const Expected<std::vector<ir::Tensor>>& got,
+                                      const Expected<std::vector<ir::Tensor>>& want) {
+  REQUIRE(static_cast<bool>(got) == static_cast<bool>(want));
+  if (!want) {
+    CHECK(got.error().message == want.error().message);
+    return true;
+  }
+  REQUIRE(got->size() == want->size());
+  for (std::size_t k = 0; k < got->size(); ++k) {
+    const ir::Tensor &g = (*got)[k], &w = (*want)[k];
+    REQUIRE(g.dtype() == w.dtype());
+    REQUIRE(g.numel() == w.numel());
+    for (std::size_t i = 0; i < g.numel(); ++i) {
+      INFO("output " << k << " element " << i << " of " << w.summary());
+      if (ir::is_float(w.dtype()) && std::isnan(w.at(i)))
+        CHECK(std::isnan(g.at(i)));
+      else if (ir::is_float(w.dtype()))
+        CHECK(g.at(i) == w.at(i));
+      else
+        CHECK(g.at_int(i) == w.at_int(i));
+    }
+  }
+  return false;
 }
 
 }  // namespace saturn::test

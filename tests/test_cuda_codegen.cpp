@@ -606,6 +606,33 @@ TEST_CASE("Generated kernels compute what their loop kernels mean - run on the h
   }
 }
 
+TEST_CASE("cuDNN's max pooling is corrected where it gives -FLT_MAX - windows of -inf or of no input element") {
+  // cuDNN starts a maximum at -FLT_MAX: a window of -inf, or one lying in
+  // the padding, gives -FLT_MAX where the reference gives -inf.
+  ir::Attrs a;
+  a.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+  a.set("strides", std::vector<std::int64_t>{2, 2});
+  a.set("pads", std::vector<std::int64_t>{2, 0, 0, 0});  // the first output row lies in the padding
+  const ir::PoolWindow p = ir::pool_window(a, {1, 1, 4, 4}, true);
+  REQUIRE(p.w.out == std::vector<std::int64_t>{3, 2});
+  lower::CudaKernelSource src = lower::cuda_pool_source(p, ir::DType::F32, false, 0, true);
+  compiles_for_both({src});
+  auto emu = test::CudaHostEmulator::build({src}, test::emulator_dir("pool-correct"));
+  if (!emu) FAIL(emu.error().message);
+  const float inf = std::numeric_limits<float>::infinity(), lowest = -std::numeric_limits<float>::max();
+  // Output row 0 lies in the padding, row 1 reads rows 0-1, row 2 rows 2-3.
+  std::vector<float> x = {-inf,   -inf, 0, 0,     //
+                          -inf,   -inf, 5, -inf,  //
+                          -inf,   -inf, 1, 2,     //
+                          lowest, -inf, 3, 4};
+  // cuDNN's result: -FLT_MAX for the empty windows, the -inf one and the
+  // one whose maximum is -FLT_MAX itself.
+  std::vector<float> got = {lowest, lowest, lowest, 5, lowest, 4};
+  const std::vector<const void*> ptrs{x.data()};
+  REQUIRE(emu->run(0, ptrs, got, ir::DType::F32, 2, 64, true) == "");
+  CHECK(got == std::vector<float>{-inf, -inf, -inf, 5, lowest, 4});
+}
+
 TEST_CASE("Random elementwise graphs of every type - their kernels on the host emulator") {
   // The graphs test_cpu_codegen runs against the interpreter; here their
   // kernels, as CUDA C, against the loop kernels' meaning (one emulator).

@@ -415,8 +415,10 @@ TEST_CASE(
                                b.op("conv", {q, b.input("w16", {3, 4, 3, 3}, ir::DType::F16)})}));
   CHECK(p->reference_ops.empty());
   CHECK(count(*p, lower::StepKind::Reference) == 0);
-  CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 2);  // the f16 one over f32 copies, and m v
-  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 1);    // f16 over f32 copies too
+  CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 1);     // m v
+  CHECK(count(*p, lower::StepKind::Gemm, "cublas gemm f16") == 1);  // q k as they are: no f32 copies
+  CHECK(count(*p, lower::StepKind::Kernel, "matmul operand as f32") == 0);
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 1);  // f16 over f32 copies
   CHECK(p->library_calls == 3);
 }
 

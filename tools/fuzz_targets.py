@@ -2,16 +2,17 @@
 """Differential fuzzing of the compiled targets against the interpreter:
 random graphs of random element types, with each type's extremes among the
 inputs (INT64_MIN, 255, NaN, -0, inf, ...), run by `saturn run --target
-interp` and by `--target cpu`. Both must fail with the same error (an
+interp` and by `--target cpu` (or cuda, --target). Both must fail with the same error (an
 integer division by zero, naming the same node) or give the same outputs:
 integers and bools exactly, floats to 1e-5 (nn: 1e-4; f16: 1e-3), NaN for
 NaN. Not part of the test suite (minutes); tests/random_graphs.hpp runs a
 fixed sample of the elementwise family in CI. Each disagreement is printed with the folder that holds its graph and inputs.
 
   tools/fuzz_targets.py [--family elementwise|movement|nn] [-n N] [--seed S] [--keep DIR] [--opt] [--finite]
+                        [--target cpu|cuda]
 
---opt runs on the cpu target what `saturn opt` made of each graph (the
-shipped rules, the cpu cost model), against the interpreter on the graph
+--opt runs on the target what `saturn opt --target T` made of each graph
+(the shipped rules, that target's cost model), against the interpreter on the graph
 as written; errors must then agree in kind (the optimized graph may order
 its divisions otherwise).
 
@@ -300,32 +301,32 @@ def run(folder, inputs, target, model="g.sat"):
     return p.returncode, p.stderr.strip(), out
 
 
-def disagreement(folder, inputs, tol, optimize):
+def disagreement(folder, inputs, tol, optimize, target="cpu"):
     ri, ei, oi = run(folder, inputs, "interp")
     model = "g.sat"
-    if optimize:  # the cpu target runs what `saturn opt` made of the graph
+    if optimize:  # the target runs what `saturn opt` made of the graph
         model = "opt.sat"
-        p = subprocess.run([SATURN, "opt", os.path.join(folder, "g.sat"), "-q", "-o", os.path.join(folder, model)],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run([SATURN, "opt", os.path.join(folder, "g.sat"), "--target", target, "-q", "-o",
+                            os.path.join(folder, model)], capture_output=True, text=True, timeout=300)
         if p.returncode:
             return f"saturn opt exit {p.returncode}: {p.stderr.strip()[-300:]}"
-    rc, ec, oc = run(folder, inputs, "cpu", model)
+    rc, ec, oc = run(folder, inputs, target, model)
     if ri not in (0, 2) or rc not in (0, 2):
-        return f"exit {ri} (interp) / {rc} (cpu): {ec[-300:]}"
+        return f"exit {ri} (interp) / {rc} ({target}): {ec[-300:]}"
     if ri != rc:
-        return f"interp exit {ri}, cpu exit {rc}: {(ei if ri else ec)[-300:]}"
+        return f"interp exit {ri}, {target} exit {rc}: {(ei if ri else ec)[-300:]}"
     if ri:  # the same error (an integer division by zero, in the same node)
         # (The cpu target reports its compile first. An optimized graph may
         # order its nodes otherwise: another division by zero may come first.)
         last_i, last_c = ei.splitlines()[-1:], ec.splitlines()[-1:]
         if optimize:
-            return None if "integer" in ec else f"interp: {last_i} / cpu: {last_c}"
-        return None if last_i == last_c else f"interp: {last_i} / cpu: {last_c}"
+            return None if "integer" in ec else f"interp: {last_i} / {target}: {last_c}"
+        return None if last_i == last_c else f"interp: {last_i} / {target}: {last_c}"
     for f in sorted(glob.glob(os.path.join(oi, "*.pb"))):
         a = numpy_helper.to_array(onnx.load_tensor(f))
         b = numpy_helper.to_array(onnx.load_tensor(os.path.join(oc, os.path.basename(f))))
         if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{os.path.basename(f)}: {a.dtype}{a.shape} (interp) / {b.dtype}{b.shape} (cpu)"
+            return f"{os.path.basename(f)}: {a.dtype}{a.shape} (interp) / {b.dtype}{b.shape} ({target})"
         rtol = max(tol, 1e-3) if a.dtype == np.float16 else tol
         same = (np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=tol, equal_nan=True)
                 if a.dtype.kind == "f" else np.array_equal(a, b))
@@ -340,7 +341,8 @@ def main():
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="folder for the cases (default: a temporary one, kept when one disagrees)")
-    ap.add_argument("--opt", action="store_true", help="run the graph optimized by `saturn opt` on the cpu target")
+    ap.add_argument("--opt", action="store_true", help="run the graph optimized by `saturn opt` on the target")
+    ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu", help="the compiled target (cuda: needs a GPU)")
     ap.add_argument("--finite", action="store_true",
                     help="no infinities, NaN or integer extremes among the inputs (rules exact only over the reals, "
                          "such as x*0 => 0, differ on those)")
@@ -353,11 +355,12 @@ def main():
         folder = os.path.join(root, f"{args.family}-{seed}")
         # (Library calls sum in another order than the interpreter.)
         why = disagreement(folder, make_case(seed, args.family, folder),
-                           1e-4 if args.family == "nn" or args.opt else 1e-5, args.opt)
+                           1e-4 if args.family == "nn" or args.opt else 1e-5, args.opt, args.target)
         if why:
             bad += 1
             print(f"{folder}: {why}")
-    print(f"{args.n} {args.family} graphs{' (optimized)' if args.opt else ''}, {bad} disagreements ({root})")
+    print(f"{args.n} {args.family} graphs on {args.target}{' (optimized)' if args.opt else ''}, {bad} disagreements "
+          f"({root})")
     return 1 if bad else 0
 
 
