@@ -1653,8 +1653,9 @@ bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
   std::vector<Value> copies(in.size());
   std::vector<Value*> in32;
   for (std::size_t k = 0; k < in.size(); ++k) {
-    if (!in[k]) {
-      in32.push_back(nullptr);
+    // (cuBLAS multiplies a gemm's A and B as they are, into f32 sums.)
+    if (!in[k] || (cuda() && n.op == "gemm" && k < 2)) {
+      in32.push_back(in[k]);
       continue;
     }
     copies[k] = f32_copy(*in[k], n.op + " operand as f32");

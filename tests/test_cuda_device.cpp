@@ -378,16 +378,20 @@ TEST_CASE("f16 and bf16 products on tensor cores - batches - an operand at an od
     sl.set("ends", std::vector<std::int64_t>{70});
     sl.set("axes", std::vector<std::int64_t>{2});
     std::string shifted = b.op("slice", {x}, sl);  // starts one element in: a 2-byte aligned operand
+    ir::Attrs gemm;
+    gemm.set("transB", std::int64_t{1});
+    gemm.set("alpha", 0.5);
+    std::string a2 = b.input("a2", {37, 70}, t), c2 = b.input("c2", {45}, t);
     const ir::Graph g = b.finish(
         {b.op("matmul", {x, w}),
          b.op("matmul", {b.op("transpose", {w}), b.op("transpose", {x}, models::ints_attr("perm", {1, 2, 0}))}),
-         b.op("matmul", {x, y}), b.op("matmul", {shifted, w2})});
+         b.op("matmul", {x, y}), b.op("matmul", {shifted, w2}), b.op("gemm", {a2, b.op("transpose", {w}), c2}, gemm)});
     auto p = runtime::CudaExecutor::create(g);
     if (!p) FAIL(p.error().to_string());
     int half_calls = 0;
     for (const lower::Step& st : (*p)->program().steps)
       half_calls += st.label.find(std::string("cublas gemm ") + ir::dtype_name(t)) == 0;
-    CHECK(half_calls == 4);
+    CHECK(half_calls == 5);
     // (Results within a unit in the last place of what the interpreter
     // rounds: the f32 sums run in another order.)
     check_executor(g, t == ir::DType::F16 ? 2e-3 : 1e-2);

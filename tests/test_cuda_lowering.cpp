@@ -408,18 +408,25 @@ TEST_CASE(
   std::string p16 = b.op("softmax", {b.op("matmul", {q, k})});
   ir::Attrs eq;
   eq.set("equation", std::string("bij,bkj->bik"));
+  ir::Attrs trans_b;
+  trans_b.set("transB", std::int64_t{1});
   auto p =
       lower_for_cuda(b.finish({p16, b.op("matmul", {d, b.op("transpose", {d}, models::ints_attr("perm", {0, 2, 1}))}),
                                b.op("matmul", {m, v}), b.op("reduce_log_sum_exp", {d}), b.op("einsum", {d, d}, eq),
                                b.op("lrn", {m}), b.op("instance_norm", {m, b.weight({5}, 1.0), b.weight({5}, 1.0)}),
-                               b.op("conv", {q, b.input("w16", {3, 4, 3, 3}, ir::DType::F16)})}));
+                               b.op("conv", {q, b.input("w16", {3, 4, 3, 3}, ir::DType::F16)}),
+                               b.op("gemm",
+                                    {b.input("a16", {5, 7}, ir::DType::F16), b.input("b16", {6, 7}, ir::DType::F16),
+                                     b.input("c16", {6}, ir::DType::F16)},
+                                    trans_b)}));
   CHECK(p->reference_ops.empty());
   CHECK(count(*p, lower::StepKind::Reference) == 0);
   CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 1);     // m v
-  CHECK(count(*p, lower::StepKind::Gemm, "cublas gemm f16") == 1);  // q k as they are: no f32 copies
+  CHECK(count(*p, lower::StepKind::Gemm, "cublas gemm f16") == 2);  // q k and the gemm, as they are
   CHECK(count(*p, lower::StepKind::Kernel, "matmul operand as f32") == 0);
-  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 1);  // f16 over f32 copies
-  CHECK(p->library_calls == 3);
+  CHECK(count(*p, lower::StepKind::Kernel, "gemm operand as f32") == 1);  // C only
+  CHECK(count(*p, lower::StepKind::Conv, "cudnn conv") == 1);             // f16 over f32 copies
+  CHECK(p->library_calls == 4);
 }
 
 TEST_CASE("argmax and argmin are device kernels - of f32 and integer values - nothing on the host") {
