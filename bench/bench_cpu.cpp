@@ -17,7 +17,7 @@
 #include "bench/models.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 
@@ -200,11 +200,11 @@ int main(int argc, char** argv) {
     ir::Graph g = std::move(w.graph);
     double opt_ms = 0;
     if (w.optimize) {
-      cli::OptimizeOptions o;
+      pipeline::OptimizeOptions o;
       o.target = "cpu";
-      o.rule_files = cli::rule_files_for(cli::shipped_rulesets_dir(), "cpu");
+      o.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), "cpu");
       auto t0 = std::chrono::steady_clock::now();
-      auto r = cli::optimize(g, o);
+      auto r = pipeline::optimize(g, o);
       if (!r) {
         std::cerr << w.name << ": " << r.error().to_string() << "\n";
         return 2;

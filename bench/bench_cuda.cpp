@@ -18,7 +18,7 @@
 
 #include "bench/models.hpp"
 #include "runtime/cuda_executor.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     if (a == "--profile") profile = true;
     if (a == "--only" && i + 1 < argc) only = argv[++i];
   }
-  auto driver = runtime::cuda::CudaDriver::get();
+  auto driver = device::cuda::CudaDriver::get();
   if (!driver) {
     std::cerr << "bench_cuda: " << driver.error().message << "\n";
     return 2;
@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
     std::cout << "workload        median ms    min ms  device ms  steps  library  host ops  (" << runs << " runs)\n";
   for (Work& w : work) {
     if (!only.empty() && w.name != only) continue;
-    cli::OptimizeOptions o;
+    pipeline::OptimizeOptions o;
     o.target = "cuda";
-    o.rule_files = cli::rule_files_for(cli::shipped_rulesets_dir(), "cuda");
-    auto opt = cli::optimize(w.graph, o);
+    o.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), "cuda");
+    auto opt = pipeline::optimize(w.graph, o);
     if (!opt) {
       std::cerr << w.name << ": " << opt.error().to_string() << "\n";
       return 2;

@@ -12,7 +12,7 @@
 
 #include "bench/models.hpp"
 #include "ir/onnx_import.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 
@@ -65,9 +65,9 @@ int main(int argc, char** argv) {
     }
     for (const char* target : {"cpu", "cuda"}) {
       if (!only_target.empty() && only_target != target) continue;
-      cli::OptimizeOptions o;
+      pipeline::OptimizeOptions o;
       o.target = target;
-      o.rule_files = cli::rule_files_for(SATURN_SOURCE_DIR "/rulesets", target);
+      o.rule_files = pipeline::rule_files_for(SATURN_SOURCE_DIR "/rulesets", target);
       std::vector<double> onnx_ms, import_ms, sat_ms, extract_ms, total_ms;
       nlohmann::json report;
       std::size_t nodes_after = 0;
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s: %s\n", c.name, imported.error().to_string().c_str());
           return 1;
         }
-        auto res = cli::optimize(*imported, o);
+        auto res = pipeline::optimize(*imported, o);
         auto t2 = std::chrono::steady_clock::now();
         if (!res || res->unsound) {
           std::fprintf(stderr, "%s: %s\n", c.name, res ? "unsound rule" : res.error().to_string().c_str());

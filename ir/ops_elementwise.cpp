@@ -178,7 +178,7 @@ void register_elementwise_ops(OpRegistry& r) {
   // The floating functors are generic (auto x): one definition serves the
   // interpreter (double) and `saturn verify` (Sym).
   auto none = [](auto x, const Attrs&) { return x; };
-  // Primitives (DESIGN.md): neg recip sqrt exp2 log2 sin, and the others as composites.
+  // Primitives (docs/design.md): neg recip sqrt exp2 log2 sin, and the others as composites.
   unary(
       r, "neg", K::Primitive, A::Numeric, [](auto x, const Attrs&) { return -x; },
       [](std::int64_t x) { return wrapping_neg(x); });

@@ -1,4 +1,4 @@
-// Library calls (DESIGN.md): ops reached only by substitution rules, each
+// Library calls (docs/design.md): ops reached only by substitution rules, each
 // lowerable on its own target. Their reference semantics are those of the
 // composite they replace, so the interpreter, `saturn verify` and the cost
 // models read them from here like any other op.

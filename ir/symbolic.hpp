@@ -6,7 +6,7 @@
 // with axioms. A SymTensor is a dense grid of Syms with Tensor's interface, so
 // one kernel, written once as a template over the tensor type, is both an op's
 // reference semantics (instantiated with Tensor and doubles) and its symbolic
-// semantics (instantiated with SymTensor): "one op, one place" (DESIGN.md).
+// semantics (instantiated with SymTensor): "one op, one place" (docs/design.md).
 //
 // Invariant: the DAG only applies rewrites that hold exactly over the reals
 // and in IEEE arithmetic alike (x+0 = x, x*1 = x, x-y = x+(-y), sorting the

@@ -28,9 +28,6 @@
 #include "lower/loop_kernel.hpp"
 #include "lower/memory_plan.hpp"
 #include "lower/view.hpp"
-#ifdef SATURN_HAVE_CUDA
-#include "runtime/cuda_driver.hpp"
-#endif
 
 namespace saturn::lower {
 
@@ -2021,8 +2018,7 @@ void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType
 
 #ifdef SATURN_HAVE_CUDA
 void Lowerer::start_cuda() {
-  std::string arch = "compute_80";  // PTX that later GPUs run through the driver's JIT
-  if (auto d = runtime::cuda::CudaDriver::get(); d && (*d)->device_count() > 0) arch = (*d)->device(0).arch();
+  const std::string arch = o_.cuda_arch.empty() ? "compute_80" : o_.cuda_arch;
   cuda_ = make_cuda_steps(arch);
   p_->target_cpu = "cuda " + arch;
 }

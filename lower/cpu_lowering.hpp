@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
@@ -34,6 +35,10 @@ struct LoweringOptions {
   bool fuse = true;      // false: one kernel per elementwise op (for comparisons)
   bool keep_ir = false;  // keep the generated LLVM IR in Program (ir_text)
   LoweringTarget target = LoweringTarget::Cpu;
+  // The CUDA target's virtual architecture ("compute_90"): the executor
+  // names its device's; empty, compute_80, PTX that later GPUs run through
+  // the driver's JIT. (Lowering never asks the driver.)
+  std::string cuda_arch;
 };
 
 // Needs static shapes (import specializes symbolic dimensions to the given

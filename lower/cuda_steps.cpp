@@ -9,12 +9,12 @@
 #include <stdexcept>
 
 #include "lower/cuda_codegen.hpp"
-#include "runtime/cuda_compiler.hpp"
-#include "runtime/cuda_driver.hpp"
+#include "device/cuda_compiler.hpp"
+#include "device/cuda_driver.hpp"
 
 namespace saturn::lower {
 
-namespace cu = runtime::cuda;
+namespace cu = device::cuda;
 using Dims = std::vector<std::int64_t>;
 
 // ---------------------------------------------------------------- cuBLAS mapping
@@ -129,7 +129,7 @@ struct CudaSteps {
   CudaSteps& operator=(const CudaSteps&) = delete;
 
   std::string arch;
-  runtime::CudaCompiler compiler;
+  device::CudaCompiler compiler;
   std::vector<std::string> ptx, names;  // per kernel
   std::vector<std::unique_ptr<cu::Module>> modules;
   std::vector<cu::Function> functions;

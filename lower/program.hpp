@@ -55,7 +55,7 @@ class ThreadPoolRef {
 struct RunContext {
   std::vector<std::uint8_t*> addr;  // by BufferId (device addresses for a CUDA program)
   ThreadPoolRef* pool = nullptr;
-  const void* stream = nullptr;  // a CUDA program's runtime::cuda::Stream
+  const void* stream = nullptr;  // a CUDA program's device::cuda::Stream
   template <class T = float>
   T* at(BufferId b) const {
     return reinterpret_cast<T*>(addr[static_cast<std::size_t>(b)]);

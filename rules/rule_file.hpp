@@ -1,6 +1,6 @@
 // Reading .rules files: defoptimizer groups of rule / multirule forms.
 //
-// Grammar (DESIGN.md, "Rule language"):
+// Grammar (docs/design.md, "Rule language"):
 //   file       := form*
 //   form       := (defoptimizer NAME ["doc"] [:phase N N*] rule*) | rule
 //   rule       := (rule NAME LHS => RHS clause*) | (rule NAME LHS <=> RHS clause*)

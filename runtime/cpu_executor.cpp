@@ -11,12 +11,12 @@
 namespace saturn::runtime {
 
 Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, const CpuExecutorOptions& o) {
-  auto program = lower::compile_cpu(g, o.lowering);
-  if (!program) return program.error();
   std::unique_ptr<CpuExecutor> e(new CpuExecutor());
-  e->program_ = *program;
   e->pool_ = std::make_unique<ThreadPool>(o.threads);
   lower::set_library_threads(e->pool_->size());
+  auto program = lower::compile_cpu(g, o.lowering);
+  if (!program) return program.error();
+  e->program_ = *program;
   e->source_ = g.source;
   e->profile_ = o.profile;
   const std::size_t bytes = std::max<std::size_t>(64, e->program_->arena_bytes);

@@ -19,7 +19,7 @@
 namespace saturn::runtime {
 
 struct CpuExecutorOptions {
-  int threads = 0;  // 0: every hardware thread
+  int threads = 0;  // 0: every free CPU; more than the process may use: capped (runtime::team_size)
   lower::LoweringOptions lowering;
   bool profile = false;  // time every step (step_ms)
 };
@@ -36,6 +36,9 @@ class CpuExecutor {
   Expected<bool> run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs);
 
   const lower::Program& program() const { return *program_; }
+  // The threads it runs on, and why that many.
+  int threads() const { return pool_->size(); }
+  const std::string& threads_reason() const { return pool_->size_reason(); }
   // Milliseconds per step of the last run (with profile on).
   const std::vector<double>& step_ms() const { return step_ms_; }
   void set_profile(bool on) { profile_ = on; }

@@ -17,7 +17,7 @@
 #include "ir/graph.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/program.hpp"
-#include "runtime/cuda_driver.hpp"
+#include "device/cuda_driver.hpp"
 
 namespace saturn::runtime {
 
@@ -39,7 +39,7 @@ class CudaExecutor {
   Expected<bool> run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs);
 
   const lower::Program& program() const { return *program_; }
-  const cuda::DeviceInfo& device() const { return context_->device(); }
+  const device::cuda::DeviceInfo& device() const { return context_->device(); }
   // Milliseconds the last run's steps took on the device (between events
   // recorded on the stream before the first step and after the last).
   double device_ms() const { return device_ms_; }
@@ -50,10 +50,10 @@ class CudaExecutor {
   CudaExecutor() = default;
   std::shared_ptr<lower::Program> program_;
   // Declared first, destroyed last: the memory and stream live in the context.
-  std::unique_ptr<cuda::Context> context_;
-  std::unique_ptr<cuda::Stream> stream_;
-  std::unique_ptr<cuda::DeviceBuffer> arena_;
-  std::vector<std::unique_ptr<cuda::DeviceBuffer>> own_;  // weights, inputs, outputs (by BufferId)
+  std::unique_ptr<device::cuda::Context> context_;
+  std::unique_ptr<device::cuda::Stream> stream_;
+  std::unique_ptr<device::cuda::DeviceBuffer> arena_;
+  std::vector<std::unique_ptr<device::cuda::DeviceBuffer>> own_;  // weights, inputs, outputs (by BufferId)
   std::vector<std::uint8_t*> addr_;                       // device address of every buffer
   std::string source_;
   bool profile_ = false;

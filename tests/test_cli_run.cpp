@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
@@ -174,4 +176,21 @@ TEST_CASE("an integer division by zero fails the run naming the node - unless no
     INFO(dead.err);
     CHECK(dead.status == 0);
   }
+}
+
+TEST_CASE("run --target cpu never runs more threads than the CPUs it may use, and says how many") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  auto r = run_saturn("run " + dir + "mlp.onnx --target cpu --inputs " + dir + "mlp.input.pb --threads 4096 --json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const int usable = static_cast<int>(std::thread::hardware_concurrency());
+  CHECK(j.at("threads").get<int>() >= 1);
+  CHECK(j.at("threads").get<int>() <= usable);
+  CHECK(j.at("threads_reason").get<std::string>().find("asked for 4096, capped") != std::string::npos);
+  // The default: the free CPUs, named as such.
+  auto d = run_saturn("run " + dir + "mlp.onnx --target cpu --inputs " + dir + "mlp.input.pb --json");
+  REQUIRE(d.status == 0);
+  const auto k = nlohmann::json::parse(d.out.substr(d.out.find('{')));
+  CHECK(k.at("threads_reason").get<std::string>().find("free CPU") != std::string::npos);
 }

@@ -12,7 +12,7 @@
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
 #include "tests/helpers.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 namespace fs = std::filesystem;
 using namespace saturn;
@@ -48,10 +48,10 @@ TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - bef
     auto want = runtime::interpret(*g, inputs);
     REQUIRE(want);
 
-    cli::OptimizeOptions o;
+    pipeline::OptimizeOptions o;
     o.target = "cpu";
-    o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", "cpu");
-    auto opt = cli::optimize(*g, o);
+    o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cpu");
+    auto opt = pipeline::optimize(*g, o);
     REQUIRE(opt);
     for (const ir::Graph* graph : {&*g, &opt->graph}) {
       for (bool fuse : {true, false}) {

@@ -17,7 +17,7 @@
 #include "bench/models.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/cuda_codegen.hpp"
-#include "runtime/cuda_compiler.hpp"
+#include "device/cuda_compiler.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_graphs.hpp"
 
@@ -58,8 +58,8 @@ void special_values(std::vector<float>& a) {
   for (std::size_t i = 3; i < a.size(); i += 7) a[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -INFINITY;
 }
 
-runtime::CudaCompiler& compiler() {
-  static runtime::CudaCompiler c;
+device::CudaCompiler& compiler() {
+  static device::CudaCompiler c;
   return c;
 }
 
@@ -713,7 +713,7 @@ TEST_CASE("The host emulator reports what a device would reject - and a wrong ke
 }
 
 TEST_CASE("NVRTC errors name the kernel and carry the log - and the cache compiles a source once") {
-  runtime::CudaCompiler c;
+  device::CudaCompiler c;
   auto bad = c.ptx("extern \"C\" __global__ void broken() { undeclared_thing(); }", "broken", "compute_90");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message.find("broken") != std::string::npos);
@@ -724,7 +724,7 @@ TEST_CASE("NVRTC errors name the kernel and carry the log - and the cache compil
   REQUIRE(c.ptx(ok, "fine", "compute_80"));
   CHECK(c.compiled() == 2);
   CHECK(c.cache_hits() == 1);
-  CHECK(runtime::CudaCompiler::version().find('.') != std::string::npos);
+  CHECK(device::CudaCompiler::version().find('.') != std::string::npos);
 }
 
 TEST_CASE("Gather kernels copy the rows the indices pick and flag indices out of range - on the host emulator") {

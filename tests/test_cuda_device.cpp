@@ -17,18 +17,18 @@
 #include "ir/onnx_import.hpp"
 #include "lower/cpu_lowering.hpp"
 #include "lower/cuda_codegen.hpp"
-#include "runtime/cuda_compiler.hpp"
-#include "runtime/cuda_driver.hpp"
+#include "device/cuda_compiler.hpp"
+#include "device/cuda_driver.hpp"
 #include "runtime/cuda_executor.hpp"
 #include "runtime/interp.hpp"
 #include "tests/catch_session.hpp"
 #include "tests/helpers.hpp"
 #include "tests/onnx_cases.hpp"
 #include "tests/random_graphs.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
-namespace cuda = runtime::cuda;
+namespace cuda = device::cuda;
 
 namespace {
 
@@ -40,7 +40,7 @@ std::vector<ir::Tensor> run_on_device(const ir::Graph& g, const std::vector<ir::
   const lower::Program& prog = **p;
   cuda::Context ctx(0);
   cuda::Stream stream;
-  static runtime::CudaCompiler compiler;
+  static device::CudaCompiler compiler;
   std::vector<cuda::DeviceBuffer> mem;
   for (const lower::Buffer& b : prog.buffers) {
     mem.emplace_back(b.bytes);
@@ -444,10 +444,10 @@ TEST_CASE("Bundled models run on the device and match the interpreter - before a
     auto g = ir::import_onnx_file(dir + name + ".onnx");
     REQUIRE(g);
     check_executor(*g, 1e-3);
-    cli::OptimizeOptions o;
+    pipeline::OptimizeOptions o;
     o.target = "cuda";
-    o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", "cuda");
-    auto opt = cli::optimize(*g, o);
+    o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cuda");
+    auto opt = pipeline::optimize(*g, o);
     if (!opt) FAIL(opt.error().to_string());
     check_executor(opt->graph, 1e-3);
   }

@@ -16,7 +16,7 @@
 #include "lower/cuda_steps.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/onnx_cases.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;
@@ -162,10 +162,10 @@ int count(const lower::Program& p, lower::StepKind k, const std::string& label_p
 ir::Graph optimized(const std::string& name) {
   auto g = ir::import_onnx_file(test::source_dir() + "/docs/examples/models/" + name + ".onnx");
   if (!g) FAIL(g.error().to_string());
-  cli::OptimizeOptions o;
+  pipeline::OptimizeOptions o;
   o.target = "cuda";
-  o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", "cuda");
-  auto r = cli::optimize(*g, o);
+  o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cuda");
+  auto r = pipeline::optimize(*g, o);
   if (!r) FAIL(r.error().to_string());
   return r->graph;
 }

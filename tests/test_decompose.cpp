@@ -13,7 +13,7 @@
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 #include "runtime/interp.hpp"
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
 using namespace saturn;
 
@@ -64,10 +64,10 @@ void check_primitive_form(const ir::Graph& g, const std::vector<ir::Tensor>& inp
   static const std::vector<rules::Phase> loaded = decomposition_phases();
   auto t = rules::to_egraph(g);
   if (!t) FAIL(t.error().to_string());
-  cli::SaturateOptions so;
+  pipeline::SaturateOptions so;
   so.iter_limit = 8;
   auto phases = loaded;
-  cli::saturate(t->graph, phases, so);
+  pipeline::saturate(t->graph, phases, so);
   REQUIRE_FALSE(t->analysis->conflict());
   auto cost = [&](const egraph::EGraph& eg, egraph::NodeId n) -> double {
     if (eg.children(n).empty() || eg.op(n).is_literal()) return 0;

@@ -13,7 +13,7 @@
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 #include "runtime/interp.hpp"
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 namespace fs = std::filesystem;
@@ -54,10 +54,10 @@ void check_same_outputs(const ir::Graph& original, const ir::Graph& optimized, s
   }
 }
 
-cli::OptimizeOptions shipped(const std::string& target) {
-  cli::OptimizeOptions o;
+pipeline::OptimizeOptions shipped(const std::string& target) {
+  pipeline::OptimizeOptions o;
   o.target = target;
-  o.rule_files = cli::rule_files_for(test::source_dir() + "/rulesets", target);
+  o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", target);
   return o;
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal pro
       INFO(m.filename().string() << " --target " << target);
       auto g = ir::import_onnx_file(m.string());
       REQUIRE(g);
-      auto res = cli::optimize(*g, shipped(target));
+      auto res = pipeline::optimize(*g, shipped(target));
       if (!res) FAIL(res.error().to_string());
       REQUIRE_FALSE(res->unsound);
       const auto& r = res->report;
@@ -117,7 +117,7 @@ TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal pro
 
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
-  auto res = cli::optimize(cnn, shipped("cpu"));
+  auto res = pipeline::optimize(cnn, shipped("cpu"));
   REQUIRE(res);
   auto ops = res->report["ops_after"];
   CHECK_FALSE(ops.contains("batch_norm"));  // folded into the convolutions' weights
@@ -125,12 +125,12 @@ TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+rel
   CHECK(res->report["cost_after"].get<double>() < res->report["cost_before"].get<double>() / 2);
 
   auto mlp = models::mlp(64, {784, 1024, 1024, 10});
-  auto m = cli::optimize(mlp, shipped("cpu"));
+  auto m = pipeline::optimize(mlp, shipped("cpu"));
   REQUIRE(m);
   CHECK(m->report["ops_after"].value("blas.gemm", 0) >= 2);  // matmul + bias add fused into sgemm
   CHECK_FALSE(m->report["ops_after"].contains("add"));
 
-  auto gpu = cli::optimize(mlp, shipped("cuda"));
+  auto gpu = pipeline::optimize(mlp, shipped("cuda"));
   REQUIRE(gpu);
   CHECK(gpu->report["ops_after"].value("cublas.gemm", 0) >= 2);
 }
@@ -156,7 +156,7 @@ TEST_CASE("transposed convolutions: a tiling one becomes a GEMM - others a libra
     if (!c.pads.empty()) a.set("pads", c.pads);
     std::string y = b.op("conv_transpose", {b.input("x", c.x), b.weight(c.w, 0.2), b.weight({c.w[1]}, 0.2)}, a);
     ir::Graph g = b.finish({b.op("relu", {y})});
-    auto cpu = cli::optimize(g, shipped("cpu"));
+    auto cpu = pipeline::optimize(g, shipped("cpu"));
     REQUIRE(cpu);
     const auto& ops = cpu->report["ops_after"];
     CHECK_FALSE(ops.contains("conv"));  // never the zero-spread convolution (K times the work)
@@ -169,7 +169,7 @@ TEST_CASE("transposed convolutions: a tiling one becomes a GEMM - others a libra
       CHECK_FALSE(ops.contains("blas.matmul"));
     }
     check_same_outputs(g, cpu->graph, 7);
-    auto gpu = cli::optimize(g, shipped("cuda"));
+    auto gpu = pipeline::optimize(g, shipped("cuda"));
     REQUIRE(gpu);
     CHECK(gpu->report["ops_after"].value("cudnn.conv_transpose", 0) == 1);
     check_same_outputs(g, gpu->graph, 8);
@@ -180,9 +180,9 @@ TEST_CASE("an unsound rule is caught at run time and named", "[opt]") {
   // Dropping a transpose changes the shape: the analysis sees two types in
   // one e-class and names the rule.
   auto g = models::transformer(1, 1, 4, 8, 2, 16);
-  cli::OptimizeOptions o;
+  pipeline::OptimizeOptions o;
   o.rule_files = {rules_file("(rule drop-transpose (transpose ?x ?p) => ?x)\n")};
-  auto res = cli::optimize(g, o);
+  auto res = pipeline::optimize(g, o);
   REQUIRE(res);
   REQUIRE(res->unsound);
   CHECK_THAT(res->report["error"].get<std::string>(), Catch::Contains("drop-transpose"));
@@ -192,9 +192,9 @@ TEST_CASE("an unsound rule is caught at run time and named", "[opt]") {
 TEST_CASE("rules that do not type-check are rejected at load time with their place", "[opt]") {
   auto g = models::mlp(2, {4, 3});
   auto load = [&](const std::string& text) {
-    cli::OptimizeOptions o;
+    pipeline::OptimizeOptions o;
     o.rule_files = {rules_file(text)};
-    auto res = cli::optimize(g, o);
+    auto res = pipeline::optimize(g, o);
     REQUIRE_FALSE(res);
     return res.error().to_string();
   };
@@ -209,13 +209,13 @@ TEST_CASE("models the target cannot run - or the e-graph cannot express - are er
   models::GraphBuilder b("gpu_only");
   std::string x = b.input("x", {2, 3});
   auto g = b.finish({b.op("cublas.matmul", {x, b.weight({3, 4}, 1.0)})});
-  cli::OptimizeOptions o;  // no rules: nothing can replace the call
-  auto res = cli::optimize(g, o);
+  pipeline::OptimizeOptions o;  // no rules: nothing can replace the call
+  auto res = pipeline::optimize(g, o);
   REQUIRE_FALSE(res);
   CHECK_THAT(res.error().to_string(), Catch::Contains("target cpu cannot run this model"));
   CHECK_THAT(res.error().to_string(), Catch::Contains("cublas.matmul"));
   o.target = "cuda";
-  CHECK(cli::optimize(g, o));
+  CHECK(pipeline::optimize(g, o));
 
   // An attribute the op does not declare would be lost in the e-graph.
   models::GraphBuilder c("odd");
@@ -267,7 +267,7 @@ TEST_CASE("values named as the rebuilt graph names its own keep their meaning", 
   if (!g) FAIL(g.error().to_string());
   for (const char* target : {"cpu", "cuda"}) {
     INFO(target);
-    auto res = cli::optimize(*g, shipped(target));
+    auto res = pipeline::optimize(*g, shipped(target));
     if (!res) FAIL(res.error().to_string());
     CHECK(res->graph.outputs == g->outputs);
     std::set<std::string> defined;  // every value once
@@ -301,7 +301,7 @@ TEST_CASE("random elementwise graphs optimize to programs computing the same val
     const test::RandomGraph r = test::random_elementwise_graph(seed);
     const char* target = seed % 4 ? "cpu" : "cuda";
     INFO("seed " << seed << " --target " << target << ": " << r.text);
-    auto res = cli::optimize(r.graph, shipped(target));
+    auto res = pipeline::optimize(r.graph, shipped(target));
     if (!res) FAIL(res.error().to_string());
     REQUIRE_FALSE(res->unsound);
     optimized += res->graph.nodes.size() < r.graph.nodes.size();
@@ -415,7 +415,7 @@ TEST_CASE("tensor built-ins", "[opt][builtins]") {
     a2.set("ends", std::vector<std::int64_t>{-1});
     a2.set("axes", std::vector<std::int64_t>{-1});
     auto sg = s.finish({s.op("slice", {s.op("slice", {in}, a1)}, a2)});
-    auto res = cli::optimize(sg, shipped("cpu"));
+    auto res = pipeline::optimize(sg, shipped("cpu"));
     REQUIRE(res);
     CHECK(res->report["ops_after"]["slice"].get<int>() == 1);
     check_same_outputs(sg, res->graph, 5);

@@ -3,7 +3,8 @@
 
 #include <string>
 
-#include "tools/saturate.hpp"
+#include "pipeline/optimize.hpp"
+#include "pipeline/saturate.hpp"
 
 namespace CLI {
 class App;
@@ -11,7 +12,19 @@ class App;
 
 namespace saturn::cli {
 
-// Exit status contract of DESIGN.md.
+// The pipeline's entry points, as the verbs call them.
+using pipeline::default_memory_limit_mb;
+using pipeline::optimize;
+using pipeline::OptimizeOptions;
+using pipeline::OptimizeResult;
+using pipeline::rule_files_for;
+using pipeline::saturate;
+using pipeline::SaturateOptions;
+using pipeline::SaturateResult;
+using pipeline::shipped_rulesets_dir;
+using pipeline::summarize;
+
+// Exit status contract of docs/design.md.
 inline constexpr int kOk = 0;
 inline constexpr int kCheckFailed = 1;
 inline constexpr int kBadInput = 2;

@@ -15,7 +15,7 @@
 #include "extract/tree_greedy.hpp"
 #include "rules/rule_file.hpp"
 #include "tools/cli_common.hpp"
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
 namespace saturn::cli {
 

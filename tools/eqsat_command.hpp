@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
 namespace CLI {
 class App;

@@ -16,8 +16,8 @@
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "tools/cli_common.hpp"
-#include "tools/optimize.hpp"
-#include "tools/saturate.hpp"
+#include "pipeline/optimize.hpp"
+#include "pipeline/saturate.hpp"
 
 namespace saturn::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 namespace CLI {
 class App;

@@ -16,7 +16,7 @@
 #include "ir/sat_format.hpp"
 #include "runtime/cpu_executor.hpp"
 #ifdef SATURN_HAVE_CUDA
-#include "runtime/cuda_driver.hpp"
+#include "device/cuda_driver.hpp"
 #include "runtime/cuda_executor.hpp"
 #endif
 #include "runtime/interp.hpp"
@@ -39,7 +39,8 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
   cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
-  cmd->add_option("--threads", o.threads, "cpu target: worker threads (0: every hardware thread)")
+  cmd->add_option("--threads", o.threads, "cpu target: worker threads (0: every CPU that no other process keeps busy; never more than the "
+                 "CPUs this process may use)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
@@ -137,7 +138,7 @@ int run_model(const RunOptions& o) {
   if (o.target == "cuda") {
     // Before any work: is there a driver and a device?
 #ifdef SATURN_HAVE_CUDA
-    auto driver = runtime::cuda::CudaDriver::get();
+    auto driver = device::cuda::CudaDriver::get();
     if (!driver) return bad_input(driver.error().message + " (use --target cpu or interp)");
 #else
     return bad_input(
@@ -168,8 +169,10 @@ int run_model(const RunOptions& o) {
     execute = [&] { return cpu->run(run_inputs); };
     const lower::Program& p = cpu->program();
     summarize_program(p, summary);
+    summary["threads"] = cpu->threads();
+    summary["threads_reason"] = cpu->threads_reason();
     if (!o.json) {
-      std::cerr << "cpu: " << p.steps.size() << " steps (" << p.fused_kernels << " generated kernels for "
+      std::cerr << "cpu: " << cpu->threads() << " threads (" << cpu->threads_reason() << "), " << p.steps.size() << " steps (" << p.fused_kernels << " generated kernels for "
                 << p.fused_ops << " ops, " << p.library_calls << " library calls, " << p.reference_ops.size()
                 << " reference ops), arena " << p.arena_bytes << " bytes (naive " << p.naive_bytes
                 << ", liveness bound " << p.lower_bound_bytes << "), compiled in " << p.compile_ms << " ms\n";
@@ -235,6 +238,7 @@ int run_model(const RunOptions& o) {
       double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (i > 0) ms.push_back(dt);  // the first run warms up
     }
+    summary["ms"] = ms;  // every timed run, in order (bench/bench_load.py pools them)
     std::sort(ms.begin(), ms.end());
 #ifdef SATURN_HAVE_CUDA
     if (gpu) summary["last_device_ms"] = gpu->device_ms();  // the steps alone, without the copies

@@ -20,7 +20,7 @@ struct RunOptions {
   double atol = 1e-7;
   int bench = 0;
   bool json = false;
-  int threads = 0;       // cpu target: 0 = every hardware thread
+  int threads = 0;       // cpu target: 0 = every free CPU (runtime::team_size)
   bool profile = false;  // cpu target: time each step of one run
   bool no_fuse = false;  // cpu target: one kernel per elementwise op
 };

@@ -1,7 +1,8 @@
-// The `saturn` command line: one verb per job (DESIGN.md, "Command line").
+// The `saturn` command line: one verb per job (docs/design.md, "Command line").
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "runtime/thread_env.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/eqsat_command.hpp"
 #include "tools/extract_command.hpp"
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   add_extract_command(app, ext);
   VerifyCommandOptions verify;
   add_verify_command(app, verify);
-  // Verbs of DESIGN.md that later work fills in; they answer clearly now.
+  // Verbs of docs/design.md that later work fills in; they answer clearly now.
   {
     auto* cmd = app.add_subcommand("dot", "Draw a model or an e-graph. (not available in this build yet)");
     cmd->allow_extras();
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kBadInput;
   }
+  // Running a compiled model wants its thread pools' environment, which
+  // the libraries read before main (runtime/thread_env.hpp).
+  if (app.got_subcommand("run") && run.target == "cpu") saturn::runtime::restart_with_thread_env(argv);
   try {
     if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
     if (app.got_subcommand("run")) return run_model(run);

@@ -10,7 +10,7 @@
 #include "egraph/runner.hpp"
 #include "rules/rule_file.hpp"
 
-namespace saturn::cli {
+namespace saturn::pipeline {
 
 struct SaturateOptions {
   std::size_t iter_limit = 30;
@@ -38,4 +38,4 @@ SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, co
 // Half of physical memory, in MiB (the default --memory-limit).
 std::size_t default_memory_limit_mb();
 
-}  // namespace saturn::cli
+}  // namespace saturn::pipeline

@@ -9,9 +9,9 @@
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
-namespace saturn::cli {
+namespace saturn::pipeline {
 
 struct OptimizeOptions {
   std::string target = "cpu";
@@ -41,4 +41,4 @@ std::vector<std::string> rule_files_for(const std::string& dir, const std::strin
 // The readable summary of a report (what `saturn opt` prints on stderr).
 std::string summarize(const nlohmann::json& report);
 
-}  // namespace saturn::cli
+}  // namespace saturn::pipeline

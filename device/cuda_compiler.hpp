@@ -15,7 +15,7 @@
 
 #include "ir/diagnostic.hpp"
 
-namespace saturn::runtime {
+namespace saturn::device {
 
 class CudaCompiler {
  public:
@@ -33,4 +33,4 @@ class CudaCompiler {
   std::size_t compiled_ = 0, hits_ = 0;
 };
 
-}  // namespace saturn::runtime
+}  // namespace saturn::device

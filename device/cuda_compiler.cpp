@@ -1,11 +1,11 @@
-#include "runtime/cuda_compiler.hpp"
+#include "device/cuda_compiler.hpp"
 
 #include <nvrtc.h>
 
 #include <memory>
 #include <vector>
 
-namespace saturn::runtime {
+namespace saturn::device {
 
 namespace {
 
@@ -59,4 +59,4 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
   return text;
 }
 
-}  // namespace saturn::runtime
+}  // namespace saturn::device

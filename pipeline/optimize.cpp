@@ -1,4 +1,4 @@
-#include "tools/optimize.hpp"
+#include "pipeline/optimize.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,13 +14,13 @@
 #include "rules/rule_file.hpp"
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
 #ifndef SATURN_RULESETS_DIR
 #define SATURN_RULESETS_DIR "rulesets"
 #endif
 
-namespace saturn::cli {
+namespace saturn::pipeline {
 
 namespace fs = std::filesystem;
 
@@ -236,4 +236,4 @@ std::string summarize(const nlohmann::json& r) {
   return s.str();
 }
 
-}  // namespace saturn::cli
+}  // namespace saturn::pipeline

@@ -1,4 +1,4 @@
-#include "runtime/cuda_driver.hpp"
+#include "device/cuda_driver.hpp"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <optional>
 
-namespace saturn::runtime::cuda {
+namespace saturn::device::cuda {
 
 // The entry points Saturn uses. cuda.h maps some names to versioned
 // symbols (cuMemAlloc -> cuMemAlloc_v2); SATURN_CU_NAME expands the macro
@@ -264,4 +264,4 @@ void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s) {
         "cuMemsetD32Async");
 }
 
-}  // namespace saturn::runtime::cuda
+}  // namespace saturn::device::cuda

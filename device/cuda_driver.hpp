@@ -22,7 +22,7 @@
 
 #include "ir/diagnostic.hpp"
 
-namespace saturn::runtime::cuda {
+namespace saturn::device::cuda {
 
 struct CudaError : DiagnosticError {};
 
@@ -162,4 +162,4 @@ void copy_rows_on_device(std::uint64_t dst, std::size_t dst_pitch, std::uint64_t
 // Zeros `bytes` (a multiple of 4) at dst, in order on `s`.
 void fill_zero(std::uint64_t dst, std::size_t bytes, const Stream& s);
 
-}  // namespace saturn::runtime::cuda
+}  // namespace saturn::device::cuda

@@ -1,4 +1,4 @@
-#include "tools/saturate.hpp"
+#include "pipeline/saturate.hpp"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <iomanip>
 #include <iostream>
 
-namespace saturn::cli {
+namespace saturn::pipeline {
 
 std::size_t default_memory_limit_mb() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -63,4 +63,4 @@ SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, co
   return res;
 }
 
-}  // namespace saturn::cli
+}  // namespace saturn::pipeline

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The bench model suite: real models exported from Debian's torchvision.
+
+Each model gets random weights (a fixed seed), is exported to ONNX with one
+batch-1 input, and is saved next to that input and PyTorch's output for it,
+so a benchmark can check what Saturn computes before timing it:
+
+    DIR/NAME.onnx  DIR/NAME.input.npy  DIR/NAME.torch.npy
+
+Usage: bench/export_models.py DIR [NAME...]   (needs python3-torch and
+python3-torchvision; a model already exported is kept).
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision.models as tvm
+
+# name -> (constructor, input shape). Small and large convolutional nets,
+# depthwise and grouped convolutions, squeeze-excitation, layer norm, and a
+# transformer encoder (attention, GELU) beside them.
+MODELS = {
+    "squeezenet1_1": (lambda: tvm.squeezenet1_1(), (1, 3, 224, 224)),
+    "resnet18": (lambda: tvm.resnet18(), (1, 3, 224, 224)),
+    "mobilenet_v2": (lambda: tvm.mobilenet_v2(), (1, 3, 224, 224)),
+    "mobilenet_v3_small": (lambda: tvm.mobilenet_v3_small(), (1, 3, 224, 224)),
+    "shufflenet_v2_x1_0": (lambda: tvm.shufflenet_v2_x1_0(), (1, 3, 224, 224)),
+    "efficientnet_b0": (lambda: tvm.efficientnet_b0(), (1, 3, 224, 224)),
+    "regnet_y_400mf": (lambda: tvm.regnet_y_400mf(), (1, 3, 224, 224)),
+    "convnext_tiny": (lambda: tvm.convnext_tiny(), (1, 3, 224, 224)),
+    "transformer_encoder": (
+        lambda: torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True, activation="gelu"), 4),
+        (1, 128, 256)),
+}
+
+
+def export(name, out_dir):
+    path = os.path.join(out_dir, name + ".onnx")
+    if os.path.exists(path):
+        return
+    torch.manual_seed(0)
+    make, shape = MODELS[name]
+    model = make().eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        y = model(x)
+    # Exported with gradients on: with them off, PyTorch's transformer layers
+    # take a fused fast path that has no ONNX form.
+    torch.onnx.export(model, (x,), path + ".tmp", input_names=["input"], output_names=["output"],
+                      opset_version=14, do_constant_folding=True)
+    np.save(os.path.join(out_dir, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(out_dir, name + ".torch.npy"), y.numpy())
+    os.replace(path + ".tmp", path)
+    print(f"exported {name}", file=sys.stderr)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    names = sys.argv[2:] or list(MODELS)
+    for n in names:
+        if n not in MODELS:
+            sys.exit(f"export_models.py: unknown model '{n}' (known: {', '.join(MODELS)})")
+        export(n, out_dir)
+
+
+if __name__ == "__main__":
+    main()

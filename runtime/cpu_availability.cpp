@@ -1,0 +1,131 @@
+#include "runtime/cpu_availability.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace saturn::runtime {
+
+namespace {
+
+struct CpuTimes {
+  unsigned long long idle = 0, total = 0;
+};
+
+// Per-CPU jiffies from /proc/stat ("cpuN user nice system idle iowait ...").
+std::map<int, CpuTimes> read_cpu_times() {
+  std::map<int, CpuTimes> out;
+  std::ifstream f("/proc/stat");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+    std::istringstream in(line.substr(3));
+    int cpu = 0;
+    in >> cpu;
+    CpuTimes t;
+    unsigned long long v = 0;
+    for (int field = 0; in >> v; ++field) {
+      t.total += v;
+      if (field == 3 || field == 4) t.idle += v;  // idle, iowait
+    }
+    out[cpu] = t;
+  }
+  return out;
+}
+
+cpu_set_t affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+  }
+  return set;
+}
+
+// This process's own CPU time (every thread), in the same ticks as
+// /proc/stat: its fields 14 and 15, utime and stime.
+unsigned long long own_ticks() {
+  std::ifstream f("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::size_t close = stat.rfind(')');  // (the command name may hold spaces)
+  if (close == std::string::npos) return 0;
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int k = 3; k <= 13 && in >> field; ++k) {
+  }
+  in >> utime >> stime;
+  return utime + stime;
+}
+
+// The CPUs of the mask minus those that other processes kept busy over a
+// short window: their busy ticks, less this process's own (its libraries'
+// idle threads may still be spinning from start-up or an earlier run), in
+// whole CPUs, rounded to the nearest.
+int sample_free_cpus() {
+  const cpu_set_t mask = affinity();
+  const int usable = usable_cpus();
+  const auto before = read_cpu_times();
+  const unsigned long long own_before = own_ticks();
+  if (before.empty()) return usable;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto after = read_cpu_times();
+  const unsigned long long own = own_ticks() - own_before;
+  unsigned long long busy = 0, window = 0;
+  int cpus = 0;
+  for (const auto& [cpu, a] : after) {
+    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) continue;
+    auto b = before.find(cpu);
+    if (b == before.end()) continue;
+    const unsigned long long total = a.total - b->second.total;
+    busy += total - (a.idle - b->second.idle);
+    window = std::max(window, total);
+    ++cpus;
+  }
+  if (window == 0 || cpus == 0) return usable;
+  const double others = static_cast<double>(busy > own ? busy - own : 0) / static_cast<double>(window);
+  return std::clamp(usable - static_cast<int>(others + 0.5), 1, usable);
+}
+
+}  // namespace
+
+int usable_cpus() {
+  cpu_set_t set = affinity();
+  return std::max(1, CPU_COUNT(&set));
+}
+
+int free_cpus_now() { return sample_free_cpus(); }
+
+int free_cpus() {
+  static std::mutex m;
+  static std::chrono::steady_clock::time_point when;
+  static int cached = 0;
+  std::lock_guard<std::mutex> lock(m);
+  const auto now = std::chrono::steady_clock::now();
+  if (cached == 0 || now - when > std::chrono::seconds(1)) {
+    cached = sample_free_cpus();
+    when = std::chrono::steady_clock::now();
+  }
+  return cached;
+}
+
+TeamSize team_size(int requested) {
+  const int usable = usable_cpus();
+  if (requested > 0) {
+    if (requested <= usable) return {requested, "asked"};
+    return {usable, "asked for " + std::to_string(requested) + ", capped to the " + std::to_string(usable) +
+                        " CPUs this process may use"};
+  }
+  const int free = free_cpus();
+  return {free, "every free CPU (" + std::to_string(free) + " of " + std::to_string(usable) + ")"};
+}
+
+}  // namespace saturn::runtime
