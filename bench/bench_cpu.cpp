@@ -15,9 +15,10 @@
 #include <random>
 
 #include "bench/models.hpp"
+#include "pipeline/optimize.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
-#include "pipeline/optimize.hpp"
+#include "runtime/thread_env.hpp"
 
 using namespace saturn;
 
@@ -156,6 +157,7 @@ ir::Graph bilinear_up() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  saturn::runtime::restart_with_thread_env(argv);  // the executor's default waiting, as `saturn run`
   int runs = 20, threads = 2;
   bool json = false, profile = false, interp = false;
   std::string only;

@@ -19,7 +19,7 @@
 // Both libraries read their environment once, in their own constructors,
 // before main (a setenv from the executable's .preinit_array does not
 // survive: glibc's initializer resets environ afterwards). So a program
-// that runs compiled models calls restart_with_thread_env() first thing in
+// that runs compiled models (`saturn run`, bench_cpu) calls restart_with_thread_env() first thing in
 // main: when a variable is missing it sets them and executes itself again.
 // A user's own setting of any of them wins, and is kept.
 #pragma once
