@@ -31,7 +31,9 @@ std::map<int, CpuTimes> read_cpu_times() {
     in >> cpu;
     CpuTimes t;
     unsigned long long v = 0;
-    for (int field = 0; in >> v; ++field) {
+    // user nice system idle iowait irq softirq steal; guest and guest_nice
+    // (after them) are already inside user and nice.
+    for (int field = 0; field < 8 && in >> v; ++field) {
       t.total += v;
       if (field == 3 || field == 4) t.idle += v;  // idle, iowait
     }
@@ -58,10 +60,9 @@ unsigned long long own_ticks() {
   const std::size_t close = stat.rfind(')');  // (the command name may hold spaces)
   if (close == std::string::npos) return 0;
   std::istringstream in(stat.substr(close + 2));
-  std::string field;
+  std::string skipped;  // fields 3 to 13: state ... cmajflt
+  for (int k = 3; k <= 13; ++k) in >> skipped;
   unsigned long long utime = 0, stime = 0;
-  for (int k = 3; k <= 13 && in >> field; ++k) {
-  }
   in >> utime >> stime;
   return utime + stime;
 }
