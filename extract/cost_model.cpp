@@ -1,6 +1,5 @@
 #include "extract/cost_model.hpp"
 
-#include <map>
 #include <set>
 
 #include "extract/problem.hpp"
@@ -40,42 +39,6 @@ namespace {
 
 double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::static_dims(t.shape))); }
 
-// Arithmetic operations per element for ops dearer than one add.
-double unit_work(const std::string& op) {
-  static const std::map<std::string, double> dear = {{"exp", 8},
-                                                     {"log", 8},
-                                                     {"exp2", 6},
-                                                     {"log2", 6},
-                                                     {"tanh", 10},
-                                                     {"erf", 10},
-                                                     {"sigmoid", 10},
-                                                     {"gelu", 20},
-                                                     {"softplus", 16},
-                                                     {"sin", 10},
-                                                     {"cos", 10},
-                                                     {"pow", 20},
-                                                     {"sqrt", 4},
-                                                     {"div", 4},
-                                                     {"recip", 4},
-                                                     {"elu", 10},
-                                                     {"selu", 10},
-                                                     {"mod", 4},
-                                                     {"reduce_log_sum_exp", 10},
-                                                     {"reduce_l2", 2},
-                                                     {"hard_swish", 4},
-                                                     {"hard_sigmoid", 3}};
-  auto it = dear.find(op);
-  return it == dear.end() ? 1.0 : it->second;
-}
-
-bool is_view(const std::string& op) {
-  return op == "reshape" || op == "squeeze" || op == "unsqueeze" || op == "flatten" || op == "identity";
-}
-
-bool is_contraction(const std::string& op) {
-  return op == "matmul" || op == "gemm" || op == "conv" || op == "conv_transpose" || op == "einsum";
-}
-
 }  // namespace
 
 double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
@@ -107,10 +70,10 @@ double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<c
     if (auto it = spec_.library_efficiency.find(name); it != spec_.library_efficiency.end()) gflops *= it->second;
     return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.call_overhead_us;
   }
-  if (is_view(name)) return 0.01;
+  if (def.view) return 0.01;
   if (name == "const" || name == "fill") return 0.0;
-  const double gflops = is_contraction(name) ? spec_.naive_contract_gflops : spec_.loop_gflops;
-  work *= unit_work(name);
+  const double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
+  work *= def.unit_work;
   return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.kernel_overhead_us;
 }
 

@@ -10,7 +10,8 @@ void shape_error(std::string message) { throw ShapeError{std::move(message)}; }
 std::vector<std::int64_t> broadcast_dims(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
                                          const std::string& op) {
   auto s = broadcast(shape_of(a), shape_of(b));
-  if (!s) shape_error(op + ": shapes " + to_string(shape_of(a)) + " and " + to_string(shape_of(b)) + " do not broadcast");
+  if (!s)
+    shape_error(op + ": shapes " + to_string(shape_of(a)) + " and " + to_string(shape_of(b)) + " do not broadcast");
   return static_dims(*s);
 }
 
@@ -117,6 +118,18 @@ void OpRegistry::declare_work(const std::string& op, decltype(OpDef::flops) work
   auto it = ops_.find(op);
   if (it == ops_.end()) throw std::logic_error("declare_work: unknown op " + op);
   it->second->flops = std::move(work);
+}
+
+void OpRegistry::declare_unit_work(const std::string& op, double ops_per_element) {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) throw std::logic_error("declare_unit_work: unknown op " + op);
+  it->second->unit_work = ops_per_element;
+}
+
+void OpRegistry::declare_view(const std::string& op) {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) throw std::logic_error("declare_view: unknown op " + op);
+  it->second->view = true;
 }
 
 double work_of(const OpDef& def, const Attrs& a, std::span<const ValueType> in, std::span<const ValueType> out) {

@@ -119,6 +119,33 @@ struct OpDef {
   // operation per result element (elementwise ops, movement, reductions read
   // their input once: see work_of).
   std::function<double(const Attrs&, std::span<const ValueType> in, std::span<const ValueType> out)> flops;
+
+  // What the lowering and the cost models know of the op, declared here so
+  // that a new op is one registry row (docs/design.md, "One op, one place").
+  //
+  // Result element i is a function of the operands' elements at i (after
+  // broadcasting): compiled targets fuse it into a loop kernel through
+  // `symbolic`, never running its reference kernel.
+  bool elementwise = false;
+  // Only changes the shape: the result's elements are the operand's, in the
+  // same row-major order (reshape, flatten, squeeze, unsqueeze, identity). A
+  // view of a stored value costs nothing.
+  bool view = false;
+  // Sums products along an axis (matmul, gemm, einsum, convolutions):
+  // generated loop nests reach a smaller share of the peak than for
+  // streaming ops.
+  bool contraction = false;
+  // Arithmetic operations per result element for the cost models, where
+  // one is dearer than one add (exp 8, gelu 20, ...).
+  double unit_work = 1;
+  // A library call (kind Library): the composite op whose semantics it has
+  // ("matmul" for blas.matmul and cublas.matmul), and whether a ReLU
+  // follows it (dnnl.conv_relu).
+  std::string library_of;
+  bool relu_epilogue = false;
+  // The op this one computes: itself, or the composite a library call
+  // stands for. The lowering dispatches on it.
+  const std::string& semantics() const { return library_of.empty() ? name : library_of; }
 };
 
 class OpRegistry {
@@ -131,6 +158,11 @@ class OpRegistry {
   void declare_attrs(const std::string& op, std::vector<AttrSpec> attrs);
   // Declares the arithmetic work of an op added before (OpDef::flops).
   void declare_work(const std::string& op, decltype(OpDef::flops) work);
+  // Declares the operations per result element of an op added before
+  // (OpDef::unit_work).
+  void declare_unit_work(const std::string& op, double ops_per_element);
+  // Declares an op added before a view (OpDef::view).
+  void declare_view(const std::string& op);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;

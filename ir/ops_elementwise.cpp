@@ -86,6 +86,7 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
   OpDef d;
   d.name = name;
   d.kind = kind;
+  d.elementwise = true;
   d.doc = *doc ? std::string(doc)
                : std::string("elementwise ") + name + "(x)" + (acc == Accepts::Float ? " on floating types" : "");
   d.infer = [name, acc](const Attrs&, Inputs in, std::size_t) {
@@ -122,6 +123,7 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
   OpDef d;
   d.name = name;
   d.kind = kind;
+  d.elementwise = true;
   d.min_inputs = d.max_inputs = 2;
   d.doc = std::string("elementwise ") + name + "(a, b) with numpy broadcasting" +
           (result == DType::Bool ? ", giving bool" : "");
@@ -228,6 +230,7 @@ void register_elementwise_ops(OpRegistry& r) {
     return 0.5 * x * (1.0 + S::erf(x / std::sqrt(2.0)));
   });
   unary(r, "identity", K::Composite, A::Any, none, [](std::int64_t x) { return x; });
+  r.declare_view("identity");
   unary(
       r, "not", K::Composite, A::Bool, [](auto x, const Attrs&) { return S::select(S::eq(x, 0.0), 1.0, 0.0); },
       [](std::int64_t x) { return static_cast<std::int64_t>(x == 0); });
@@ -312,6 +315,7 @@ void register_elementwise_ops(OpRegistry& r) {
   {
     OpDef d;
     d.name = "where";
+    d.elementwise = true;
     d.kind = OpKind::Primitive;
     d.doc = "where(cond, x, y): x where cond holds, else y (broadcast)";
     d.min_inputs = d.max_inputs = 3;
@@ -340,6 +344,7 @@ void register_elementwise_ops(OpRegistry& r) {
   {
     OpDef d;
     d.name = "cast";
+    d.elementwise = true;
     d.kind = OpKind::Primitive;
     d.doc = "cast(x) to the dtype named by attribute `to`";
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
@@ -390,6 +395,7 @@ void register_elementwise_ops(OpRegistry& r) {
   {
     OpDef d;
     d.name = "clip";
+    d.elementwise = true;
     d.doc = "clip(x) to [min, max] (attributes; either may be absent)";
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       check_accepts(Accepts::Numeric, in[0].type.dtype, "clip");
@@ -433,6 +439,15 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("mod", {attr_int("fmod", 0)});
   r.declare_attrs("cast", {attr_string("to")});
   r.declare_attrs("clip", {attr_real("min"), attr_real("max")});
+
+  // Operations per element, for the cost models (extract/cost_model.cpp;
+  // the others count one).
+  for (const auto& [op, ops] : std::initializer_list<std::pair<const char*, double>>{
+           {"exp", 8},  {"log", 8},      {"exp2", 6},  {"log2", 6},       {"tanh", 10},
+           {"erf", 10}, {"sigmoid", 10}, {"gelu", 20}, {"softplus", 16},  {"sin", 10},
+           {"cos", 10}, {"pow", 20},     {"sqrt", 4},  {"div", 4},        {"recip", 4},
+           {"elu", 10}, {"selu", 10},    {"mod", 4},   {"hard_swish", 4}, {"hard_sigmoid", 3}})
+    r.declare_unit_work(op, ops);
 }
 
 }  // namespace saturn::ir

@@ -32,6 +32,7 @@ void register_library_ops(OpRegistry& r) {
     OpDef d = *base;
     d.name = c.name;
     d.kind = OpKind::Library;
+    d.library_of = c.like;
     d.doc = std::string(c.doc) + "; semantics of `" + c.like + "`";
     r.add(std::move(d));
   }
@@ -43,6 +44,8 @@ void register_library_ops(OpRegistry& r) {
     OpDef d = *base;
     d.name = name;
     d.kind = OpKind::Library;
+    d.library_of = "conv";
+    d.relu_epilogue = true;
     d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)"
                                        : "cuDNN convolution with fused bias and ReLU (CUDA)") +
             "; semantics of `relu(conv(...))`";

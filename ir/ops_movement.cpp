@@ -137,6 +137,7 @@ ConcatBlocks concat_blocks(const std::vector<std::vector<std::int64_t>>& dims, s
 void register_movement_ops(OpRegistry& r) {
   {
     OpDef d = make("reshape", OpKind::Primitive, 1, 1, "reshape to attribute `shape` (0 copies, -1 infers)");
+    d.view = true;
     d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       return std::vector<ValueType>{
           {in[0].type.dtype, reshape_shape(in[0].type.shape, a.ints("shape"), a.i("allowzero", 0) != 0)}};
@@ -188,6 +189,7 @@ void register_movement_ops(OpRegistry& r) {
   // Ops that only change the shape, as reshape does: flatten, squeeze, unsqueeze.
   auto view_op = [&](const char* name, const char* doc, std::function<Shape(const Attrs&, const Shape&)> f) {
     OpDef d = make(name, OpKind::Composite, 1, 1, doc);
+    d.view = true;
     d.infer = [f](const Attrs& a, Inputs in, std::size_t) {
       return std::vector<ValueType>{{in[0].type.dtype, f(a, in[0].type.shape)}};
     };

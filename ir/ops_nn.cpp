@@ -336,6 +336,7 @@ void global_pool(OpRegistry& r, const char* name, bool is_max) {
 void register_nn_ops(OpRegistry& r) {
   {
     OpDef d = make("matmul", 2, 2, "numpy matmul with batch broadcasting");
+    d.contraction = true;
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       if (in[0].type.dtype != in[1].type.dtype) shape_error("matmul: operand types differ");
       if (in[0].type.dtype == DType::Bool) shape_error("matmul does not take bool operands");
@@ -387,6 +388,7 @@ void register_nn_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("gemm", 2, 3, "alpha * op(A) op(B) + beta * C, op = transpose when transA/transB");
+    d.contraction = true;
     auto dims2 = [](const Shape& s, bool t, const char* which) {
       if (s.size() != 2) shape_error(std::string("gemm: ") + which + " must be 2-D, got " + to_string(s));
       return t ? std::pair{s[1], s[0]} : std::pair{s[0], s[1]};
@@ -571,6 +573,7 @@ void register_nn_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("conv", 2, 3, "N-d convolution: conv(x, w, bias?) with strides, pads, dilations, group, auto_pad");
+    d.contraction = true;
     auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& xd, const std::vector<std::int64_t>& wd) {
       if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv: x and w must have the same rank >= 3");
       std::vector<std::int64_t> spatial(xd.begin() + 2, xd.end());
@@ -632,6 +635,7 @@ void register_nn_ops(OpRegistry& r) {
   {
     OpDef d = make("conv_transpose", 2, 3,
                    "transposed convolution: strides, pads, dilations, group, output_padding, output_shape, auto_pad");
+    d.contraction = true;
     auto geometry = [](const Attrs& a, const std::vector<std::int64_t>& xd, const std::vector<std::int64_t>& wd) {
       return conv_transpose_geometry(a, xd, wd);
     };
@@ -699,6 +703,7 @@ void register_nn_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("einsum", 1, -1, "Einstein summation over attribute `equation` (explicit or implicit output, ...)");
+    d.contraction = true;
     auto plan_of = [](const Attrs& a, const std::vector<std::vector<std::int64_t>>& shapes) {
       return einsum_plan(a.s("equation", ""), shapes);
     };

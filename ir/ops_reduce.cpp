@@ -247,6 +247,8 @@ void register_reduce_ops(OpRegistry& r) {
   for (const char* n : {"argmax", "argmin"})
     r.declare_attrs(n, {attr_int("axis", 0), attr_int("keepdims", 1), attr_int("select_last_index", 0)});
   for (const char* n : {"softmax", "log_softmax"}) r.declare_attrs(n, {attr_int("axis", -1)});
+  r.declare_unit_work("reduce_log_sum_exp", 10);
+  r.declare_unit_work("reduce_l2", 2);
   // exp, max, sum, subtract and divide per element.
   for (const char* n : {"softmax", "log_softmax"})
     r.declare_work(n, [](const Attrs&, std::span<const ValueType> in, std::span<const ValueType>) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/dtype.hpp"
+#include "ir/shape.hpp"
 #include "ir/tensor.hpp"
 
 namespace saturn::lower {
@@ -103,6 +104,19 @@ struct Program {
   std::shared_ptr<const std::vector<LoopKernel>> kernels;
   // Keeps what steps point into alive (JIT, oneDNN primitives, weights).
   std::vector<std::shared_ptr<void>> keep_alive;
+
+  // A new buffer of `dims` elements of type `t`; `name` is for reports.
+  BufferId add_buffer(BufferKind kind, ir::DType t, const std::vector<std::int64_t>& dims, const std::string& name) {
+    Buffer b;
+    b.kind = kind;
+    b.dtype = t;
+    b.dims = dims;
+    b.bytes = static_cast<std::size_t>(ir::numel(dims)) * ir::dtype_size(t);
+    b.name = name;
+    buffers.push_back(std::move(b));
+    return static_cast<BufferId>(buffers.size() - 1);
+  }
+  const Buffer& buffer(BufferId b) const { return buffers[static_cast<std::size_t>(b)]; }
 };
 
 }  // namespace saturn::lower

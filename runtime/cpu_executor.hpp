@@ -12,7 +12,7 @@
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
-#include "lower/cpu_lowering.hpp"
+#include "lower/lowering.hpp"
 #include "lower/program.hpp"
 #include "runtime/thread_pool.hpp"
 

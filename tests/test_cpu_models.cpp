@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/onnx_import.hpp"
-#include "lower/cpu_lowering.hpp"
+#include "lower/lowering.hpp"
 #include "lower/memory_plan.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"

@@ -15,7 +15,7 @@
 #include <limits>
 
 #include "bench/models.hpp"
-#include "lower/cpu_lowering.hpp"
+#include "lower/lowering.hpp"
 #include "lower/cuda_codegen.hpp"
 #include "device/cuda_compiler.hpp"
 #include "tests/cuda_host_emulator.hpp"

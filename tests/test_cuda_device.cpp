@@ -15,7 +15,7 @@
 
 #include "bench/models.hpp"
 #include "ir/onnx_import.hpp"
-#include "lower/cpu_lowering.hpp"
+#include "lower/lowering.hpp"
 #include "lower/cuda_codegen.hpp"
 #include "device/cuda_compiler.hpp"
 #include "device/cuda_driver.hpp"

@@ -12,7 +12,7 @@
 #include "bench/models.hpp"
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
-#include "lower/cpu_lowering.hpp"
+#include "lower/lowering.hpp"
 #include "lower/cuda_steps.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/onnx_cases.hpp"

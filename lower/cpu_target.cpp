@@ -1,0 +1,161 @@
+// The CPU target: loop kernels compiled by LLVM into one module
+// (lower/llvm_jit), products through OpenBLAS or oneDNN's packed matmul,
+// convolution and pooling through oneDNN (lower/library_calls), copies as
+// host loops (lower/host_steps). A kernel that only transposes f32
+// elements becomes a oneDNN reorder, several times faster.
+#include <algorithm>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+
+#include "lower/host_steps.hpp"
+#include "lower/llvm_jit.hpp"
+#include "lower/target.hpp"
+
+namespace saturn::lower {
+
+namespace {
+
+using ir::DType;
+
+class CpuTarget final : public Target {
+ public:
+  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir) {
+    traits_.name = "cpu";
+    traits_.dilated_pooling = true;
+  }
+  const TargetTraits& traits() const override { return traits_; }
+
+  Step block_copy(const BlockCopy& c, const std::string& label) override { return make_host_block_copy_step(c, label); }
+  Step gather(const ir::GatherRows& g, bool i64, BufferId src, BufferId idx, BufferId out, const std::string& label,
+              const std::string& node) override {
+    return host_gather_step(g, i64, src, idx, out, label, node);
+  }
+  Step gather_elements(const ir::GatherElements& g, std::size_t count, bool i64, BufferId src, BufferId idx,
+                       BufferId out, const std::string& label, const std::string& node) override {
+    return host_gather_elements_step(g, count, i64, src, idx, out, label, node);
+  }
+  Step resize_pass(const ir::ResizePass& pass, std::size_t esize, std::uint64_t fill, BufferId src, BufferId out,
+                   const std::string& label) override {
+    return host_resize_pass_step(pass, esize, fill, src, out, label);
+  }
+  Step pad(const ir::PadRows& p, const std::vector<std::uint8_t>& fill, BufferId src, BufferId out,
+           const std::string& label) override {
+    return host_pad_step(p, fill, src, out, label);
+  }
+  Step trilu(const ir::TriluRows& t, BufferId src, BufferId out, const std::string& label) override {
+    return host_trilu_step(t, src, out, label);
+  }
+  Step arg_reduce(const ir::ArgReduce& g, DType t, BufferId src, BufferId out, const std::string& label) override {
+    return host_arg_reduce_step(g, t, src, out, label);
+  }
+  Step pool_kernel(const ir::PoolWindow& p, DType t, BufferId src, BufferId out, std::optional<BufferId> indices,
+                   const std::string& label) override {
+    return host_pool_step(p, t, src, out, indices, label);
+  }
+
+  // A constant right operand: oneDNN's matmul with the weight packed once.
+  std::optional<Step> gemm(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
+                           double alpha) override {
+    if (p_.buffer(b.buffer).kind == BufferKind::Weight)
+      if (auto packed = make_packed_gemm_step(a, b, p_.buffer(b.buffer), out, out_dims, alpha, p_.keep_alive))
+        return packed;
+    return make_gemm_step(a, b, out, out_dims, alpha);
+  }
+  // (dnnl::error: a geometry oneDNN does not implement.)
+  std::optional<LibraryStep> conv(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                                  const std::optional<LibraryOperand>& bias, const View* skip, BufferId out) override {
+    try {
+      return make_conv_step(spec, x, w, bias, skip, out, p_.keep_alive);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<LibraryStep> conv_transpose(const ConvSpec& spec, const View& x, const LibraryOperand& w,
+                                            const std::optional<LibraryOperand>& bias, BufferId out) override {
+    try {
+      return make_conv_transpose_step(spec, x, w, bias, out, p_.keep_alive);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<LibraryStep> pool(const PoolSpec& spec, const ir::WindowGeometry&, const View& x,
+                                  BufferId out) override {
+    try {
+      return make_pool_step(spec, x, out, p_.keep_alive);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
+
+  void finish(std::vector<LoopKernel>& kernels, const std::vector<std::size_t>& kernel_steps) override;
+
+ private:
+  // A loop kernel that only copies f32 elements read across its rows (a
+  // transpose: the last dimension's stride is not 1, or its rows are too
+  // short to vectorize) as a oneDNN reorder, or nullopt. Broadcasts
+  // (stride 0) and reversed reads stay kernels.
+  std::optional<Step> transposing_copy(const LoopKernel& k, const std::string& label) {
+    if (k.reduce != ReduceKind::None || k.leaves.size() != 1 || k.body != k.leaf_vars[0] || k.out_dtype != DType::F32 ||
+        k.leaves[0].dtype != DType::F32 || k.dims.empty() || k.dims.size() > 12)
+      return std::nullopt;
+    const Leaf& l = k.leaves[0];
+    const bool short_rows = k.dims.back() < 16 && ir::numel(k.dims) >= 4096;
+    if ((l.strides.back() == 1 && !short_rows) ||
+        std::any_of(l.strides.begin(), l.strides.end(), [](std::int64_t s) { return s <= 0; }))
+      return std::nullopt;
+    return make_reorder_step(l.buffer, l.offset, k.dims, l.strides, k.out, label, p_.keep_alive);
+  }
+
+  Program& p_;
+  bool keep_ir_ = false;
+  TargetTraits traits_;
+};
+
+void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::size_t>& kernel_steps) {
+  // Every loop kernel in one module.
+  auto jit = KernelJit::create();
+  if (!jit) throw DiagnosticError{jit.error()};
+  (*jit)->keep_ir = keep_ir_;
+  auto fns = (*jit)->compile(kernels);
+  if (!fns) throw DiagnosticError{fns.error()};
+  p_.keep_alive.push_back(*jit);
+  p_.ir_text = (*jit)->last_ir();
+  p_.target_cpu = (*jit)->target_description();
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    Step& s = p_.steps[kernel_steps[k]];
+    if (auto r = transposing_copy(kernels[k], s.label)) {
+      s = std::move(*r);
+      --p_.fused_kernels;
+      continue;
+    }
+    KernelFn fn = (*fns)[k];
+    const LoopKernel& kernel = kernels[k];
+    std::vector<BufferId> args;
+    for (const Leaf& l : kernel.leaves) args.push_back(l.buffer);
+    args.push_back(kernel.out);
+    if (kernel.fault >= 0) args.push_back(kernel.fault);
+    const std::int64_t rows = kernel_rows(kernel);
+    const std::int64_t work = ir::numel(kernel.dims) * std::max<std::int64_t>(1, ir::numel(kernel.red_dims));
+    // ptrs: the argument array, filled per run (steps run one at a time).
+    s.run = [fn, args, rows, work, fault = kernel.fault, errors = kernel.fault_errors,
+             ptrs = std::vector<void*>(args.size())](const RunContext& ctx) mutable {
+      for (std::size_t i = 0; i < args.size(); ++i) ptrs[i] = ctx.addr[static_cast<std::size_t>(args[i])];
+      std::uint32_t* flag = fault >= 0 ? ctx.at<std::uint32_t>(fault) : nullptr;
+      if (flag) *flag = 0;
+      // Small kernels run on the calling thread: waking the pool costs more.
+      if (work < 32768 || rows < 2 || !ctx.pool || ctx.pool->size() < 2)
+        fn(ptrs.data(), 0, rows);
+      else
+        ctx.pool->parallel_for(rows, [&](std::int64_t b, std::int64_t e) { fn(ptrs.data(), b, e); });
+      if (flag && *flag) throw std::runtime_error(fault_message(errors, *flag));
+    };
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Target> make_cpu_target(Program& p, const LoweringOptions& o) {
+  return std::make_unique<CpuTarget>(p, o);
+}
+
+}  // namespace saturn::lower

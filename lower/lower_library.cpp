@@ -1,0 +1,484 @@
+// Library calls: matrix products (OpenBLAS / oneDNN, cuBLAS), convolutions
+// and pooling (oneDNN, cuDNN) through the target, with what the library
+// takes fused in: transposed operands read in place through the library's
+// flags, gemm's beta C as a pending add, a convolution's bias, residual add
+// and ReLU as post-ops (planned over the graph first: plan_epilogues).
+// What the target's library cannot take (TargetTraits) is rewritten here
+// (explicit padding, a cropped full result) or runs another way: a pooling
+// kernel of the op's own meaning, or the reference kernel. f16 / bf16 ops
+// run over exact f32 copies, rounded once.
+#include <algorithm>
+#include <set>
+
+#include "lower/lowerer.hpp"
+
+namespace saturn::lower {
+
+using ir::DType;
+
+namespace {
+
+// Whether padding both sides by `begin` gives the result dims `out` (the
+// last window ends inside the input and the left padding): cuDNN's
+// symmetric padding then computes the op. On success `end` becomes `begin`.
+bool symmetric_padding(const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& out,
+                       const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& strides,
+                       const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& begin,
+                       std::vector<std::int64_t>& end) {
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    const std::int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    const std::int64_t padded = x[2 + i] + 2 * begin[i];
+    if (padded < span || (padded - span) / strides[i] + 1 != out[2 + i] || end[i] > begin[i]) return false;
+  }
+  end = begin;
+  return true;
+}
+
+// The end padding that gives exactly the result's size `out` (NC +
+// spatial): the last window ends there. ONNX's may be larger (a last window
+// short of it) or smaller (ceil_mode).
+Dims exact_end_padding(const Dims& x, const Dims& out, const Dims& kernel, const Dims& strides, const Dims& dilations,
+                       const Dims& begin) {
+  Dims end;
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    const std::int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    end.push_back((out[2 + i] - 1) * strides[i] + span - x[2 + i] - begin[i]);
+  }
+  return end;
+}
+
+// The view walks its buffer with these strides (size-1 dimensions aside).
+bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
+  for (std::size_t i = 0; i < v.dims.size(); ++i)
+    if (v.dims[i] != 1 && v.strides[i] != strides[i]) return false;
+  return v.dense();
+}
+
+}  // namespace
+
+bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in,
+                            const std::vector<ir::ValueType>& out_types) {
+  const Dims out = ir::static_dims(out_types[0].shape);
+  const std::string& op = def.semantics();
+  const bool nd = !in.empty() && in[0] && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5;
+  if (op == "matmul" && in.size() == 2 && in[0] && in[1]) return lower_matmul(n, *in[0], *in[1], out);
+  if (op == "gemm" && in.size() >= 2) {
+    Value* c = in.size() > 2 ? in[2] : nullptr;
+    lower_gemm_like(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
+                    n.attrs.f("alpha", 1.0), c, n.attrs.f("beta", 1.0), out);
+    return true;
+  }
+  if (op == "conv" && nd && in[1]) return lower_conv(n, def, in, out);
+  if (op == "conv_transpose" && nd && in[1]) return lower_conv_transpose(n, in, out);
+  if ((op == "max_pool" || op == "avg_pool") && nd && (n.outputs.size() < 2 || n.outputs[1].empty()))
+    return lower_library_pool(n, *in[0], out);
+  return false;
+}
+
+bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out) {
+  ConvSpec spec;
+  spec.x_dims = in[0]->dims;
+  spec.w_dims = in[1]->dims;
+  spec.out_dims = out;
+  // The op's own window geometry (explicit pads or auto_pad).
+  const ir::WindowGeometry win = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
+  spec.strides = win.strides;
+  spec.dilations = win.dilations;
+  spec.pads_begin = win.pads_begin;
+  spec.group = n.attrs.i("group", 1);
+  spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  // cuDNN takes symmetric padding only. The exact right padding computed
+  // above may be smaller than the left one and still give the same result
+  // (a last window that does not reach it): then the symmetric one does
+  // too. Otherwise (TensorFlow's SAME with a stride, one-sided pads) the
+  // input is padded explicitly with zeros (one row-copy kernel; a
+  // negative end padding crops) and cuDNN convolves it unpadded.
+  const bool own_relu = def.relu_epilogue;
+  if (target_->traits().symmetric_padding_only &&
+      !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end)) {
+    const std::size_t r = spec.x_dims.size();
+    Dims pads(2 * r, 0);
+    for (std::size_t i = 0; i + 2 < r; ++i) {
+      pads[2 + i] = spec.pads_begin[i];
+      pads[r + 2 + i] = spec.pads_end[i];
+    }
+    Value padded = stored(emit_pad(*in[0], pads, "constant", 0.0, n.outputs[0] + " padded input"));
+    spec.x_dims = padded.dims;
+    std::fill(spec.pads_begin.begin(), spec.pads_begin.end(), 0);
+    std::fill(spec.pads_end.begin(), spec.pads_end.end(), 0);
+    return lower_convolution(n, false, spec, padded, *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
+  }
+  return lower_convolution(n, false, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
+}
+
+bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
+  const ir::ConvTransposeGeometry g = ir::conv_transpose_geometry(n.attrs, in[0]->dims, in[1]->dims);
+  ConvSpec spec;
+  spec.x_dims = in[0]->dims;
+  spec.w_dims = in[1]->dims;
+  spec.out_dims = out;
+  spec.strides = g.strides;
+  spec.dilations = g.dilations;
+  spec.pads_begin = g.begin;
+  spec.group = n.attrs.i("group", 1);
+  for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
+    spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
+                            g.begin[i] - out[2 + i]);
+  if (lower_convolution(n, true, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return true;
+  if (!target_->traits().symmetric_padding_only) return false;  // (a geometry the library lacks: the reference)
+  // cuDNN crops both sides of the full result alike. Otherwise (one-sided
+  // pads, SAME with an odd kernel - stride): the full result unpadded, with
+  // output_padding's zero rows past it (fewer than a stride, which cuDNN
+  // accepts), and the op's result a strided view into it.
+  ConvSpec full = spec;
+  Dims start(out.size(), 0);
+  for (std::size_t i = 0; i < g.begin.size(); ++i) {
+    full.out_dims[2 + i] = out[2 + i] + g.begin[i] + spec.pads_end[i] + std::max<std::int64_t>(0, -spec.pads_end[i]);
+    full.pads_begin[i] = full.pads_end[i] = 0;
+    start[2 + i] = g.begin[i];
+  }
+  if (!lower_convolution(n, true, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return false;
+  Value& v = values_.at(n.outputs[0]);
+  v.view = v.view.sliced(start, Dims(out.size(), 1), out);
+  v.dims = out;
+  return true;
+}
+
+bool Lowerer::lower_library_pool(const ir::Node& n, Value& x, const Dims& out) {
+  PoolSpec spec;
+  spec.max = n.op.find("max") != std::string::npos;
+  spec.count_include_pad = n.attrs.i("count_include_pad", 0) != 0;
+  if (spec.count_include_pad && n.attrs.i("ceil_mode", 0)) return false;
+  spec.x_dims = x.dims;
+  spec.out_dims = out;
+  const ir::WindowGeometry w = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                   n.attrs.ints("kernel_shape"), n.attrs.i("ceil_mode", 0) != 0);
+  spec.kernel = w.kernel;
+  spec.strides = w.strides;
+  spec.dilations = w.dilations;
+  spec.pads_begin = w.pads_begin;
+  spec.pads_end = exact_end_padding(spec.x_dims, out, w.kernel, w.strides, w.dilations, w.pads_begin);
+  // oneDNN averages over the padding it is told about; ONNX's right
+  // padding may be smaller than what ceil_mode adds.
+  if (!spec.max && spec.count_include_pad && spec.pads_end != w.pads_end) return false;
+  const TargetTraits& can = target_->traits();
+  if (!can.dilated_pooling &&
+      std::any_of(w.dilations.begin(), w.dilations.end(), [](std::int64_t d) { return d != 1; }))
+    return false;
+  if (can.symmetric_padding_only &&
+      !symmetric_padding(spec.x_dims, out, w.kernel, spec.strides, w.dilations, spec.pads_begin, spec.pads_end))
+    return false;
+  View xv = dense(x);
+  if (can.row_major_library_operands && spec.max && !xv.contiguous()) xv = whole(x);  // (cuDNN's correction)
+  BufferId y = add_buffer(BufferKind::Temp, DType::F32, out, n.op);
+  std::optional<LibraryStep> made = target_->pool(spec, w, xv, y);
+  if (!made) {               // a geometry the library does not implement: the reference kernel
+    p_->buffers.pop_back();  // y, unused
+    return false;
+  }
+  p_->steps.push_back(std::move(made->step));
+  ++p_->library_calls;
+  Value v = stored(y);
+  v.view.strides = made->out_strides;
+  values_[n.outputs[0]] = std::move(v);
+  return true;
+}
+
+bool Lowerer::lower_convolution(const ir::Node& n, bool transposed, ConvSpec spec, Value& x_value, Value& w_value,
+                                Value* bias_value, bool own_relu) {
+  ConvEpilogue e;
+  if (auto it = epilogue_.find(static_cast<std::size_t>(&n - graph_->nodes.data())); it != epilogue_.end())
+    e = it->second;
+  Value* skip = e.add ? &values_.at(e.skip) : nullptr;
+  if (e.add && (skip->dtype != DType::F32 || skip->dims != spec.out_dims)) e = {};  // (relu came after the add)
+  spec.relu = own_relu || e.relu;
+  spec.sum = e.add.has_value();
+  const View x = dense(x_value);
+  std::optional<View> skip_view;
+  if (e.add) skip_view = dense(*skip);
+  if (target_->traits().row_major_library_operands && skip_view && !skip_view->whole()) {  // (read row-major)
+    e = {};
+    skip_view.reset();
+    spec.sum = false;
+    spec.relu = own_relu;
+  }
+  const LibraryOperand w = library_operand(w_value);
+  const std::optional<LibraryOperand> bias =
+      bias_value ? std::optional<LibraryOperand>(library_operand(*bias_value)) : std::nullopt;
+  const View* skip_read = skip_view ? &*skip_view : nullptr;
+  const BufferId y = add_buffer(BufferKind::Temp, DType::F32, spec.out_dims, n.op);
+  std::optional<LibraryStep> ls =
+      transposed ? target_->conv_transpose(spec, x, w, bias, y) : target_->conv(spec, x, w, bias, skip_read, y);
+  if (!ls) {
+    p_->buffers.pop_back();  // y, unused
+    return false;
+  }
+  // The sum post-op reads each skip element once, where it writes: skip's
+  // storage may become the result's when it is laid out alike (and is not
+  // one of the conv's other operands, read all over).
+  if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer && skip_view->buffer != w.view.buffer &&
+      (!bias || skip_view->buffer != bias->view.buffer) && same_strides(*skip_view, ls->out_strides))
+    ls->step.in_place_ok.push_back(skip_view->buffer);
+  p_->steps.push_back(std::move(ls->step));
+  ++p_->library_calls;
+  if (e.add) fused_[*e.add] = n.outputs[0];
+  if (e.relu) fused_[*e.relu] = graph_->nodes[*e.relu].inputs[0];
+  Value v = stored(y);
+  v.view.strides = ls->out_strides;
+  values_[n.outputs[0]] = std::move(v);
+  return true;
+}
+
+LibraryOperand Lowerer::library_operand(Value& v) {
+  const Buffer& b = buffer(v.view.buffer);
+  if (!v.pending && !v.is_scalar_constant && v.view.whole() && b.kind == BufferKind::Weight) return {v.view, b.weight};
+  return {target_->traits().row_major_library_operands ? whole(v) : dense(v), nullptr};
+}
+
+void Lowerer::plan_epilogues() {
+  const std::vector<ir::Node>& nodes = graph_->nodes;
+  std::map<std::string, std::size_t> producer;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& o : nodes[i].outputs) producer[o] = i;
+  // The conv node computing v, when v has no other use.
+  auto conv_of = [&](const std::string& v) -> std::optional<std::size_t> {
+    auto it = producer.find(v);
+    if (it == producer.end() || uses_[v] != 1) return std::nullopt;
+    const ir::OpDef* def = ir::OpRegistry::get().find(nodes[it->second].op);
+    // (Not transposed ones: oneDNN 2.6's deconvolution with a ReLU post-op
+    // took 16 ms where the plain one and a ReLU kernel take 2.9 ms, on
+    // bench_cpu's unet_up; cuDNN's is a backward-data call, with none. Not
+    // one with its own ReLU either: the sum would come after it.)
+    if (!def || def->semantics() != "conv" || def->relu_epilogue) return std::nullopt;
+    return it->second;
+  };
+  std::map<std::size_t, std::size_t> add_conv;  // planned add node -> its conv
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!live_[i]) continue;  // (a dead add must not take a live conv's result)
+    const ir::Node& n = nodes[i];
+    if (n.op == "add" && n.inputs.size() == 2 && n.outputs.size() == 1) {
+      // The conv operand that runs last takes the add: the other operand
+      // (skip) must exist when it runs, and have the result's shape.
+      std::optional<std::size_t> best;
+      std::size_t best_k = 0;
+      for (std::size_t k = 0; k < 2; ++k) {
+        auto c = conv_of(n.inputs[k]);
+        const std::string& other = n.inputs[1 - k];
+        if (!c || other.empty() || other == n.inputs[k]) continue;
+        auto ot = types_.find(other), rt = types_.find(n.outputs[0]);
+        if (ot == types_.end() || rt == types_.end() || ot->second.shape != rt->second.shape ||
+            ot->second.dtype != DType::F32)
+          continue;
+        if (auto p = producer.find(other); p != producer.end() && p->second > *c) continue;
+        if (!best || *c > *best) {
+          best = c;
+          best_k = k;
+        }
+      }
+      if (best) {
+        epilogue_[*best].add = i;
+        epilogue_[*best].skip = n.inputs[1 - best_k];
+        add_conv[i] = *best;
+      }
+    }
+    if (n.op == "relu" && n.inputs.size() == 1 && n.outputs.size() == 1) {
+      const std::string& v = n.inputs[0];
+      if (auto c = conv_of(v); c && !epilogue_[*c].add) {
+        epilogue_[*c].relu = i;
+      } else if (auto p = producer.find(v); p != producer.end() && add_conv.count(p->second) && uses_[v] == 1) {
+        epilogue_[add_conv[p->second]].relu = i;
+      }
+    }
+  }
+}
+
+bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Dims& out) {
+  const DType t = a_in.dtype;
+  if (!ir::is_float(t) || b_in.dtype != t || a_in.dims.empty() || b_in.dims.empty() || n.outputs.size() != 1 ||
+      n.outputs[0].empty())
+    return false;
+  // A 1-D operand as a matrix (a copy of its Value); the others as they are
+  // (what the product stores of them is theirs).
+  Value a_matrix, b_matrix;
+  auto as_matrix = [&](Value& v, Value& m, bool left) -> Value& {
+    if (v.dims.size() != 1) return v;
+    m = v;
+    if (m.pending || m.is_scalar_constant || !m.view.contiguous()) m.view = whole(m);
+    m.dims = left ? Dims{1, v.dims[0]} : Dims{v.dims[0], 1};
+    m.view = m.view.reshaped(m.dims);
+    return m;
+  };
+  Value& a = as_matrix(a_in, a_matrix, true);
+  Value& b = as_matrix(b_in, b_matrix, false);
+  Dims out2 = out;  // the product's dims before the 1-D operands' axes go
+  if (b_in.dims.size() == 1) out2.push_back(1);
+  if (a_in.dims.size() == 1) out2.insert(out2.end() - 1, 1);
+  const std::string& name = n.outputs[0];
+  if (t == DType::F64) {
+    // [batch... M N K], K reduced: a broadcast along N, b along M.
+    const std::size_t r = out2.size();
+    const std::int64_t K = a.dims.back();
+    Dims full = out2;
+    full.push_back(K);
+    for (Value* v : {&a, &b})
+      if (v->pending || v->is_scalar_constant) v->view = whole(*v);
+    Dims a_to(out2.begin(), out2.end() - 1), b_to(out2.begin(), out2.end() - 2);
+    a_to.push_back(K);
+    b_to.insert(b_to.end(), {K, out2.back()});
+    View av = a.view.broadcast_to(a_to), bv = b.view.broadcast_to(b_to);
+    av.dims = bv.dims = full;
+    av.strides.insert(av.strides.end() - 1, 0);  // [.. sM 0 sK]
+    bv.strides.push_back(bv.strides[r - 2]);     // [.. sK sN sK]
+    bv.strides[r - 2] = 0;                       // [.. 0 sN sK]
+    std::vector<bool> red(full.size(), false);
+    red.back() = true;
+    ir::Sym body = sym(leaf(av)) * sym(leaf(bv));
+    Value y = reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (f64)", DType::F64, DType::F64);
+    values_[name] = reshaped_to(y, out);
+    return true;
+  }
+  const bool half = t != DType::F32;
+  if (!half) {
+    lower_gemm_like(n, a, b, false, false, 1.0, nullptr, 0.0, out2);
+    values_[name] = reshaped_to(values_[name], out);
+    return true;
+  }
+  if (target_->traits().half_products) {  // the halves as they are, f32 sums rounded to them
+    lower_gemm_like(n, a, b, false, false, 1.0, nullptr, 0.0, out2, t);
+    values_[name] = reshaped_to(values_[name], out);
+    return true;
+  }
+  Value af = f32_copy(a, n.op + " operand as f32"), bf = f32_copy(b, n.op + " operand as f32");
+  lower_gemm_like(n, af, bf, false, false, 1.0, nullptr, 0.0, out2);
+  std::vector<Value*> none;
+  set_pending(n, none, out, t, leaf(reshaped_to(values_[name], out).view), 1, 0, DType::F32);
+  return true;
+}
+
+View Lowerer::gemm_operand(Value& v, bool transpose, std::int64_t rows, std::int64_t cols, const Dims& batch) {
+  auto as_operand = [&](View view) -> std::optional<View> {
+    const std::size_t r = view.dims.size();
+    if (transpose) {
+      std::swap(view.dims[r - 1], view.dims[r - 2]);
+      std::swap(view.strides[r - 1], view.strides[r - 2]);
+    }
+    View lead{view.buffer, view.offset, Dims(view.dims.begin(), view.dims.end() - 2),
+              Dims(view.strides.begin(), view.strides.end() - 2)};
+    View out = lead.broadcast_to(batch);
+    out.dims.push_back(rows);
+    out.dims.push_back(cols);
+    out.strides.push_back(view.strides[r - 2]);
+    out.strides.push_back(view.strides[r - 1]);
+    if (!matrix_layout(out)) return std::nullopt;
+    for (std::int64_t st : out.strides)
+      if (st < 0) return std::nullopt;  // a reversed slice: BLAS walks forwards
+    return out;
+  };
+  store(v);
+  if (!v.is_scalar_constant)
+    if (auto op = as_operand(v.view)) return *op;
+  return *as_operand(whole(v));
+}
+
+void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool ta, bool tb, double alpha, Value* c,
+                              double beta, const Dims& out_dims, DType result) {
+  const std::size_t r = out_dims.size();
+  Dims batch(out_dims.begin(), out_dims.end() - 2);
+  const std::int64_t M = out_dims[r - 2], N = out_dims[r - 1];
+  const std::int64_t K = ta ? a_in.dims[a_in.dims.size() - 2] : a_in.dims.back();
+  View a = gemm_operand(a_in, ta, M, K, batch);
+  View b = gemm_operand(b_in, tb, K, N, batch);
+  BufferId y = add_buffer(BufferKind::Temp, result, out_dims, n.op);
+  std::optional<Step> step = target_->gemm(a, b, y, out_dims, alpha);
+  if (!step) {
+    // Batch dims no single stride walks (an operand broadcast along some of
+    // them but not others): both operands copied out in full, row-major.
+    auto row_major = [&](const Value& in, const View& v) {
+      Value c = in;
+      c.view = v;
+      c.dims = v.dims;
+      c.pending = false;
+      c.is_scalar_constant = false;
+      return whole(c);
+    };
+    step = target_->gemm(row_major(a_in, a), row_major(b_in, b), y, out_dims, alpha);
+  }
+  if (!step)
+    throw DiagnosticError{at_graph(where() + " lowering: " + ir::describe(n) + ": a product the library cannot take")};
+  p_->steps.push_back(std::move(*step));
+  ++p_->library_calls;
+  Value v = stored(y);
+  if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {
+    // beta * C joins the result as a pending elementwise add (fused into its consumer).
+    ir::Sym s = sym(leaf(v.view)) + sym(expr_over(*c, out_dims)) * beta;
+    v.pending = true;
+    v.sym = s.id();
+    v.ops = 1;
+    v.label = n.op + " bias";
+    if (!o_.fuse || uses_[n.outputs[0]] > 1) store(v);
+  }
+  values_[n.outputs[0]] = v;
+}
+
+void Lowerer::lower_pool_kernel(const ir::Node& n, Value& x, const std::vector<ir::ValueType>& out_types) {
+  // (f16 / bf16 get here only when lower_through_f32 could not take them.)
+  const bool half = x.dtype == DType::F16 || x.dtype == DType::BF16;
+  if (x.dtype == DType::Bool || (half && !target_->traits().half_pooling_kernel)) {
+    lower_reference(n, out_types);
+    return;
+  }
+  const ir::PoolWindow p = ir::pool_window(n.attrs, x.dims, n.op.find("max") != std::string::npos);
+  const bool indices = p.max && n.outputs.size() > 1 && !n.outputs[1].empty();
+  const BufferId src = whole(x).buffer;
+  const DType t = x.dtype;
+  const BufferId y = add_buffer(BufferKind::Temp, t, p.out_dims(), n.outputs[0]);
+  const std::optional<BufferId> idx =
+      indices ? std::optional(add_buffer(BufferKind::Temp, DType::I64, p.out_dims(), n.outputs[1])) : std::nullopt;
+  std::string label = n.op + " (window";
+  for (auto k : p.w.kernel) label += " " + std::to_string(k);
+  label += indices ? ", indices)" : ")";
+  p_->steps.push_back(target_->pool_kernel(p, t, src, y, idx, label));
+  values_[n.outputs[0]] = stored(y);
+  if (idx) values_[n.outputs[1]] = stored(*idx);
+}
+
+bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
+                                const std::vector<ir::ValueType>& out_types) {
+  static const std::set<std::string> ops = {"conv",       "conv_transpose",  "gemm",
+                                            "batch_norm", "layer_norm",      "instance_norm",
+                                            "lrn",        "global_avg_pool", "global_max_pool",
+                                            "max_pool",   "avg_pool"};
+  const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
+  if (!ops.count(def.semantics()) || in.empty() || !in[0] || out_types.empty()) return false;
+  const DType t = in[0]->dtype;
+  if (t != DType::F16 && t != DType::BF16) return false;
+  for (const Value* v : in)
+    if (v && v->dtype != t) return false;
+  for (const ir::ValueType& o : out_types)
+    if (o.dtype != t) return false;
+  std::vector<Value> copies(in.size());
+  std::vector<Value*> in32;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    // (A target with half products multiplies a gemm's A and B as they are.)
+    if (!in[k] || (target_->traits().half_products && def.semantics() == "gemm" && k < 2)) {
+      in32.push_back(in[k]);
+      continue;
+    }
+    copies[k] = f32_copy(*in[k], n.op + " operand as f32");
+    in32.push_back(&copies[k]);
+  }
+  std::vector<ir::ValueType> types32 = out_types;
+  for (ir::ValueType& o : types32) o.dtype = DType::F32;
+  if (!lower_norm(n, in32, types32) && !lower_library(n, def, in32, types32)) return false;
+  std::vector<Value*> none;
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    Value& r = values_.at(n.outputs[k]);
+    const Dims dims = r.dims;
+    set_pending(n, none, dims, t, expr_over(r, dims), 1, k, DType::F32);
+  }
+  return true;
+}
+
+}  // namespace saturn::lower

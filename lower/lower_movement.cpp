@@ -1,0 +1,214 @@
+// Movement: ops that change where elements are, not their values, for
+// any element type. split, transpose, slice, expand and reshape-like ops
+// (OpDef::view) become strided views of a stored operand (nothing runs);
+// concat, gather, gather_elements, tile, resize, pad and trilu copy by the
+// geometry of their op kernel in ir/, through the target's copy steps.
+#include <algorithm>
+#include <cstring>
+
+#include "ir/slice.hpp"
+#include "lower/lowerer.hpp"
+
+namespace saturn::lower {
+
+using ir::DType;
+
+bool Lowerer::lower_view(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types) {
+  if (n.op == "split" && in.size() == 1 && in[0]) {
+    // Each part is a slice view of the operand; the parts' sizes are the
+    // inferred output types'.
+    store(*in[0]);
+    const Value& x = *in[0];
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    const auto axis = static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), rank));
+    Dims start(x.dims.size(), 0), step(x.dims.size(), 1);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      const Dims part = ir::static_dims(out_types[k].shape);
+      if (!n.outputs[k].empty()) {
+        Value v = x;
+        v.view = x.view.sliced(start, step, part);
+        v.dims = part;
+        values_[n.outputs[k]] = std::move(v);
+      }
+      start[axis] += part[axis];
+    }
+    return true;
+  }
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  const Dims out = ir::static_dims(out_types[0].shape);
+  if (n.op == "transpose" && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    Dims perm = n.attrs.ints("perm");
+    if (perm.empty())
+      for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+    v.view = v.view.transposed(perm);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  if (n.op == "slice" && in.size() == 1 && in[0]) {
+    Value v = *in[0];
+    store(v);
+    *in[0] = v;
+    const ir::SliceSpec spec = ir::slice_spec(n.attrs, v.dims);
+    v.view = v.view.sliced(spec.start, spec.step, spec.count);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  if (n.op == "expand" && in[0]) {
+    Value v = *in[0];
+    if (v.pending) {
+      store(*in[0]);
+      v = *in[0];
+    }
+    v.view = v.view.broadcast_to(out);
+    v.dims = out;
+    values_[n.outputs[0]] = std::move(v);
+    return true;
+  }
+  return false;
+}
+
+bool Lowerer::lower_reshape(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+  store(x);
+  Value v = x;
+  const Dims to = ir::static_dims(out_type.shape);
+  if (!v.view.contiguous()) v.view = whole(v);  // transposed or broadcast: one copy kernel, then a free reshape
+  if (!v.view.contiguous()) return false;
+  v.view = v.view.reshaped(to);
+  v.dims = to;
+  values_[n.outputs[0]] = v;
+  return true;
+}
+
+// A copy of the operand viewed [r0 d0 r1 d1 ...] with stride 0 along each
+// repeat (any element type), reshaped to [r0 d0, r1 d1, ...].
+bool Lowerer::lower_tile(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+  store(x);
+  Value v = x;
+  const Dims reps = n.attrs.ints("repeats");
+  if (reps.size() != v.dims.size() || !std::all_of(reps.begin(), reps.end(), [](std::int64_t r) { return r >= 1; }))
+    return false;
+  View t = v.view;
+  t.dims.clear();
+  t.strides.clear();
+  for (std::size_t a = 0; a < reps.size(); ++a) {
+    t.dims.insert(t.dims.end(), {reps[a], v.dims[a]});
+    t.strides.insert(t.strides.end(), {0, v.view.strides[a]});
+  }
+  v.view = t;
+  v.dims = t.dims;
+  v.is_scalar_constant = false;
+  const Dims out = ir::static_dims(out_type.shape);
+  v.view = whole(v).reshaped(out);
+  v.dims = out;
+  values_[n.outputs[0]] = std::move(v);
+  return true;
+}
+
+void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type) {
+  const Dims out = ir::static_dims(out_type.shape);
+  const auto axis =
+      static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(out.size())));
+  const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, out, n.outputs[0]);
+  std::vector<BufferId> srcs;
+  std::vector<Dims> dims;
+  for (Value* v : in) {
+    srcs.push_back(whole(*v).buffer);
+    dims.push_back(v->dims);
+  }
+  const BlockCopy c = concat_block_copy(srcs, dims, axis, ir::dtype_size(out_type.dtype), y);
+  p_->steps.push_back(target_->block_copy(c, "concat (" + std::to_string(c.parts.size()) + " block copies)"));
+  values_[n.outputs[0]] = stored(y);
+}
+
+void Lowerer::lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
+  const auto axis =
+      static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
+  const BufferId src = whole(data).buffer, idx = whole(indices).buffer;
+  const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
+  const ir::GatherRows g = ir::gather_rows(data.dims, axis, static_cast<std::size_t>(ir::numel(indices.dims)),
+                                           ir::dtype_size(out_type.dtype));
+  const std::string label =
+      "gather (" + std::to_string(g.result_rows()) + " rows of " + std::to_string(g.row_bytes) + " B)";
+  p_->steps.push_back(target_->gather(g, indices.dtype == DType::I64, src, idx, y, label, ir::describe(n)));
+  values_[n.outputs[0]] = stored(y);
+}
+
+void Lowerer::lower_gather_elements(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {
+  const auto axis =
+      static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(data.dims.size())));
+  const BufferId src = whole(data).buffer, idx = whole(indices).buffer;
+  const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, ir::static_dims(out_type.shape), n.outputs[0]);
+  const ir::GatherElements g =
+      ir::gather_elements_geometry(data.dims, indices.dims, axis, ir::dtype_size(out_type.dtype));
+  const std::size_t count = static_cast<std::size_t>(ir::numel(indices.dims));
+  const std::string label = "gather_elements (" + std::to_string(count) + " elements)";
+  p_->steps.push_back(
+      target_->gather_elements(g, count, indices.dtype == DType::I64, src, idx, y, label, ir::describe(n)));
+  values_[n.outputs[0]] = stored(y);
+}
+
+void Lowerer::lower_resize(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+  const ir::ResizeSpec spec = ir::resize_spec(n.attrs, x.dims);
+  if (spec.mode != "nearest" && x.dtype != DType::F32) {
+    lower_reference(n, {out_type});
+    return;
+  }
+  const std::vector<ir::ResizePass> passes = ir::resize_passes(spec, x.dims);
+  if (passes.empty()) {  // every axis as it is
+    values_[n.outputs[0]] = x;
+    return;
+  }
+  BufferId src = whole(x).buffer;
+  const std::size_t esize = ir::dtype_size(x.dtype);
+  // The extrapolation value as the element type stores it, as bits.
+  ir::Tensor fill_value(x.dtype, {1});
+  fill_value.set(0, spec.extrapolation);
+  std::uint64_t fill = 0;
+  std::memcpy(&fill, fill_value.bytes(), esize);
+  for (std::size_t k = 0; k < passes.size(); ++k) {
+    const ir::ResizePass& pass = passes[k];
+    const BufferId dst =
+        add_buffer(BufferKind::Temp, x.dtype, pass.out_dims,
+                   k + 1 == passes.size() ? n.outputs[0] : n.outputs[0] + " (axis " + std::to_string(pass.axis) + ")");
+    const std::string label = "resize " + spec.mode + " axis " + std::to_string(pass.axis) + " (" +
+                              std::to_string(pass.taps.in) + " -> " + std::to_string(pass.taps.out) + ", " +
+                              std::to_string(pass.taps.taps) + " taps)";
+    p_->steps.push_back(target_->resize_pass(pass, esize, fill, src, dst, label));
+    src = dst;
+  }
+  values_[n.outputs[0]] = stored(src);
+}
+
+void Lowerer::lower_pad(const ir::Node& n, Value& x) {
+  values_[n.outputs[0]] =
+      stored(emit_pad(x, n.attrs.ints("pads"), n.attrs.s("mode", "constant"), n.attrs.f("value", 0.0), n.outputs[0]));
+}
+
+BufferId Lowerer::emit_pad(Value& x, const Dims& pads, const std::string& mode, double value, const std::string& name) {
+  const BufferId src = whole(x).buffer;
+  const ir::PadRows p = ir::pad_rows(x.dims, pads, ir::pad_mode(mode), ir::dtype_size(x.dtype));
+  const BufferId y = add_buffer(BufferKind::Temp, x.dtype, p.out_dims, name);
+  ir::Tensor fill(x.dtype, {1});
+  fill.set(0, value);
+  const std::vector<std::uint8_t> fill_bytes(fill.bytes(), fill.bytes() + fill.nbytes());
+  p_->steps.push_back(target_->pad(p, fill_bytes, src, y, "pad (" + mode + ", " + std::to_string(p.rows()) + " rows)"));
+  return y;
+}
+
+void Lowerer::lower_trilu(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
+  const BufferId src = whole(x).buffer;
+  const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, x.dims, n.outputs[0]);
+  const ir::TriluRows t =
+      ir::trilu_rows(x.dims, n.attrs.i("k", 0), n.attrs.i("upper", 1) != 0, ir::dtype_size(out_type.dtype));
+  const std::string label =
+      std::string("trilu (") + (t.upper ? "upper" : "lower") + ", " + std::to_string(t.result_rows()) + " rows)";
+  p_->steps.push_back(target_->trilu(t, src, y, label));
+  values_[n.outputs[0]] = stored(y);
+}
+
+}  // namespace saturn::lower

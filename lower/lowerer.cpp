@@ -1,0 +1,503 @@
+#include "lower/lowerer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include "lower/memory_plan.hpp"
+
+namespace saturn::lower {
+
+namespace {
+
+using ir::DType;
+using ir::SymId;
+
+// Copies the elements of a view, row-major, into dst.
+void copy_view(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
+  const std::int64_t n = ir::numel(v.dims);
+  std::vector<std::int64_t> idx(v.dims.size(), 0);
+  std::int64_t off = v.offset;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::memcpy(dst + static_cast<std::size_t>(i) * esize, base + static_cast<std::size_t>(off) * esize, esize);
+    for (std::size_t d = v.dims.size(); d-- > 0;) {
+      off += v.strides[d];
+      if (++idx[d] < v.dims[d]) break;
+      off -= v.strides[d] * v.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// The `given` flags of an op kernel's call (a bool array: std::vector<bool>
+// has none to point into).
+std::unique_ptr<bool[]> given_flags(const std::vector<std::string>& inputs) {
+  auto g = std::make_unique<bool[]>(inputs.size() + 1);
+  for (std::size_t i = 0; i < inputs.size(); ++i) g[i] = !inputs[i].empty();
+  return g;
+}
+
+}  // namespace
+
+Lowerer::Lowerer(const ir::Graph& g, const LoweringOptions& o) : o_(o), graph_(std::make_shared<ir::Graph>(g)) {}
+
+Diagnostic Lowerer::at_graph(std::string msg) const {
+  Diagnostic d;
+  d.loc.file = graph_->source;
+  d.message = std::move(msg);
+  return d;
+}
+
+void Lowerer::fail(const ir::Node& n, const std::string& msg) const {
+  throw DiagnosticError{Diagnostic{{graph_->source, 0, 0}, ir::describe(n) + ": " + msg}};
+}
+
+BufferId Lowerer::add_weight(const ir::Tensor* t, const std::string& name) {
+  BufferId b = add_buffer(BufferKind::Weight, t->dtype(), t->dims(), name);
+  p_->buffers[static_cast<std::size_t>(b)].weight = t;
+  return b;
+}
+
+Value Lowerer::stored(BufferId b) const {
+  const Buffer& buf = buffer(b);
+  Value v;
+  v.dtype = buf.dtype;
+  v.dims = buf.dims;
+  v.view = View::of(b, buf.dims);
+  if (buf.kind == BufferKind::Weight && kernel_dtype(buf.dtype) && buf.weight->numel() == 1) {
+    v.is_scalar_constant = true;
+    v.constant = buf.weight->at(0);
+  }
+  return v;
+}
+
+Value Lowerer::reshaped_to(Value v, const Dims& out) {
+  if (v.dims != out) {
+    v.view = v.view.reshaped(out);
+    v.dims = out;
+  }
+  return v;
+}
+
+SymId Lowerer::leaf(const View& v) {
+  ir::Sym var = ctx_->var("l" + std::to_string(leaf_views_.size()));
+  leaf_views_.emplace(var.id(), v);
+  return var.id();
+}
+
+SymId Lowerer::expr_over(Value& v, const Dims& dims) {
+  if (v.is_scalar_constant) return ctx_->constant(v.constant).id();
+  if (v.pending && v.dims == dims) return v.sym;
+  if (v.pending) store(v);
+  return leaf(v.view.broadcast_to(dims));
+}
+
+void Lowerer::store(Value& v, std::string what, bool any_order) {
+  if (!v.pending) return;
+  if (what.empty()) what = v.label.empty() ? "fused" : v.label;
+  const Dims order = operand_order(v, any_order);
+  Dims physical, inverse(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    physical.push_back(v.dims[static_cast<std::size_t>(order[i])]);
+    inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+  }
+  BufferId out = add_buffer(BufferKind::Temp, v.dtype, physical, what);
+  emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order, v.compute);
+  v.pending = false;
+  v.view = View::of(out, physical).transposed(inverse);
+}
+
+// The dimension order shared by every dense full-size operand of a pending
+// value; row-major when they disagree or there are none.
+Dims Lowerer::operand_order(const Value& v, bool any_order) {
+  Dims identity(v.dims.size());
+  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int64_t>(i);
+  if (!any_order) return identity;
+  std::optional<Dims> shared;
+  for (SymId id : ctx_->reachable(std::span<const SymId>(&v.sym, 1))) {
+    auto it = leaf_views_.find(id);
+    if (it == leaf_views_.end() || it->second.dims != v.dims || !it->second.dense()) continue;
+    Dims o = it->second.order();
+    if (shared && *shared != o) return identity;
+    shared = std::move(o);
+  }
+  return shared ? *shared : identity;
+}
+
+View Lowerer::dense(Value& v) {
+  store(v);
+  if (v.view.dense() && !v.is_scalar_constant) return v.view;
+  return whole(v);
+}
+
+View Lowerer::whole(Value& v) {
+  store(v, "", false);
+  if (v.view.whole() && !v.is_scalar_constant) return v.view;
+  BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
+  emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy", {}, compute_dtype(v.dtype));
+  v.view = View::of(out, v.dims);
+  v.is_scalar_constant = false;
+  return v.view;
+}
+
+void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
+                          BufferId out, int ops, const std::string& what, const Dims& order, DType compute) {
+  LoopKernel k;
+  k.compute = compute;
+  k.name = what;
+  k.ctx = ctx_;
+  k.body = body;
+  k.post = post;
+  k.acc_var = acc_;
+  k.reduce = how;
+  k.out = out;
+  k.out_dtype = buffer(out).dtype;
+  k.ops = ops;
+  for (std::size_t d = 0; d < full.size(); ++d)
+    (!reduced.empty() && reduced[d] ? k.red_dims : k.dims)
+        .push_back(full[order.empty() ? d : static_cast<std::size_t>(order[d])]);
+  for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
+    if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
+    const View& v = leaf_views_.at(id);
+    Leaf l{v.buffer, v.offset, {}, buffer(v.buffer).dtype};
+    if (reduced.empty() && !order.empty()) {
+      for (std::int64_t d : order) l.strides.push_back(v.strides[static_cast<std::size_t>(d)]);
+    } else if (reduced.empty()) {
+      l.strides = v.strides;
+    } else {  // kept dims first, then the reduced ones
+      for (std::size_t d = 0; d < reduced.size(); ++d)
+        if (!reduced[d]) l.strides.push_back(v.strides[d]);
+      for (std::size_t d = 0; d < reduced.size(); ++d)
+        if (reduced[d]) l.strides.push_back(v.strides[d]);
+    }
+    k.leaves.push_back(std::move(l));
+    k.leaf_vars.push_back(id);
+  }
+  simplify_iteration_space(k);
+  check_bounds(k, p_->buffers);
+  if (compute == DType::I64 && !is_copy(k) && divides_integers(*ctx_, body)) {  // (only i64 kernels divide)
+    k.fault = add_buffer(BufferKind::Temp, DType::I32, {1}, what + " (division check)");
+    assign_fault_bits(k);
+  }
+  Step s;
+  s.kind = StepKind::Kernel;
+  s.label = what;
+  for (const Leaf& l : k.leaves) s.reads.push_back(l.buffer);
+  s.writes = {out};
+  if (k.fault >= 0) s.writes.push_back(k.fault);
+  // An operand read once, at the element written, may share the result's storage.
+  if (how == ReduceKind::None) {
+    const Buffer& ob = buffer(out);
+    for (std::size_t i = 0; i < k.leaves.size(); ++i) {
+      const Buffer& lb = buffer(k.leaves[i].buffer);
+      int readers = 0;
+      for (const Leaf& l : k.leaves) readers += l.buffer == k.leaves[i].buffer;
+      View whole_out = View::of(out, k.dims);
+      if (readers == 1 && lb.kind == BufferKind::Temp && lb.dtype == ob.dtype && lb.bytes == ob.bytes &&
+          k.leaves[i].offset == 0 && k.leaves[i].strides == whole_out.strides)
+        s.in_place_ok.push_back(k.leaves[i].buffer);
+    }
+  }
+  kernel_step_.push_back(p_->steps.size());
+  p_->steps.push_back(std::move(s));
+  kernels_.push_back(std::move(k));
+  ++p_->fused_kernels;
+  p_->fused_ops += ops;
+}
+
+void Lowerer::assign_fault_bits(LoopKernel& k) const {
+  struct Node {
+    std::string name;
+    std::vector<SymId> sites;
+    bool powers = false, divides = false;
+  };
+  std::map<std::size_t, Node> nodes;
+  for (SymId id : ctx_->reachable(std::span<const SymId>(&k.body, 1)))
+    if (auto it = divisions_.find(id); it != divisions_.end()) {
+      Node& n = nodes[it->second.node];
+      n.name = it->second.name;
+      n.sites.push_back(id);
+      (ctx_->node(id).op == ir::SymOp::IntPow ? n.powers : n.divides) = true;
+    }
+  constexpr std::size_t kBits = 32;
+  std::string shared;  // the nodes of the last bit
+  for (const auto& [index, n] : nodes) {
+    const std::size_t bit = std::min(k.fault_errors.size(), kBits - 1);
+    for (SymId id : n.sites) k.fault_bits[id] = std::uint32_t{1} << bit;
+    const std::string what = !n.powers    ? "integer division by zero"
+                             : !n.divides ? "integer 0 to a negative power"
+                                          : "integer division by zero (or 0 to a negative power)";
+    if (bit < kBits - 1) {
+      k.fault_errors.push_back(n.name + ": " + what);
+    } else {
+      shared += (shared.empty() ? "" : " or ") + n.name;
+      k.fault_errors.resize(kBits);
+      k.fault_errors.back() = "integer division by zero (or 0 to a negative power) in " + shared;
+    }
+  }
+  if (k.fault_errors.size() == kBits && shared.find(" or ") == std::string::npos)
+    k.fault_errors.back() = shared + ": integer division by zero (or 0 to a negative power)";
+}
+
+Value Lowerer::reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post,
+                      int ops, const std::string& what, DType dtype, DType compute) {
+  Dims out_dims;
+  for (std::size_t d = 0; d < full.size(); ++d) out_dims.push_back(reduced[d] ? 1 : full[d]);
+  BufferId out = add_buffer(BufferKind::Temp, dtype, out_dims, what);
+  emit_kernel(full, reduced, how, body, post, out, ops, what, {}, compute);
+  Value v;
+  v.dtype = dtype;
+  v.dims = out_dims;
+  v.view = View::of(out, out_dims);
+  return v;
+}
+
+void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s,
+                          int ops, std::size_t result, DType compute) {
+  Value v;
+  v.dtype = dtype;
+  v.dims = out;
+  v.pending = true;
+  v.sym = s;
+  v.ops = ops;
+  v.compute = compute;
+  for (Value* x : in)
+    if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
+  v.label.append(n.op);
+  if (!o_.fuse || uses_[n.outputs[result]] > 1) store(v);
+  values_[n.outputs[result]] = std::move(v);
+}
+
+std::string Lowerer::where() const { return o_.target == LoweringTarget::Cuda ? "cuda" : "cpu"; }
+
+Expected<std::shared_ptr<Program>> Lowerer::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<Diagnostic> failure;
+  try {
+    target_ = o_.target == LoweringTarget::Cuda ? make_cuda_target(*p_, o_) : make_cpu_target(*p_, o_);
+    auto types = ir::infer_types(*graph_);
+    if (!types) throw DiagnosticError{types.error()};
+    types_ = std::move(*types);
+    for (const auto& [name, t] : types_)
+      if (!ir::is_static(t.shape))
+        throw DiagnosticError{at_graph("the " + target_->traits().name + " target needs static shapes: '" + name +
+                                       "' is " + ir::to_string(t.shape) + " (give inputs, or set the dimensions)")};
+    acc_ = ctx_->var("acc").id();
+    p_->keep_alive.push_back(graph_);
+    p_->keep_alive.push_back(folded_);
+    for (std::size_t i = 0; i < graph_->inputs.size(); ++i) {
+      const ir::GraphValue& in = graph_->inputs[i];
+      BufferId b = add_buffer(BufferKind::Input, in.type.dtype, ir::static_dims(in.type.shape), in.name);
+      p_->buffers[static_cast<std::size_t>(b)].input_index = static_cast<int>(i);
+      values_[in.name] = stored(b);
+    }
+    for (const auto& [name, t] : graph_->initializers) values_[name] = stored(add_weight(&t, name));
+    // Dead nodes (nothing the outputs depend on) are not lowered: they
+    // would run for nothing, and fail where the interpreter does not.
+    live_ = ir::live_nodes(*graph_);
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
+      for (const std::string& in : graph_->nodes[i].inputs)
+        if (live_[i] && !in.empty()) ++uses_[in];
+    for (const std::string& o : graph_->outputs) ++uses_[o];
+    plan_epilogues();
+    for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
+      if (live_[i]) lower_node(i);
+    lower_outputs();
+    target_->finish(kernels_, kernel_step_);
+    p_->kernels = std::make_shared<const std::vector<LoopKernel>>(std::move(kernels_));
+    plan_memory(*p_);
+  } catch (const DiagnosticError& e) {
+    failure = e.diag;
+    if (failure->loc.file.empty()) failure->loc.file = graph_->source;
+  } catch (const ir::ShapeError& e) {
+    failure = at_graph(where() + " lowering: " + e.message);
+  } catch (const std::exception& e) {  // (a library's: oneDNN's errors are std::exceptions)
+    failure = at_graph(where() + " lowering: internal error: " + e.what());
+  }
+  if (failure) return *failure;
+  p_->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return p_;
+}
+
+// Graph outputs: whole temporaries of their own. (A contiguous view from
+// offset 0 may be a prefix of its buffer: a slice [0, 3) of 4.)
+void Lowerer::lower_outputs() {
+  std::set<BufferId> seen;
+  for (const std::string& o : graph_->outputs) {
+    Value& v = values_.at(o);
+    store(v, "", false);
+    const Buffer& b = buffer(v.view.buffer);
+    const bool all_of_it = b.bytes == static_cast<std::size_t>(ir::numel(v.dims)) * ir::dtype_size(v.dtype);
+    if (!v.view.whole() || !all_of_it || b.kind != BufferKind::Temp || seen.count(v.view.buffer) ||
+        v.is_scalar_constant) {
+      BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "output");
+      emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "output copy", {}, compute_dtype(v.dtype));
+      p_->outputs.push_back(out);
+    } else {
+      p_->outputs.push_back(v.view.buffer);
+    }
+    seen.insert(p_->outputs.back());
+    p_->buffers[static_cast<std::size_t>(p_->outputs.back())].kind = BufferKind::Output;
+    p_->output_dims.push_back(v.dims);
+  }
+}
+
+bool Lowerer::fold_constant(const ir::Node& n, const ir::OpDef& def) {
+  bool all_const = !n.inputs.empty();
+  for (const std::string& i : n.inputs) {
+    if (i.empty()) continue;
+    const Value& v = values_.at(i);
+    all_const &= !v.pending && buffer(v.view.buffer).kind == BufferKind::Weight;
+  }
+  if (!all_const) return false;
+  std::vector<ir::Tensor> args;
+  for (const std::string& i : n.inputs) {
+    if (i.empty()) {
+      args.emplace_back();
+      continue;
+    }
+    Value& v = values_.at(i);
+    ir::Tensor t(v.dtype, v.dims);
+    copy_view(buffer(v.view.buffer).weight->bytes(), ir::dtype_size(v.dtype), v.view, t.bytes());
+    args.push_back(std::move(t));
+  }
+  auto given = given_flags(n.inputs);
+  auto res = def.eval(n.attrs, args, std::span<const bool>(given.get(), n.inputs.size()), n.outputs.size());
+  for (std::size_t k = 0; k < n.outputs.size() && k < res.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    folded_->push_back(std::move(res[k]));
+    values_[n.outputs[k]] = stored(add_weight(&folded_->back(), n.outputs[k]));
+  }
+  return true;
+}
+
+void Lowerer::lower_node(std::size_t index) {
+  const ir::Node& n = graph_->nodes[index];
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  if (!def) fail(n, "unknown op '" + n.op + "'");
+  std::vector<ir::ValueType> out_types;
+  for (const std::string& o : n.outputs) out_types.push_back(o.empty() ? ir::ValueType{} : types_.at(o));
+  if (auto it = fused_.find(index); it != fused_.end()) {  // already applied by the conv before it
+    values_[n.outputs[0]] = values_.at(it->second);
+    return;
+  }
+  if (fold_constant(n, *def)) return;
+  std::vector<Value*> in;
+  for (const std::string& i : n.inputs) in.push_back(i.empty() ? nullptr : &values_.at(i));
+  bool all_f32 = true;
+  for (Value* v : in)
+    if (v) all_f32 &= v->dtype == DType::F32;
+  for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
+  const bool one_result = n.outputs.size() == 1 && !n.outputs[0].empty();
+  const bool operands = std::all_of(in.begin(), in.end(), [](Value* v) { return v != nullptr; });
+  const std::string& op = def->semantics();
+  if (lower_view(n, in, out_types)) return;
+  if (def->elementwise && one_result && (all_f32 || fuses_across_types(n, in, out_types)) &&
+      lower_elementwise(n, in, out_types))
+    return;
+  if (all_f32 && !n.outputs.empty() && !n.outputs[0].empty() && (one_result || op == "layer_norm") &&
+      (lower_norm(n, in, out_types) || lower_library(n, *def, in, out_types)))
+    return;
+  // Ops of any element type, by family.
+  if (def->view && in.size() >= 1 && in[0] && n.outputs.size() == 1 && lower_reshape(n, *in[0], out_types[0])) return;
+  const bool unary = in.size() == 1 && in[0];
+  if (one_result && operands) {
+    if (op == "concat") return lower_concat(n, in, out_types[0]);
+    if (op == "gather_elements" && in.size() == 2) return lower_gather_elements(n, *in[0], *in[1], out_types[0]);
+    if (op == "gather" && in.size() == 2) return lower_gather(n, *in[0], *in[1], out_types[0]);
+    if (op == "tile" && unary && lower_tile(n, *in[0], out_types[0])) return;
+    if (op == "resize" && unary) return lower_resize(n, *in[0], out_types[0]);
+    if (op == "pad" && unary) return lower_pad(n, *in[0]);
+    if (op == "trilu" && unary) return lower_trilu(n, *in[0], out_types[0]);
+    if ((op == "argmax" || op == "argmin") && unary && !in[0]->dims.empty() &&
+        (in[0]->dtype == DType::F32 || in[0]->dtype == DType::I64 || in[0]->dtype == DType::I32))
+      return lower_arg_reduce(n, *in[0], out_types[0]);
+  }
+  if (is_reduction(op) && unary && lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape))) return;
+  if ((op == "softmax" || op == "log_softmax") && unary && lower_softmax(n, *in[0])) return;
+  if (op == "matmul" && in.size() == 2 && operands &&
+      lower_matmul(n, *in[0], *in[1], ir::static_dims(out_types[0].shape)))
+    return;
+  if (op == "einsum" && lower_einsum(n, in, ir::static_dims(out_types[0].shape))) return;
+  if (lower_through_f32(n, in, out_types)) return;
+  if ((op == "max_pool" || op == "avg_pool") && unary && in[0]->dims.size() >= 3 && !n.outputs.empty() &&
+      !n.outputs[0].empty())
+    return lower_pool_kernel(n, *in[0], out_types);
+  lower_reference(n, out_types);
+}
+
+void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types) {
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  std::vector<View> ins;
+  std::vector<DType> in_types;
+  std::vector<bool> given;
+  Step s;
+  s.kind = StepKind::Reference;
+  s.label = "reference " + n.op;
+  for (const std::string& i : n.inputs) {
+    given.push_back(!i.empty());
+    if (i.empty()) {
+      ins.push_back(View{});
+      in_types.push_back(DType::F32);
+      continue;
+    }
+    Value& v = values_.at(i);
+    store(v);
+    ins.push_back(v.view);
+    in_types.push_back(v.dtype);
+    s.reads.push_back(v.view.buffer);
+  }
+  std::vector<BufferId> outs;
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) {
+      outs.push_back(-1);
+      continue;
+    }
+    BufferId b = add_buffer(BufferKind::Temp, out_types[k].dtype, ir::static_dims(out_types[k].shape), n.outputs[k]);
+    outs.push_back(b);
+    s.writes.push_back(b);
+  }
+  p_->reference_ops.push_back(n.op);
+  const std::size_t nout = n.outputs.size();
+  s.run = [def, attrs = n.attrs, ins, in_types, inputs = n.inputs, outs, nout,
+           name = ir::describe(n)](const RunContext& ctx) {
+    std::vector<ir::Tensor> args;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (inputs[k].empty()) {
+        args.emplace_back();
+        continue;
+      }
+      ir::Tensor t(in_types[k], ins[k].dims);
+      copy_view(ctx.addr[static_cast<std::size_t>(ins[k].buffer)], ir::dtype_size(in_types[k]), ins[k], t.bytes());
+      args.push_back(std::move(t));
+    }
+    auto given = given_flags(inputs);
+    std::vector<ir::Tensor> res;
+    try {
+      res = def->eval(attrs, args, std::span<const bool>(given.get(), inputs.size()), nout);
+    } catch (const ir::ShapeError& e) {
+      throw std::runtime_error(name + ": " + e.message);
+    }
+    for (std::size_t k = 0; k < outs.size() && k < res.size(); ++k)
+      if (outs[k] >= 0 && res[k].nbytes() != 0)  // an empty result may have no storage at all
+        std::memcpy(ctx.addr[static_cast<std::size_t>(outs[k])], res[k].bytes(), res[k].nbytes());
+  };
+  p_->steps.push_back(std::move(s));
+  for (std::size_t k = 0; k < n.outputs.size(); ++k)
+    if (outs[k] >= 0) values_[n.outputs[k]] = stored(outs[k]);
+}
+
+Expected<std::shared_ptr<Program>> compile_cpu(const ir::Graph& g, const LoweringOptions& o) {
+  Lowerer l(g, o);
+  return l.run();
+}
+
+Expected<std::shared_ptr<Program>> compile_cuda(const ir::Graph& g, LoweringOptions o) {
+  o.target = LoweringTarget::Cuda;
+  Lowerer l(g, o);
+  return l.run();
+}
+
+}  // namespace saturn::lower
