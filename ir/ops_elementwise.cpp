@@ -137,12 +137,12 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     auto out = like(a[0], result.value_or(a[0].dtype()), dims);
     Broadcaster b(dims, {a[0].dims(), a[1].dims()});
     // Symbolic integers and bools are held as reals: exact for comparisons,
-    // logic, add, sub, mul, max and min, but not for truncating division,
+    // logic, add, sub, mul, max, min and prelu (a select of a product), but not for truncating division,
     // floor modulo or integer pow, which keep needing known values.
     constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
     const std::string_view op = name;
-    const bool as_reals =
-        symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" || op == "max" || op == "min");
+    const bool as_reals = symbolic && (result == DType::Bool || op == "add" || op == "sub" || op == "mul" ||
+                                       op == "max" || op == "min" || op == "prelu");
     // (An integer raised to a float power is computed in double.)
     const bool integral = !is_float(a[0].dtype()) && !is_float(a[1].dtype()) && fi && !as_reals;
     for (std::size_t i = 0; i < out.numel(); ++i) {
