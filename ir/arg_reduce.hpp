@@ -6,7 +6,7 @@
 // (argmax) or smaller (argmin), or equal too with select_last_index. A NaN
 // is never greater nor smaller: a NaN first element wins its column, NaNs
 // after it never do. One definition serves the ops' reference kernels and
-// the CPU lowering's step (lower/cpu_lowering.cpp); the CUDA kernel
+// the CPU lowering's step (lower/host_steps.cpp); the CUDA kernel
 // (cuda_arg_reduce_source) computes the same by a parallel reduction.
 //
 // Invariant: arg_reduce writes only the results of blocks [begin, end).

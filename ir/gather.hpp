@@ -3,7 +3,7 @@
 // axis) of `count` rows each: row j of block o is row indices[j] of data's
 // block o, which has `rows` (D[axis]) rows of `row_bytes` (the elements of
 // the dims after the axis). One definition serves the gather op's kernel and
-// the lowering's row copies (lower/cpu_lowering.cpp), so the two cannot
+// the lowering's row copies (lower/host_steps.cpp), so the two cannot
 // disagree on a layout or on which indices are out of range.
 //
 // Invariant: gather_copy reads only whole rows of data and writes only rows

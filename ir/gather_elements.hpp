@@ -2,7 +2,7 @@
 // and its element c is data's element at c with c[axis] replaced by the
 // index at c (negative indices count from the end). The result's rows (its
 // last dimension) are independent, so the op's kernel and the lowering's
-// copies (lower/cpu_lowering.cpp) share this one definition and cannot
+// copies (lower/host_steps.cpp) share this one definition and cannot
 // disagree on a layout or on which indices are out of range.
 //
 // Invariant: gather_elements_copy writes only rows [begin, end) of the

@@ -370,7 +370,7 @@ void register_elementwise_ops(OpRegistry& r) {
     // is one of the target's). A float to an integer is truncated toward
     // zero (integers being unbounded there, as for add). Wrapping to a
     // narrower integer has no symbolic form. The CPU and CUDA kernels fuse
-    // casts through this (lower/cpu_lowering.cpp), storing an integer
+    // casts through this (lower/lower_elementwise.cpp), storing an integer
     // result as Tensor::set does (saturated, wrapped).
     d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, Given, std::size_t) {
       const DType to = *dtype_from_name(a.s("to", ""));

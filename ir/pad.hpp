@@ -8,7 +8,7 @@
 // all read input rows is the input row's interior copied in one piece plus
 // per-element borders; any other row is the fill value. One definition
 // serves the pad op's reference kernel and the lowering's row copies
-// (lower/cpu_lowering.cpp), so the two cannot disagree on a mode.
+// (lower/host_steps.cpp), so the two cannot disagree on a mode.
 //
 // Invariant: pad_copy reads only elements of the input and writes only
 // rows [begin, end) of the result.

@@ -2,7 +2,7 @@
 // dilations, one-sided pads, ceil_mode, count_include_pad and MaxPool's
 // Indices. The op's reference kernel (ir/ops_nn.cpp) is the definition;
 // pool_planes computes the same on plain arrays for the lowering's steps
-// (lower/cpu_lowering.cpp), and the CUDA kernel (cuda_pool_source) walks the
+// (lower/host_steps.cpp), and the CUDA kernel (cuda_pool_source) walks the
 // same taps in the same order, so the first maximum is the same element.
 //
 // Meaning: result position o along spatial axis d takes input positions

@@ -2,7 +2,7 @@
 // i of a matrix keeping a run of its columns and zeroing the rest: the upper
 // triangle keeps columns j >= i + k, the lower one j <= i + k. One
 // definition serves the trilu op's reference kernel and the lowering's row
-// copies (lower/cpu_lowering.cpp), so the two cannot disagree on a diagonal.
+// copies (lower/host_steps.cpp), so the two cannot disagree on a diagonal.
 //
 // Invariant: trilu_copy writes only rows [begin, end) of the result, and
 // zero (all bytes 0: false, 0, +0.0) where it does not copy.

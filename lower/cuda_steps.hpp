@@ -1,5 +1,5 @@
-// The CUDA target's steps: what the shared lowering (cpu_lowering.cpp, with
-// LoweringTarget::Cuda) builds where the CPU target builds JIT kernels,
+// The CUDA target's steps (lower/cuda_target.cpp makes them for the shared
+// lowering, lower/lowerer.hpp) where the CPU target makes JIT kernels,
 // OpenBLAS and oneDNN calls.
 //
 // - Loop kernels: CUDA C (lower/cuda_codegen), compiled to PTX by NVRTC when

@@ -1,20 +1,12 @@
-// From an extracted ir::Graph to a CPU Program (lower/program.hpp).
-//
-// Kernel grouping follows the graph in order and keeps every f32 value
-// either stored (a View of a buffer) or pending (a scalar expression over
-// stored leaves, not yet computed). Elementwise ops compose pending values
-// (their semantics are the registry's own kernels applied to ir::Sym
-// scalars), views (reshape, transpose, expand, squeeze, ...) only change how
-// a buffer is read, and a pending value is computed (one generated loop
-// kernel) only where it must be stored: before a library call, a reference
-// op, a broadcast, a second use, or a graph output. Reductions, softmax,
-// layer_norm, batch_norm and global pooling become loop kernels reading
-// their pending operands in place. Matrix products go to OpenBLAS sgemm
-// (transposed operands read in place through sgemm's flags), convolutions
-// and pooling to oneDNN (with a fused ReLU post-op when a ReLU is the only
-// consumer). Any other op, and any op on other types than f32, runs its
-// reference kernel from the registry on that node alone, so every graph
-// the interpreter runs also runs here; the Program lists those ops.
+// From an extracted ir::Graph to a Program (lower/program.hpp) for a
+// target: compile_cpu, compile_cuda. One lowering serves both
+// (lower/lowerer.hpp: kernel grouping, views, library calls, the memory
+// plan); a Target makes the steps (lower/target.hpp). Fused elementwise
+// chains become one loop kernel each, views are strided reads, products,
+// convolutions and pooling are library calls (with their epilogues fused
+// where the library takes them), and any op no family lowers runs its
+// reference kernel from the registry on that node alone, so every graph the
+// interpreter runs also runs here; the Program lists those ops.
 #pragma once
 
 #include <memory>
@@ -26,9 +18,7 @@
 
 namespace saturn::lower {
 
-// The CUDA target shares this lowering: the same kernel grouping, views and
-// memory plan, with CUDA kernels and cuBLAS/cuDNN calls for its steps
-// (lower/cuda_steps.hpp).
+// Which Target makes the steps (lower/target.hpp).
 enum class LoweringTarget { Cpu, Cuda };
 
 struct LoweringOptions {
