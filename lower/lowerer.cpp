@@ -15,6 +15,14 @@ namespace {
 using ir::DType;
 using ir::SymId;
 
+// One result, and `count` operands all given (any count when -1).
+bool plain(const ir::Node& n, const std::vector<Value*>& in, int count) {
+  return n.outputs.size() == 1 && !n.outputs[0].empty() &&
+         (count < 0 || in.size() == static_cast<std::size_t>(count)) &&
+         std::all_of(in.begin(), in.end(), [](const Value* v) { return v != nullptr; });
+}
+Dims dims(const std::vector<ir::ValueType>& out) { return ir::static_dims(out[0].shape); }
+
 // Copies the elements of a view, row-major, into dst.
 void copy_view(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
   const std::int64_t n = ir::numel(v.dims);
@@ -391,41 +399,75 @@ void Lowerer::lower_node(std::size_t index) {
     if (v) all_f32 &= v->dtype == DType::F32;
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
   const bool one_result = n.outputs.size() == 1 && !n.outputs[0].empty();
-  const bool operands = std::all_of(in.begin(), in.end(), [](Value* v) { return v != nullptr; });
-  const std::string& op = def->semantics();
   if (lower_view(n, in, out_types)) return;
   if (def->elementwise && one_result && (all_f32 || fuses_across_types(n, in, out_types)) &&
       lower_elementwise(n, in, out_types))
     return;
-  if (all_f32 && !n.outputs.empty() && !n.outputs[0].empty() && (one_result || op == "layer_norm") &&
+  if (all_f32 && !n.outputs.empty() && !n.outputs[0].empty() && (one_result || def->semantics() == "layer_norm") &&
       (lower_norm(n, in, out_types) || lower_library(n, *def, in, out_types)))
     return;
-  // Ops of any element type, by family.
   if (def->view && in.size() >= 1 && in[0] && n.outputs.size() == 1 && lower_reshape(n, *in[0], out_types[0])) return;
-  const bool unary = in.size() == 1 && in[0];
-  if (one_result && operands) {
-    if (op == "concat") return lower_concat(n, in, out_types[0]);
-    if (op == "gather_elements" && in.size() == 2) return lower_gather_elements(n, *in[0], *in[1], out_types[0]);
-    if (op == "gather" && in.size() == 2) return lower_gather(n, *in[0], *in[1], out_types[0]);
-    if (op == "tile" && unary && lower_tile(n, *in[0], out_types[0])) return;
-    if (op == "resize" && unary) return lower_resize(n, *in[0], out_types[0]);
-    if (op == "pad" && unary) return lower_pad(n, *in[0]);
-    if (op == "trilu" && unary) return lower_trilu(n, *in[0], out_types[0]);
-    if ((op == "argmax" || op == "argmin") && unary && !in[0]->dims.empty() &&
-        (in[0]->dtype == DType::F32 || in[0]->dtype == DType::I64 || in[0]->dtype == DType::I32))
-      return lower_arg_reduce(n, *in[0], out_types[0]);
-  }
-  if (is_reduction(op) && unary && lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape))) return;
-  if ((op == "softmax" || op == "log_softmax") && unary && lower_softmax(n, *in[0])) return;
-  if (op == "matmul" && in.size() == 2 && operands &&
-      lower_matmul(n, *in[0], *in[1], ir::static_dims(out_types[0].shape)))
-    return;
-  if (op == "einsum" && lower_einsum(n, in, ir::static_dims(out_types[0].shape))) return;
-  if (lower_through_f32(n, in, out_types)) return;
-  if ((op == "max_pool" || op == "avg_pool") && unary && in[0]->dims.size() >= 3 && !n.outputs.empty() &&
-      !n.outputs[0].empty())
-    return lower_pool_kernel(n, *in[0], out_types);
+  if (lower_any_type(n, *def, in, out_types)) return;
   lower_reference(n, out_types);
+}
+
+// Each handler checks what its lowering needs of the node (its operands
+// given, one result, ...) and says whether it lowered it.
+bool Lowerer::lower_any_type(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in,
+                             const std::vector<ir::ValueType>& out_types) {
+  using Ins = std::vector<Value*>;
+  using Outs = std::vector<ir::ValueType>;
+  using Handler = bool (*)(Lowerer&, const ir::Node&, Ins&, const Outs&);
+  const Handler arg_reduce = [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) {
+    if (!plain(n, in, 1) || in[0]->dims.empty()) return false;
+    const DType t = in[0]->dtype;
+    if (t != DType::F32 && t != DType::I64 && t != DType::I32) return false;
+    l.lower_arg_reduce(n, *in[0], out[0]);
+    return true;
+  };
+  const Handler softmax = [](Lowerer& l, const ir::Node& n, Ins& in, const Outs&) {
+    return in.size() == 1 && in[0] && l.lower_softmax(n, *in[0]);
+  };
+  static const std::map<std::string, Handler> handlers = {
+      {"concat", [](Lowerer& l, const ir::Node& n, Ins& in,
+                    const Outs& out) { return plain(n, in, -1) && (l.lower_concat(n, in, out[0]), true); }},
+      {"gather", [](Lowerer& l, const ir::Node& n, Ins& in,
+                    const Outs& out) { return plain(n, in, 2) && (l.lower_gather(n, *in[0], *in[1], out[0]), true); }},
+      {"gather_elements",
+       [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) {
+         return plain(n, in, 2) && (l.lower_gather_elements(n, *in[0], *in[1], out[0]), true);
+       }},
+      {"tile", [](Lowerer& l, const ir::Node& n, Ins& in,
+                  const Outs& out) { return plain(n, in, 1) && l.lower_tile(n, *in[0], out[0]); }},
+      {"resize", [](Lowerer& l, const ir::Node& n, Ins& in,
+                    const Outs& out) { return plain(n, in, 1) && (l.lower_resize(n, *in[0], out[0]), true); }},
+      {"pad", [](Lowerer& l, const ir::Node& n, Ins& in,
+                 const Outs&) { return plain(n, in, 1) && (l.lower_pad(n, *in[0]), true); }},
+      {"trilu", [](Lowerer& l, const ir::Node& n, Ins& in,
+                   const Outs& out) { return plain(n, in, 1) && (l.lower_trilu(n, *in[0], out[0]), true); }},
+      {"argmax", arg_reduce},
+      {"argmin", arg_reduce},
+      {"softmax", softmax},
+      {"log_softmax", softmax},
+      {"matmul",
+       [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) {
+         return in.size() == 2 && in[0] && in[1] && l.lower_matmul(n, *in[0], *in[1], dims(out));
+       }},
+      {"einsum",
+       [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) { return l.lower_einsum(n, in, dims(out)); }},
+  };
+  if (auto it = handlers.find(def.semantics()); it != handlers.end() && it->second(*this, n, in, out_types))
+    return true;
+  if (is_reduction(def.semantics()) && in.size() == 1 && in[0] &&
+      lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape)))
+    return true;
+  if (lower_through_f32(n, in, out_types)) return true;
+  if ((def.semantics() == "max_pool" || def.semantics() == "avg_pool") && in.size() == 1 && in[0] &&
+      in[0]->dims.size() >= 3 && !n.outputs.empty() && !n.outputs[0].empty()) {
+    lower_pool_kernel(n, *in[0], out_types);
+    return true;
+  }
+  return false;
 }
 
 void Lowerer::lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types) {

@@ -116,6 +116,11 @@ class Lowerer {
   void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops,
                    std::size_t result = 0, DType compute = DType::F32);
   void lower_node(std::size_t index);
+  // Ops of any element type, by the family of what they compute
+  // (OpDef::semantics): copies, argmax, softmax, products, einsum,
+  // reductions, halves through f32, pooling kernels.
+  bool lower_any_type(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in,
+                      const std::vector<ir::ValueType>& out_types);
   // A node whose operands are all constants: evaluated now, once.
   bool fold_constant(const ir::Node& n, const ir::OpDef& def);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
