@@ -11,10 +11,10 @@
 
 #include "extract/cost_model.hpp"
 #include "extract/extractors.hpp"
+#include "pipeline/saturate.hpp"
 #include "rules/rule_file.hpp"
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
-#include "pipeline/saturate.hpp"
 
 #ifndef SATURN_RULESETS_DIR
 #define SATURN_RULESETS_DIR "rulesets"
@@ -206,7 +206,20 @@ std::string summarize(const nlohmann::json& r) {
   s << std::fixed << std::setprecision(1);
   s << "  modeled cost: " << num(r["cost_before"]) << " us -> " << num(r.value("cost_after", nlohmann::json()))
     << " us";
-  if (r.contains("speedup") && r["speedup"].is_number()) s << std::setprecision(2) << " (" << num(r["speedup"]) << "x)";
+  if (r.contains("speedup") && r["speedup"].is_number())
+    s << std::setprecision(2) << " (" << num(r["speedup"]) << "x modeled)";
+  if (r.contains("measured")) {
+    const nlohmann::json& m = r["measured"];
+    s << std::defaultfloat << std::setprecision(3) << "\n  measured (" << m["target"].get<std::string>() << ", "
+      << m["threads"] << " threads, median of " << m["runs"] << " interleaved runs): " << num(m["written_ms"])
+      << " ms as written -> " << num(m["optimized_ms"]) << " ms optimized (" << std::fixed << std::setprecision(2)
+      << num(m["speedup"]) << "x measured)";
+    if (!m["outputs_agree"].get<bool>())
+      s << "\n  kept the model as written: the optimized program's outputs differ from it (max |diff| "
+        << num(m["outputs_max_abs_diff"]) << ")";
+    else if (m["kept"] == "written")
+      s << "\n  kept the model as written: the optimized program measured slower";
+  }
   s << std::setprecision(1) << "\n  nodes: " << r["nodes_before"] << " -> " << r.value("nodes_after", nlohmann::json())
     << "\n  ops changed:";
   std::map<std::string, std::pair<std::size_t, std::size_t>> ops;

@@ -109,3 +109,55 @@ TEST_CASE("extract reads egraph-serialize JSON and prints tree and DAG cost") {
   CHECK_THAT(b.err, Catch::Contains("bad.json"));
   CHECK(run_cli("extract " + g.string() + " --extractor nope").status == 2);
 }
+
+TEST_CASE("opt --measure runs the model as written and the optimized program - reports both - keeps the faster") {
+  const std::string model = source_dir() + "/docs/examples/models/resnet_small.onnx";
+  const std::string inputs = source_dir() + "/docs/examples/models/resnet_small.input.pb";
+  auto o = temp("m.onnx");
+  auto r = run_cli("opt " + model + " --measure --measure-runs 5 --threads 1 --inputs " + inputs + " --json -o " +
+                   o.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.contains("measured"));
+  const auto& m = j["measured"];
+  CHECK(m["target"] == "cpu");
+  CHECK(m["runs"] == 5);
+  CHECK(m["threads"] == 1);
+  CHECK(m["outputs_agree"] == true);
+  CHECK(m["outputs_max_abs_diff"].get<double>() < 1e-2);
+  const double written = m["written_ms"].get<double>(), optimized = m["optimized_ms"].get<double>();
+  CHECK(written > 0);
+  CHECK(optimized > 0);
+  CHECK(m["written_min_ms"].get<double>() <= written);
+  CHECK(m["optimized_min_ms"].get<double>() <= optimized);
+  CHECK(m["speedup"].get<double>() == Approx(written / optimized));
+  // Never a program slower than the other one measured: the optimized one
+  // is kept only when its median is not above the written model's.
+  CHECK(m["kept"] == (optimized <= written ? "optimized" : "written"));
+  // What -o holds is the program kept.
+  auto back = run_cli("opt " + o.string() + " --no-default-rules --json -q");
+  REQUIRE(back.status == 0);
+  const auto k = nlohmann::json::parse(back.out);
+  // (The model as written has its batch norms; the optimized one folds them into the convolutions.)
+  REQUIRE(j["ops_before"].contains("batch_norm"));
+  REQUIRE_FALSE(j["ops_after"].contains("batch_norm"));
+  CHECK(k["ops_before"].contains("batch_norm") == (m["kept"] == "written"));
+  // The summary says which figure is measured and which modeled.
+  auto text = run_cli("opt " + model + " --measure --measure-runs 3 --inputs " + inputs);
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.err, Catch::Contains("x modeled)"));
+  CHECK_THAT(text.err, Catch::Contains("x measured)"));
+}
+
+TEST_CASE("opt --measure: another target - symbolic inputs without values - exit 2 saying why") {
+  const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
+  auto cuda = run_cli("opt " + model + " --measure --target cuda");
+  CHECK(cuda.status == 2);
+  CHECK_THAT(cuda.err, Catch::Contains("--measure runs on the cpu target only"));
+  auto sat = temp("sym.sat");
+  std::ofstream(sat) << "(graph g\n  (input x f32 [N 3])\n  (node n relu (y) (x))\n  (output y))\n";
+  auto sym = run_cli("opt " + sat.string() + " --measure");
+  CHECK(sym.status == 2);
+  CHECK_THAT(sym.err, Catch::Contains("input 'x' has shape [N 3]; give --inputs"));
+}

@@ -110,12 +110,9 @@ TEST_CASE("A library call lowers as the composite it stands for - on either targ
   ir::Attrs pool;
   pool.set("kernel_shape", std::vector<std::int64_t>{2, 2});
   const std::map<std::string, Case> cases = {
-      {"matmul", {{{4, 8}, {8, 3}}, {}}},
-      {"gemm", {{{4, 8}, {8, 3}}, {}}},
-      {"conv", {{{1, 2, 6, 6}, {3, 2, 3, 3}}, {}}},
-      {"conv_transpose", {{{1, 2, 5, 5}, {2, 3, 3, 3}}, {}}},
-      {"max_pool", {{{1, 2, 6, 6}}, pool}},
-      {"avg_pool", {{{1, 2, 6, 6}}, pool}},
+      {"matmul", {{{4, 8}, {8, 3}}, {}}},           {"gemm", {{{4, 8}, {8, 3}}, {}}},
+      {"conv", {{{1, 2, 6, 6}, {3, 2, 3, 3}}, {}}}, {"conv_transpose", {{{1, 2, 5, 5}, {2, 3, 3, 3}}, {}}},
+      {"max_pool", {{{1, 2, 6, 6}}, pool}},         {"avg_pool", {{{1, 2, 6, 6}}, pool}},
   };
   int checked = 0;
   for (const ir::OpDef* def : ir::OpRegistry::get().all()) {

@@ -15,9 +15,9 @@
 #include "extract/extractors.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
-#include "tools/cli_common.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
+#include "tools/cli_common.hpp"
 
 namespace saturn::cli {
 
@@ -41,6 +41,18 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
                   "Stop improving the DAG extraction after S seconds (reported)")
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print the report as JSON on stdout");
+  cmd->add_flag("--measure", o.measure,
+                "cpu target: run the model as written and the optimized program, report both measured latencies, "
+                "and keep the written model when the optimized one measured slower");
+  cmd->add_option("--measure-runs", o.measuring.runs, "--measure: timed runs of each (interleaved)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--inputs", o.measuring.inputs,
+                  "--measure: input tensors (.pb or .npy) in graph-input order (default: seeded random values)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--threads", o.measuring.threads, "--measure: CPU threads (0: the free CPUs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", o.quiet, "No progress and no summary on stderr");
 }
 
@@ -55,6 +67,8 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 int run_opt(const OptOptions& o) {
   if (!o.out.empty() && !has_suffix(o.out, ".onnx") && !has_suffix(o.out, ".sat"))
     return bad_input("-o: the optimized model must be a .onnx or .sat file, got '" + o.out + "'");
+  if (o.measure && o.pipeline.target != "cpu")
+    return bad_input("--measure runs on the cpu target only in this build (--target " + o.pipeline.target + ")");
   OptimizeOptions oo = o.pipeline;
   if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = default_memory_limit_mb();
   oo.saturation.progress = !o.quiet && stderr_is_terminal();
@@ -79,6 +93,11 @@ int run_opt(const OptOptions& o) {
   if (!res) return bad_input(res.error().to_string());
   nlohmann::json& report = res->report;
   report["model"] = o.model;
+  if (o.measure && !res->unsound) {
+    auto keep = measure_against_written(*graph, res->graph, o.measuring, report);
+    if (!keep) return bad_input(keep.error().to_string());
+    if (!*keep) res->graph = *graph;  // never a program slower than the one measured
+  }
   if (!res->unsound && !o.out.empty()) {
     auto t = std::chrono::steady_clock::now();
     if (has_suffix(o.out, ".sat")) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/optimize.hpp"
+#include "tools/measure.hpp"
 
 namespace CLI {
 class App;
@@ -23,6 +24,8 @@ struct OptOptions {
   std::string report;
   bool json = false;
   bool quiet = false;
+  bool measure = false;  // time the model as written and the optimized program, keep the faster
+  MeasureOptions measuring;
 };
 
 void add_opt_command(CLI::App& app, OptOptions& opts);

@@ -21,6 +21,7 @@
 #endif
 #include "runtime/interp.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/measure.hpp"
 
 namespace saturn::cli {
 
@@ -39,8 +40,9 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
   cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
-  cmd->add_option("--threads", o.threads, "cpu target: worker threads (0: every CPU that no other process keeps busy; never more than the "
-                 "CPUs this process may use)")
+  cmd->add_option("--threads", o.threads,
+                  "cpu target: worker threads (0: every CPU that no other process keeps busy; never more than the "
+                  "CPUs this process may use)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
@@ -172,10 +174,11 @@ int run_model(const RunOptions& o) {
     summary["threads"] = cpu->threads();
     summary["threads_reason"] = cpu->threads_reason();
     if (!o.json) {
-      std::cerr << "cpu: " << cpu->threads() << " threads (" << cpu->threads_reason() << "), " << p.steps.size() << " steps (" << p.fused_kernels << " generated kernels for "
-                << p.fused_ops << " ops, " << p.library_calls << " library calls, " << p.reference_ops.size()
-                << " reference ops), arena " << p.arena_bytes << " bytes (naive " << p.naive_bytes
-                << ", liveness bound " << p.lower_bound_bytes << "), compiled in " << p.compile_ms << " ms\n";
+      std::cerr << "cpu: " << cpu->threads() << " threads (" << cpu->threads_reason() << "), " << p.steps.size()
+                << " steps (" << p.fused_kernels << " generated kernels for " << p.fused_ops << " ops, "
+                << p.library_calls << " library calls, " << p.reference_ops.size() << " reference ops), arena "
+                << p.arena_bytes << " bytes (naive " << p.naive_bytes << ", liveness bound " << p.lower_bound_bytes
+                << "), compiled in " << p.compile_ms << " ms\n";
     }
   }
 #ifdef SATURN_HAVE_CUDA
@@ -230,15 +233,16 @@ int run_model(const RunOptions& o) {
     }
   }
   if (o.bench > 0) {
-    std::vector<double> ms;
-    for (int i = 0; i <= o.bench; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = execute();
-      if (!r) return bad_input(r.error().to_string());
-      double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (i > 0) ms.push_back(dt);  // the first run warms up
-    }
-    summary["ms"] = ms;  // every timed run, in order (bench/bench_load.py pools them)
+    auto timed = time_runs(
+        [&]() -> Expected<bool> {
+          auto r = execute();
+          if (!r) return r.error();
+          return true;
+        },
+        o.bench);
+    if (!timed) return bad_input(timed.error().to_string());
+    summary["ms"] = timed->ms;  // every timed run, in order (bench/bench_load.py pools them)
+    std::vector<double> ms = timed->ms;
     std::sort(ms.begin(), ms.end());
 #ifdef SATURN_HAVE_CUDA
     if (gpu) summary["last_device_ms"] = gpu->device_ms();  // the steps alone, without the copies

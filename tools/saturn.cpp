@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   }
   // Running a compiled model wants its thread pools' environment, which
   // the libraries read before main (runtime/thread_env.hpp).
-  if (app.got_subcommand("run") && run.target == "cpu") saturn::runtime::restart_with_thread_env(argv);
+  if ((app.got_subcommand("run") && run.target == "cpu") || (app.got_subcommand("opt") && opt.measure))
+    saturn::runtime::restart_with_thread_env(argv);
   try {
     if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
     if (app.got_subcommand("run")) return run_model(run);

@@ -1,0 +1,158 @@
+#include "tools/measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "ir/npy.hpp"
+#include "ir/onnx_import.hpp"
+#include "runtime/cpu_executor.hpp"
+
+namespace saturn::cli {
+
+namespace {
+
+Expected<double> timed(const TimedRun& run) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run();
+  if (!r) return r.error();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<double> sorted(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Seeded values for a graph input: floats in [-1, 1], integers in [0, 4),
+// bools either way. Inputs that need particular values (indices into a
+// table) come from --inputs.
+ir::Tensor random_input(const ir::GraphValue& in, std::uint32_t seed) {
+  ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 3);
+  for (std::size_t i = 0; i < t.numel(); ++i) {
+    if (ir::is_float(t.dtype()))
+      t.set(i, real(rng));
+    else if (t.dtype() == ir::DType::Bool)
+      t.set(i, small(rng) & 1);
+    else
+      t.set(i, small(rng));
+  }
+  return t;
+}
+
+// The largest |a - b| over the outputs, and whether each is within 1e-3 of
+// its output's largest magnitude (NaN where NaN).
+std::pair<double, bool> compare_outputs(const std::vector<ir::Tensor>& a, const std::vector<ir::Tensor>& b) {
+  double worst = 0;
+  bool agree = a.size() == b.size();
+  for (std::size_t k = 0; agree && k < a.size(); ++k) {
+    if (a[k].dims() != b[k].dims() || a[k].dtype() != b[k].dtype()) return {INFINITY, false};
+    double scale = 1;
+    for (std::size_t i = 0; i < b[k].numel(); ++i)
+      if (std::isfinite(b[k].at(i))) scale = std::max(scale, std::abs(b[k].at(i)));
+    for (std::size_t i = 0; i < a[k].numel(); ++i) {
+      const double x = a[k].at(i), y = b[k].at(i);
+      if (std::isnan(x) || std::isnan(y)) {
+        agree &= std::isnan(x) && std::isnan(y);
+        continue;
+      }
+      if (x == y) continue;  // (infinities of one sign)
+      const double d = std::abs(x - y);
+      worst = std::max(worst, d);
+      agree &= d <= 1e-3 * scale;
+    }
+  }
+  return {worst, agree};
+}
+
+}  // namespace
+
+double Latency::median_ms() const { return ms.empty() ? 0 : sorted(ms)[ms.size() / 2]; }
+double Latency::min_ms() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+
+Expected<Latency> time_runs(const TimedRun& run, int runs) {
+  Latency l;
+  if (auto w = run(); !w) return w.error();
+  for (int i = 0; i < runs; ++i) {
+    auto t = timed(run);
+    if (!t) return t.error();
+    l.ms.push_back(*t);
+  }
+  return l;
+}
+
+Expected<std::pair<Latency, Latency>> time_interleaved(const TimedRun& a, const TimedRun& b, int runs) {
+  std::pair<Latency, Latency> l;
+  if (auto w = a(); !w) return w.error();
+  if (auto w = b(); !w) return w.error();
+  for (int i = 0; i < runs; ++i) {
+    const bool a_first = i % 2 == 0;
+    for (int k = 0; k < 2; ++k) {
+      const bool is_a = (k == 0) == a_first;
+      auto t = timed(is_a ? a : b);
+      if (!t) return t.error();
+      (is_a ? l.first : l.second).ms.push_back(*t);
+    }
+  }
+  return l;
+}
+
+Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph& optimized, const MeasureOptions& o,
+                                       nlohmann::json& report) {
+  std::vector<ir::Tensor> inputs;
+  for (const std::string& p : o.inputs) {
+    auto t = ir::read_tensor_file(p);
+    if (!t) return t.error();
+    inputs.push_back(std::move(*t));
+  }
+  if (inputs.empty()) {
+    std::uint32_t seed = 1;
+    for (const ir::GraphValue& in : written.inputs) {
+      if (!ir::is_static(in.type.shape)) {
+        Diagnostic d;
+        d.loc.file = written.source;
+        d.message = "--measure: input '" + in.name + "' has shape " + ir::to_string(in.type.shape) +
+                    "; give --inputs to measure it";
+        return d;
+      }
+      inputs.push_back(random_input(in, seed++));
+    }
+  }
+  inputs = ir::runtime_inputs(written, inputs);
+  runtime::CpuExecutorOptions co;
+  co.threads = o.threads;
+  auto as_written = runtime::CpuExecutor::create(written, co);
+  if (!as_written) return as_written.error();
+  auto opt = runtime::CpuExecutor::create(optimized, co);
+  if (!opt) return opt.error();
+  auto want = (*as_written)->run(inputs);
+  if (!want) return want.error();
+  auto got = (*opt)->run(inputs);
+  if (!got) return got.error();
+  const auto [worst, agree] = compare_outputs(*got, *want);
+  std::vector<ir::Tensor> out_a, out_b;  // timed runs write here (no allocation per run)
+  auto times = time_interleaved([&] { return (*as_written)->run_into(inputs, out_a); },
+                                [&] { return (*opt)->run_into(inputs, out_b); }, o.runs);
+  if (!times) return times.error();
+  const Latency& a = times->first;
+  const Latency& b = times->second;
+  const bool keep = agree && b.median_ms() <= a.median_ms();
+  report["measured"] = {{"target", "cpu"},
+                        {"threads", (*opt)->threads()},
+                        {"runs", o.runs},
+                        {"written_ms", a.median_ms()},
+                        {"written_min_ms", a.min_ms()},
+                        {"optimized_ms", b.median_ms()},
+                        {"optimized_min_ms", b.min_ms()},
+                        {"speedup", a.median_ms() / std::max(b.median_ms(), 1e-9)},
+                        {"outputs_agree", agree},
+                        {"outputs_max_abs_diff", worst},
+                        {"kept", keep ? "optimized" : "written"}};
+  return keep;
+}
+
+}  // namespace saturn::cli
