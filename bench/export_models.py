@@ -17,9 +17,26 @@ import numpy as np
 import torch
 import torchvision.models as tvm
 
+class CausalDecoder(torch.nn.Module):
+    """A GPT-style decoder stack: pre-norm self-attention under a causal
+    mask (a constant of the graph), GELU feed-forward, a final norm."""
+
+    def __init__(self, width=256, heads=4, layers=4, context=128):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, batch_first=True,
+                                                 activation="gelu", norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(width)
+        self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(context))
+
+    def forward(self, x):
+        return self.norm(self.blocks(x, mask=self.mask))
+
+
 # name -> (constructor, input shape). Small and large convolutional nets,
-# depthwise and grouped convolutions, squeeze-excitation, layer norm, and a
-# transformer encoder (attention, GELU) beside them.
+# depthwise and grouped convolutions, squeeze-excitation, dense concats,
+# inception branches, layer norm, a vision transformer, and transformer
+# stacks (an encoder; a decoder under a causal mask) beside them.
 MODELS = {
     "squeezenet1_1": (lambda: tvm.squeezenet1_1(), (1, 3, 224, 224)),
     "resnet18": (lambda: tvm.resnet18(), (1, 3, 224, 224)),
@@ -29,6 +46,10 @@ MODELS = {
     "efficientnet_b0": (lambda: tvm.efficientnet_b0(), (1, 3, 224, 224)),
     "regnet_y_400mf": (lambda: tvm.regnet_y_400mf(), (1, 3, 224, 224)),
     "convnext_tiny": (lambda: tvm.convnext_tiny(), (1, 3, 224, 224)),
+    "densenet121": (lambda: tvm.densenet121(), (1, 3, 224, 224)),
+    "googlenet": (lambda: tvm.googlenet(aux_logits=False, init_weights=True), (1, 3, 224, 224)),
+    "vit_b_32": (lambda: tvm.vit_b_32(), (1, 3, 224, 224)),
+    "gpt_decoder": (lambda: CausalDecoder(), (1, 128, 256)),
     "transformer_encoder": (
         lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True, activation="gelu"), 4),
