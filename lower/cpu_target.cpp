@@ -21,7 +21,6 @@ class CpuTarget final : public Target {
  public:
   CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir) {
     traits_.name = "cpu";
-    traits_.dilated_pooling = true;
   }
   const TargetTraits& traits() const override { return traits_; }
 

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace saturn::cli {
 
@@ -25,6 +28,39 @@ void add_saturation_flags(CLI::App& cmd, SaturateOptions& o, const std::string& 
   cmd.add_option("--scheduler", o.scheduler, "Rule scheduler")
       ->check(CLI::IsMember({"simple", "backoff"}))
       ->capture_default_str();
+}
+
+Mismatch compare_tensors(const ir::Tensor& got, const ir::Tensor& want, double rtol, double atol) {
+  if (got.dtype() != want.dtype())
+    return {false, std::string("type ") + ir::dtype_name(got.dtype()) + ", expected " + ir::dtype_name(want.dtype())};
+  if (got.dims() != want.dims()) return {false, "shape " + got.summary() + ", expected " + want.summary()};
+  double worst = 0;
+  std::size_t at = 0;
+  bool bad = false;
+  for (std::size_t i = 0; i < got.numel(); ++i) {
+    double a = got.at(i), b = want.at(i);
+    if (!ir::is_float(want.dtype())) {
+      if (got.at_int(i) != want.at_int(i) && !bad) {
+        bad = true;
+        at = i;
+        worst = std::fabs(a - b);
+      }
+      continue;
+    }
+    if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+    double excess = std::fabs(a - b) - (atol + rtol * std::fabs(b));
+    if (std::isnan(excess) || std::isinf(a) || std::isinf(b)) excess = INFINITY;
+    if (excess > 0 && (!bad || excess > worst)) {
+      bad = true;
+      worst = excess;
+      at = i;
+    }
+  }
+  if (!bad) return {};
+  std::ostringstream s;
+  s << "worst element " << at << ": got " << std::setprecision(9) << got.at(at) << ", expected " << want.at(at)
+    << " (|diff| " << std::fabs(got.at(at) - want.at(at)) << ", rtol " << rtol << ", atol " << atol << ")";
+  return {false, s.str()};
 }
 
 }  // namespace saturn::cli

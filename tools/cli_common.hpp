@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "ir/tensor.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
 
@@ -34,6 +35,15 @@ bool stderr_is_terminal();
 
 // Prints "saturn: error: message" to stderr and returns kBadInput.
 int bad_input(const std::string& message);
+
+// How an output compares with what was expected: `what` names the worst
+// element, by how far it is outside atol + rtol |expected| (integers and
+// bools exactly, NaN where NaN). `saturn run --check`, `saturn opt --measure`.
+struct Mismatch {
+  bool ok = true;
+  std::string what;
+};
+Mismatch compare_tensors(const ir::Tensor& got, const ir::Tensor& want, double rtol, double atol);
 
 // The saturation limit flags every saturating verb takes (--iter-limit,
 // --node-limit, --time-limit, --memory-limit, --scheduler), bound to `o`.

@@ -39,7 +39,7 @@ struct MeasureOptions {
 
 // Runs the model as written and the optimized program on the CPU target
 // on the same inputs, checks that they compute the same outputs (to 1e-3 of
-// each output's largest magnitude), and times them interleaved. Fills
+// each output's largest magnitude: compare_tensors), and times them interleaved. Fills
 // report["measured"] (docs/cli.md) and returns whether the optimized
 // program is kept: not when it measured slower (median), nor when its
 // outputs differ. Needs static input shapes.

@@ -133,6 +133,13 @@ int run_opt(const OptOptions& o) {
     if (report["phases"]["extract"]["stop_reason"] == "time_limit")
       std::cerr << "saturn: note: extraction stopped at --extract-time-limit\n";
   }
+  if (report.contains("measured") && !report["measured"]["outputs_agree"].get<bool>()) {
+    // A rule changed what the program computes: the model as written was kept (and written).
+    std::cerr << "saturn: error: the optimized program computes other outputs than the model as written ("
+              << report["measured"]["outputs_mismatch"].get<std::string>()
+              << "); kept the model as written (prove rules with `saturn verify`)\n";
+    return kCheckFailed;
+  }
   return kOk;
 }
 

@@ -51,45 +51,6 @@ void add_run_command(CLI::App& app, RunOptions& o) {
 
 namespace {
 
-struct Mismatch {
-  bool ok = true;
-  std::string what;
-};
-
-// The worst element by how far it is outside atol + rtol * |expected|.
-Mismatch compare(const ir::Tensor& got, const ir::Tensor& want, double rtol, double atol) {
-  if (got.dtype() != want.dtype())
-    return {false, std::string("type ") + ir::dtype_name(got.dtype()) + ", expected " + ir::dtype_name(want.dtype())};
-  if (got.dims() != want.dims()) return {false, "shape " + got.summary() + ", expected " + want.summary()};
-  double worst = 0;
-  std::size_t at = 0;
-  bool bad = false;
-  for (std::size_t i = 0; i < got.numel(); ++i) {
-    double a = got.at(i), b = want.at(i);
-    if (!ir::is_float(want.dtype())) {
-      if (got.at_int(i) != want.at_int(i) && !bad) {
-        bad = true;
-        at = i;
-        worst = std::fabs(a - b);
-      }
-      continue;
-    }
-    if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
-    double excess = std::fabs(a - b) - (atol + rtol * std::fabs(b));
-    if (std::isnan(excess) || std::isinf(a) || std::isinf(b)) excess = INFINITY;
-    if (excess > 0 && (!bad || excess > worst)) {
-      bad = true;
-      worst = excess;
-      at = i;
-    }
-  }
-  if (!bad) return {};
-  std::ostringstream s;
-  s << "worst element " << at << ": got " << std::setprecision(9) << got.at(at) << ", expected " << want.at(at)
-    << " (|diff| " << std::fabs(got.at(at) - want.at(at)) << ", rtol " << rtol << ", atol " << atol << ")";
-  return {false, s.str()};
-}
-
 // What a compiled program is made of, for --json (both compiled targets).
 void summarize_program(const lower::Program& p, nlohmann::json& summary) {
   summary["arena_bytes"] = p.arena_bytes;
@@ -263,7 +224,7 @@ int run_model(const RunOptions& o) {
     for (std::size_t k = 0; k < outs->size(); ++k) {
       auto want = ir::read_tensor_file(o.check[k]);
       if (!want) return bad_input(want.error().to_string());
-      Mismatch m = compare((*outs)[k], *want, o.rtol, o.atol);
+      Mismatch m = compare_tensors((*outs)[k], *want, o.rtol, o.atol);
       checks.push_back({{"output", k}, {"ok", m.ok}, {"detail", m.what}});
       if (!m.ok) {
         status = kCheckFailed;
