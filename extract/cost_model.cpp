@@ -16,14 +16,28 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // to the thread pool, 2 us per library call (threading included).
     // oneDNN's deconvolution reaches 100 GFLOP/s where sgemm reaches 170
     // (bench_cpu's unet_up: 2.7 ms against 1.6 ms for the same product).
-    return CostModel(TargetSpec{"cpu", 64, 10, 150, 22, 1.0, 2.0, {"blas.", "dnnl."}, {{"dnnl.conv_transpose", 0.65}}});
+    // Plain products and convolutions lowered as Saturn's loop nests
+    // (`saturn run --no-opt`) measured 1.4-5 GFLOP/s (resnet18's 3x3
+    // convolutions 5, transformer_encoder's matmuls 1.4): 3 used. Plain
+    // max/avg pooling runs a scalar host loop: resnet18's 3x3 max_pool,
+    // 1.8 M window reads, took 8.8 ms (0.2 GFLOP/s, 0.004 of 64).
+    return CostModel(TargetSpec{"cpu",
+                                64,
+                                3,
+                                150,
+                                22,
+                                1.0,
+                                2.0,
+                                {"blas.", "dnnl."},
+                                {{"dnnl.conv_transpose", 0.65}},
+                                {{"max_pool", 0.004}, {"avg_pool", 0.004}}});
   }
   if (name == "cuda") {
     // NVIDIA H200 datasheet figures, not measured (no GPU on the build
     // machine): 67 TFLOP/s FP32 (cuBLAS/cuDNN at 75% of it), HBM3e 4.8 TB/s
     // (4 TB/s achievable), 4 us per kernel launch or library call; plain
     // generated loop nests for contractions at 5 TFLOP/s.
-    return CostModel(TargetSpec{"cuda", 30000, 5000, 50000, 4000, 4.0, 4.0, {"cublas.", "cudnn."}, {}});
+    return CostModel(TargetSpec{"cuda", 30000, 5000, 50000, 4000, 4.0, 4.0, {"cublas.", "cudnn."}, {}, {}});
   }
   return std::nullopt;
 }
@@ -72,7 +86,8 @@ double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<c
   }
   if (def.view) return 0.01;
   if (name == "const" || name == "fill") return 0.0;
-  const double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
+  double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
+  if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
   work *= def.unit_work;
   return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.kernel_overhead_us;
 }

@@ -36,6 +36,9 @@ struct TargetSpec {
   // Library calls measured slower than library_gflops: the fraction of it
   // they reach (op name -> fraction; the others reach all of it).
   std::map<std::string, double> library_efficiency;
+  // Plain ops whose kernel reaches less than loop_gflops (a window op run
+  // by a scalar host loop): op name -> the fraction of it they reach.
+  std::map<std::string, double> loop_efficiency;
 };
 
 class CostModel {

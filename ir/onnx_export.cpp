@@ -3,6 +3,7 @@
 // that ONNX takes as operands (shapes, axes, pads, ...) become initializers.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -195,12 +196,20 @@ void Exporter::node(const Node& n) {
     for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
     return m;
   }();
-  if (op == "conv_relu") {  // a fused epilogue: the convolution, then Relu
+  if (const OpDef* def = OpRegistry::get().find(n.op); def && (def->sum_epilogue || def->relu_epilogue)) {
+    // A fused epilogue (conv_add_relu): the convolution, then Add, then Relu.
     Node conv = n;
-    conv.op = "conv";
+    conv.op = def->library_of;
+    conv.inputs.resize(std::min<std::size_t>(n.inputs.size(), 3));
     conv.outputs = {n.outputs[0] + "__conv"};
     node(conv);
-    emit("Relu", n, {conv.outputs[0]}, n.outputs);
+    std::string y = conv.outputs[0];
+    if (def->sum_epilogue) {
+      const std::string sum = def->relu_epilogue ? n.outputs[0] + "__add" : n.outputs[0];
+      emit("Add", n, {y, n.inputs.at(3)}, {sum});
+      y = sum;
+    }
+    if (def->relu_epilogue) emit("Relu", n, {y}, n.outputs);
     return;
   }
   if (auto it = by_op.find(op); it != by_op.end()) {

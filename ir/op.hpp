@@ -139,9 +139,11 @@ struct OpDef {
   // one is dearer than one add (exp 8, gelu 20, ...).
   double unit_work = 1;
   // A library call (kind Library): the composite op whose semantics it has
-  // ("matmul" for blas.matmul and cublas.matmul), and whether a ReLU
-  // follows it (dnnl.conv_relu).
+  // ("matmul" for blas.matmul and cublas.matmul), and the epilogue it
+  // fuses: a fourth operand added to the result (dnnl.conv_add), then a
+  // ReLU (dnnl.conv_relu, dnnl.conv_add_relu).
   std::string library_of;
+  bool sum_epilogue = false;
   bool relu_epilogue = false;
   // The op this one computes: itself, or the composite a library call
   // stands for. The lowering dispatches on it.

@@ -36,31 +36,72 @@ void register_library_ops(OpRegistry& r) {
     d.doc = std::string(c.doc) + "; semantics of `" + c.like + "`";
     r.add(std::move(d));
   }
-  // Convolutions with a fused ReLU epilogue (oneDNN post-op, cuDNN's fused
-  // conv-bias-activation): relu(conv(x, w, b)).
-  for (const char* name : {"dnnl.conv_relu", "cudnn.conv_relu"}) {
-    const OpDef* base = r.find("conv");
-    if (!base) continue;
-    OpDef d = *base;
-    d.name = name;
+  // Convolutions with their epilogue fused, the forms TASO's conv+relu and
+  // conv+add fusions produce: relu(conv(x, w, b)) (oneDNN's ReLU post-op,
+  // cuDNN's fused conv-bias-activation), conv(x, w, b) + skip (the residual
+  // add as oneDNN's sum post-op or cuDNN's z operand) and relu of that. The
+  // skip operand comes fourth and has the convolution's result type.
+  struct Fused {
+    const char* name;
+    bool sum;
+    bool relu;
+    const char* doc;
+  };
+  static const Fused fused[] = {
+      {"dnnl.conv_relu", false, true, "oneDNN convolution with a ReLU post-op (CPU); semantics of `relu(conv(...))`"},
+      {"cudnn.conv_relu", false, true,
+       "cuDNN convolution with fused bias and ReLU (CUDA); semantics of `relu(conv(...))`"},
+      {"dnnl.conv_add", true, false,
+       "oneDNN convolution with a sum post-op (CPU); semantics of `add(conv(x, w, b), skip)`"},
+      {"dnnl.conv_add_relu", true, true,
+       "oneDNN convolution with sum and ReLU post-ops (CPU); semantics of `relu(add(conv(x, w, b), skip))`"},
+      {"cudnn.conv_add", true, false, "cuDNN convolution adding z (CUDA); semantics of `add(conv(x, w, b), skip)`"},
+      {"cudnn.conv_add_relu", true, true,
+       "cuDNN convolution adding z, with ReLU (CUDA); semantics of `relu(add(conv(x, w, b), skip))`"},
+  };
+  const OpDef* conv = r.find("conv");
+  if (!conv) return;
+  for (const Fused& f : fused) {
+    OpDef d = *conv;
+    d.name = f.name;
     d.kind = OpKind::Library;
     d.library_of = "conv";
-    d.relu_epilogue = true;
-    d.doc = std::string(name[0] == 'd' ? "oneDNN convolution with a ReLU post-op (CPU)"
-                                       : "cuDNN convolution with fused bias and ReLU (CUDA)") +
-            "; semantics of `relu(conv(...))`";
-    auto relu_after = [](auto out) {
+    d.relu_epilogue = f.relu;
+    d.sum_epilogue = f.sum;
+    d.doc = f.doc;
+    auto conv_infer = conv->infer;
+    auto conv_work = conv->flops;
+    if (f.sum) {
+      d.max_inputs = 4;  // (operand 2, the bias, may be absent)
+      d.infer = [conv_infer](const Attrs& a, std::span<const TypedInput> in, std::size_t n) {
+        if (in.size() != 4 || !in[3].present) shape_error("conv_add: operand 3, the added value, is required");
+        auto out = conv_infer(a, in.first(3), n);
+        if (in[3].type.dtype != out[0].dtype || in[3].type.shape != out[0].shape)
+          shape_error("conv_add: the added operand must have the convolution's result type " + to_string(out[0].shape) +
+                      ", got " + to_string(in[3].type.shape));
+        return out;
+      };
+      d.flops = [conv_work](const Attrs& a, std::span<const ValueType> in, std::span<const ValueType> out) {
+        return conv_work(a, in.first(3), out) + static_cast<double>(numel(static_dims(out[0].shape)));
+      };
+    }
+    const bool sum = f.sum, relu = f.relu;
+    auto epilogue = [sum, relu](auto out, auto x) {
       for (auto& t : out)
-        for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, scalar::max(t.at(i), 0.0));  // relu's: NaN stays
+        for (std::size_t i = 0; i < t.numel(); ++i) {
+          if (sum) t.set(i, t.at(i) + x[3].at(i));
+          if (relu) t.set(i, scalar::max(t.at(i), 0.0));  // relu's: NaN stays
+        }
       return out;
     };
-    auto conv = base->eval;
-    auto conv_symbolic = base->symbolic;
-    d.eval = [conv, relu_after](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given, std::size_t n) {
-      return relu_after(conv(a, x, given, n));
+    auto conv_eval = conv->eval;
+    auto conv_symbolic = conv->symbolic;
+    d.eval = [conv_eval, epilogue](const Attrs& a, std::span<const Tensor> x, std::span<const bool> given,
+                                   std::size_t n) { return epilogue(conv_eval(a, x.first(3), given.first(3), n), x); };
+    d.symbolic = [conv_symbolic, epilogue](const Attrs& a, std::span<const SymTensor> x, std::span<const bool> given,
+                                           std::size_t n) {
+      return epilogue(conv_symbolic(a, x.first(3), given.first(3), n), x);
     };
-    d.symbolic = [conv_symbolic, relu_after](const Attrs& a, std::span<const SymTensor> x, std::span<const bool> given,
-                                             std::size_t n) { return relu_after(conv_symbolic(a, x, given, n)); };
     r.add(std::move(d));
   }
 }

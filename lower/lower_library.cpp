@@ -1,8 +1,12 @@
-// Library calls: matrix products (OpenBLAS / oneDNN, cuBLAS), convolutions
-// and pooling (oneDNN, cuDNN) through the target, with what the library
-// takes fused in: transposed operands read in place through the library's
-// flags, gemm's beta C as a pending add, a convolution's bias, residual add
-// and ReLU as post-ops (planned over the graph first: plan_epilogues).
+// Library calls, the ops the extractor chose to run in a library (kind
+// Library: blas.*, dnnl.*, cublas.*, cudnn.*): matrix products (OpenBLAS /
+// oneDNN, cuBLAS), convolutions and pooling (oneDNN, cuDNN) through the
+// target, with what the library takes fused in: transposed operands read in
+// place through the library's flags, gemm's beta C as a pending add, a
+// convolution's bias, and the residual add and ReLU its op names
+// (dnnl.conv_add_relu) as post-ops. Plain products and convolutions are
+// loop nests (lower_loop_products.cpp): whether a library runs one is the
+// e-graph's choice, not made here.
 // What the target's library cannot take (TargetTraits) is rewritten here
 // (explicit padding, a cropped full result) or runs another way: a pooling
 // kernel of the op's own meaning, or the reference kernel. f16 / bf16 ops
@@ -58,10 +62,11 @@ bool same_strides(const View& v, const std::vector<std::int64_t>& strides) {
 
 bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in,
                             const std::vector<ir::ValueType>& out_types) {
+  if (def.kind != ir::OpKind::Library) return false;
   const Dims out = ir::static_dims(out_types[0].shape);
   const std::string& op = def.semantics();
   const bool nd = !in.empty() && in[0] && in[0]->dims.size() >= 3 && in[0]->dims.size() <= 5;
-  if (op == "matmul" && in.size() == 2 && in[0] && in[1]) return lower_matmul(n, *in[0], *in[1], out);
+  if (op == "matmul" && in.size() == 2 && in[0] && in[1]) return lower_matmul(n, *in[0], *in[1], out, true);
   if (op == "gemm" && in.size() >= 2) {
     Value* c = in.size() > 2 ? in[2] : nullptr;
     lower_gemm_like(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
@@ -94,7 +99,8 @@ bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Va
   // too. Otherwise (TensorFlow's SAME with a stride, one-sided pads) the
   // input is padded explicitly with zeros (one row-copy kernel; a
   // negative end padding crops) and cuDNN convolves it unpadded.
-  const bool own_relu = def.relu_epilogue;
+  Value* bias = in.size() > 2 ? in[2] : nullptr;
+  Value* skip = def.sum_epilogue && in.size() > 3 ? in[3] : nullptr;
   if (target_->traits().symmetric_padding_only &&
       !symmetric_padding(spec.x_dims, out, win.kernel, spec.strides, spec.dilations, spec.pads_begin, spec.pads_end)) {
     const std::size_t r = spec.x_dims.size();
@@ -107,9 +113,9 @@ bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Va
     spec.x_dims = padded.dims;
     std::fill(spec.pads_begin.begin(), spec.pads_begin.end(), 0);
     std::fill(spec.pads_end.begin(), spec.pads_end.end(), 0);
-    return lower_convolution(n, false, spec, padded, *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
+    return lower_convolution(n, false, spec, padded, *in[1], bias, skip, def.relu_epilogue);
   }
-  return lower_convolution(n, false, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, own_relu);
+  return lower_convolution(n, false, spec, *in[0], *in[1], bias, skip, def.relu_epilogue);
 }
 
 bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
@@ -125,7 +131,7 @@ bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, c
   for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
     spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                             g.begin[i] - out[2 + i]);
-  if (lower_convolution(n, true, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return true;
+  if (lower_convolution(n, true, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr, false)) return true;
   if (!target_->traits().symmetric_padding_only) return false;  // (a geometry the library lacks: the reference)
   // cuDNN crops both sides of the full result alike. Otherwise (one-sided
   // pads, SAME with an odd kernel - stride): the full result unpadded, with
@@ -138,7 +144,7 @@ bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, c
     full.pads_begin[i] = full.pads_end[i] = 0;
     start[2 + i] = g.begin[i];
   }
-  if (!lower_convolution(n, true, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, false)) return false;
+  if (!lower_convolution(n, true, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr, false)) return false;
   Value& v = values_.at(n.outputs[0]);
   v.view = v.view.sliced(start, Dims(out.size(), 1), out);
   v.dims = out;
@@ -186,23 +192,12 @@ bool Lowerer::lower_library_pool(const ir::Node& n, Value& x, const Dims& out) {
 }
 
 bool Lowerer::lower_convolution(const ir::Node& n, bool transposed, ConvSpec spec, Value& x_value, Value& w_value,
-                                Value* bias_value, bool own_relu) {
-  ConvEpilogue e;
-  if (auto it = epilogue_.find(static_cast<std::size_t>(&n - graph_->nodes.data())); it != epilogue_.end())
-    e = it->second;
-  Value* skip = e.add ? &values_.at(e.skip) : nullptr;
-  if (e.add && (skip->dtype != DType::F32 || skip->dims != spec.out_dims)) e = {};  // (relu came after the add)
-  spec.relu = own_relu || e.relu;
-  spec.sum = e.add.has_value();
+                                Value* bias_value, Value* skip, bool relu) {
+  spec.relu = relu;
+  spec.sum = skip != nullptr;
   const View x = dense(x_value);
   std::optional<View> skip_view;
-  if (e.add) skip_view = dense(*skip);
-  if (target_->traits().row_major_library_operands && skip_view && !skip_view->whole()) {  // (read row-major)
-    e = {};
-    skip_view.reset();
-    spec.sum = false;
-    spec.relu = own_relu;
-  }
+  if (skip) skip_view = target_->traits().row_major_library_operands ? whole(*skip) : dense(*skip);
   const LibraryOperand w = library_operand(w_value);
   const std::optional<LibraryOperand> bias =
       bias_value ? std::optional<LibraryOperand>(library_operand(*bias_value)) : std::nullopt;
@@ -222,8 +217,6 @@ bool Lowerer::lower_convolution(const ir::Node& n, bool transposed, ConvSpec spe
     ls->step.in_place_ok.push_back(skip_view->buffer);
   p_->steps.push_back(std::move(ls->step));
   ++p_->library_calls;
-  if (e.add) fused_[*e.add] = n.outputs[0];
-  if (e.relu) fused_[*e.relu] = graph_->nodes[*e.relu].inputs[0];
   Value v = stored(y);
   v.view.strides = ls->out_strides;
   values_[n.outputs[0]] = std::move(v);
@@ -236,64 +229,7 @@ LibraryOperand Lowerer::library_operand(Value& v) {
   return {target_->traits().row_major_library_operands ? whole(v) : dense(v), nullptr};
 }
 
-void Lowerer::plan_epilogues() {
-  const std::vector<ir::Node>& nodes = graph_->nodes;
-  std::map<std::string, std::size_t> producer;
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    for (const std::string& o : nodes[i].outputs) producer[o] = i;
-  // The conv node computing v, when v has no other use.
-  auto conv_of = [&](const std::string& v) -> std::optional<std::size_t> {
-    auto it = producer.find(v);
-    if (it == producer.end() || uses_[v] != 1) return std::nullopt;
-    const ir::OpDef* def = ir::OpRegistry::get().find(nodes[it->second].op);
-    // (Not transposed ones: oneDNN 2.6's deconvolution with a ReLU post-op
-    // took 16 ms where the plain one and a ReLU kernel take 2.9 ms, on
-    // bench_cpu's unet_up; cuDNN's is a backward-data call, with none. Not
-    // one with its own ReLU either: the sum would come after it.)
-    if (!def || def->semantics() != "conv" || def->relu_epilogue) return std::nullopt;
-    return it->second;
-  };
-  std::map<std::size_t, std::size_t> add_conv;  // planned add node -> its conv
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!live_[i]) continue;  // (a dead add must not take a live conv's result)
-    const ir::Node& n = nodes[i];
-    if (n.op == "add" && n.inputs.size() == 2 && n.outputs.size() == 1) {
-      // The conv operand that runs last takes the add: the other operand
-      // (skip) must exist when it runs, and have the result's shape.
-      std::optional<std::size_t> best;
-      std::size_t best_k = 0;
-      for (std::size_t k = 0; k < 2; ++k) {
-        auto c = conv_of(n.inputs[k]);
-        const std::string& other = n.inputs[1 - k];
-        if (!c || other.empty() || other == n.inputs[k]) continue;
-        auto ot = types_.find(other), rt = types_.find(n.outputs[0]);
-        if (ot == types_.end() || rt == types_.end() || ot->second.shape != rt->second.shape ||
-            ot->second.dtype != DType::F32)
-          continue;
-        if (auto p = producer.find(other); p != producer.end() && p->second > *c) continue;
-        if (!best || *c > *best) {
-          best = c;
-          best_k = k;
-        }
-      }
-      if (best) {
-        epilogue_[*best].add = i;
-        epilogue_[*best].skip = n.inputs[1 - best_k];
-        add_conv[i] = *best;
-      }
-    }
-    if (n.op == "relu" && n.inputs.size() == 1 && n.outputs.size() == 1) {
-      const std::string& v = n.inputs[0];
-      if (auto c = conv_of(v); c && !epilogue_[*c].add) {
-        epilogue_[*c].relu = i;
-      } else if (auto p = producer.find(v); p != producer.end() && add_conv.count(p->second) && uses_[v] == 1) {
-        epilogue_[add_conv[p->second]].relu = i;
-      }
-    }
-  }
-}
-
-bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Dims& out) {
+bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Dims& out, bool library) {
   const DType t = a_in.dtype;
   if (!ir::is_float(t) || b_in.dtype != t || a_in.dims.empty() || b_in.dims.empty() || n.outputs.size() != 1 ||
       n.outputs[0].empty())
@@ -315,27 +251,8 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
   if (b_in.dims.size() == 1) out2.push_back(1);
   if (a_in.dims.size() == 1) out2.insert(out2.end() - 1, 1);
   const std::string& name = n.outputs[0];
-  if (t == DType::F64) {
-    // [batch... M N K], K reduced: a broadcast along N, b along M.
-    const std::size_t r = out2.size();
-    const std::int64_t K = a.dims.back();
-    Dims full = out2;
-    full.push_back(K);
-    for (Value* v : {&a, &b})
-      if (v->pending || v->is_scalar_constant) v->view = whole(*v);
-    Dims a_to(out2.begin(), out2.end() - 1), b_to(out2.begin(), out2.end() - 2);
-    a_to.push_back(K);
-    b_to.insert(b_to.end(), {K, out2.back()});
-    View av = a.view.broadcast_to(a_to), bv = b.view.broadcast_to(b_to);
-    av.dims = bv.dims = full;
-    av.strides.insert(av.strides.end() - 1, 0);  // [.. sM 0 sK]
-    bv.strides.push_back(bv.strides[r - 2]);     // [.. sK sN sK]
-    bv.strides[r - 2] = 0;                       // [.. 0 sN sK]
-    std::vector<bool> red(full.size(), false);
-    red.back() = true;
-    ir::Sym body = sym(leaf(av)) * sym(leaf(bv));
-    Value y = reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (f64)", DType::F64, DType::F64);
-    values_[name] = reshaped_to(y, out);
+  if (!library || t == DType::F64) {  // (no target's library multiplies doubles)
+    values_[name] = reshaped_to(product_loops(n, a, b, false, false, 1.0, out2), out);
     return true;
   }
   const bool half = t != DType::F32;
@@ -408,7 +325,10 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
     throw DiagnosticError{at_graph(where() + " lowering: " + ir::describe(n) + ": a product the library cannot take")};
   p_->steps.push_back(std::move(*step));
   ++p_->library_calls;
-  Value v = stored(y);
+  add_product_bias(n, stored(y), c, beta, out_dims);
+}
+
+void Lowerer::add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims) {
   if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {
     // beta * C joins the result as a pending elementwise add (fused into its consumer).
     ir::Sym s = sym(leaf(v.view)) + sym(expr_over(*c, out_dims)) * beta;
@@ -435,7 +355,7 @@ void Lowerer::lower_pool_kernel(const ir::Node& n, Value& x, const std::vector<i
   const BufferId y = add_buffer(BufferKind::Temp, t, p.out_dims(), n.outputs[0]);
   const std::optional<BufferId> idx =
       indices ? std::optional(add_buffer(BufferKind::Temp, DType::I64, p.out_dims(), n.outputs[1])) : std::nullopt;
-  std::string label = n.op + " (window";
+  std::string label = ir::OpRegistry::get().find(n.op)->semantics() + " (window";
   for (auto k : p.w.kernel) label += " " + std::to_string(k);
   label += indices ? ", indices)" : ")";
   p_->steps.push_back(target_->pool_kernel(p, t, src, y, idx, label));
@@ -451,6 +371,9 @@ bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
                                             "max_pool",   "avg_pool"};
   const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
   if (!ops.count(def.semantics()) || in.empty() || !in[0] || out_types.empty()) return false;
+  static const std::set<std::string> norms = {"batch_norm", "layer_norm",      "instance_norm",
+                                              "lrn",        "global_avg_pool", "global_max_pool"};
+  if (def.kind != ir::OpKind::Library && !norms.count(def.semantics())) return false;  // (plain ones: loop nests)
   const DType t = in[0]->dtype;
   if (t != DType::F16 && t != DType::BF16) return false;
   for (const Value* v : in)

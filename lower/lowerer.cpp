@@ -23,6 +23,12 @@ bool plain(const ir::Node& n, const std::vector<Value*>& in, int count) {
 }
 Dims dims(const std::vector<ir::ValueType>& out) { return ir::static_dims(out[0].shape); }
 
+// Whether the extractor chose a library to run n (blas.gemm, dnnl.conv, ...).
+bool library(const ir::Node& n) {
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  return def && def->kind == ir::OpKind::Library;
+}
+
 // Copies the elements of a view, row-major, into dst.
 void copy_view(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
   const std::int64_t n = ir::numel(v.dims);
@@ -309,7 +315,6 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       for (const std::string& in : graph_->nodes[i].inputs)
         if (live_[i] && !in.empty()) ++uses_[in];
     for (const std::string& o : graph_->outputs) ++uses_[o];
-    plan_epilogues();
     for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
       if (live_[i]) lower_node(i);
     lower_outputs();
@@ -387,10 +392,6 @@ void Lowerer::lower_node(std::size_t index) {
   if (!def) fail(n, "unknown op '" + n.op + "'");
   std::vector<ir::ValueType> out_types;
   for (const std::string& o : n.outputs) out_types.push_back(o.empty() ? ir::ValueType{} : types_.at(o));
-  if (auto it = fused_.find(index); it != fused_.end()) {  // already applied by the conv before it
-    values_[n.outputs[0]] = values_.at(it->second);
-    return;
-  }
   if (fold_constant(n, *def)) return;
   std::vector<Value*> in;
   for (const std::string& i : n.inputs) in.push_back(i.empty() ? nullptr : &values_.at(i));
@@ -451,8 +452,17 @@ bool Lowerer::lower_any_type(const ir::Node& n, const ir::OpDef& def, std::vecto
       {"log_softmax", softmax},
       {"matmul",
        [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) {
-         return in.size() == 2 && in[0] && in[1] && l.lower_matmul(n, *in[0], *in[1], dims(out));
+         return in.size() == 2 && in[0] && in[1] && l.lower_matmul(n, *in[0], *in[1], dims(out), library(n));
        }},
+      // (A library gemm or conv gets here only with operands its library
+      // does not take: f64, halves through f32, other ranks.)
+      {"gemm",
+       [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) {
+         const bool doubles = !in.empty() && in[0] && in[0]->dtype == DType::F64;
+         return (!library(n) || doubles) && l.lower_gemm_loops(n, in, dims(out));
+       }},
+      {"conv", [](Lowerer& l, const ir::Node& n, Ins& in,
+                  const Outs& out) { return !library(n) && l.lower_conv_loops(n, in, dims(out)); }},
       {"einsum",
        [](Lowerer& l, const ir::Node& n, Ins& in, const Outs& out) { return l.lower_einsum(n, in, dims(out)); }},
   };

@@ -17,6 +17,7 @@
 //   lower_elementwise.cpp  elementwise fusion, across element types
 //   lower_movement.cpp     views, concat, gather, tile, resize, pad, trilu
 //   lower_reductions.cpp   reductions, softmax, norms, lrn, einsum, argmax
+//   lower_loop_products.cpp  plain products and convolutions as loop nests
 //   lower_library.cpp      products, convolutions, pooling (library calls
 //                          and their epilogues), halves through f32
 //
@@ -198,13 +199,15 @@ class Lowerer {
   void lower_arg_reduce(const ir::Node& n, Value& x, const ir::ValueType& out_type);
 
   // ---- lower_library.cpp
-  // f32 library ops: matmul and gemm, convolutions, pooling.
+  // Library ops (OpKind::Library) of f32 values: matmul and gemm,
+  // convolutions with their epilogues, pooling. False for every other op.
   bool lower_library(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in,
                      const std::vector<ir::ValueType>& out_types);
-  // matmul of float values, 1-D operands as matrices: f32 a library
-  // product; f16 / bf16 on the halves (TargetTraits::half_products) or over
-  // f32 copies rounded once; f64 a loop kernel summing in double.
-  bool lower_matmul(const ir::Node& n, Value& a, Value& b, const Dims& out);
+  // matmul of float values, 1-D operands as matrices. A library product
+  // (`library`): f32 as it is, f16 / bf16 on the halves
+  // (TargetTraits::half_products) or over f32 copies rounded once; f64, and
+  // a plain matmul, a loop nest (product_loops).
+  bool lower_matmul(const ir::Node& n, Value& a, Value& b, const Dims& out, bool library);
   // v as a product reads it: [batch..., rows, cols] (after an optional
   // transpose of its last two dims), copied to a contiguous buffer only when
   // its strides fit neither BLAS layout.
@@ -213,13 +216,16 @@ class Lowerer {
   // on a target with half_products).
   void lower_gemm_like(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, Value* c, double beta,
                        const Dims& out_dims, DType result = DType::F32);
+  // Result 0 of n: v, plus beta * c when there is one (a pending add).
+  void add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims);
   bool lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out);
   bool lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   bool lower_library_pool(const ir::Node& n, Value& x, const Dims& out);
-  // A convolution, direct or transposed, as a library call with the
-  // epilogue planned for it. False: the op runs another way.
+  // A convolution, direct or transposed, as a library call, plus `skip`
+  // (the sum post-op) and then a ReLU when its op says so. False: the
+  // library does not take this geometry.
   bool lower_convolution(const ir::Node& n, bool transposed, ConvSpec spec, Value& x_value, Value& w_value,
-                         Value* bias_value, bool own_relu);
+                         Value* bias_value, Value* skip, bool relu);
   // A weight or bias operand of a convolution: a whole constant, read once
   // when lowering; otherwise read at every run, dense (or row-major where
   // the target's library reads it so).
@@ -233,16 +239,18 @@ class Lowerer {
   // rounded to the operands' type once, as the reference rounds its double
   // result.
   bool lower_through_f32(const ir::Node& n, std::vector<Value*>& in, const std::vector<ir::ValueType>& out_types);
-  // Epilogues a library convolution can take as post-ops: the residual add
-  // (sum) and a ReLU after the conv or the add. Planned before lowering and
-  // taken only when the convolution itself becomes a library call;
-  // otherwise these nodes lower as usual.
-  struct ConvEpilogue {
-    std::optional<std::size_t> add;  // result = conv + skip
-    std::string skip;
-    std::optional<std::size_t> relu;
-  };
-  void plan_epilogues();
+
+  // ---- lower_loop_products.cpp
+  // A product as one loop nest summing along K: a [batch..., M, K] by
+  // b [batch..., K, N] (after the optional transposes of their last two
+  // dims), broadcast over the batch dims of `out` ([batch..., M, N]),
+  // times alpha, summed in the operands' float compute type.
+  Value product_loops(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, const Dims& out);
+  // A plain gemm (rank-2 operands) as product_loops plus beta C.
+  bool lower_gemm_loops(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
+  // A plain convolution (1-D to 3-D, groups, dilations) as one loop nest
+  // over the zero-padded input, plus the bias.
+  bool lower_conv_loops(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
 
   LoweringOptions o_;
   std::shared_ptr<ir::Graph> graph_;
@@ -263,9 +271,7 @@ class Lowerer {
     std::string name;      // ir::describe
   };
   std::map<SymId, DivisionSite> divisions_;
-  std::map<std::size_t, ConvEpilogue> epilogue_;  // conv node -> its planned epilogue
-  std::vector<bool> live_;                        // ir::live_nodes: the nodes lowered
-  std::map<std::size_t, std::string> fused_;      // epilogue node a conv took -> the value its output is
+  std::vector<bool> live_;  // ir::live_nodes: the nodes lowered
   std::shared_ptr<std::deque<ir::Tensor>> folded_ = std::make_shared<std::deque<ir::Tensor>>();
 };
 

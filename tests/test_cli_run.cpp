@@ -194,3 +194,28 @@ TEST_CASE("run --target cpu never runs more threads than the CPUs it may use, an
   const auto k = nlohmann::json::parse(d.out.substr(d.out.find('{')));
   CHECK(k.at("threads_reason").get<std::string>().find("free CPU") != std::string::npos);
 }
+
+TEST_CASE("run on a compiled target runs the optimized program - --no-opt the graph as written - same outputs") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  const std::string model = dir + "resnet_small.onnx --target cpu --inputs " + dir + "resnet_small.input.pb";
+  const std::string out = (fs::temp_directory_path() / ("saturn-run-opt-" + std::to_string(::getpid()))).string();
+  auto opt = run_saturn("run " + model + " --json -o " + out + "/opt");
+  INFO(opt.err);
+  REQUIRE(opt.status == 0);
+  const auto o = nlohmann::json::parse(opt.out.substr(opt.out.find('{')));
+  CHECK(o.at("optimized").get<bool>());
+  CHECK(o.at("nodes_after").get<int>() < o.at("nodes_before").get<int>());  // batch norms folded, epilogues fused
+  CHECK(o.at("library_calls").get<int>() > 0);                              // the extractor chose oneDNN's convolutions
+  auto plain = run_saturn("run " + model + " --no-opt --json --check " + out + "/opt/output_0.pb");
+  INFO(plain.err);
+  REQUIRE(plain.status == 0);  // the same outputs, within --check's tolerance
+  const auto p = nlohmann::json::parse(plain.out.substr(plain.out.find('{')));
+  CHECK_FALSE(p.at("optimized").get<bool>());
+  CHECK(p.at("library_calls").get<int>() == 0);  // as written: Saturn's own loops
+  CHECK(p.at("reference_ops").size() == 0);
+  // The interpreter runs the graph as written: there is nothing to optimize for.
+  auto interp = run_saturn("run " + dir + "resnet_small.onnx --inputs " + dir + "resnet_small.input.pb --json");
+  REQUIRE(interp.status == 0);
+  CHECK_FALSE(nlohmann::json::parse(interp.out.substr(interp.out.find('{'))).at("optimized").get<bool>());
+  fs::remove_all(out);
+}

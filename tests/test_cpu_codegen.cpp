@@ -15,6 +15,7 @@
 #include "lower/loop_kernel.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
+#include "tests/library_calls.hpp"
 #include "tests/random_graphs.hpp"
 
 using namespace saturn;
@@ -37,11 +38,27 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
   return check_against_interpreter(g, std::move(inputs), rtol, atol);
 }
 
-// The same on the given inputs.
+std::shared_ptr<const lower::Program> check_program(const ir::Graph& g, const std::vector<ir::Tensor>& inputs,
+                                                    const std::vector<ir::Tensor>& want, double rtol, double atol);
+
+// The same on the given inputs, for the graph as written (Saturn's loop
+// nests) and with the library calls the CPU rules substitute; returns the
+// program of the latter.
 std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph& g, std::vector<ir::Tensor> inputs,
                                                                 double rtol, double atol) {
   auto want = runtime::interpret(g, inputs);
   REQUIRE(want);
+  const ir::Graph library = test::as_library_calls(g, "cpu");
+  {
+    INFO("the graph as written");
+    check_program(g, inputs, *want, rtol, atol);
+  }
+  INFO("with library calls");
+  return check_program(library, inputs, *want, rtol, atol);
+}
+
+std::shared_ptr<const lower::Program> check_program(const ir::Graph& g, const std::vector<ir::Tensor>& inputs,
+                                                    const std::vector<ir::Tensor>& want, double rtol, double atol) {
   runtime::CpuExecutorOptions o;
   o.threads = 2;
   o.lowering.keep_ir = true;
@@ -49,10 +66,10 @@ std::shared_ptr<const lower::Program> check_against_interpreter(const ir::Graph&
   if (!exec) FAIL(exec.error().to_string());
   auto got = (*exec)->run(inputs);
   if (!got) FAIL(got.error().to_string());
-  REQUIRE(got->size() == want->size());
+  REQUIRE(got->size() == want.size());
   for (std::size_t k = 0; k < got->size(); ++k) {
     const ir::Tensor& a = (*got)[k];
-    const ir::Tensor& b = (*want)[k];
+    const ir::Tensor& b = want[k];
     REQUIRE(a.dims() == b.dims());
     REQUIRE(a.dtype() == b.dtype());
     for (std::size_t i = 0; i < a.numel(); ++i) {
@@ -586,16 +603,17 @@ TEST_CASE("Weights given at run time are reordered at every run - epilogues stay
       for (const lower::Step& s : p->steps)
         CHECK_FALSE((s.label.find("+sum") != std::string::npos && s.writes[0] == result));
   }
-  SECTION("a 4-D convolution runs its reference kernel and its add and ReLU lower as nodes") {
+  SECTION("a 4-D convolution oneDNN does not take runs Saturn's loops and its add and ReLU lower as nodes") {
     models::GraphBuilder b("fallback");
     std::string x = b.input("x", {1, 2, 3, 3, 3, 3});
     ir::Attrs same;
     same.set("auto_pad", std::string("SAME_UPPER"));
     std::string y = b.op("relu", {b.op("add", {b.op("conv", {x, b.weight({2, 2, 3, 3, 3, 3}, 0.1)}, same), x})});
     auto p = check_against_interpreter(b.finish({y}), 1e-4, 1e-4);
-    CHECK(p->reference_ops == std::vector<std::string>{"conv"});
+    CHECK(p->reference_ops.empty());
     CHECK(p->library_calls == 0);
-    CHECK(p->fused_kernels == 1);  // the add and the relu
+    CHECK(steps_with(*p, "conv (loops)") == 1);
+    CHECK(p->fused_kernels == 2);  // the convolution's loops, then the add and the relu
   }
 }
 
@@ -1656,8 +1674,8 @@ TEST_CASE("oneDNN max pooling and relu keep NaN and -inf - as the reference") {
   win.set("ceil_mode", std::int64_t{1});
   ir::Attrs with_pad = win;
   with_pad.set("count_include_pad", std::int64_t{1});
-  const ir::Graph empty = pad.finish(
-      {pad.op("max_pool", {e}, win), pad.op("avg_pool", {e}, win), pad.op("avg_pool", {e}, with_pad)});
+  const ir::Graph empty =
+      pad.finish({pad.op("max_pool", {e}, win), pad.op("avg_pool", {e}, win), pad.op("avg_pool", {e}, with_pad)});
   auto q2 = check_against_interpreter(empty, {random_tensor({2, 3, 1}, 8)}, 0, 0);
   CHECK(steps_with(*q2, "oneDNN max pool") == 1);  // (oneDNN refuses these average pools)
 }
@@ -1706,7 +1724,7 @@ TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
     ir::Tensor in = random_tensor({1, 3, 6, 7}, 5, 1e38, 3e38);
     runtime::CpuExecutorOptions opts;
     opts.threads = 2;
-    auto exec = runtime::CpuExecutor::create(h, opts);
+    auto exec = runtime::CpuExecutor::create(test::as_library_calls(h, "cpu"), opts);
     REQUIRE(exec);
     auto got = (*exec)->run(std::vector<ir::Tensor>{in});
     REQUIRE(got);

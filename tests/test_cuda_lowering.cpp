@@ -12,11 +12,12 @@
 #include "bench/models.hpp"
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
-#include "lower/lowering.hpp"
 #include "lower/cuda_steps.hpp"
-#include "tests/cuda_host_emulator.hpp"
-#include "tests/onnx_cases.hpp"
+#include "lower/lowering.hpp"
 #include "pipeline/optimize.hpp"
+#include "tests/cuda_host_emulator.hpp"
+#include "tests/library_calls.hpp"
+#include "tests/onnx_cases.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;
@@ -147,8 +148,9 @@ TEST_CASE("products map onto cuBLAS column-major calls - transposes - batches - 
 
 namespace {
 
+// g with the library calls the CUDA rules substitute (tests/library_calls.hpp).
 std::shared_ptr<lower::Program> lower_for_cuda(const ir::Graph& g) {
-  auto p = lower::compile_cuda(g);
+  auto p = lower::compile_cuda(test::as_library_calls(g, "cuda"));
   if (!p) FAIL(p.error().to_string());
   return *p;
 }
@@ -217,6 +219,29 @@ TEST_CASE(
     CHECK(p->reference_ops.empty());
     CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 3);
   }
+}
+
+TEST_CASE("plain products and convolutions are device loop kernels - no library call the extractor did not choose") {
+  models::GraphBuilder b("loops");
+  ir::Attrs conv_attrs = models::ints_attr("pads", {1, 0, 1, 2});
+  conv_attrs.set("group", std::int64_t{2});
+  conv_attrs.set("strides", std::vector<std::int64_t>{2, 1});
+  std::string x = b.input("x", {1, 4, 5, 6});
+  std::string c = b.op("conv", {x, b.weight({6, 2, 3, 2}, 0.2), b.weight({6}, 0.1)}, conv_attrs);
+  ir::Attrs gemm_attrs;
+  gemm_attrs.set("transB", std::int64_t{1});
+  gemm_attrs.set("alpha", 0.5);
+  std::string m = b.op("matmul", {b.input("a", {2, 3, 4}), b.input("w", {4, 5})});
+  std::string g = b.op("gemm", {b.input("p", {3, 4}), b.weight({5, 4}, 0.3), b.weight({5}, 0.2)}, gemm_attrs);
+  auto p = lower::compile_cuda(b.finish({c, m, g}));
+  REQUIRE(p);
+  CHECK((*p)->library_calls == 0);
+  CHECK((*p)->reference_ops.empty());
+  CHECK(count(**p, lower::StepKind::Kernel, "(loops)") == 3);
+  std::vector<std::string> where((*p)->kernels->size(), "loops");
+  const std::vector<std::string> wrong = test::emulation_failures(*(*p)->kernels, where, "loops");
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
 }
 
 TEST_CASE("a product whose batch no single stride walks is copied out in full - one cuBLAS call") {
@@ -493,7 +518,7 @@ TEST_CASE("ONNX conformance cases lower for the CUDA target - a sample - kernels
       if (!data) continue;
       auto g = ir::import_onnx_for_inputs((c / "model.onnx").string(), data->inputs);
       if (!g) continue;
-      auto p = lower::compile_cuda(*g);
+      auto p = lower::compile_cuda(test::as_library_calls(*g, "cuda"));
       if (!p) {
         failures.push_back(c.filename().string() + ": " + p.error().message);
         continue;

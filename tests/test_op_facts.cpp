@@ -130,6 +130,10 @@ TEST_CASE("A library call lowers as the composite it stands for - on either targ
       g.inputs.push_back({names[i], {DType::F32, ir::shape_of(c.operands[i])}});
       n.inputs.push_back(names[i]);
     }
+    if (def->sum_epilogue) {  // no bias, and the added value of the result's type
+      g.inputs.push_back({"skip", {DType::F32, ir::shape_of({1, 3, 4, 4})}});
+      n.inputs.insert(n.inputs.end(), {"", "skip"});
+    }
     g.nodes.push_back(n);
     g.outputs = {"y"};
     auto exec = check_cpu(g);
@@ -143,7 +147,7 @@ TEST_CASE("A library call lowers as the composite it stands for - on either targ
 #endif
     ++checked;
   }
-  CHECK(checked == 14);
+  CHECK(checked == 18);
 }
 
 TEST_CASE("The cost models price an op by its registry row - views - work per element - contractions") {
@@ -161,7 +165,7 @@ TEST_CASE("The cost models price an op by its registry row - views - work per el
   }
   // On a target bound by arithmetic (1 GFLOP/s, no overheads, memory
   // free), a loop costs its declared operations per element.
-  const extract::CostModel slow(extract::TargetSpec{"slow", 1, 0.5, 1, 1e9, 0, 0, {}, {}});
+  const extract::CostModel slow(extract::TargetSpec{"slow", 1, 0.5, 1, 1e9, 0, 0, {}, {}, {}});
   auto slow_cost = [&](const std::string& op, const std::vector<ir::ValueType>& in) {
     return slow.cost(*r.find(op), {}, in, t, false);
   };

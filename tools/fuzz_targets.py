@@ -296,7 +296,10 @@ def make_case(seed, family, folder):
 
 def run(folder, inputs, target, model="g.sat"):
     out = os.path.join(folder, "out_" + target)
-    p = subprocess.run([SATURN, "run", os.path.join(folder, model), "--target", target, "--threads", "1",
+    # (--no-opt: the compiled target runs the graph exactly as given, written
+    # or as `saturn opt` made it; the interpreter ignores it.)
+    no_opt = ["--no-opt"] if target != "interp" else []
+    p = subprocess.run([SATURN, "run", os.path.join(folder, model), "--target", target, "--threads", "1", *no_opt,
                         "--inputs", *inputs, "-o", out], capture_output=True, text=True, timeout=300)
     return p.returncode, p.stderr.strip(), out
 

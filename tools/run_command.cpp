@@ -14,6 +14,7 @@
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
+#include "pipeline/optimize.hpp"
 #include "runtime/cpu_executor.hpp"
 #ifdef SATURN_HAVE_CUDA
 #include "device/cuda_driver.hpp"
@@ -47,6 +48,9 @@ void add_run_command(CLI::App& app, RunOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
   cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
+  cmd->add_flag("--no-opt", o.no_opt,
+                "cpu and cuda targets: run the graph as written (plain ops as Saturn's own loops, no library call "
+                "the extractor did not choose) instead of optimizing it first as saturn opt does");
 }
 
 namespace {
@@ -118,8 +122,35 @@ int run_model(const RunOptions& o) {
   const bool sat = o.model.size() > 4 && o.model.compare(o.model.size() - 4, 4, ".sat") == 0;
   auto g = sat ? ir::read_sat_file(o.model) : ir::import_onnx_for_inputs(o.model, inputs);
   if (!g) return bad_input(g.error().to_string());
+  nlohmann::json optimized = {{"optimized", false}};
+  if (o.target != "interp" && !o.no_opt) {
+    // What users get is the optimized program: the e-graph decides which
+    // library runs what (docs/cost-model.md); --no-opt is the graph as written.
+    pipeline::OptimizeOptions oo;
+    oo.target = o.target;
+    oo.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), o.target);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto res = pipeline::optimize(*g, oo);
+    if (!res) return bad_input(res.error().to_string() + " (--no-opt runs the model as written)");
+    if (res->unsound) {
+      std::cerr << "saturn: " << o.target
+                << ": optimizing was refused: " << res->report.value("error", std::string("an unsound rule"))
+                << " (--no-opt runs the model as written)\n";
+      return kCheckFailed;
+    }
+    const double opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    optimized = {{"optimized", true},
+                 {"opt_ms", opt_ms},
+                 {"nodes_before", g->nodes.size()},
+                 {"nodes_after", res->graph.nodes.size()}};
+    if (!o.json)
+      std::cerr << o.target << ": optimized in " << std::lround(opt_ms) << " ms (" << g->nodes.size() << " -> "
+                << res->graph.nodes.size() << " nodes; --no-opt runs the graph as written)\n";
+    *g = std::move(res->graph);
+  }
   auto run_inputs = ir::runtime_inputs(*g, inputs);
   nlohmann::json summary = {{"model", o.model}, {"target", o.target}, {"outputs", nlohmann::json::array()}};
+  summary.update(optimized);
   std::function<Expected<std::vector<ir::Tensor>>()> execute = [&] { return runtime::interpret(*g, run_inputs); };
   std::unique_ptr<runtime::CpuExecutor> cpu;
   if (o.target == "cpu") {
