@@ -14,18 +14,19 @@
 #include <random>
 
 #include "bench/models.hpp"
-#include "ir/onnx_import.hpp"
-#include "lower/lowering.hpp"
-#include "lower/cuda_codegen.hpp"
 #include "device/cuda_compiler.hpp"
 #include "device/cuda_driver.hpp"
+#include "ir/onnx_import.hpp"
+#include "lower/cuda_codegen.hpp"
+#include "lower/lowering.hpp"
+#include "pipeline/optimize.hpp"
 #include "runtime/cuda_executor.hpp"
 #include "runtime/interp.hpp"
 #include "tests/catch_session.hpp"
 #include "tests/helpers.hpp"
+#include "tests/library_calls.hpp"
 #include "tests/onnx_cases.hpp"
 #include "tests/random_graphs.hpp"
-#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 namespace cuda = device::cuda;
@@ -142,26 +143,32 @@ std::vector<ir::Tensor> random_inputs(const ir::Graph& g, std::uint32_t seed) {
 // The whole CUDA executor (kernels, cuBLAS, cuDNN, host steps) against the
 // interpreter; `rtol` for long sums in other orders.
 // NaN must be NaN and an infinity the same infinity.
-void check_executor_on(const ir::Graph& g, const std::vector<ir::Tensor>& inputs, double rtol = 1e-4) {
-  auto want = runtime::interpret(g, inputs);
+// Both forms run: the graph as written (Saturn's loop nests) and with the
+// library calls the CUDA rules substitute (tests/library_calls.hpp).
+void check_executor_on(const ir::Graph& written, const std::vector<ir::Tensor>& inputs, double rtol = 1e-4) {
+  auto want = runtime::interpret(written, inputs);
   REQUIRE(want);
-  auto exec = runtime::CudaExecutor::create(g);
-  if (!exec) FAIL(exec.error().to_string());
-  for (int run = 0; run < 2; ++run) {  // the second run reuses everything the first made
-    auto got = (*exec)->run(inputs);
-    if (!got) FAIL(got.error().to_string());
-    REQUIRE(got->size() == want->size());
-    for (std::size_t k = 0; k < got->size(); ++k) {
-      REQUIRE((*got)[k].dims() == (*want)[k].dims());
-      for (std::size_t i = 0; i < (*got)[k].numel(); ++i) {
-        INFO("run " << run << " output " << k << " element " << i);
-        const double w = (*want)[k].at(i), v = (*got)[k].at(i);
-        if (std::isnan(w))
-          CHECK(std::isnan(v));
-        else if (std::isinf(w))
-          CHECK(v == w);
-        else
-          CHECK(v == Approx(w).epsilon(rtol).margin(1e-4));
+  const ir::Graph library = test::as_library_calls(written, "cuda");
+  for (const ir::Graph* form : {&written, &library}) {
+    INFO((form == &written ? "as written" : "with library calls"));
+    auto exec = runtime::CudaExecutor::create(*form);
+    if (!exec) FAIL(exec.error().to_string());
+    for (int run = 0; run < 2; ++run) {  // the second run reuses everything the first made
+      auto got = (*exec)->run(inputs);
+      if (!got) FAIL(got.error().to_string());
+      REQUIRE(got->size() == want->size());
+      for (std::size_t k = 0; k < got->size(); ++k) {
+        REQUIRE((*got)[k].dims() == (*want)[k].dims());
+        for (std::size_t i = 0; i < (*got)[k].numel(); ++i) {
+          INFO("run " << run << " output " << k << " element " << i);
+          const double w = (*want)[k].at(i), v = (*got)[k].at(i);
+          if (std::isnan(w))
+            CHECK(std::isnan(v));
+          else if (std::isinf(w))
+            CHECK(v == w);
+          else
+            CHECK(v == Approx(w).epsilon(rtol).margin(1e-4));
+        }
       }
     }
   }
