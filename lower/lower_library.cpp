@@ -252,7 +252,7 @@ bool Lowerer::lower_matmul(const ir::Node& n, Value& a_in, Value& b_in, const Di
   if (a_in.dims.size() == 1) out2.insert(out2.end() - 1, 1);
   const std::string& name = n.outputs[0];
   if (!library || t == DType::F64) {  // (no target's library multiplies doubles)
-    values_[name] = reshaped_to(product_loops(n, a, b, false, false, 1.0, out2), out);
+    values_[name] = reshaped_to(product_loops(n, a, b, false, false, 1.0, out2, t), out);
     return true;
   }
   const bool half = t != DType::F32;

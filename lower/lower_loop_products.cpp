@@ -10,7 +10,8 @@
 
 namespace saturn::lower {
 
-Value Lowerer::product_loops(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, const Dims& out) {
+Value Lowerer::product_loops(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, const Dims& out,
+                             DType result) {
   const std::size_t r = out.size();
   const std::int64_t K = ta ? a.dims[a.dims.size() - 2] : a.dims.back();
   // The loops run over [batch..., M, N, K], K summed: a broadcast along N,
@@ -39,18 +40,29 @@ Value Lowerer::product_loops(const ir::Node& n, Value& a, Value& b, bool ta, boo
   red.back() = true;
   const ir::Sym body = sym(leaf(av)) * sym(leaf(bv));
   const SymId post = alpha == 1.0 ? acc_ : (sym(acc_) * alpha).id();
-  const DType t = a.dtype;
-  return reduce(body.id(), full, red, ReduceKind::Sum, post, 1, n.op + " (loops)", t, float_compute(a));
+  return reduce(body.id(), full, red, ReduceKind::Sum, post, 1, n.op + " (loops)", result, float_compute(a));
 }
 
 bool Lowerer::lower_gemm_loops(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
   if (in.size() < 2 || !in[0] || !in[1] || in[0]->dims.size() != 2 || in[1]->dims.size() != 2 ||
       !ir::is_float(in[0]->dtype) || in[1]->dtype != in[0]->dtype || n.outputs.size() != 1)
     return false;
+  const DType t = in[0]->dtype, compute = float_compute(*in[0]);
+  Value* c = in.size() > 2 ? in[2] : nullptr;
+  const double beta = n.attrs.f("beta", 1.0);
+  const bool with_c = c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0;
+  // With C, the product stays in the compute type until beta C is added:
+  // one rounding to t, as the reference's.
   Value y = reshaped_to(product_loops(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
-                                      n.attrs.f("alpha", 1.0), out),
+                                      n.attrs.f("alpha", 1.0), out, with_c ? compute : t),
                         out);
-  add_product_bias(n, y, in.size() > 2 ? in[2] : nullptr, n.attrs.f("beta", 1.0), out);
+  if (!with_c) {
+    values_[n.outputs[0]] = std::move(y);
+    return true;
+  }
+  const ir::Sym s = sym(leaf(y.view)) + sym(expr_over(*c, out)) * beta;
+  std::vector<Value*> none;
+  set_pending(n, none, out, t, s.id(), 1, 0, compute);
   return true;
 }
 
@@ -118,9 +130,13 @@ bool Lowerer::lower_conv_loops(const ir::Node& n, std::vector<Value*>& in, const
     }
     body = ir::scalar::select(sym(leaf(ml)) > 0.5, body, 0.0);
   }
-  Value y = reshaped_to(
-      reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (loops)", x.dtype, float_compute(x)), out);
+  // With a bias, the sums stay in the compute type until it is added: one
+  // rounding to x's type, as the reference's.
   Value* bias = in.size() > 2 ? in[2] : nullptr;
+  const DType compute = float_compute(x);
+  Value y = reshaped_to(
+      reduce(body.id(), full, red, ReduceKind::Sum, acc_, 1, n.op + " (loops)", bias ? compute : x.dtype, compute),
+      out);
   if (!bias) {
     values_[n.outputs[0]] = std::move(y);
     return true;
@@ -131,7 +147,7 @@ bool Lowerer::lower_conv_loops(const ir::Node& n, std::vector<Value*>& in, const
   const ir::Sym with_bias =
       sym(leaf(y.view)) + (bias->is_scalar_constant ? ctx_->constant(bias->constant) : sym(leaf(bc)));
   std::vector<Value*> none;
-  set_pending(n, none, out, x.dtype, with_bias.id(), 1, 0, float_compute(x));
+  set_pending(n, none, out, x.dtype, with_bias.id(), 1, 0, compute);
   return true;
 }
 

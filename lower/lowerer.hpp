@@ -244,8 +244,10 @@ class Lowerer {
   // A product as one loop nest summing along K: a [batch..., M, K] by
   // b [batch..., K, N] (after the optional transposes of their last two
   // dims), broadcast over the batch dims of `out` ([batch..., M, N]),
-  // times alpha, summed in the operands' float compute type.
-  Value product_loops(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, const Dims& out);
+  // times alpha, summed in the operands' float compute type and stored as
+  // `result`.
+  Value product_loops(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, const Dims& out,
+                      DType result);
   // A plain gemm (rank-2 operands) as product_loops plus beta C.
   bool lower_gemm_loops(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   // A plain convolution (1-D to 3-D, groups, dilations) as one loop nest

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "bench/models.hpp"
+#include "ir/sat_format.hpp"
 #include "lower/loop_kernel.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
@@ -1823,4 +1824,25 @@ TEST_CASE("Tile is a copy of a broadcast view - any element type - of views") {
     CHECK(p->reference_ops.empty());
     CHECK(p->fused_kernels == 2);
   }
+}
+
+TEST_CASE("Plain f16 convolutions and gemms with a bias round once - as the reference - their loop nests sum in f32") {
+  // Found by tools/fuzz_targets.py --family nn: a sum rounded to f16 before
+  // a bias that nearly cancels it was 4 ulps off.
+  auto g = ir::read_sat(R"((graph round_once
+    (input x f16 [1 3 2 2])
+    (input p f16 [2 3])
+    (init w f16 [1 3 1 1] [0.7 0.5 0.2])
+    (init b f16 [1] [-1.2602418568524327])
+    (init q f16 [1 3] [0.7 0.5 0.2])
+    (init c f16 [1] [-1.2602418568524327])
+    (node n1 conv (y) (x w b) :kernel_shape [1 1])
+    (node n2 gemm (z) (p q c) :transB 1)
+    (output y z)))",
+                        "round_once.sat");
+  REQUIRE(g);
+  std::vector<ir::Tensor> in{ir::Tensor(ir::DType::F16, {1, 3, 2, 2}), ir::Tensor(ir::DType::F16, {2, 3})};
+  for (ir::Tensor& t : in)
+    for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, 1.0);
+  check_against_interpreter(*g, in, 1e-4, 0);
 }
