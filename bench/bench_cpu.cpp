@@ -202,20 +202,17 @@ int main(int argc, char** argv) {
   for (Work& w : work) {
     if (!only.empty() && w.name != only) continue;
     ir::Graph g = std::move(w.graph);
-    double opt_ms = 0;
-    {
-      pipeline::OptimizeOptions o;
-      o.target = "cpu";
-      o.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), "cpu");
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = pipeline::optimize(g, o);
-      if (!r) {
-        std::cerr << w.name << ": " << r.error().to_string() << "\n";
-        return 2;
-      }
-      opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      g = std::move(r->graph);
+    pipeline::OptimizeOptions o;
+    o.target = "cpu";
+    o.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), "cpu");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = pipeline::optimize(g, o);
+    if (!r) {
+      std::cerr << w.name << ": " << r.error().to_string() << "\n";
+      return 2;
     }
+    const double opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    g = std::move(r->graph);
     if (interp) {
       const std::vector<ir::Tensor> inputs = models::bench_inputs(g);
       Timing t = time_runs(runs, [&] {

@@ -183,11 +183,7 @@ bool Lowerer::lower_library_pool(const ir::Node& n, Value& x, const Dims& out) {
     p_->buffers.pop_back();  // y, unused
     return false;
   }
-  p_->steps.push_back(std::move(made->step));
-  ++p_->library_calls;
-  Value v = stored(y);
-  v.view.strides = made->out_strides;
-  values_[n.outputs[0]] = std::move(v);
+  values_[n.outputs[0]] = library_result(std::move(*made), y);
   return true;
 }
 
@@ -215,12 +211,16 @@ bool Lowerer::lower_convolution(const ir::Node& n, bool transposed, ConvSpec spe
   if (skip_view && skip_view->offset == 0 && skip_view->buffer != x.buffer && skip_view->buffer != w.view.buffer &&
       (!bias || skip_view->buffer != bias->view.buffer) && same_strides(*skip_view, ls->out_strides))
     ls->step.in_place_ok.push_back(skip_view->buffer);
-  p_->steps.push_back(std::move(ls->step));
+  values_[n.outputs[0]] = library_result(std::move(*ls), y);
+  return true;
+}
+
+Value Lowerer::library_result(LibraryStep made, BufferId y) {
+  p_->steps.push_back(std::move(made.step));
   ++p_->library_calls;
   Value v = stored(y);
-  v.view.strides = ls->out_strides;
-  values_[n.outputs[0]] = std::move(v);
-  return true;
+  v.view.strides = made.out_strides;  // (the library's layout: NHWC seen as NCHW)
+  return v;
 }
 
 LibraryOperand Lowerer::library_operand(Value& v) {
@@ -325,13 +325,21 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
     throw DiagnosticError{at_graph(where() + " lowering: " + ir::describe(n) + ": a product the library cannot take")};
   p_->steps.push_back(std::move(*step));
   ++p_->library_calls;
-  add_product_bias(n, stored(y), c, beta, out_dims);
+  add_product_bias(n, stored(y), c, beta, out_dims, result);
 }
 
-void Lowerer::add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims) {
-  if (c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0) {
-    // beta * C joins the result as a pending elementwise add (fused into its consumer).
+bool Lowerer::adds_product_bias(const Value* c, double beta) {
+  return c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0;
+}
+
+void Lowerer::add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims, DType result) {
+  if (adds_product_bias(c, beta)) {
+    // beta * C joins the result as a pending elementwise add (fused into its
+    // consumer), summed in f32 (f64 for doubles) and rounded to `result`
+    // once.
     ir::Sym s = sym(leaf(v.view)) + sym(expr_over(*c, out_dims)) * beta;
+    v.compute = float_compute(v);
+    v.dtype = result;
     v.pending = true;
     v.sym = s.id();
     v.ops = 1;
@@ -365,15 +373,15 @@ void Lowerer::lower_pool_kernel(const ir::Node& n, Value& x, const std::vector<i
 
 bool Lowerer::lower_through_f32(const ir::Node& n, std::vector<Value*>& in,
                                 const std::vector<ir::ValueType>& out_types) {
-  static const std::set<std::string> ops = {"conv",       "conv_transpose",  "gemm",
-                                            "batch_norm", "layer_norm",      "instance_norm",
-                                            "lrn",        "global_avg_pool", "global_max_pool",
-                                            "max_pool",   "avg_pool"};
-  const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
-  if (!ops.count(def.semantics()) || in.empty() || !in[0] || out_types.empty()) return false;
+  // Library ops (plain products, convolutions and pools are loop nests of
+  // any float type) and the normalizations lower_norm takes in f32.
+  static const std::set<std::string> library = {"conv", "conv_transpose", "gemm", "max_pool", "avg_pool"};
   static const std::set<std::string> norms = {"batch_norm", "layer_norm",      "instance_norm",
                                               "lrn",        "global_avg_pool", "global_max_pool"};
-  if (def.kind != ir::OpKind::Library && !norms.count(def.semantics())) return false;  // (plain ones: loop nests)
+  const ir::OpDef& def = *ir::OpRegistry::get().find(n.op);
+  const bool takes =
+      norms.count(def.semantics()) || (def.kind == ir::OpKind::Library && library.count(def.semantics()));
+  if (!takes || in.empty() || !in[0] || out_types.empty()) return false;
   const DType t = in[0]->dtype;
   if (t != DType::F16 && t != DType::BF16) return false;
   for (const Value* v : in)

@@ -47,22 +47,16 @@ bool Lowerer::lower_gemm_loops(const ir::Node& n, std::vector<Value*>& in, const
   if (in.size() < 2 || !in[0] || !in[1] || in[0]->dims.size() != 2 || in[1]->dims.size() != 2 ||
       !ir::is_float(in[0]->dtype) || in[1]->dtype != in[0]->dtype || n.outputs.size() != 1)
     return false;
-  const DType t = in[0]->dtype, compute = float_compute(*in[0]);
+  const DType t = in[0]->dtype;
   Value* c = in.size() > 2 ? in[2] : nullptr;
   const double beta = n.attrs.f("beta", 1.0);
-  const bool with_c = c && !(c->is_scalar_constant && c->constant == 0.0) && beta != 0.0;
   // With C, the product stays in the compute type until beta C is added:
   // one rounding to t, as the reference's.
+  const DType product = adds_product_bias(c, beta) ? float_compute(*in[0]) : t;
   Value y = reshaped_to(product_loops(n, *in[0], *in[1], n.attrs.i("transA", 0) != 0, n.attrs.i("transB", 0) != 0,
-                                      n.attrs.f("alpha", 1.0), out, with_c ? compute : t),
+                                      n.attrs.f("alpha", 1.0), out, product),
                         out);
-  if (!with_c) {
-    values_[n.outputs[0]] = std::move(y);
-    return true;
-  }
-  const ir::Sym s = sym(leaf(y.view)) + sym(expr_over(*c, out)) * beta;
-  std::vector<Value*> none;
-  set_pending(n, none, out, t, s.id(), 1, 0, compute);
+  add_product_bias(n, std::move(y), c, beta, out, t);
   return true;
 }
 
@@ -141,11 +135,7 @@ bool Lowerer::lower_conv_loops(const ir::Node& n, std::vector<Value*>& in, const
     values_[n.outputs[0]] = std::move(y);
     return true;
   }
-  if (!bias->is_scalar_constant) store(*bias);
-  View bc{bias->view.buffer, bias->view.offset, out, Dims(out.size(), 0)};
-  bc.strides[1] = bias->view.strides[0];
-  const ir::Sym with_bias =
-      sym(leaf(y.view)) + (bias->is_scalar_constant ? ctx_->constant(bias->constant) : sym(leaf(bc)));
+  const ir::Sym with_bias = sym(leaf(y.view)) + sym(channel(*bias, out));
   std::vector<Value*> none;
   set_pending(n, none, out, x.dtype, with_bias.id(), 1, 0, compute);
   return true;

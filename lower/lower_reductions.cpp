@@ -143,15 +143,6 @@ bool Lowerer::lower_norm(const ir::Node& n, std::vector<Value*>& in, const std::
     }
     return true;
   }
-  // Per-channel parameters [C] read along axis 1 of `full`.
-  auto channel = [&](Value& p, const Dims& full) {
-    if (p.is_scalar_constant) return ctx_->constant(p.constant).id();
-    store(p);
-    View v = p.view;
-    View c{v.buffer, v.offset, full, Dims(full.size(), 0)};
-    c.strides[1] = v.strides[0];
-    return leaf(c);
-  };
   if (n.op == "instance_norm" && in.size() == 3 && in[0] && in[1] && in[2] && in[0]->dims.size() >= 3) {
     // Per (n, c): the mean and (biased) variance over the spatial dims,
     // two passes as layer_norm's; then the channel's scale and bias.

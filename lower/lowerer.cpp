@@ -255,6 +255,14 @@ void Lowerer::assign_fault_bits(LoopKernel& k) const {
     k.fault_errors.back() = shared + ": integer division by zero (or 0 to a negative power)";
 }
 
+SymId Lowerer::channel(Value& p, const Dims& full) {
+  if (p.is_scalar_constant) return ctx_->constant(p.constant).id();
+  store(p);
+  View c{p.view.buffer, p.view.offset, full, Dims(full.size(), 0)};
+  c.strides[1] = p.view.strides[0];
+  return leaf(c);
+}
+
 Value Lowerer::reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post,
                       int ops, const std::string& what, DType dtype, DType compute) {
   Dims out_dims;

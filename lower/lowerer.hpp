@@ -88,6 +88,9 @@ class Lowerer {
   ir::Sym sym(SymId id) const { return ir::Sym(ctx_.get(), id); }
   // The value as an expression over `dims` (it broadcasts to them).
   SymId expr_over(Value& v, const Dims& dims);
+  // Per-channel parameters [C] (a bias, a norm's scale) read along axis 1
+  // of `full`.
+  SymId channel(Value& p, const Dims& full);
   // Computes a pending value into a new buffer (one loop kernel), in the
   // dimension order its full-size operands are stored in (any_order): an
   // elementwise epilogue of an NHWC convolution stays NHWC, so the next one
@@ -216,8 +219,12 @@ class Lowerer {
   // on a target with half_products).
   void lower_gemm_like(const ir::Node& n, Value& a, Value& b, bool ta, bool tb, double alpha, Value* c, double beta,
                        const Dims& out_dims, DType result = DType::F32);
-  // Result 0 of n: v, plus beta * c when there is one (a pending add).
-  void add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims);
+  // Result 0 of n: v, plus beta * c when there is one (a pending add of
+  // type `result`; without one, v as it is).
+  void add_product_bias(const ir::Node& n, Value v, Value* c, double beta, const Dims& out_dims, DType result);
+  static bool adds_product_bias(const Value* c, double beta);
+  // A library step's result y, in the layout the library wrote it.
+  Value library_result(LibraryStep made, BufferId y);
   bool lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out);
   bool lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   bool lower_library_pool(const ir::Node& n, Value& x, const Dims& out);

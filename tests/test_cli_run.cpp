@@ -219,3 +219,24 @@ TEST_CASE("run on a compiled target runs the optimized program - --no-opt the gr
   CHECK_FALSE(nlohmann::json::parse(interp.out.substr(interp.out.find('{'))).at("optimized").get<bool>());
   fs::remove_all(out);
 }
+
+TEST_CASE("run on a compiled target with rules that do not load or no rules at all exits 2 naming the place") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  const fs::path rules = fs::temp_directory_path() / ("saturn-run-rules-" + std::to_string(::getpid()));
+  fs::create_directories(rules);
+  const std::string model = "run " + dir + "mlp.onnx --target cpu --inputs " + dir + "mlp.input.pb";
+  ::setenv("SATURN_RULESETS", rules.string().c_str(), 1);
+  auto none = run_saturn(model);
+  CHECK(none.status == 2);
+  CHECK(none.err.find("no shipped rules in '" + rules.string() + "'") != std::string::npos);
+  std::ofstream(rules / "bad.rules")
+      << "(defoptimizer bad \"doc\"\n  (rule r (add ?a ?b) => (add ?b ?a) :if (frob ?a)))\n";
+  auto bad = run_saturn(model);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("bad.rules:2:") != std::string::npos);  // file:line:col of the unknown guard
+  CHECK(bad.err.find("--no-opt") != std::string::npos);
+  auto plain = run_saturn(model + " --no-opt");  // the graph as written needs no rules
+  CHECK(plain.status == 0);
+  ::unsetenv("SATURN_RULESETS");
+  fs::remove_all(rules);
+}

@@ -17,6 +17,15 @@ int bad_input(const std::string& message) {
   return kBadInput;
 }
 
+std::optional<std::vector<std::string>> shipped_rules_for(const std::string& target) {
+  std::vector<std::string> files = rule_files_for(shipped_rulesets_dir(), target);
+  if (files.empty()) {
+    bad_input("no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)");
+    return std::nullopt;
+  }
+  return files;
+}
+
 void add_saturation_flags(CLI::App& cmd, SaturateOptions& o, const std::string& iter_help,
                           const std::string& time_help) {
   cmd.add_option("--iter-limit", o.iter_limit, iter_help)->capture_default_str();

@@ -1,7 +1,9 @@
 // Shared pieces of the `saturn` verbs: exit codes, terminal detection.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/tensor.hpp"
 #include "pipeline/optimize.hpp"
@@ -35,6 +37,11 @@ bool stderr_is_terminal();
 
 // Prints "saturn: error: message" to stderr and returns kBadInput.
 int bad_input(const std::string& message);
+
+// The shipped .rules files for `target` (rule_files_for over
+// shipped_rulesets_dir); nullopt after reporting (bad_input) when that
+// folder holds none. `saturn opt` and the optimization `saturn run` does.
+std::optional<std::vector<std::string>> shipped_rules_for(const std::string& target);
 
 // How an output compares with what was expected: `what` names the worst
 // element, by how far it is outside atol + rtol |expected| (integers and

@@ -73,9 +73,9 @@ int run_opt(const OptOptions& o) {
   if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = default_memory_limit_mb();
   oo.saturation.progress = !o.quiet && stderr_is_terminal();
   if (!o.no_default_rules) {
-    oo.rule_files = rule_files_for(shipped_rulesets_dir(), oo.target);
-    if (oo.rule_files.empty())
-      return bad_input("no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)");
+    auto shipped = shipped_rules_for(oo.target);
+    if (!shipped) return kBadInput;
+    oo.rule_files = std::move(*shipped);
   }
   for (const std::string& r : o.rules) {
     if (fs::is_directory(r)) {

@@ -14,7 +14,6 @@
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
-#include "pipeline/optimize.hpp"
 #include "runtime/cpu_executor.hpp"
 #ifdef SATURN_HAVE_CUDA
 #include "device/cuda_driver.hpp"
@@ -126,11 +125,15 @@ int run_model(const RunOptions& o) {
   if (o.target != "interp" && !o.no_opt) {
     // What users get is the optimized program: the e-graph decides which
     // library runs what (docs/cost-model.md); --no-opt is the graph as written.
-    pipeline::OptimizeOptions oo;
+    // (`saturn opt --target T`'s defaults: its rules and limits.)
+    OptimizeOptions oo;
     oo.target = o.target;
-    oo.rule_files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), o.target);
+    oo.saturation.memory_limit_mb = default_memory_limit_mb();
+    auto shipped = shipped_rules_for(o.target);
+    if (!shipped) return kBadInput;
+    oo.rule_files = std::move(*shipped);
     const auto t0 = std::chrono::steady_clock::now();
-    auto res = pipeline::optimize(*g, oo);
+    auto res = optimize(*g, oo);
     if (!res) return bad_input(res.error().to_string() + " (--no-opt runs the model as written)");
     if (res->unsound) {
       std::cerr << "saturn: " << o.target
