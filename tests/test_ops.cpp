@@ -470,3 +470,24 @@ TEST_CASE("resize - nearest copies - linear and tf_crop_and_resize by hand - err
     CHECK(shape_error_of("resize", {x}, aa) == "resize: antialias needs mode linear or cubic");
   }
 }
+
+TEST_CASE("a fused conv_add takes a fourth operand of exactly the convolution's result type") {
+  const ValueType x{DType::F32, shape_of({1, 2, 6, 6})}, w{DType::F32, shape_of({3, 2, 3, 3})},
+      b{DType::F32, shape_of({3})};
+  for (const char* op : {"dnnl.conv_add", "cudnn.conv_add_relu"}) {
+    INFO(op);
+    CHECK(shape_error_of(op, {x, w, b}) == "conv_add: operand 3, the added value, is required");
+    CHECK(shape_error_of(op, {x, w, b, {DType::F32, shape_of({1, 3, 1, 4})}}) ==
+          "conv_add: the added operand must have the convolution's result type [1 3 4 4], got [1 3 1 4]");
+    CHECK(shape_error_of(op, {x, w, b, {DType::F64, shape_of({1, 3, 4, 4})}}).find("result type") !=
+          std::string::npos);
+    CHECK(shape_error_of(op, {x, w, b, {DType::F32, shape_of({1, 3, 4, 4})}}) == "(no error)");
+  }
+  // The values: relu(conv(x, w, b) + skip), checked against the parts.
+  Tensor xt = f32({1, 1, 2, 2}, {1, -2, 3, 4}), wt = f32({1, 1, 1, 1}, {2}), bt = f32({1}, {0.5}),
+         skip = f32({1, 1, 2, 2}, {-10, 1, 1, -20});
+  auto r = run("dnnl.conv_add_relu", {xt, wt, bt, skip});
+  CHECK(values(r[0]) == std::vector<double>{0, 0, 7.5, 0});  // 2.5-10, -3.5+1, 6.5+1, 8.5-20
+  auto s = run("dnnl.conv_add", {xt, wt, bt, skip});
+  CHECK(values(s[0]) == std::vector<double>{-7.5, -2.5, 7.5, -11.5});
+}
