@@ -1,5 +1,7 @@
 #include "extract/cost_model.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "extract/problem.hpp"
@@ -57,17 +59,42 @@ double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::
 
 double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                        const ir::ValueType& out, bool constant) const {
+  return price(def, attrs, in, out, constant).cost;
+}
+
+bool CostModel::timed(const ir::OpDef& def) const {
+  if (def.kind == ir::OpKind::Library) {
+    for (const std::string& p : spec_.libraries)
+      if (def.name.rfind(p, 0) == 0) return true;
+    return false;
+  }
+  return def.contraction || spec_.loop_efficiency.count(def.name) != 0;
+}
+
+NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                           const ir::ValueType& out, bool constant, const OperandFacts* facts) const {
+  const double per_us = spec_.gbytes_per_s * 1e3;  // bytes per microsecond
   std::vector<ir::ValueType> ins;
+  std::vector<double> read_us;
   double in_elems = 0, bytes = 0;
   for (const ir::ValueType& t : in) {
     ins.push_back(priced(t));
     in_elems += elems(ins.back());
-    bytes += elems(ins.back()) * static_cast<double>(ir::dtype_size(t.dtype));
+    const double b = elems(ins.back()) * static_cast<double>(ir::dtype_size(t.dtype));
+    bytes += b;
+    read_us.push_back(b / per_us);
   }
   ir::ValueType o = priced(out);
   const double out_elems = elems(o);
-  bytes += out_elems * static_cast<double>(ir::dtype_size(o.dtype));
-  if (constant && is_folded(in_elems, out_elems)) return 0;
+  const double write_bytes = out_elems * static_cast<double>(ir::dtype_size(o.dtype));
+  bytes += write_bytes;
+  if (constant && is_folded(in_elems, out_elems)) return {0, {}};
+  if (calibration && facts && timed(def)) {
+    std::string sig = op_signature(def, attrs, in, *facts, out);
+    if (const double* us = calibration->find(sig)) return {*us, {}};
+    if (unmeasured && !sig.empty() && !unmeasured->count(sig))
+      unmeasured->emplace(std::move(sig), TimedOp{&def, attrs, {in.begin(), in.end()}, *facts, out});
+  }
 
   const std::string& name = def.name;
   double work = 0;
@@ -79,43 +106,86 @@ double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<c
   if (def.kind == ir::OpKind::Library) {
     bool ours = false;
     for (const std::string& p : spec_.libraries) ours |= name.rfind(p, 0) == 0;
-    if (!ours) return kInfinity;
+    if (!ours) return {kInfinity, {}};
     double gflops = spec_.library_gflops;
     if (auto it = spec_.library_efficiency.find(name); it != spec_.library_efficiency.end()) gflops *= it->second;
-    return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.call_overhead_us;
+    return {std::max(work / (gflops * 1e3), bytes / per_us) + spec_.call_overhead_us, {}};
   }
-  if (def.view) return 0.01;
-  if (name == "const" || name == "fill") return 0.0;
+  if (def.view) return {0.01, {}};
+  if (name == "const" || name == "fill") return {0.0, {}};
   double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
   if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
   work *= def.unit_work;
-  return std::max(work / (gflops * 1e3), bytes / (spec_.gbytes_per_s * 1e3)) + spec_.kernel_overhead_us;
+  NodePrice p{std::max(work / (gflops * 1e3), bytes / per_us) + spec_.kernel_overhead_us, {}};
+  if (def.elementwise || name.rfind("reduce_", 0) == 0) {
+    p.fused.role = def.elementwise ? FuseRole::Elementwise : FuseRole::Reduction;
+    p.fused.compute_us = work / (gflops * 1e3);
+    p.fused.write_us = write_bytes / per_us;
+    p.fused.overhead_us = spec_.kernel_overhead_us;
+    p.fused.out_elems = out_elems;
+    p.fused.read_us = std::move(read_us);
+  }
+  return p;
 }
 
 Expected<double> graph_cost(const ir::Graph& g, const CostModel& m) {
   auto types = ir::infer_types(g);
   if (!types) return types.error();
+  // The graph as an extraction problem with one node per class: a class per
+  // node (all its results), and a free leaf per input and initializer.
+  ExtractionProblem p;
+  std::map<std::string, std::uint32_t> class_of;
   std::set<std::string> constant;
-  for (const auto& [name, t] : g.initializers) constant.insert(name);
-  double total = 0;
+  const auto leaf = [&](const std::string& name) {
+    class_of[name] = static_cast<std::uint32_t>(p.classes.size());
+    p.classes.push_back({static_cast<std::uint32_t>(p.nodes.size())});
+    ExtractionProblem::Node n;
+    n.cls = class_of[name];
+    n.cost = 0;
+    p.nodes.push_back(std::move(n));
+  };
+  for (const auto& [name, t] : g.initializers) {
+    constant.insert(name);
+    leaf(name);
+  }
+  for (const ir::GraphValue& in : g.inputs)
+    if (!class_of.count(in.name)) leaf(in.name);
   for (const ir::Node& n : g.nodes) {
     const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
     if (!def) return Diagnostic{SourceLoc{g.source, 0, 0}, ir::describe(n) + ": unknown op '" + n.op + "'"};
     std::vector<ir::ValueType> in;
+    ExtractionProblem::Node node;
+    node.cls = static_cast<std::uint32_t>(p.classes.size());
+    node.op = n.op;
     bool all_const = true;
+    OperandFacts facts;
     for (const std::string& i : n.inputs) {
+      facts.given.push_back(!i.empty());
       if (i.empty()) continue;
       in.push_back(types->at(i));
-      all_const &= constant.count(i) != 0;
+      facts.weight.push_back(constant.count(i) != 0);
+      all_const &= facts.weight.back();
+      node.children.push_back(class_of.at(i));
     }
+    auto first = std::find_if(n.outputs.begin(), n.outputs.end(), [](const std::string& o) { return !o.empty(); });
+    if (first == n.outputs.end()) continue;
+    NodePrice price = m.price(*def, n.attrs, in, types->at(*first), all_const, &facts);
+    node.cost = price.cost;  // paid once, whatever the node's number of results
+    node.fused = std::move(price.fused);
+    p.fusion |= node.fused.role != FuseRole::None;
     for (const std::string& o : n.outputs) {
       if (o.empty()) continue;
-      total += m.cost(*def, n.attrs, in, types->at(o), all_const);
+      class_of[o] = node.cls;
       if (all_const) constant.insert(o);
-      break;  // a node is paid once, whatever its number of results
     }
+    p.classes.push_back({static_cast<std::uint32_t>(p.nodes.size())});
+    p.nodes.push_back(std::move(node));
   }
-  return total;
+  for (const std::string& o : g.outputs)
+    if (class_of.count(o)) p.roots.push_back(class_of.at(o));
+  std::vector<std::int32_t> choice(p.classes.size());
+  for (std::size_t c = 0; c < choice.size(); ++c) choice[c] = static_cast<std::int32_t>(c);
+  return dag_cost(p, choice);  // from the outputs: dead nodes are not run (ir::live_nodes)
 }
 
 }  // namespace saturn::extract

@@ -9,7 +9,9 @@
 // lower, costs infinity. Views (reshape, squeeze, ...) move no data. A node
 // computable from constants alone costs nothing: it is evaluated once, at
 // load time, unless evaluating it would materialize a large broadcast.
-// Symbolic dimensions are priced at `symbol_size`.
+// Symbolic dimensions are priced at `symbol_size`. Loop kernels also say
+// how their cost splits (`price`), so that a program's cost prices the
+// elementwise chains the lowering fuses once (extract/problem.hpp).
 #pragma once
 
 #include <map>
@@ -18,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "extract/calibration.hpp"
+#include "extract/problem.hpp"
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
 #include "ir/op.hpp"
@@ -49,10 +53,24 @@ class CostModel {
 
   const TargetSpec& spec() const { return spec_; }
   double symbol_size = 16;
+  // Measured prices, used for the ops `timed` selects when the calibration
+  // has their signature (not owned; may be null).
+  const Calibration* calibration = nullptr;
+  // When set, timed ops the calibration lacks are listed here by signature
+  // as they are priced (to be measured; not owned).
+  std::map<std::string, TimedOp>* unmeasured = nullptr;
+  // Whether the op is one a calibration measures: the target's library
+  // calls, plain contractions and loops priced below the loop rate.
+  bool timed(const ir::OpDef& def) const;
 
   // Modeled microseconds; infinity when the target cannot run the op.
   double cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in, const ir::ValueType& out,
               bool constant) const;
+  // The same cost, with its split for fusion (read_us per operand of `in`;
+  // role None for anything but a loop kernel).
+  // With `facts`, a timed op the calibration measured costs what it measured.
+  NodePrice price(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                  const ir::ValueType& out, bool constant, const OperandFacts* facts = nullptr) const;
   // Whether a node computable from constants is folded at load time (the
   // same test fold_constant_nodes applies).
   static bool is_folded(double in_elems, double out_elems) { return out_elems <= 2 * in_elems + 4096; }
@@ -62,8 +80,9 @@ class CostModel {
   TargetSpec spec_;
 };
 
-// Modeled cost of a whole graph, each node once (infinity when the target
-// cannot run one of its nodes).
+// Modeled cost of a whole graph: each node the outputs need once (dead
+// nodes are not run), fused chains priced as the lowering fuses them
+// (infinity when the target cannot run one of its nodes).
 Expected<double> graph_cost(const ir::Graph& g, const CostModel& m);
 
 }  // namespace saturn::extract

@@ -1,6 +1,7 @@
 #include "extract/problem.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -12,7 +13,7 @@ std::uint32_t ExtractionProblem::class_index(egraph::EClassId c) const {
 }
 
 ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const egraph::EClassId> roots,
-                                      const NodeCost& cost) {
+                                      const NodePricing& price) {
   ExtractionProblem p;
   auto ids = g.class_ids();  // increasing, so class_index can bisect
   p.class_ids.assign(ids.begin(), ids.end());
@@ -21,7 +22,10 @@ ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const e
     for (egraph::NodeId n : g.nodes(ids[c])) {
       ExtractionProblem::Node node;
       node.cls = c;
-      node.cost = cost(g, n);
+      NodePrice np = price(g, n);
+      node.cost = np.cost;
+      node.fused = std::move(np.fused);
+      p.fusion |= node.fused.role != FuseRole::None;
       for (egraph::EClassId k : g.children(n)) node.children.push_back(p.class_index(g.find(k)));
       node.op = g.op(n).name();
       p.classes[c].push_back(static_cast<std::uint32_t>(p.nodes.size()));
@@ -31,6 +35,13 @@ ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const e
   }
   for (egraph::EClassId r : roots) p.roots.push_back(p.class_index(g.find(r)));
   return p;
+}
+
+ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const egraph::EClassId> roots,
+                                      const NodeCost& cost) {
+  return problem_from_egraph(g, roots, [&cost](const egraph::EGraph& eg, egraph::NodeId n) {
+    return NodePrice{cost(eg, n), {}};
+  });
 }
 
 Expected<ExtractionProblem> read_serialized_json(const std::string& text, const std::string& path) {
@@ -124,12 +135,78 @@ bool walk(const ExtractionProblem& p, const std::vector<std::int32_t>& choice, F
   return true;
 }
 
+// The DAG cost with fused chains priced once: an elementwise node used once
+// (not an output) joins its consumer's kernel when the consumer is an
+// elementwise node of the same size or a reduction, as the lowering fuses
+// it. A chain costs max(its compute, the bytes it reads from outside plus
+// its result's write) plus one kernel overhead.
+double fused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice,
+                      const std::vector<std::uint32_t>& order) {
+  const auto node_of = [&](std::uint32_t c) -> const ExtractionProblem::Node& {
+    return p.nodes[static_cast<std::size_t>(choice[c])];
+  };
+  // Scratch reused across calls: the DAG extractor prices thousands of
+  // choices of one problem.
+  thread_local std::vector<std::uint32_t> uses;
+  thread_local std::vector<char> joined;
+  thread_local std::vector<double> compute, bytes;
+  uses.assign(p.classes.size(), 0);
+  for (std::uint32_t r : p.roots) uses[r] += 2;  // an output is stored
+  for (std::uint32_t c : order)
+    for (std::uint32_t k : node_of(c).children) ++uses[k];
+  const auto joins = [&](const ExtractionProblem::Node& consumer, std::uint32_t k) {
+    if (uses[k] != 1 || consumer.fused.role == FuseRole::None) return false;
+    const FusedPrice& producer = node_of(k).fused;
+    if (producer.role != FuseRole::Elementwise) return false;
+    return consumer.fused.role == FuseRole::Reduction || consumer.fused.out_elems == producer.out_elems;
+  };
+  joined.assign(p.classes.size(), 0);
+  for (std::uint32_t c : order)
+    for (std::uint32_t k : node_of(c).children)
+      if (joins(node_of(c), k)) joined[k] = 1;
+  // Children come first in `order`, so a chain's sums are complete when its
+  // consumer is reached.
+  compute.assign(p.classes.size(), 0);
+  bytes.assign(p.classes.size(), 0);
+  double total = 0;
+  for (std::uint32_t c : order) {
+    const ExtractionProblem::Node& n = node_of(c);
+    if (n.fused.role == FuseRole::None) {
+      total += n.cost;
+      continue;
+    }
+    double work = n.fused.compute_us, moved = 0;
+    for (std::size_t i = 0; i < n.children.size(); ++i) {
+      const std::uint32_t k = n.children[i];
+      if (joined[k]) {
+        work += compute[k];
+        moved += bytes[k];
+      } else if (i < n.fused.read_us.size()) {
+        moved += n.fused.read_us[i];
+      }
+    }
+    if (joined[c]) {
+      compute[c] = work;
+      bytes[c] = moved;
+    } else {
+      total += std::max(work, moved + n.fused.write_us) + n.fused.overhead_us;
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
   double total = 0;
-  if (!walk(p, choice, [&](std::uint32_t c) { total += p.nodes[static_cast<std::size_t>(choice[c])].cost; }))
+  thread_local std::vector<std::uint32_t> order;
+  order.clear();
+  if (!walk(p, choice, [&](std::uint32_t c) {
+        total += p.nodes[static_cast<std::size_t>(choice[c])].cost;
+        if (p.fusion) order.push_back(c);
+      }))
     return kInfinity;
+  if (p.fusion && std::isfinite(total)) return fused_dag_cost(p, choice, order);
   return total;
 }
 

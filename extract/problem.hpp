@@ -20,12 +20,31 @@ namespace saturn::extract {
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// How the lowering fuses a node with its consumer (docs/cost-model.md): an
+// elementwise result used once, by an elementwise op of the same size or by
+// a reduction, is never stored; the consumer's kernel computes it. A fused
+// chain is one kernel, priced as one: the work of all its nodes, the bytes
+// it reads from outside and writes at its end, one kernel overhead.
+enum class FuseRole : std::uint8_t { None, Elementwise, Reduction };
+
+// A node's cost split the way a fused kernel adds it up; for a node alone,
+// cost = max(compute, sum(read) + write) + overhead.
+struct FusedPrice {
+  FuseRole role = FuseRole::None;
+  double compute_us = 0;
+  double write_us = 0;
+  double overhead_us = 0;
+  double out_elems = 0;
+  std::vector<double> read_us;  // per child slot (0 for attribute children)
+};
+
 struct ExtractionProblem {
   struct Node {
     std::uint32_t cls = 0;
     double cost = 1;
     std::vector<std::uint32_t> children;  // class indices
     std::string op;                       // for messages and reports
+    FusedPrice fused;                     // role None: priced alone, at `cost`
   };
   std::vector<Node> nodes;
   std::vector<std::vector<std::uint32_t>> classes;  // node indices per class
@@ -34,6 +53,7 @@ struct ExtractionProblem {
   // class index -> canonical EClassId.
   std::vector<egraph::NodeId> node_ids;
   std::vector<egraph::EClassId> class_ids;
+  bool fusion = false;  // some node has a FuseRole: DAG costs price fused chains once
   std::uint32_t class_index(egraph::EClassId c) const;
 };
 
@@ -49,15 +69,24 @@ struct Extraction {
 
 // Cost of one live e-node (not counting its children); infinity: never pick.
 using NodeCost = std::function<double(const egraph::EGraph&, egraph::NodeId)>;
+// The same with how it fuses (read_us per child slot).
+struct NodePrice {
+  double cost = 0;
+  FusedPrice fused;
+};
+using NodePricing = std::function<NodePrice(const egraph::EGraph&, egraph::NodeId)>;
 
 // The rebuilt e-graph's classes and live nodes.
 ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const egraph::EClassId> roots,
                                       const NodeCost& cost);
+ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const egraph::EClassId> roots,
+                                      const NodePricing& price);
 // egraph-serialize JSON ("nodes", "root_eclasses"); errors name the entry.
 Expected<ExtractionProblem> read_serialized_json(const std::string& text, const std::string& path);
 
 // Costs of a choice from the problem's roots; infinity when a needed class
-// has no choice or the choice has a cycle.
+// has no choice or the choice has a cycle. The DAG cost prices fused chains
+// once when the problem has fusion roles; the tree cost never fuses.
 double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 

@@ -52,6 +52,8 @@ std::string tensor_text(const Tensor& t) {
   return std::string("(tensor ") + dtype_name(t.dtype()) + " " + dims_text(t.dims()) + " " + values_text(t) + ")";
 }
 
+}  // namespace
+
 std::string attr_text(const AttrValue& v) {
   return std::visit(
       [](const auto& x) -> std::string {
@@ -79,8 +81,6 @@ std::string attr_text(const AttrValue& v) {
       },
       v);
 }
-
-}  // namespace
 
 std::string write_sat(const Graph& g) {
   std::ostringstream o;

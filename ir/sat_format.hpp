@@ -25,5 +25,7 @@ namespace saturn::ir {
 std::string write_sat(const Graph& g);
 Expected<Graph> read_sat(std::string_view text, const std::string& path);
 Expected<Graph> read_sat_file(const std::string& path);
+// An attribute value as the format writes it (`3`, `3.0`, `[1 2]`, ...).
+std::string attr_text(const AttrValue& v);
 
 }  // namespace saturn::ir

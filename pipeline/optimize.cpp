@@ -81,6 +81,7 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
     for (const rules::RuleInfo& i : p.info) info[i.name] = i;
 
   // Import.
+  model->calibration = o.calibration;
   auto cost_before = extract::graph_cost(graph, *model);
   if (!cost_before) return cost_before.error();
   auto teg = rules::to_egraph(graph);
@@ -136,25 +137,72 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   // Extract.
   t = Clock::now();
   const egraph::EGraph& eg = teg->graph;
-  auto node_cost = [&](const egraph::EGraph& g, egraph::NodeId n) -> double {
-    if (g.children(n).empty() || g.op(n).is_literal()) return 0;
-    if (g.op(n) == rules::TensorOps::get().input || g.op(n) == rules::TensorOps::get().constant) return 0;
+  auto node_price = [&](const egraph::EGraph& g, egraph::NodeId n) -> extract::NodePrice {
+    const extract::NodePrice never{extract::kInfinity, {}};
+    if (g.children(n).empty() || g.op(n).is_literal()) return {};
+    if (g.op(n) == rules::TensorOps::get().input || g.op(n) == rules::TensorOps::get().constant) return {};
     const rules::TensorInfo& self = an.data(g.find(egraph::EClassId(n.v)));
-    if (self.kind != rules::TensorInfo::Kind::Tensor) return extract::kInfinity;
+    if (self.kind != rules::TensorInfo::Kind::Tensor) return never;
     auto node = an.decode(g, n);
-    if (!node) return extract::kInfinity;
+    if (!node) return never;
     std::vector<ir::ValueType> in;
+    std::vector<egraph::EClassId> given;
+    extract::OperandFacts facts;
     bool constant = true;
     for (const auto& c : node->operands) {
+      facts.given.push_back(c.has_value());
       if (!c) continue;
       const rules::TensorInfo& ci = an.data(g.find(*c));
-      if (ci.kind != rules::TensorInfo::Kind::Tensor) return extract::kInfinity;
+      if (ci.kind != rules::TensorInfo::Kind::Tensor) return never;
       in.push_back(ci.type);
+      given.push_back(g.find(*c));
+      facts.weight.push_back(ci.constant);
       constant &= ci.constant;
     }
-    return model->cost(*node->def, node->attrs, in, self.type, constant);
+    extract::NodePrice price = model->price(*node->def, node->attrs, in, self.type, constant, &facts);
+    if (price.fused.role != extract::FuseRole::None) {
+      // Reads by operand -> by child slot (attribute children read nothing).
+      std::vector<double> by_slot;
+      std::vector<char> taken(given.size(), 0);
+      for (egraph::EClassId k : g.children(n)) {
+        double r = 0;
+        for (std::size_t i = 0; i < given.size(); ++i)
+          if (!taken[i] && given[i] == g.find(k)) {
+            taken[i] = 1;
+            r = price.fused.read_us[i];
+            break;
+          }
+        by_slot.push_back(r);
+      }
+      price.fused.read_us = std::move(by_slot);
+    }
+    return price;
   };
-  auto problem = extract::problem_from_egraph(eg, teg->outputs, node_cost);
+  // Measure the timed ops (library calls, plain contractions) that the
+  // calibration lacks, in the model as written and in the e-graph, then
+  // price everything with what was measured.
+  std::map<std::string, extract::TimedOp> unmeasured;
+  nlohmann::json calibration = nullptr;
+  if (o.calibration) {
+    const std::size_t known = o.calibration->us.size();
+    model->unmeasured = &unmeasured;
+    (void)extract::graph_cost(graph, *model);
+    (void)extract::problem_from_egraph(eg, teg->outputs, node_price);
+    calibration = {{"measured", 0}};
+    if (o.measure && !unmeasured.empty()) calibration = o.measure(unmeasured, *o.calibration);
+    calibration["timed_ops_missing"] = unmeasured.size();
+    calibration["entries_before"] = known;
+    unmeasured.clear();
+    cost_before = extract::graph_cost(graph, *model);  // with what was just measured
+    if (!cost_before) return cost_before.error();
+  }
+  auto problem = extract::problem_from_egraph(eg, teg->outputs, node_price);
+  (void)extract::graph_cost(graph, *model);  // what the written model still prices by the roofline
+  model->unmeasured = nullptr;
+  if (o.calibration) {
+    calibration["modeled_ops"] = unmeasured.size();  // timed ops still priced by the roofline
+    calibration["entries"] = o.calibration->us.size();
+  }
   const double problem_ms = ms_since(t);
   auto ex = extract::extract_by_name(o.extractor, problem, o.extract_time_limit_s);
   const double choose_ms = ms_since(t) - problem_ms;
@@ -185,7 +233,9 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
                        {"pricing_ms", problem_ms}, {"choosing_ms", choose_ms},
                        {"extractor", o.extractor}, {"passes", ex->passes}};
   res.graph = std::move(*optimized);
+  res.report["cost_before"] = finite_or_null(*cost_before);
   res.report["cost_after"] = finite_or_null(*cost_after);
+  if (o.calibration) res.report["calibration"] = calibration;
   res.report["speedup"] = finite_or_null(*cost_before / std::max(*cost_after, 1e-9));
   res.report["nodes_after"] = res.graph.nodes.size();
   res.report["ops_after"] = ops_of(res.graph);

@@ -3,10 +3,13 @@
 // The CLI, the benchmarks and the end-to-end tests all go through here.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "extract/calibration.hpp"
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
 #include "pipeline/saturate.hpp"
@@ -20,6 +23,12 @@ struct OptimizeOptions {
   // Limits over all rule phases together (memory_limit_mb 0: none).
   SaturateOptions saturation{30, 200000, 10.0, 0, "backoff", true, false, {}};
   double extract_time_limit_s = 10.0;
+  // Measured prices (docs/cost-model.md): the calibration the cost model
+  // prices timed ops from (null: the roofline alone; not owned) and, when
+  // set, what measures the timed ops it lacks (adding them to it; returns
+  // the report's "calibration" fields: measured, failed, budget_hit, ...).
+  extract::Calibration* calibration = nullptr;
+  std::function<nlohmann::json(const std::map<std::string, extract::TimedOp>&, extract::Calibration&)> measure;
 };
 
 struct OptimizeResult {

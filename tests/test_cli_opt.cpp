@@ -182,3 +182,49 @@ TEST_CASE("opt --measure catches a rule that changes what the program computes -
   REQUIRE(back.status == 0);
   CHECK(nlohmann::json::parse(back.out)["ops_before"].contains("relu"));
 }
+
+TEST_CASE("calibrate measures a model's timed ops once - opt and run price with them - a bad cache is exit 2") {
+  const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
+  const fs::path cache = temp("calibration.json");
+  fs::remove(cache);
+  const std::string file = " --calibration-file " + cache.string();
+  auto first = run_cli("calibrate " + model + " --threads 1 --json" + file);
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const auto j = nlohmann::json::parse(first.out);
+  REQUIRE(j["models"].size() == 1);
+  const int measured = j["models"][0]["measured"].get<int>();
+  CHECK(measured > 0);
+  CHECK(j["models"][0]["failed"].empty());
+  CHECK(j["entries"].get<int>() == measured);
+  CHECK_THAT(j["machine"].get<std::string>(), Catch::Contains("1 thread"));
+  REQUIRE(fs::exists(cache));
+  // The second time, everything is known: nothing is measured.
+  auto again = nlohmann::json::parse(run_cli("calibrate " + model + " --threads 1 --json" + file).out);
+  CHECK(again["models"][0]["measured"] == 0);
+  CHECK(again["models"][0]["timed_ops_missing"] == 0);
+  CHECK(again["entries"].get<int>() == measured);
+  // opt prices every timed op of the model and its rewrites by measurement.
+  auto opt = run_cli("opt " + model + " --threads 1 --json" + file);
+  REQUIRE(opt.status == 0);
+  const auto report = nlohmann::json::parse(opt.out);
+  REQUIRE(report.contains("calibration"));
+  CHECK(report["calibration"]["modeled_ops"] == 0);
+  CHECK(report["calibration"]["entries"].get<int>() == measured);
+  // Measured with another thread count, the file is another machine's: not read.
+  auto other = nlohmann::json::parse(run_cli("opt " + model + " --threads 2 --json" + file).out);
+  CHECK(other["calibration"]["entries"] == 0);
+  CHECK(other["calibration"]["modeled_ops"].get<int>() > 0);
+  // --no-calibration: the roofline alone.
+  auto roofline = nlohmann::json::parse(run_cli("opt " + model + " --no-calibration --json" + file).out);
+  CHECK_FALSE(roofline.contains("calibration"));
+  // A malformed cache is bad input naming the file, for opt and run alike.
+  { std::ofstream(cache) << "{ not json"; }
+  for (const std::string& verb : {"opt " + model, "run " + model + " --target cpu"}) {
+    auto bad = run_cli(verb + " --threads 1" + file);
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains(cache.string()));
+    CHECK_THAT(bad.err, Catch::Contains("not JSON"));
+  }
+  CHECK(run_cli("calibrate " + model + " --target cuda").status == 2);
+}

@@ -17,7 +17,12 @@ ExtractionProblem make(std::size_t classes,
   p.classes.resize(classes);
   for (auto& [c, cost, kids] : nodes) {
     p.classes[c].push_back(static_cast<std::uint32_t>(p.nodes.size()));
-    p.nodes.push_back({c, cost, kids, saturn::test::numbered("n", static_cast<int>(p.nodes.size()))});
+    ExtractionProblem::Node n;
+    n.cls = c;
+    n.cost = cost;
+    n.children = kids;
+    n.op = saturn::test::numbered("n", static_cast<int>(p.nodes.size()));
+    p.nodes.push_back(std::move(n));
   }
   p.roots = std::move(roots);
   return p;

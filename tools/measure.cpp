@@ -26,25 +26,6 @@ std::vector<double> sorted(std::vector<double> v) {
   return v;
 }
 
-// Seeded values for a graph input: floats in [-1, 1], integers in [0, 4),
-// bools either way. Inputs that need particular values (indices into a
-// table) come from --inputs.
-ir::Tensor random_input(const ir::GraphValue& in, std::uint32_t seed) {
-  ir::Tensor t(in.type.dtype, ir::static_dims(in.type.shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 3);
-  for (std::size_t i = 0; i < t.numel(); ++i) {
-    if (ir::is_float(t.dtype()))
-      t.set(i, real(rng));
-    else if (t.dtype() == ir::DType::Bool)
-      t.set(i, small(rng) & 1);
-    else
-      t.set(i, small(rng));
-  }
-  return t;
-}
-
 // Where the optimized outputs differ from the written model's: empty when
 // every output is within 1e-3 of its largest magnitude (compare_tensors).
 std::string first_mismatch(const std::vector<ir::Tensor>& got, const std::vector<ir::Tensor>& want) {
@@ -61,6 +42,22 @@ std::string first_mismatch(const std::vector<ir::Tensor>& got, const std::vector
 }
 
 }  // namespace
+
+ir::Tensor random_tensor(const ir::ValueType& type, std::uint32_t seed) {
+  ir::Tensor t(type.dtype, ir::static_dims(type.shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 3);
+  for (std::size_t i = 0; i < t.numel(); ++i) {
+    if (ir::is_float(t.dtype()))
+      t.set(i, real(rng));
+    else if (t.dtype() == ir::DType::Bool)
+      t.set(i, small(rng) & 1);
+    else
+      t.set(i, small(rng));
+  }
+  return t;
+}
 
 double Latency::median_ms() const { return ms.empty() ? 0 : sorted(ms)[ms.size() / 2]; }
 double Latency::min_ms() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
@@ -110,7 +107,7 @@ Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph
                     "; give --inputs to measure it";
         return d;
       }
-      inputs.push_back(random_input(in, seed++));
+      inputs.push_back(random_tensor(in.type, seed++));
     }
   }
   inputs = ir::runtime_inputs(written, inputs);

@@ -31,6 +31,11 @@ Expected<Latency> time_runs(const TimedRun& run, int runs);
 // gets busier or quieter shifts both alike.
 Expected<std::pair<Latency, Latency>> time_interleaved(const TimedRun& a, const TimedRun& b, int runs);
 
+// Seeded values of a static type: floats in [-1, 1], integers in [0, 4),
+// bools either way. Inputs that need particular values (indices into a
+// table) come from --inputs.
+ir::Tensor random_tensor(const ir::ValueType& type, std::uint32_t seed);
+
 struct MeasureOptions {
   int runs = 20;
   int threads = 0;                  // the CPU executor's (0: the free CPUs)

@@ -50,9 +50,10 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
   cmd->add_option("--inputs", o.measuring.inputs,
                   "--measure: input tensors (.pb or .npy) in graph-input order (default: seeded random values)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--threads", o.measuring.threads, "--measure: CPU threads (0: the free CPUs)")
+  cmd->add_option("--threads", o.measuring.threads, "--measure, --calibrate: CPU threads (0: the free CPUs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_calibration_flags(*cmd, o.calibration);
   cmd->add_flag("--quiet,-q", o.quiet, "No progress and no summary on stderr");
 }
 
@@ -89,7 +90,7 @@ int run_opt(const OptOptions& o) {
   }
   auto graph = has_suffix(o.model, ".sat") ? ir::read_sat_file(o.model) : ir::import_onnx_file(o.model);
   if (!graph) return bad_input(graph.error().to_string());
-  auto res = optimize(*graph, oo);
+  auto res = optimize_calibrated(*graph, oo, o.calibration, o.measuring.threads);
   if (!res) return bad_input(res.error().to_string());
   nlohmann::json& report = res->report;
   report["model"] = o.model;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/optimize.hpp"
+#include "tools/calibrate.hpp"
 #include "tools/measure.hpp"
 
 namespace CLI {
@@ -26,6 +27,7 @@ struct OptOptions {
   bool quiet = false;
   bool measure = false;  // time the model as written and the optimized program, keep the faster
   MeasureOptions measuring;
+  CalibrationFlags calibration;
 };
 
 void add_opt_command(CLI::App& app, OptOptions& opts);

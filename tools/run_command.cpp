@@ -20,6 +20,7 @@
 #include "runtime/cuda_executor.hpp"
 #endif
 #include "runtime/interp.hpp"
+#include "tools/calibrate.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/measure.hpp"
 
@@ -47,6 +48,7 @@ void add_run_command(CLI::App& app, RunOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
   cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
+  add_calibration_flags(*cmd, o.calibration);
   cmd->add_flag("--no-opt", o.no_opt,
                 "cpu and cuda targets: run the graph as written (plain ops as Saturn's own loops, no library call "
                 "the extractor did not choose) instead of optimizing it first as saturn opt does");
@@ -133,7 +135,7 @@ int run_model(const RunOptions& o) {
     if (!shipped) return kBadInput;
     oo.rule_files = std::move(*shipped);
     const auto t0 = std::chrono::steady_clock::now();
-    auto res = optimize(*g, oo);
+    auto res = optimize_calibrated(*g, oo, o.calibration, o.threads);
     if (!res) return bad_input(res.error().to_string() + " (--no-opt runs the model as written)");
     if (res->unsound) {
       std::cerr << "saturn: " << o.target

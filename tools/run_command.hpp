@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/calibrate.hpp"
+
 namespace CLI {
 class App;
 }
@@ -20,10 +22,11 @@ struct RunOptions {
   double atol = 1e-7;
   int bench = 0;
   bool json = false;
-  int threads = 0;       // cpu target: 0 = every free CPU (runtime::team_size)
-  bool profile = false;  // cpu target: time each step of one run
-  bool no_fuse = false;  // cpu target: one kernel per elementwise op
-  bool no_opt = false;   // cpu and cuda targets: run the graph as written, not `saturn opt`'s program
+  int threads = 0;               // cpu target: 0 = every free CPU (runtime::team_size)
+  bool profile = false;          // cpu target: time each step of one run
+  bool no_fuse = false;          // cpu target: one kernel per elementwise op
+  bool no_opt = false;           // cpu and cuda targets: run the graph as written, not `saturn opt`'s program
+  CalibrationFlags calibration;  // how the optimization prices (saturn opt's flags)
 };
 
 void add_run_command(CLI::App& app, RunOptions& opts);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "runtime/thread_env.hpp"
+#include "tools/calibrate.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/eqsat_command.hpp"
 #include "tools/extract_command.hpp"
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   add_extract_command(app, ext);
   VerifyCommandOptions verify;
   add_verify_command(app, verify);
+  CalibrateOptions calibrate;
+  add_calibrate_command(app, calibrate);
   // Verbs of docs/design.md that later work fills in; they answer clearly now.
   {
     auto* cmd = app.add_subcommand("dot", "Draw a model or an e-graph. (not available in this build yet)");
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
   }
   // Running a compiled model wants its thread pools' environment, which
   // the libraries read before main (runtime/thread_env.hpp).
-  if ((app.got_subcommand("run") && run.target == "cpu") || (app.got_subcommand("opt") && opt.measure))
+  if ((app.got_subcommand("run") && run.target == "cpu") ||
+      (app.got_subcommand("opt") && (opt.measure || opt.calibration.calibrate)) || app.got_subcommand("calibrate"))
     saturn::runtime::restart_with_thread_env(argv);
   try {
     if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
@@ -52,6 +56,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("opt")) return run_opt(opt);
     if (app.got_subcommand("extract")) return run_extract(ext);
     if (app.got_subcommand("verify")) return run_verify(verify);
+    if (app.got_subcommand("calibrate")) return run_calibrate(calibrate);
     for (auto* sub : app.get_subcommands())
       return bad_input("'saturn " + sub->get_name() + "' is not available in this build yet");
   } catch (const std::bad_alloc&) {

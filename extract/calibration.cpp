@@ -1,0 +1,121 @@
+#include "extract/calibration.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ir/sat_format.hpp"
+
+namespace saturn::extract {
+
+namespace {
+
+std::string type_text(const ir::ValueType& t) { return std::string(ir::dtype_name(t.dtype)) + ir::to_string(t.shape); }
+
+// FNV-1a, so that a machine's description makes a short file name.
+std::string short_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  std::ostringstream o;
+  o << std::hex << (h & 0xffffffffffull);
+  return o.str();
+}
+
+Diagnostic error_at(const std::string& path, const std::string& msg) {
+  Diagnostic d;
+  d.loc.file = path;
+  d.message = msg;
+  return d;
+}
+
+}  // namespace
+
+std::string op_signature(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                         const OperandFacts& facts, const ir::ValueType& out) {
+  const std::vector<bool>& given = facts.given;
+  const std::vector<bool>& weight = facts.weight;
+  for (const ir::ValueType& t : in)
+    if (!ir::is_static(t.shape)) return "";
+  if (!ir::is_static(out.shape)) return "";
+  std::string s = def.name;
+  for (const auto& [k, v] : attrs.all()) s += " :" + k + " " + ir::attr_text(v);
+  s += " (";
+  // Trailing omitted operands are not written: a graph's node lists fewer
+  // operands where the e-graph's decoded node lists them as omitted.
+  std::size_t slots = given.size();
+  while (slots > 0 && !given[slots - 1]) --slots;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < slots; ++i) {
+    if (i) s += " ";
+    if (!given[i]) {
+      s += "-";
+      continue;
+    }
+    if (k < weight.size() && weight[k]) s += "w:";
+    if (k < in.size()) s += type_text(in[k]);
+    ++k;
+  }
+  return s + ") -> " + type_text(out);
+}
+
+std::string Calibration::default_path(const std::string& target, const std::string& machine) {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* d = std::getenv("SATURN_CACHE_DIR"); d && *d)
+    dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = fs::path(x) / "saturn";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    dir = fs::path(h) / ".cache" / "saturn";
+  else
+    dir = fs::temp_directory_path() / "saturn";
+  return (dir / ("calibration-" + target + "-" + short_hash(machine) + ".json")).string();
+}
+
+Expected<Calibration> Calibration::load(const std::string& path, const std::string& target,
+                                        const std::string& machine) {
+  Calibration c;
+  c.target = target;
+  c.machine = machine;
+  std::ifstream f(path);
+  if (!f) return c;  // nothing measured yet
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    return error_at(path, std::string("calibration file is not JSON (delete it to start over): ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_object())
+    return error_at(path, "calibration file has no \"entries\" object (delete it to start over)");
+  if (j.value("format", 0) != kFormat || j.value("target", "") != target || j.value("machine", "") != machine)
+    return c;  // another machine's or another version's measurements
+  for (const auto& [sig, us] : j["entries"].items()) {
+    if (!us.is_number() || us.get<double>() < 0)
+      return error_at(path, "calibration entry \"" + sig + "\" is not a non-negative number of microseconds");
+    c.us[sig] = us.get<double>();
+  }
+  return c;
+}
+
+Expected<bool> Calibration::save(const std::string& path) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  if (ec) return error_at(path, "cannot create the calibration folder: " + ec.message());
+  nlohmann::json j = {{"format", kFormat}, {"target", target}, {"machine", machine}, {"entries", us}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) return error_at(path, "cannot write the calibration file");
+    f << j.dump(1) << "\n";
+    if (!f) return error_at(path, "cannot write the calibration file");
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) return error_at(path, "cannot write the calibration file: " + ec.message());
+  return true;
+}
+
+}  // namespace saturn::extract

@@ -1,0 +1,213 @@
+// The cost model prices what the lowering runs: fused elementwise chains
+// once (one kernel, the bytes it moves in and out), and the extractor
+// chooses by that price.
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "extract/cost_model.hpp"
+#include "extract/extractors.hpp"
+#include "ir/sat_format.hpp"
+#include "lower/lowering.hpp"
+
+using namespace saturn;
+using extract::ExtractionProblem;
+using extract::FuseRole;
+
+namespace {
+
+// 1 GFLOP/s everywhere, 1 GB/s, 1 us per kernel or call: an f32 element is
+// read or written in 0.004 us, one operation takes 0.001 us.
+const extract::CostModel kUnit(extract::TargetSpec{"unit", 1, 1, 1, 1, 1, 1, {}, {}, {}});
+
+double cost_of(const std::string& sat) {
+  auto g = ir::read_sat(sat, "t.sat");
+  if (!g) FAIL(g.error().to_string());
+  auto c = extract::graph_cost(*g, kUnit);
+  if (!c) FAIL(c.error().to_string());
+  return *c;
+}
+
+int kernels_of(const std::string& sat) {
+  auto g = ir::read_sat(sat, "t.sat");
+  if (!g) FAIL(g.error().to_string());
+  auto p = lower::compile_cpu(*g);
+  if (!p) FAIL(p.error().to_string());
+  return (*p)->fused_kernels;
+}
+
+}  // namespace
+
+TEST_CASE("a fused elementwise chain is priced as one kernel") {
+  // Alone, each op reads 4 us and writes 4 us of memory and costs 1 us of
+  // overhead: exp 9 (8 us of arithmetic), neg 9, relu 9. Fused: 10 us of
+  // arithmetic against 8 us of memory, one overhead.
+  const std::string chain = R"((graph chain
+    (input x f32 [1000])
+    (node a exp (y) (x))
+    (node b neg (z) (y))
+    (node c relu (w) (z))
+    (output w)))";
+  CHECK(cost_of(chain) == Approx(11));
+  CHECK(kernels_of(chain) == 1);
+}
+
+TEST_CASE("a value used twice is stored - its consumers fuse after it") {
+  // y is read by two nodes: stored (9). neg and relu each used once by the
+  // add: one kernel reading y twice and writing w: 3 us of arithmetic, 12
+  // us of memory, one overhead.
+  const std::string shared = R"((graph shared
+    (input x f32 [1000])
+    (node a exp (y) (x))
+    (node b neg (z) (y))
+    (node c relu (r) (y))
+    (node d add (w) (z r))
+    (output w)))";
+  CHECK(cost_of(shared) == Approx(9 + 13));
+  CHECK(kernels_of(shared) == 2);
+  // An output is stored, even when another node uses it.
+  const std::string output = R"((graph out
+    (input x f32 [1000])
+    (node a exp (y) (x))
+    (node b neg (z) (y))
+    (output y z)))";
+  CHECK(cost_of(output) == Approx(9 + 9));
+  CHECK(kernels_of(output) == 2);
+}
+
+TEST_CASE("an elementwise operand fuses into a reduction - a reduction's result into a broadcast does not") {
+  // exp joins the sum: 8 + 1 us of arithmetic against 4 us read.
+  CHECK(cost_of(R"((graph r
+    (input x f32 [1000])
+    (node a exp (y) (x))
+    (node s reduce_sum (t) (y) :axes [0] :keepdims 0)
+    (output t)))") == Approx(10));
+  // The sum [1] and the division [1000] differ in size: the sum is stored.
+  const double alone_sum = std::max(1.0, 4.0 + 0.004) + 1;
+  const double alone_div = std::max(1.0, 4.0 + 0.004 + 4.0) + 1;
+  CHECK(cost_of(R"((graph b
+    (input x f32 [1000])
+    (node s reduce_sum (t) (x) :axes [0] :keepdims 1)
+    (node d div (w) (x t))
+    (output w)))") == Approx(alone_sum + alone_div));
+}
+
+TEST_CASE("the extractor picks a chain the lowering fuses over a cheaper-looking single op") {
+  // Class 0 (the output): lib(1), priced 15 alone, or relu(2) with class 2
+  // = neg(1). Priced op by op the chain costs 18; fused, 9.
+  auto problem = [](bool neg_shared) {
+    ExtractionProblem p;
+    p.classes = {{0, 1}, {2}, {3}, {4}};
+    auto elementwise = [](std::uint32_t cls, std::uint32_t child, const char* op) {
+      ExtractionProblem::Node n;
+      n.cls = cls;
+      n.children = {child};
+      n.op = op;
+      n.cost = 9;
+      n.fused = {FuseRole::Elementwise, 1, 4, 1, 1000, {4}};
+      return n;
+    };
+    ExtractionProblem::Node lib;
+    lib.cls = 0;
+    lib.children = {1};
+    lib.op = "lib";
+    lib.cost = 15;
+    ExtractionProblem::Node input;
+    input.cls = 1;
+    input.cost = 0;
+    input.op = "x";
+    // Class 3 = sqrt(2), a second output when neg is shared.
+    p.nodes = {lib, elementwise(0, 2, "relu"), input, elementwise(2, 1, "neg"), elementwise(3, 2, "sqrt")};
+    p.fusion = true;
+    p.roots = {0};
+    if (neg_shared) p.roots.push_back(3);
+    return p;
+  };
+  auto fused = extract::extract_dag_greedy(problem(false));
+  CHECK(fused.choice[0] == 1);
+  CHECK(fused.dag_cost == Approx(9));
+  // When sqrt also reads neg, neg is stored and the chain costs 9 + 9 + 9;
+  // lib leaves neg to sqrt alone, fused: 15 + 9.
+  auto stored = extract::extract_dag_greedy(problem(true));
+  CHECK(stored.choice[0] == 0);
+  CHECK(stored.dag_cost == Approx(15 + 9));
+  // Without fusion roles the DAG cost sums the nodes alone.
+  auto blind = problem(false);
+  blind.fusion = false;
+  CHECK(extract::extract_dag_greedy(blind).choice[0] == 0);
+}
+
+TEST_CASE("a measured price replaces the roofline for timed ops - only those - and the missing ones are listed") {
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 8, 16, 16})}, w{ir::DType::F32, ir::shape_of({8, 8, 3, 3})};
+  const std::vector<ir::ValueType> in{x, w};
+  ir::Attrs attrs;
+  attrs.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  const extract::OperandFacts conv_facts{{true, true, false}, {false, true}};
+  const ir::OpDef& conv = *r.find("dnnl.conv");
+  CHECK(cpu->timed(conv));
+  CHECK(cpu->timed(*r.find("conv")));  // a plain loop nest
+  CHECK_FALSE(cpu->timed(*r.find("relu")));
+  CHECK_FALSE(cpu->timed(*r.find("cudnn.conv")));  // another target's library
+  const double roofline = cpu->cost(conv, attrs, in, x, false);
+
+  extract::Calibration cal;
+  const std::string sig = extract::op_signature(conv, attrs, in, conv_facts, x);
+  CHECK(sig == "dnnl.conv :pads [1 1 1 1] (f32[1 8 16 16] w:f32[8 8 3 3]) -> f32[1 8 16 16]");
+  // A graph's node without its trailing omitted operands is the same op.
+  CHECK(extract::op_signature(conv, attrs, in, {{true, true}, {false, true}}, x) == sig);
+  CHECK(extract::op_signature(conv, attrs, in, {{true, false, true}, {false, true}}, x) != sig);
+  std::map<std::string, extract::TimedOp> missing;
+  cpu->calibration = &cal;
+  cpu->unmeasured = &missing;
+  CHECK(cpu->price(conv, attrs, in, x, false, &conv_facts).cost == Approx(roofline));
+  REQUIRE(missing.count(sig) == 1);
+  CHECK(missing.at(sig).def == &conv);
+  CHECK(missing.at(sig).facts.given == conv_facts.given);
+  cal.us[sig] = 1234;
+  CHECK(cpu->price(conv, attrs, in, x, false, &conv_facts).cost == Approx(1234));
+  // The same op with its bias, or its weight as an input, is another signature.
+  const extract::OperandFacts as_input{{true, true, false}, {false, false}};
+  CHECK(cpu->price(conv, attrs, in, x, false, &as_input).cost == Approx(roofline));
+  // Elementwise ops stay modeled (they fuse), whatever the table says.
+  const std::vector<ir::ValueType> one{x};
+  const extract::OperandFacts relu_facts{{true}, {false}};
+  cal.us[extract::op_signature(*r.find("relu"), {}, one, relu_facts, x)] = 999;
+  CHECK(cpu->price(*r.find("relu"), {}, one, x, false, &relu_facts).cost < 999);
+  // Symbolic shapes have no signature: never measured.
+  const ir::ValueType sym{ir::DType::F32, {ir::Dim::symbol("N"), ir::Dim::of(8)}};
+  CHECK(extract::op_signature(conv, attrs, std::vector<ir::ValueType>{sym, w}, conv_facts, x).empty());
+}
+
+TEST_CASE("calibration files: written and read back - another machine's ignored - a malformed one named") {
+  const auto dir = std::filesystem::temp_directory_path() / ("saturn-cal-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "sub" / "c.json").string();
+  extract::Calibration c;
+  c.target = "cpu";
+  c.machine = "test CPU, 2 threads";
+  c.us["blas.matmul (f32[2 2] w:f32[2 2]) -> f32[2 2]"] = 1.5;
+  REQUIRE(c.save(path));
+  auto back = extract::Calibration::load(path, "cpu", "test CPU, 2 threads");
+  REQUIRE(back);
+  CHECK(back->us == c.us);
+  auto other = extract::Calibration::load(path, "cpu", "test CPU, 1 thread");
+  REQUIRE(other);
+  CHECK(other->us.empty());
+  auto none = extract::Calibration::load((dir / "missing.json").string(), "cpu", "x");
+  REQUIRE(none);
+  CHECK(none->us.empty());
+  {
+    std::ofstream(path) << R"({"format": )" << extract::Calibration::kFormat
+                        << R"(, "target": "cpu", "machine": "m", "entries": {"op": -1}})";
+  }
+  auto negative = extract::Calibration::load(path, "cpu", "m");
+  REQUIRE_FALSE(negative);
+  CHECK_THAT(negative.error().to_string(), Catch::Contains(path));
+  CHECK(extract::Calibration::default_path("cpu", "a") != extract::Calibration::default_path("cpu", "b"));
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,256 @@
+#include "tools/calibrate.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
+#include "runtime/cpu_availability.hpp"
+#include "runtime/cpu_executor.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/measure.hpp"
+
+namespace saturn::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The op alone, `copies` times over the same operands (so that a short op
+// runs back to back with itself, as steps of a program do, rather than
+// after an idle thread pool): operands as graph inputs, weights as
+// initializers (so that a library prepares them at compile time, as in a
+// real model).
+ir::Graph one_node_graph(const extract::TimedOp& op, int copies) {
+  ir::Graph g;
+  g.name = "calibrate";
+  ir::Node n;
+  n.op = op.def->name;
+  n.attrs = op.attrs;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < op.facts.given.size(); ++i) {
+    if (!op.facts.given[i]) {
+      n.inputs.emplace_back();
+      continue;
+    }
+    const std::string name = "x" + std::to_string(i);
+    n.inputs.push_back(name);
+    const ir::ValueType& t = op.in[k];
+    if (op.facts.weight[k])
+      g.initializers.emplace(name, random_tensor(t, static_cast<std::uint32_t>(100 + i)));
+    else
+      g.inputs.push_back(ir::GraphValue{name, t});
+    ++k;
+  }
+  for (int c = 0; c < copies; ++c) {
+    n.name = "timed" + std::to_string(c);
+    n.outputs = {"y" + std::to_string(c)};
+    g.nodes.push_back(n);
+    g.outputs.push_back(n.outputs[0]);
+  }
+  return g;
+}
+
+// Median microseconds of a run of `g`, or an error.
+Expected<double> time_graph(const ir::Graph& g, int threads) {
+  runtime::CpuExecutorOptions co;
+  co.threads = threads;
+  auto exec = runtime::CpuExecutor::create(g, co);
+  if (!exec) return exec.error();
+  std::vector<ir::Tensor> inputs;
+  std::uint32_t seed = 1;
+  for (const ir::GraphValue& in : g.inputs) inputs.push_back(random_tensor(in.type, seed++));
+  std::vector<ir::Tensor> out;
+  const TimedRun run = [&] { return (*exec)->run_into(inputs, out); };
+  if (auto w = run(); !w) return w.error();  // warm-up
+  const auto t0 = Clock::now();
+  if (auto r = run(); !r) return r.error();
+  const double first = std::max(seconds_since(t0), 1e-7);
+  const int runs = std::clamp(static_cast<int>(0.1 / first), 3, 15);
+  auto l = time_runs(run, runs - 1);
+  if (!l) return l.error();
+  l->ms.push_back(first * 1e3);
+  return l->median_ms() * 1e3;
+}
+
+// Microseconds of one application of the op: alone when it is long, else
+// the mean of 8 back-to-back copies (a lone short op mostly measures the
+// thread pool waking up, which a program's next step does not pay).
+Expected<double> time_op(const extract::TimedOp& op, int threads) {
+  auto alone = time_graph(one_node_graph(op, 1), threads);
+  if (!alone || *alone > 500) return alone;
+  constexpr int kCopies = 8;
+  auto batch = time_graph(one_node_graph(op, kCopies), threads);
+  if (!batch) return batch.error();
+  return *batch / kCopies;
+}
+
+}  // namespace
+
+void add_calibration_flags(CLI::App& cmd, CalibrationFlags& f) {
+  cmd.add_flag("--calibrate", f.calibrate,
+               "cpu target: measure the library calls and loop nests the calibration cache lacks, at the model's "
+               "shapes, and price with the measurements (saved for the next run)");
+  cmd.add_flag("--no-calibration", f.no_calibration, "Price with the roofline model alone (ignore the cache)");
+  cmd.add_option("--calibration-budget", f.budget_s, "--calibrate: seconds of measuring at most (reported when hit)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--calibration-file", f.file,
+                 "The calibration cache (default: $SATURN_CACHE_DIR, $XDG_CACHE_HOME/saturn or ~/.cache/saturn, "
+                 "one file per target and machine)");
+}
+
+std::string machine_id(int threads) {
+  std::string model = "unknown CPU";
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  const int n = threads > 0 ? threads : runtime::usable_cpus();
+  return model + ", " + std::to_string(n) + (n == 1 ? " thread" : " threads");
+}
+
+Expected<std::unique_ptr<CalibrationSession>> CalibrationSession::open(const CalibrationFlags& f,
+                                                                       const std::string& target, int threads) {
+  if (f.no_calibration) return std::unique_ptr<CalibrationSession>();
+  if (target != "cpu") {
+    if (f.calibrate) return Diagnostic{SourceLoc{}, "--calibrate measures on the cpu target only in this build"};
+    return std::unique_ptr<CalibrationSession>();
+  }
+  auto s = std::make_unique<CalibrationSession>();
+  s->flags_ = f;
+  s->threads_ = threads;
+  const std::string machine = machine_id(threads);
+  s->path_ = f.file.empty() ? extract::Calibration::default_path(target, machine) : f.file;
+  auto c = extract::Calibration::load(s->path_, target, machine);
+  if (!c) return c.error();
+  s->cal_ = std::move(*c);
+  s->loaded_ = s->cal_.us.size();
+  return s;
+}
+
+void CalibrationSession::attach(pipeline::OptimizeOptions& oo) {
+  oo.calibration = &cal_;
+  if (!flags_.calibrate) return;
+  oo.measure = [this](const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c) {
+    nlohmann::json j = measure_timed_ops(ops, c, threads_, flags_.budget_s);
+    j["file"] = path_;
+    return j;
+  };
+}
+
+Expected<bool> CalibrationSession::save_if_changed() {
+  if (cal_.us.size() == loaded_) return false;
+  auto saved = cal_.save(path_);
+  if (saved) loaded_ = cal_.us.size();
+  return saved;
+}
+
+Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipeline::OptimizeOptions oo,
+                                                       const CalibrationFlags& f, int threads) {
+  auto session = CalibrationSession::open(f, oo.target, threads);
+  if (!session) return session.error();
+  if (*session) (*session)->attach(oo);
+  auto res = pipeline::optimize(g, oo);
+  if (res && *session)
+    if (auto saved = (*session)->save_if_changed(); !saved) return saved.error();
+  return res;
+}
+
+nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
+                                 int threads, double budget_s) {
+  const auto start = Clock::now();
+  int measured = 0;
+  nlohmann::json failed = nlohmann::json::array();
+  bool budget_hit = false;
+  for (const auto& [sig, op] : ops) {
+    if (seconds_since(start) > budget_s) {
+      budget_hit = true;
+      break;
+    }
+    auto us = time_op(op, threads);
+    if (!us) {
+      // Priced by the roofline instead; named so that a user can see why.
+      failed.push_back({{"op", sig}, {"error", us.error().message}});
+      continue;
+    }
+    c.us[sig] = *us;
+    ++measured;
+  }
+  return {{"measured", measured},
+          {"failed", failed},
+          {"budget_hit", budget_hit},
+          {"measure_ms", seconds_since(start) * 1e3}};
+}
+
+void add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure the library calls and loop nests models need, at their shapes, for the cost model.");
+  cmd->add_option("models", o.models, "Models (.onnx or .sat) whose timed ops to measure")->check(CLI::ExistingFile);
+  cmd->add_option("--target", o.target, "Target to calibrate")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "CPU threads to measure with (0: the usable CPUs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--budget", o.flags.budget_s, "Seconds of measuring at most, all models together")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--calibration-file", o.flags.file, "The calibration cache (default: as saturn opt's)");
+  cmd->add_flag("--json", o.json, "Print what was measured as JSON");
+}
+
+int run_calibrate(const CalibrateOptions& o) {
+  CalibrationFlags f = o.flags;
+  f.calibrate = true;
+  if (o.target != "cpu") return bad_input("saturn calibrate measures on the cpu target only in this build");
+  auto session = CalibrationSession::open(f, o.target, o.threads);
+  if (!session) return bad_input(session.error().to_string());
+  auto shipped = shipped_rules_for(o.target);
+  if (!shipped) return kBadInput;
+  nlohmann::json out = {{"file", (*session)->path()},
+                        {"machine", (*session)->calibration().machine},
+                        {"models", nlohmann::json::array()}};
+  CalibrationSession& cal = **session;
+  const auto start = Clock::now();
+  for (const std::string& m : o.models) {
+    auto graph = m.size() > 4 && m.substr(m.size() - 4) == ".sat" ? ir::read_sat_file(m) : ir::import_onnx_file(m);
+    if (!graph) return bad_input(graph.error().to_string());
+    pipeline::OptimizeOptions oo;
+    oo.target = o.target;
+    oo.rule_files = *shipped;
+    oo.saturation.memory_limit_mb = default_memory_limit_mb();
+    cal.set_budget(std::max(1e-3, o.flags.budget_s - seconds_since(start)));
+    cal.attach(oo);
+    auto res = pipeline::optimize(*graph, oo);
+    if (!res) return bad_input(res.error().to_string());
+    if (auto saved = cal.save_if_changed(); !saved) return bad_input(saved.error().to_string());
+    nlohmann::json c = res->report.value("calibration", nlohmann::json::object());
+    c["model"] = m;
+    if (!c.contains("failed")) c["failed"] = nlohmann::json::array();
+    if (!o.json) {
+      std::cerr << m << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
+                << " known before" << (c.value("budget_hit", false) ? ", stopped at --budget" : "") << "\n";
+      for (const auto& e : c["failed"])
+        std::cerr << "saturn: note: could not measure " << e["op"].get<std::string>() << ": "
+                  << e["error"].get<std::string>() << " (priced by the roofline)\n";
+    }
+    out["models"].push_back(std::move(c));
+  }
+  out["entries"] = cal.calibration().us.size();
+  if (o.json)
+    std::cout << out.dump() << "\n";
+  else
+    std::cerr << cal.path() << ": " << cal.calibration().us.size() << " measured ops for " << cal.calibration().machine
+              << "\n";
+  return kOk;
+}
+
+}  // namespace saturn::cli

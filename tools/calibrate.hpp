@@ -1,0 +1,86 @@
+// Measured prices for the cost model (extract/calibration.hpp): the flags
+// saturn opt and saturn run share, the measuring of timed ops as one-node
+// programs on the CPU target, and `saturn calibrate`, which fills the
+// cache for models ahead of time.
+//
+// By default a command prices with the cache when one exists for this
+// machine and measures nothing: measuring takes seconds and makes the
+// choice depend on the machine's load at that moment. `--calibrate`
+// measures what the cache lacks (within `--calibration-budget`) and saves
+// it, so the next optimization of the model measures nothing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "extract/calibration.hpp"
+#include "pipeline/optimize.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace saturn::cli {
+
+struct CalibrationFlags {
+  bool calibrate = false;       // measure what the cache lacks
+  bool no_calibration = false;  // the roofline alone
+  double budget_s = 120;        // seconds of measuring per command
+  std::string file;             // default: Calibration::default_path
+};
+
+void add_calibration_flags(CLI::App& cmd, CalibrationFlags& f);
+
+// A calibration loaded for a command, saved back when it measured.
+class CalibrationSession {
+ public:
+  // nullptr (no session) for --no-calibration or a target this build cannot
+  // measure on (cuda); an error for a malformed cache file or --calibrate
+  // on such a target.
+  static Expected<std::unique_ptr<CalibrationSession>> open(const CalibrationFlags& f, const std::string& target,
+                                                            int threads);
+  // Points `oo` at the calibration (and the measuring, with --calibrate).
+  void attach(pipeline::OptimizeOptions& oo);
+  // Seconds of measuring the next optimization may take.
+  void set_budget(double s) { flags_.budget_s = s; }
+  // Writes the cache when something was measured since it was read or saved.
+  Expected<bool> save_if_changed();
+  const std::string& path() const { return path_; }
+  const extract::Calibration& calibration() const { return cal_; }
+
+ private:
+  extract::Calibration cal_;
+  std::string path_;
+  CalibrationFlags flags_;
+  int threads_ = 0;
+  std::size_t loaded_ = 0;
+};
+
+// pipeline::optimize with the calibration the flags name (measuring with
+// --calibrate, saving what it measured).
+Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipeline::OptimizeOptions oo,
+                                                       const CalibrationFlags& f, int threads);
+
+// "AMD Ryzen 9 7950X 16-Core Processor, 2 threads": what a calibration file
+// is valid for.
+std::string machine_id(int threads);
+
+// Times each op as a one-node program (operands random, weights constant)
+// on the CPU target: a warm-up, then 3 to 15 runs (about 0.1 s), the median.
+// Returns the report's "calibration" fields.
+nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
+                                 int threads, double budget_s);
+
+struct CalibrateOptions {
+  std::vector<std::string> models;
+  std::string target = "cpu";
+  CalibrationFlags flags;
+  int threads = 0;
+  bool json = false;
+};
+
+void add_calibrate_command(CLI::App& app, CalibrateOptions& o);
+int run_calibrate(const CalibrateOptions& o);
+
+}  // namespace saturn::cli
