@@ -62,12 +62,13 @@ double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<c
   return price(def, attrs, in, out, constant).cost;
 }
 
+bool CostModel::runs_library(const std::string& op) const {
+  return std::any_of(spec_.libraries.begin(), spec_.libraries.end(),
+                     [&](const std::string& prefix) { return op.rfind(prefix, 0) == 0; });
+}
+
 bool CostModel::timed(const ir::OpDef& def) const {
-  if (def.kind == ir::OpKind::Library) {
-    for (const std::string& p : spec_.libraries)
-      if (def.name.rfind(p, 0) == 0) return true;
-    return false;
-  }
+  if (def.kind == ir::OpKind::Library) return runs_library(def.name);
   return def.contraction || spec_.loop_efficiency.count(def.name) != 0;
 }
 
@@ -104,9 +105,7 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     work = out_elems;
   }
   if (def.kind == ir::OpKind::Library) {
-    bool ours = false;
-    for (const std::string& p : spec_.libraries) ours |= name.rfind(p, 0) == 0;
-    if (!ours) return {kInfinity, {}};
+    if (!runs_library(name)) return {kInfinity, {}};
     double gflops = spec_.library_gflops;
     if (auto it = spec_.library_efficiency.find(name); it != spec_.library_efficiency.end()) gflops *= it->second;
     return {std::max(work / (gflops * 1e3), bytes / per_us) + spec_.call_overhead_us, {}};

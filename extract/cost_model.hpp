@@ -77,6 +77,7 @@ class CostModel {
 
  private:
   ir::ValueType priced(const ir::ValueType& t) const;
+  bool runs_library(const std::string& op) const;  // a call of this target's libraries
   TargetSpec spec_;
 };
 

@@ -82,6 +82,9 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
 
   // Import.
   model->calibration = o.calibration;
+  std::map<std::string, extract::TimedOp> unmeasured;
+  const std::size_t known_before = o.calibration ? o.calibration->us.size() : 0;
+  if (o.calibration) model->unmeasured = &unmeasured;
   auto cost_before = extract::graph_cost(graph, *model);
   if (!cost_before) return cost_before.error();
   auto teg = rules::to_egraph(graph);
@@ -178,31 +181,24 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
     }
     return price;
   };
-  // Measure the timed ops (library calls, plain contractions) that the
-  // calibration lacks, in the model as written and in the e-graph, then
-  // price everything with what was measured.
-  std::map<std::string, extract::TimedOp> unmeasured;
+  // Pricing lists the timed ops (library calls, plain contractions) the
+  // calibration lacks, in the model as written (at import) and in the
+  // e-graph. With a measure, they are measured and everything priced again.
+  auto problem = extract::problem_from_egraph(eg, teg->outputs, node_price);
   nlohmann::json calibration = nullptr;
   if (o.calibration) {
-    const std::size_t known = o.calibration->us.size();
-    model->unmeasured = &unmeasured;
-    (void)extract::graph_cost(graph, *model);
-    (void)extract::problem_from_egraph(eg, teg->outputs, node_price);
-    calibration = {{"measured", 0}};
-    if (o.measure && !unmeasured.empty()) calibration = o.measure(unmeasured, *o.calibration);
-    calibration["timed_ops_missing"] = unmeasured.size();
-    calibration["entries_before"] = known;
-    unmeasured.clear();
-    cost_before = extract::graph_cost(graph, *model);  // with what was just measured
-    if (!cost_before) return cost_before.error();
-  }
-  auto problem = extract::problem_from_egraph(eg, teg->outputs, node_price);
-  (void)extract::graph_cost(graph, *model);  // what the written model still prices by the roofline
-  model->unmeasured = nullptr;
-  if (o.calibration) {
+    calibration = {{"measured", 0}, {"timed_ops_missing", unmeasured.size()}, {"entries_before", known_before}};
+    if (o.measure && !unmeasured.empty()) {
+      calibration.update(o.measure(unmeasured, *o.calibration));
+      unmeasured.clear();
+      cost_before = extract::graph_cost(graph, *model);
+      if (!cost_before) return cost_before.error();
+      problem = extract::problem_from_egraph(eg, teg->outputs, node_price);
+    }
     calibration["modeled_ops"] = unmeasured.size();  // timed ops still priced by the roofline
     calibration["entries"] = o.calibration->us.size();
   }
+  model->unmeasured = nullptr;
   const double problem_ms = ms_since(t);
   auto ex = extract::extract_by_name(o.extractor, problem, o.extract_time_limit_s);
   const double choose_ms = ms_since(t) - problem_ms;

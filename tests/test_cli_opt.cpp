@@ -227,4 +227,14 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
     CHECK_THAT(bad.err, Catch::Contains("not JSON"));
   }
   CHECK(run_cli("calibrate " + model + " --target cuda").status == 2);
+  auto cuda = run_cli("opt " + model + " --target cuda --calibrate");
+  CHECK(cuda.status == 2);
+  CHECK_THAT(cuda.err, Catch::Contains("cpu target only"));
+  // A budget that runs out is reported; what was measured is kept.
+  fs::remove(cache);
+  auto hurried = nlohmann::json::parse(run_cli("calibrate " + model + " --threads 1 --budget 0.001 --json" + file).out);
+  CHECK(hurried["models"][0]["budget_hit"] == true);
+  CHECK(hurried["models"][0]["measured"] == 1);  // the budget is checked before each op
+  CHECK(hurried["entries"] == 1);
+  CHECK(hurried["models"][0]["modeled_ops"].get<int>() == measured - 1);
 }

@@ -6,8 +6,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "ir/onnx_import.hpp"
-#include "ir/sat_format.hpp"
 #include "runtime/cpu_availability.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "tools/cli_common.hpp"
@@ -233,7 +231,7 @@ int run_calibrate(const CalibrateOptions& o) {
   CalibrationSession& cal = **session;
   const auto start = Clock::now();
   for (const std::string& m : o.models) {
-    auto graph = m.size() > 4 && m.substr(m.size() - 4) == ".sat" ? ir::read_sat_file(m) : ir::import_onnx_file(m);
+    auto graph = read_model(m);
     if (!graph) return bad_input(graph.error().to_string());
     pipeline::OptimizeOptions oo;
     oo.target = o.target;

@@ -8,6 +8,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
+
 namespace saturn::cli {
 
 bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
@@ -15,6 +18,11 @@ bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
 int bad_input(const std::string& message) {
   std::cerr << "saturn: " << (message.find("error:") == std::string::npos ? "error: " : "") << message << "\n";
   return kBadInput;
+}
+
+Expected<ir::Graph> read_model(const std::string& path) {
+  const bool sat = path.size() >= 4 && path.compare(path.size() - 4, 4, ".sat") == 0;
+  return sat ? ir::read_sat_file(path) : ir::import_onnx_file(path);
 }
 
 std::optional<std::vector<std::string>> shipped_rules_for(const std::string& target) {

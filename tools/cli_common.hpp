@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.hpp"
 #include "ir/tensor.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
@@ -37,6 +38,9 @@ bool stderr_is_terminal();
 
 // Prints "saturn: error: message" to stderr and returns kBadInput.
 int bad_input(const std::string& message);
+
+// A model file: `.sat` text, else ONNX.
+Expected<ir::Graph> read_model(const std::string& path);
 
 // The shipped .rules files for `target` (rule_files_for over
 // shipped_rulesets_dir); nullopt after reporting (bad_input) when that

@@ -88,7 +88,7 @@ int run_opt(const OptOptions& o) {
       return bad_input("--rules: no such file or folder '" + r + "'");
     }
   }
-  auto graph = has_suffix(o.model, ".sat") ? ir::read_sat_file(o.model) : ir::import_onnx_file(o.model);
+  auto graph = read_model(o.model);
   if (!graph) return bad_input(graph.error().to_string());
   auto res = optimize_calibrated(*graph, oo, o.calibration, o.measuring.threads);
   if (!res) return bad_input(res.error().to_string());
