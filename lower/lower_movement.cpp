@@ -5,6 +5,8 @@
 // geometry of their op kernel in ir/, through the target's copy steps.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <optional>
 
 #include "ir/slice.hpp"
 #include "lower/lowerer.hpp"
@@ -72,13 +74,25 @@ bool Lowerer::lower_view(const ir::Node& n, std::vector<Value*>& in, const std::
   return false;
 }
 
+// A view when the strides allow it (a split of NHWC's channels); else one
+// copy kernel, written in the order that makes the reshape a view and
+// otherwise keeps the operand's layout (ShuffleNet's channel shuffle of an
+// NHWC result stays NHWC), then a free reshape.
 bool Lowerer::lower_reshape(const ir::Node& n, Value& x, const ir::ValueType& out_type) {
   store(x);
   Value v = x;
   const Dims to = ir::static_dims(out_type.shape);
-  if (!v.view.contiguous()) v.view = whole(v);  // transposed or broadcast: one copy kernel, then a free reshape
-  if (!v.view.contiguous()) return false;
-  v.view = v.view.reshaped(to);
+  std::optional<View> in_place = v.view.reshaped_in_place(to);
+  if (!in_place) {
+    const Dims order = v.view.reshape_copy_order(to);
+    const View copy = ordered_buffer(v.dtype, v.dims, order, "copy");
+    emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, copy.buffer, 0, "copy", order, compute_dtype(v.dtype));
+    v.view = copy;
+    v.is_scalar_constant = false;
+    in_place = v.view.reshaped_in_place(to);
+  }
+  if (!in_place) return false;
+  v.view = *in_place;
   v.dims = to;
   values_[n.outputs[0]] = v;
   return true;
@@ -109,20 +123,44 @@ bool Lowerer::lower_tile(const ir::Node& n, Value& x, const ir::ValueType& out_t
   return true;
 }
 
+// Operands stored densely in one shared dimension order (oneDNN's NHWC
+// results seen as NCHW) are concatenated in that order, and the result
+// keeps it: neither the operands nor the result's consumers (the next
+// convolution) convert layouts. Otherwise every operand is row-major.
 void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type) {
   const Dims out = ir::static_dims(out_type.shape);
   const auto axis =
       static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(out.size())));
-  const BufferId y = add_buffer(BufferKind::Temp, out_type.dtype, out, n.outputs[0]);
-  std::vector<BufferId> srcs;
-  std::vector<Dims> dims;
+  std::optional<Dims> order;
   for (Value* v : in) {
-    srcs.push_back(whole(*v).buffer);
-    dims.push_back(v->dims);
+    const View d = dense(*v);
+    if (d.offset != 0 || (order && *order != d.order())) {
+      order.reset();
+      break;
+    }
+    order = d.order();
   }
-  const BlockCopy c = concat_block_copy(srcs, dims, axis, ir::dtype_size(out_type.dtype), y);
+  const bool shared_order = order.has_value();
+  if (!shared_order) {
+    order = Dims(out.size());
+    std::iota(order->begin(), order->end(), 0);
+  }
+  const View y = ordered_buffer(out_type.dtype, out, *order, n.outputs[0]);
+  std::vector<BufferId> srcs;
+  std::vector<Dims> physical;
+  for (Value* v : in) {
+    const View src = shared_order ? v->view : whole(*v);
+    srcs.push_back(src.buffer);
+    physical.push_back(src.transposed(*order).dims);
+  }
+  const auto physical_axis = static_cast<std::size_t>(
+      std::find(order->begin(), order->end(), static_cast<std::int64_t>(axis)) - order->begin());
+  const BlockCopy c = concat_block_copy(srcs, physical, physical_axis, ir::dtype_size(out_type.dtype), y.buffer);
   p_->steps.push_back(target_->block_copy(c, "concat (" + std::to_string(c.parts.size()) + " block copies)"));
-  values_[n.outputs[0]] = stored(y);
+  Value r = stored(y.buffer);
+  r.view = y;
+  r.dims = out;
+  values_[n.outputs[0]] = std::move(r);
 }
 
 void Lowerer::lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type) {

@@ -112,15 +112,19 @@ void Lowerer::store(Value& v, std::string what, bool any_order) {
   if (!v.pending) return;
   if (what.empty()) what = v.label.empty() ? "fused" : v.label;
   const Dims order = operand_order(v, any_order);
+  const View out = ordered_buffer(v.dtype, v.dims, order, what);
+  emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out.buffer, v.ops, what, order, v.compute);
+  v.pending = false;
+  v.view = out;
+}
+
+View Lowerer::ordered_buffer(DType t, const Dims& dims, const Dims& order, const std::string& name) {
   Dims physical, inverse(order.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
-    physical.push_back(v.dims[static_cast<std::size_t>(order[i])]);
+    physical.push_back(dims[static_cast<std::size_t>(order[i])]);
     inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
   }
-  BufferId out = add_buffer(BufferKind::Temp, v.dtype, physical, what);
-  emit_kernel(v.dims, {}, ReduceKind::None, v.sym, 0, out, v.ops, what, order, v.compute);
-  v.pending = false;
-  v.view = View::of(out, physical).transposed(inverse);
+  return View::of(add_buffer(BufferKind::Temp, t, physical, name), physical).transposed(inverse);
 }
 
 // The dimension order shared by every dense full-size operand of a pending
@@ -143,7 +147,14 @@ Dims Lowerer::operand_order(const Value& v, bool any_order) {
 View Lowerer::dense(Value& v) {
   store(v);
   if (v.view.dense() && !v.is_scalar_constant) return v.view;
-  return whole(v);
+  if (v.is_scalar_constant) return whole(v);
+  // Copied in the view's own dimension order: a channel slice of an NHWC
+  // result stays NHWC, so the convolution reading it converts nothing.
+  const Dims order = v.view.order();
+  const View out = ordered_buffer(v.dtype, v.dims, order, "copy");
+  emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out.buffer, 0, "copy", order, compute_dtype(v.dtype));
+  v.view = out;
+  return out;
 }
 
 View Lowerer::whole(Value& v) {

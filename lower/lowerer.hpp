@@ -97,6 +97,9 @@ class Lowerer {
   // reads it without a conversion.
   void store(Value& v, std::string what = "", bool any_order = true);
   Dims operand_order(const Value& v, bool any_order);
+  // A new Temp buffer of `dims` laid out outermost-first in `order` (a
+  // permutation of the dims), as a view over `dims`.
+  View ordered_buffer(DType t, const Dims& dims, const Dims& order, const std::string& name);
   // v stored densely (any dimension order), copied only when it is not.
   View dense(Value& v);
   // A stored, contiguous, whole-buffer copy of v (copies when it must: a

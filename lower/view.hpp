@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/shape.hpp"
@@ -35,6 +36,14 @@ struct View {
   View broadcast_to(const std::vector<std::int64_t>& to) const;
   // Precondition: contiguous().
   View reshaped(const std::vector<std::int64_t>& to) const;
+  // The row-major reshape to `to` without a copy, when every run of dims
+  // that the reshape merges or splits is row-major within itself (numpy's
+  // no-copy reshape: a channel split of an NHWC view); nullopt otherwise.
+  std::optional<View> reshaped_in_place(const std::vector<std::int64_t>& to) const;
+  // A dimension order to copy this view in so that the copy reshapes to
+  // `to` in place: each run of dims that merges or splits kept together
+  // and row-major, the runs in this view's own order (outermost first).
+  std::vector<std::int64_t> reshape_copy_order(const std::vector<std::int64_t>& to) const;
   // Per dimension: `count` elements from `start`, `step` apart (negative:
   // backwards), as ir::slice_spec gives them.
   View sliced(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,

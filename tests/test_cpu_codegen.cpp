@@ -577,6 +577,66 @@ TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds
   }
 }
 
+TEST_CASE("Concatenated convolution results keep oneDNN's layout - mixed layouts concatenate row-major") {
+  models::GraphBuilder b("fire");
+  std::string x = b.input("x", {1, 8, 9, 9});
+  // SqueezeNet's fire module: two expansions of one squeeze, side by side,
+  // into the next convolution.
+  std::string s = b.op("relu", {conv(b, x, 8, 4, 1, 1)});
+  std::string e1 = b.op("relu", {conv(b, s, 4, 6, 1, 1)}), e3 = b.op("relu", {conv(b, s, 4, 10, 3, 1)});
+  ir::Attrs channels;
+  channels.set("axis", std::int64_t{1});
+  std::string fire = b.op("concat", {e1, e3}, channels);
+  std::string next = conv(b, fire, 16, 8, 3, 1);
+  // A fused epilogue of a convolution is stored in the convolution's layout
+  // and concatenates with it; the graph input x (NCHW) does not share it.
+  std::string mixed = b.op("concat", {b.op("sigmoid", {next}), next}, channels);
+  std::string with_input = b.op("concat", {conv(b, mixed, 16, 8, 1, 1), x}, channels);
+  auto p = check_against_interpreter(b.finish({next, mixed, with_input}), 1e-4, 1e-4);
+  CHECK(p->library_calls == 5);
+  CHECK(steps_with(*p, "concat") == 3);
+  if (steps_with(*p, "(dst reordered)") == 0) {
+    // Only the first convolution (of the NCHW input) converts its source;
+    // only the mixed concat (and the NHWC outputs) convert anything else.
+    CHECK(steps_with(*p, "(src reordered)") == 1);
+    // The last convolution's result, row-major for the concat with x; the
+    // NHWC outputs `next` and `mixed`, copied into their NCHW outputs.
+    CHECK(steps_with(*p, "copy (oneDNN reorder)") == 3);
+    CHECK(steps_with(*p, "output copy (oneDNN reorder)") == 2);
+  }
+}
+
+TEST_CASE("A channel shuffle of convolution results stays in their layout - one copy - slices read in place") {
+  models::GraphBuilder b("shuffle");
+  std::string x = b.input("x", {1, 8, 7, 7});
+  ir::Attrs channels;
+  channels.set("axis", std::int64_t{1});
+  std::string y = b.op("concat", {conv(b, x, 8, 6, 1, 1), conv(b, x, 8, 6, 3, 1)}, channels);
+  // ShuffleNet's shuffle: [1 2 6 7 7], swap the group axes, back to 12
+  // channels; then its split into halves, each into a convolution.
+  ir::Attrs split, swap, merge;
+  split.set("shape", std::vector<std::int64_t>{1, 2, 6, 7, 7});
+  swap.set("perm", std::vector<std::int64_t>{0, 2, 1, 3, 4});
+  merge.set("shape", std::vector<std::int64_t>{1, 12, 7, 7});
+  y = b.op("reshape", {b.op("transpose", {b.op("reshape", {y}, split)}, swap)}, merge);
+  auto half = [&](std::int64_t start) {
+    ir::Attrs a;
+    a.set("axes", std::vector<std::int64_t>{1});
+    a.set("starts", std::vector<std::int64_t>{start});
+    a.set("ends", std::vector<std::int64_t>{start + 6});
+    return b.op("slice", {y}, a);
+  };
+  std::string out = b.op("add", {conv(b, half(0), 6, 4, 1, 1), conv(b, half(6), 6, 4, 3, 1)});
+  auto p = check_against_interpreter(b.finish({out}), 1e-4, 1e-4);
+  CHECK(p->library_calls == 4);
+  if (steps_with(*p, "(dst reordered)") == 0) {
+    CHECK(steps_with(*p, "(src reordered)") <= 2);  // only the convolutions of the NCHW input x
+    // The shuffle, and each half (a strided channel slice of it) made
+    // dense for oneDNN in its own NHWC order, not reordered.
+    CHECK(steps_with(*p, "copy") - steps_with(*p, "output copy") == 3);
+  }
+}
+
 TEST_CASE("Weights given at run time are reordered at every run - epilogues stay separate on reference convolutions") {
   SECTION("run-time and computed weights and bias - with the residual epilogue") {
     models::GraphBuilder b("runtime");

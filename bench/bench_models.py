@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""What the e-graph's rewrites are worth on real models, and Saturn against
+its peers (issue 25's benchmark).
+
+For each model of the bench suite (bench/export_models.py: torchvision and
+transformer models at random weights, batch 1), in one run, interleaved in
+rounds (each round a fresh process per contender, a warm-up, then RUNS
+timed runs):
+
+  lib+fusion  `saturn opt --target cpu` with only the library and fusion
+              rulesets (blas, dnnl, fusion), then the program run as
+              extracted (`saturn run --no-opt`);
+  all         `saturn opt --target cpu` with every shipped ruleset (the
+              default), run the same way;
+  ort         ONNX Runtime from a venv (2 intra-op threads, all graph
+              optimizations, the better of spinning on and off);
+  torch       PyTorch (Debian's python3-torch): the same module with the
+              same seed, TorchScript (trace + freeze) + optimize_for_inference,
+              jemalloc preloaded, OMP_WAIT_POLICY=PASSIVE, 2 threads.
+
+Before timing, both Saturn programs are checked against PyTorch's output
+(rtol 1e-3, atol 1e-4). Prints each contender's median, the ratios
+lib+fusion/all (what the rewrites are worth), ort/all and torch/all (above 1: Saturn is
+faster), the optimization time of `saturn opt` (import to export, wall
+clock, all rulesets) and the geomeans. Every figure is measured.
+
+Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
+         [--threads T] [--ort-python PY] [--no-torch] [--json] [NAME...]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from bench_load import ort_samples  # noqa: E402  (ONNX Runtime timed as bench_load.py does)
+SATURN = os.path.join(ROOT, "build", "tools", "saturn")
+RULES = os.path.join(ROOT, "rulesets")
+LIBRARY = ["blas.rules", "dnnl.rules", "fusion.rules"]
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+# The module export_models.py exported, rebuilt with the same seed.
+TORCH_SCRIPT = r"""
+import json, sys, time
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import export_models
+name, inp, runs, threads = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+make, _ = export_models.MODELS[name]
+m = make().eval()
+x = torch.from_numpy(np.load(inp))
+with torch.no_grad():
+    f = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(m, (x,))))
+    for _ in range(3):
+        f(x)
+    ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter(); f(x); ms.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"ms": ms}))
+"""
+
+
+def last_json(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(" ".join(cmd[:4]) + "...: " + out.stderr.strip()[-600:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def saturn_ms(saturn, program, inp, runs, threads):
+    cmd = [saturn, "run", program, "--target", "cpu", "--no-opt", "--inputs", inp, "--bench", str(runs), "--json"]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    return last_json(cmd)["ms"]
+
+
+def torch_ms(name, inp, runs):
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    if os.path.exists(JEMALLOC):
+        env["LD_PRELOAD"] = JEMALLOC
+    return last_json(["/usr/bin/python3", "-c", TORCH_SCRIPT, os.path.join(ROOT, "bench"), name, inp, str(runs), "2"],
+                     env)["ms"]
+
+
+def optimize(saturn, model, out, extra):
+    t0 = time.perf_counter()
+    subprocess.run([saturn, "opt", model, "--target", "cpu", "-o", out] + extra, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def geomean(xs):
+    return statistics.geometric_mean(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--models", default=os.path.join(ROOT, "build", "bench-models"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="saturn run --threads (0: Saturn's default)")
+    ap.add_argument("--ort-python", default="", help="a python with onnxruntime (a venv's bin/python)")
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--saturn", default=SATURN)
+    ap.add_argument("--json", action="store_true", help="one JSON object per model")
+    args = ap.parse_args()
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "export_models.py"), args.models] + args.names,
+                   check=True)
+    names = args.names or sorted(n[:-5] for n in os.listdir(args.models) if n.endswith(".onnx"))
+    lib_rules = ["--no-default-rules", "--rules"] + [os.path.join(RULES, f) for f in LIBRARY]
+    rows = []
+    if not args.json:
+        print(f"{'model':20} {'lib+fusion':>10} {'all':>8} {'ort':>8} {'torch':>8}   {'lib/all':>7} {'ort/all':>7} "
+              f"{'torch/all':>9}  {'opt s':>5}   (medians, ms)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            src = os.path.join(args.models, name + ".onnx")
+            inp = os.path.join(args.models, name + ".input.npy")
+            ref = os.path.join(args.models, name + ".torch.npy")
+            programs = {"lib": os.path.join(tmp, name + ".lib.sat"), "all": os.path.join(tmp, name + ".all.sat")}
+            optimize(args.saturn, src, programs["lib"], lib_rules)
+            opt_s = optimize(args.saturn, src, programs["all"], [])
+            bad = False
+            for kind, path in programs.items():
+                check = subprocess.run([args.saturn, "run", path, "--target", "cpu", "--no-opt", "--inputs", inp,
+                                        "--check", ref, "--rtol", "1e-3", "--atol", "1e-4"], capture_output=True,
+                                       text=True)
+                if check.returncode != 0:
+                    print(f"{name} ({kind}): saturn's output differs from PyTorch's: {check.stderr.strip()[-300:]}",
+                          file=sys.stderr)
+                    bad = True
+            if bad:
+                continue
+            ms = {"lib": [], "all": [], "ort1": [], "ort0": [], "torch": []}
+            for r in range(args.rounds):
+                jobs = [("lib", lambda: saturn_ms(args.saturn, programs["lib"], inp, args.runs, args.threads)),
+                        ("all", lambda: saturn_ms(args.saturn, programs["all"], inp, args.runs, args.threads))]
+                if args.ort_python:
+                    jobs += [("ort1", lambda: ort_samples(args.ort_python, src, inp, args.runs, 2, "1")),
+                             ("ort0", lambda: ort_samples(args.ort_python, src, inp, args.runs, 2, "0"))]
+                if not args.no_torch:
+                    jobs.append(("torch", lambda: torch_ms(name, inp, args.runs)))
+                for k in range(len(jobs)):  # each round starts with another contender
+                    key, job = jobs[(k + r) % len(jobs)]
+                    ms[key] += job()
+            med = {k: statistics.median(v) for k, v in ms.items() if v}
+            row = {"model": name, "lib_fusion_ms": med["lib"], "all_ms": med["all"], "opt_s": opt_s,
+                   "rewrites_speedup": med["lib"] / med["all"]}
+            if args.ort_python:
+                spin = min(("ort1", "ort0"), key=lambda s: med[s])
+                row.update(ort_ms=med[spin], ort_spinning=spin == "ort1", ort_over_all=med[spin] / med["all"])
+            if "torch" in med:
+                row.update(torch_ms=med["torch"], torch_over_all=med["torch"] / med["all"])
+            rows.append(row)
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                f = lambda k, w=8: f"{row[k]:{w}.2f}" if k in row else " " * (w - 1) + "-"
+                print(f"{name:20} {f('lib_fusion_ms', 10)} {f('all_ms')} {f('ort_ms')} {f('torch_ms')}   "
+                      f"{f('rewrites_speedup', 6)}x {f('ort_over_all', 6)}x {f('torch_over_all', 8)}x  {opt_s:5.2f}",
+                      flush=True)
+    if rows and not args.json:
+        print(f"geomean over {len(rows)} models: rewrites (lib+fusion/all) {geomean([r['rewrites_speedup'] for r in rows]):.3f}x"
+              + (f", ort/all {geomean([r['ort_over_all'] for r in rows]):.3f}x" if args.ort_python else "")
+              + (f", torch/all {geomean([r['torch_over_all'] for r in rows]):.3f}x" if not args.no_torch else "")
+              + f"; slowest optimization {max(r['opt_s'] for r in rows):.2f} s")
+        print("(a ratio X/all above 1: Saturn with all rulesets is faster than X)")
+
+
+if __name__ == "__main__":
+    main()
