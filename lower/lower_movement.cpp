@@ -5,7 +5,6 @@
 // geometry of their op kernel in ir/, through the target's copy steps.
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <optional>
 
 #include "ir/slice.hpp"
@@ -83,14 +82,7 @@ bool Lowerer::lower_reshape(const ir::Node& n, Value& x, const ir::ValueType& ou
   Value v = x;
   const Dims to = ir::static_dims(out_type.shape);
   std::optional<View> in_place = v.view.reshaped_in_place(to);
-  if (!in_place) {
-    const Dims order = v.view.reshape_copy_order(to);
-    const View copy = ordered_buffer(v.dtype, v.dims, order, "copy");
-    emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, copy.buffer, 0, "copy", order, compute_dtype(v.dtype));
-    v.view = copy;
-    v.is_scalar_constant = false;
-    in_place = v.view.reshaped_in_place(to);
-  }
+  if (!in_place) in_place = copy_in_order(v, v.view.reshape_copy_order(to)).reshaped_in_place(to);
   if (!in_place) return false;
   v.view = *in_place;
   v.dims = to;
@@ -141,10 +133,7 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
     order = d.order();
   }
   const bool shared_order = order.has_value();
-  if (!shared_order) {
-    order = Dims(out.size());
-    std::iota(order->begin(), order->end(), 0);
-  }
+  if (!shared_order) order = identity_order(out.size());
   const View y = ordered_buffer(out_type.dtype, out, *order, n.outputs[0]);
   std::vector<BufferId> srcs;
   std::vector<Dims> physical;

@@ -130,8 +130,7 @@ View Lowerer::ordered_buffer(DType t, const Dims& dims, const Dims& order, const
 // The dimension order shared by every dense full-size operand of a pending
 // value; row-major when they disagree or there are none.
 Dims Lowerer::operand_order(const Value& v, bool any_order) {
-  Dims identity(v.dims.size());
-  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int64_t>(i);
+  const Dims identity = identity_order(v.dims.size());
   if (!any_order) return identity;
   std::optional<Dims> shared;
   for (SymId id : ctx_->reachable(std::span<const SymId>(&v.sym, 1))) {
@@ -150,21 +149,21 @@ View Lowerer::dense(Value& v) {
   if (v.is_scalar_constant) return whole(v);
   // Copied in the view's own dimension order: a channel slice of an NHWC
   // result stays NHWC, so the convolution reading it converts nothing.
-  const Dims order = v.view.order();
-  const View out = ordered_buffer(v.dtype, v.dims, order, "copy");
+  return copy_in_order(v, v.view.order());
+}
+
+View Lowerer::copy_in_order(Value& v, const Dims& order) {
+  const View out = ordered_buffer(v.dtype, v.dims, order.empty() ? identity_order(v.dims.size()) : order, "copy");
   emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out.buffer, 0, "copy", order, compute_dtype(v.dtype));
   v.view = out;
+  v.is_scalar_constant = false;
   return out;
 }
 
 View Lowerer::whole(Value& v) {
   store(v, "", false);
   if (v.view.whole() && !v.is_scalar_constant) return v.view;
-  BufferId out = add_buffer(BufferKind::Temp, v.dtype, v.dims, "copy");
-  emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out, 0, "copy", {}, compute_dtype(v.dtype));
-  v.view = View::of(out, v.dims);
-  v.is_scalar_constant = false;
-  return v.view;
+  return copy_in_order(v, {});
 }
 
 void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,

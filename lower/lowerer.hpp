@@ -102,6 +102,9 @@ class Lowerer {
   View ordered_buffer(DType t, const Dims& dims, const Dims& order, const std::string& name);
   // v stored densely (any dimension order), copied only when it is not.
   View dense(Value& v);
+  // One copy kernel of (stored) v into a new buffer laid out in `order`
+  // (empty: row-major); v becomes the copy.
+  View copy_in_order(Value& v, const Dims& order);
   // A stored, contiguous, whole-buffer copy of v (copies when it must: a
   // loop kernel, which copies values of any type).
   View whole(Value& v);

@@ -18,9 +18,14 @@ bool View::contiguous() const {
   return true;
 }
 
-std::vector<std::int64_t> View::order() const {
-  std::vector<std::int64_t> o(dims.size());
+std::vector<std::int64_t> identity_order(std::size_t rank) {
+  std::vector<std::int64_t> o(rank);
   std::iota(o.begin(), o.end(), 0);
+  return o;
+}
+
+std::vector<std::int64_t> View::order() const {
+  std::vector<std::int64_t> o = identity_order(dims.size());
   // Size-1 dimensions never move the address: they sort as if their stride
   // were the one just outside the next real dimension, i.e. they stay put.
   std::vector<std::int64_t> key(dims.size());
@@ -154,11 +159,7 @@ std::optional<View> View::reshaped_in_place(const std::vector<std::int64_t>& to)
 std::vector<std::int64_t> View::reshape_copy_order(const std::vector<std::int64_t>& to) const {
   const std::vector<std::int64_t> own = order();
   std::vector<ReshapeRun> runs = reshape_runs(dims, to);
-  if (runs.empty()) {
-    std::vector<std::int64_t> identity(dims.size());
-    std::iota(identity.begin(), identity.end(), 0);
-    return identity;
-  }
+  if (runs.empty()) return identity_order(dims.size());
   // A run's place: where its innermost dim stands in this view's order.
   auto place = [&](const ReshapeRun& r) {
     std::size_t p = 0;

@@ -52,4 +52,7 @@ struct View {
 
 using ir::row_major_strides;  // (ir/shape.hpp)
 
+// The dimension order of a row-major layout: 0, 1, ..., rank - 1.
+std::vector<std::int64_t> identity_order(std::size_t rank);
+
 }  // namespace saturn::lower
