@@ -1,9 +1,26 @@
 #include "extract/extractors.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
+#include <iterator>
+#include <limits>
+
+#include "extract/ilp.hpp"
 
 namespace saturn::extract {
+namespace {
+
+// How often a bottom-up fixpoint may lower one class. With negative costs a
+// cycle could lower it forever: once per class then (Bellman-Ford's bound).
+std::size_t update_limit(const ExtractionProblem& p) {
+  for (const auto& node : p.nodes)
+    if (node.cost < 0) return p.classes.size() + 1;
+  return std::numeric_limits<std::size_t>::max();
+}
+
+}  // namespace
 
 Extraction extract_tree_greedy(const ExtractionProblem& p) {
   const std::size_t nc = p.classes.size();
@@ -14,6 +31,8 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
   std::vector<std::vector<std::uint32_t>> parents(nc);
   for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
     for (std::uint32_t k : p.nodes[n].children) parents[k].push_back(n);
+  const std::size_t max_updates = update_limit(p);
+  std::vector<std::size_t> updates(nc, 0);
   std::deque<std::uint32_t> work;
   std::vector<bool> queued(p.nodes.size(), false);
   for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
@@ -32,7 +51,7 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
     // Only strictly cheaper: with costs >= 0, a strict improvement never
     // closes a cycle, while switching between equal costs could (a
     // zero-cost node whose child class is its own).
-    if (c < best[cls]) {
+    if (c < best[cls] && updates[cls]++ < max_updates) {
       best[cls] = c;
       x.choice[cls] = static_cast<std::int32_t>(n);
       for (std::uint32_t parent : parents[cls])
@@ -66,6 +85,110 @@ double selection(const ExtractionProblem& p, const std::vector<std::int32_t>& ch
   return total;
 }
 
+// A bottom-up choice priced by DAG cost (extraction-gym's faster-greedy-dag
+// idea): each class keeps the classes its program contains with what they
+// cost, and a node costs the union of its children's, each class once. The
+// sets are snapshots (a class that improves later leaves stale copies), so
+// this is a heuristic start, not a bound. Nodes whose children's programs
+// contain their own class are skipped, so the choice is acyclic.
+std::vector<std::int32_t> shared_cost_greedy(const ExtractionProblem& p) {
+  using Contents = std::vector<std::pair<std::uint32_t, double>>;  // sorted by class
+  const std::size_t nc = p.classes.size();
+  const std::size_t max_updates = update_limit(p);
+  std::vector<std::size_t> updates(nc, 0);
+  std::vector<Contents> contents(nc);
+  std::vector<double> best(nc, kInfinity);
+  std::vector<std::int32_t> choice(nc, -1);
+  std::vector<std::vector<std::uint32_t>> parents(nc);
+  for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
+    for (std::uint32_t k : p.nodes[n].children) parents[k].push_back(n);
+  std::deque<std::uint32_t> work;
+  std::vector<char> queued(p.nodes.size(), 0);
+  for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
+    if (p.nodes[n].children.empty()) {
+      work.push_back(n);
+      queued[n] = 1;
+    }
+  Contents merged, scratch;
+  while (!work.empty()) {
+    const std::uint32_t n = work.front();
+    work.pop_front();
+    queued[n] = 0;
+    const auto& node = p.nodes[n];
+    if (!(node.cost < kInfinity)) continue;
+    bool ready = true;
+    for (std::uint32_t k : node.children) ready &= best[k] < kInfinity;
+    if (!ready) continue;
+    merged.assign(1, {node.cls, node.cost});
+    for (std::uint32_t k : node.children) {
+      scratch.clear();
+      std::set_union(merged.begin(), merged.end(), contents[k].begin(), contents[k].end(), std::back_inserter(scratch),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+      merged.swap(scratch);
+    }
+    // The node's own class among its children's programs: a cycle.
+    const auto own = std::equal_range(merged.begin(), merged.end(), std::make_pair(node.cls, 0.0),
+                                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (own.second - own.first != 1 || own.first->second != node.cost) continue;
+    double cost = 0;
+    for (const auto& [c, v] : merged) cost += v;
+    if (!(cost < best[node.cls] - 1e-12 * std::max(1.0, std::abs(cost))) || updates[node.cls]++ >= max_updates)
+      continue;
+    best[node.cls] = cost;
+    choice[node.cls] = static_cast<std::int32_t>(n);
+    contents[node.cls] = merged;
+    for (std::uint32_t q : parents[node.cls])
+      if (!queued[q]) {
+        queued[q] = 1;
+        work.push_back(q);
+      }
+  }
+  return choice;
+}
+
+// Re-chooses the classes outside the current program (`in`) for what they
+// would add to it: tree-greedy where the program's classes cost nothing. A
+// swap that brings such a class in then brings it with the program that
+// reuses most of what is already there (a node over classes the program
+// has), not with the program it would cost alone. The program's own DAG
+// cost is unchanged (its classes keep their choice), and the new choices
+// are acyclic among themselves (strict improvements only).
+void rechoose_outside(const ExtractionProblem& p, const std::vector<char>& in,
+                      const std::vector<std::vector<std::uint32_t>>& parents, std::vector<std::int32_t>& choice) {
+  const std::size_t nc = p.classes.size();
+  const std::size_t max_updates = update_limit(p);
+  std::vector<std::size_t> updates(nc, 0);
+  std::vector<double> adds(nc, kInfinity);
+  std::deque<std::uint32_t> work;
+  std::vector<char> queued(p.nodes.size(), 0);
+  for (std::uint32_t c = 0; c < nc; ++c) {
+    if (in[c]) {
+      adds[c] = 0;
+      continue;
+    }
+    for (std::uint32_t n : p.classes[c]) {
+      work.push_back(n);
+      queued[n] = 1;
+    }
+  }
+  while (!work.empty()) {
+    const std::uint32_t n = work.front();
+    work.pop_front();
+    queued[n] = 0;
+    const auto& node = p.nodes[n];
+    double cost = node.cost;
+    for (std::uint32_t k : node.children) cost += adds[k];
+    if (!(cost < adds[node.cls]) || updates[node.cls]++ >= max_updates) continue;
+    adds[node.cls] = cost;
+    choice[node.cls] = static_cast<std::int32_t>(n);
+    for (std::uint32_t q : parents[node.cls])
+      if (!in[p.nodes[q].cls] && !queued[q]) {
+        queued[q] = 1;
+        work.push_back(q);
+      }
+  }
+}
+
 }  // namespace
 
 Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) {
@@ -73,6 +196,15 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   const auto start = Clock::now();
   Extraction x = extract_tree_greedy(p);
   x.class_tree_cost.clear();  // stale once the choice changes
+  // Start from the cheaper of the tree-greedy choice and the shared-cost one.
+  // (Classes outside the chosen program keep tree-greedy's choice when the
+  // shared-cost one has none.)
+  if (auto shared = shared_cost_greedy(p); dag_cost(p, shared) < x.dag_cost) {
+    for (std::size_t c = 0; c < shared.size(); ++c)
+      if (shared[c] < 0) shared[c] = x.choice[c];
+    x.choice = std::move(shared);
+    x.dag_cost = dag_cost(p, x.choice);
+  }
   double current = x.dag_cost;
   if (current == kInfinity) return x;
   std::vector<double> best(p.classes.size(), kInfinity);  // finite: the class has a program
@@ -88,10 +220,13 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
     return true;
   };
   std::vector<char> in, in_after;
+  // Improvements smaller than this are rounding (costs may be negative).
+  const auto tolerance_of = [](double v) { return 1e-12 * std::max(1.0, std::abs(v)); };
   for (;;) {
     ++x.passes;
     bool improved = false;
     selection(p, x.choice, in);
+    rechoose_outside(p, in, parents, x.choice);
     std::vector<std::uint32_t> needed;
     for (std::uint32_t c = 0; c < p.classes.size(); ++c)
       if (in[c]) needed.push_back(c);
@@ -102,7 +237,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
         std::vector<std::pair<std::uint32_t, std::int32_t>> undo = {{c, x.choice[c]}};
         x.choice[c] = static_cast<std::int32_t>(n);
         double cost = selection(p, x.choice, in_after);
-        if (cost != kInfinity && !(cost < current * (1 - 1e-12))) {
+        if (cost != kInfinity && !(cost < current - tolerance_of(current))) {
           // A swap that brings in new classes may pay off once other needed
           // classes reuse them (two projections sharing one merged product):
           // follow up greedily through the new classes' parents.
@@ -126,7 +261,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
             }
           }
         }
-        if (cost < current * (1 - 1e-12)) {
+        if (cost < current - tolerance_of(current)) {
           current = cost;
           improved = true;
           selection(p, x.choice, in);
@@ -150,6 +285,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
 std::optional<Extraction> extract_by_name(const std::string& name, const ExtractionProblem& p, double time_budget_s) {
   if (name == "tree-greedy") return extract_tree_greedy(p);
   if (name == "dag-greedy") return extract_dag_greedy(p, time_budget_s);
+  if (name == "ilp") return extract_ilp(p, time_budget_s);
   return std::nullopt;
 }
 

@@ -28,9 +28,10 @@ namespace saturn::extract {
 Extraction extract_tree_greedy(const ExtractionProblem& p);
 Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s = 10.0);
 
-// By name ("tree-greedy", "dag-greedy"); nullopt for an unknown name.
+// By name ("tree-greedy", "dag-greedy", "ilp": extract_ilp in ilp.hpp); nullopt
+// for an unknown name.
 std::optional<Extraction> extract_by_name(const std::string& name, const ExtractionProblem& p,
                                           double time_budget_s = 10.0);
-inline constexpr const char* kExtractorNames = "tree-greedy, dag-greedy";
+inline constexpr const char* kExtractorNames = "tree-greedy, dag-greedy, ilp";
 
 }  // namespace saturn::extract

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,18 @@ struct ExtractionProblem {
   std::uint32_t class_index(egraph::EClassId c) const;
 };
 
+// What an exact (ILP) extraction established.
+struct ExactSolve {
+  std::string status;            // "optimal", "feasible" (stopped with a gap), "timeout" (the incumbent kept)
+  double bound = -kInfinity;     // no program costs less (the objective's; the unfused sum under fusion)
+  double objective = kInfinity;  // the solver's best objective
+  double incumbent = kInfinity;  // DAG cost of the DAG-greedy start
+  bool kept_incumbent = false;   // the solver found nothing cheaper
+  std::size_t columns = 0, rows = 0;
+  std::size_t pruned_nodes = 0, pruned_classes = 0;
+  std::size_t cyclic_classes = 0;  // in strongly connected components, given order variables
+};
+
 // A choice of one node per needed class (-1: not chosen).
 struct Extraction {
   std::vector<std::int32_t> choice;     // per class
@@ -65,6 +78,7 @@ struct Extraction {
   std::vector<double> class_tree_cost;  // per class, under this choice (tree-greedy only; else empty)
   std::size_t passes = 0;               // improvement passes (DAG extractor)
   bool budget_hit = false;              // the DAG extractor stopped at its time budget
+  std::optional<ExactSolve> exact;      // what the ILP extractor proved
 };
 
 // Cost of one live e-node (not counting its children); infinity: never pick.

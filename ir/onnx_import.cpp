@@ -16,6 +16,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ir/dependency_order.hpp"
+
 namespace saturn::ir {
 
 namespace {
@@ -144,7 +146,7 @@ class Importer {
       g_.inputs.push_back(GraphValue{in.name(), ValueType{*dt, s}});
       types_[in.name()] = ValueType{*dt, s};
     }
-    for (const auto& node : gp.node()) import_node(node);
+    for (int i : node_order(gp)) import_node(gp.node(i));
     for (const auto& out : gp.output()) g_.outputs.push_back(out.name());
     // Keep the constants that remaining nodes or the outputs use.
     std::set<std::string> used(g_.outputs.begin(), g_.outputs.end());
@@ -326,6 +328,7 @@ class Importer {
 
  private:
   void import_node(const onnx::NodeProto& n);
+  std::vector<int> node_order(const onnx::GraphProto& gp);
 
   std::string source_;
   const ImportOptions& options_;
@@ -904,6 +907,28 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     return t;
   }();
   return table;
+}
+
+std::vector<int> Importer::node_order(const onnx::GraphProto& gp) {
+  // ONNX asks for nodes in topological order but runtimes accept any order
+  // (ONNX Runtime sorts them): a node comes after the producers of its
+  // inputs, and an order that is already right is kept.
+  std::unordered_map<std::string, std::uint32_t> producer;
+  for (int i = 0; i < gp.node_size(); ++i)
+    for (const auto& o : gp.node(i).output())
+      if (!o.empty()) producer.emplace(o, static_cast<std::uint32_t>(i));
+  std::vector<std::vector<std::uint32_t>> needs(static_cast<std::size_t>(gp.node_size()));
+  for (int i = 0; i < gp.node_size(); ++i)
+    for (const auto& in : gp.node(i).input())
+      if (auto it = producer.find(in); it != producer.end() && !types_.count(in))
+        needs[static_cast<std::size_t>(i)].push_back(it->second);
+  const DependencyOrder order = dependency_order(needs);
+  if (order.cycle_at) {
+    const auto& n = gp.node(static_cast<int>(*order.cycle_at));
+    fail(source_,
+         "node '" + n.name() + "' (" + n.op_type() + ") is on a cycle: one of its inputs depends on its own outputs");
+  }
+  return {order.order.begin(), order.order.end()};
 }
 
 void Importer::import_node(const onnx::NodeProto& n) {

@@ -242,8 +242,30 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   res.report["extraction"] = {{"extractor", o.extractor},
                               {"tree_cost", finite_or_null(ex->tree_cost)},
                               {"dag_cost", finite_or_null(ex->dag_cost)}};
+  if (ex->exact) res.report["extraction"].update(exact_json(*ex->exact));
   res.report["phases"] = phases;
   return res;
+}
+
+nlohmann::json exact_json(const extract::ExactSolve& s) {
+  return {{"status", s.status},
+          {"bound", finite_or_null(s.bound)},
+          {"objective", finite_or_null(s.objective)},
+          {"incumbent", finite_or_null(s.incumbent)},
+          {"kept_incumbent", s.kept_incumbent},
+          {"ilp_columns", s.columns},
+          {"ilp_rows", s.rows},
+          {"pruned_nodes", s.pruned_nodes},
+          {"pruned_classes", s.pruned_classes},
+          {"cyclic_classes", s.cyclic_classes}};
+}
+
+std::string exact_summary(const extract::ExactSolve& s) {
+  std::ostringstream o;
+  o << "ilp: " << s.status << ", objective " << s.objective << ", bound " << s.bound << ", dag-greedy incumbent "
+    << s.incumbent << (s.kept_incumbent ? " (kept)" : "") << "; " << s.columns << " columns, " << s.rows
+    << " rows after pruning " << s.pruned_nodes << " nodes and " << s.pruned_classes << " classes";
+  return o.str();
 }
 
 std::string summarize(const nlohmann::json& r) {

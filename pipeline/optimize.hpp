@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "extract/calibration.hpp"
+#include "extract/problem.hpp"
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
 #include "pipeline/saturate.hpp"
@@ -46,6 +47,11 @@ std::string shipped_rulesets_dir();
 // The .rules files of a folder (sorted), without the library substitutions
 // of the other target: blas/dnnl files are CPU-only, cublas/cudnn CUDA-only.
 std::vector<std::string> rule_files_for(const std::string& dir, const std::string& target);
+
+// What an exact extraction established, as report fields (status, dag_cost
+// bound, incumbent, program size, time) and as one readable line.
+nlohmann::json exact_json(const extract::ExactSolve& s);
+std::string exact_summary(const extract::ExactSolve& s);
 
 // The readable summary of a report (what `saturn opt` prints on stderr).
 std::string summarize(const nlohmann::json& report);

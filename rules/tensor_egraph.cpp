@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/dependency_order.hpp"
+
 namespace saturn::rules {
 
 using egraph::EGraph;
@@ -455,7 +457,6 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   ir::Graph out = t.source;
   std::map<std::uint32_t, std::string> name_of;  // class -> value name
   std::set<std::string> produced;                // values computed by a node here
-  std::set<std::uint32_t> active;
   // Names given so far, the inputs' and outputs' (kept) and those of the
   // source's nodes' values (kept where their node is chosen): a value the
   // rebuilt graph names itself never takes one of them, though the source
@@ -479,14 +480,56 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
   std::map<std::pair<std::uint32_t, std::vector<std::uint32_t>>, std::size_t> groups;
   std::string error;
 
-  std::function<std::string(EClassId)> visit = [&](EClassId c) -> std::string {
+  // The chosen classes the outputs need, numbered as first reached (each
+  // output in turn, then operands in order), with their decoded nodes; then
+  // emitted children first in Boost.Graph's depth-first order, which is the
+  // order a recursive walk from the outputs would emit them in.
+  std::vector<std::uint32_t> classes;                // vertex -> class
+  std::map<std::uint32_t, std::uint32_t> vertex_of;  // class -> vertex
+  std::vector<std::optional<TensorNode>> decoded;    // per vertex; none for inputs and constants
+  std::vector<std::vector<std::uint32_t>> needs;     // per vertex: operand vertices
+  auto reach = [&](EClassId c) {
     c = e.find(c);
-    if (auto it = name_of.find(c.v); it != name_of.end()) return it->second;
-    if (!error.empty()) return {};
-    if (!active.insert(c.v).second) {
-      error = "the chosen nodes form a cycle through e-class " + std::to_string(c.v);
-      return {};
+    auto [it, fresh] = vertex_of.emplace(c.v, static_cast<std::uint32_t>(classes.size()));
+    if (fresh) {
+      classes.push_back(c.v);
+      decoded.emplace_back();
+      needs.emplace_back();
     }
+    return it->second;
+  };
+  std::vector<std::uint32_t> starts;
+  std::uint32_t next = 0;  // vertices below were decoded
+  for (EClassId o : t.outputs) {
+    starts.push_back(reach(o));
+    for (; next < classes.size() && error.empty(); ++next) {
+      const std::uint32_t v = next;
+      const EClassId c{classes[v]};
+      const NodeId n = choice(c);
+      const Op op = e.op(n);
+      if (op == lang.input || op == lang.constant) continue;
+      std::string why;
+      auto node = an.decode(e, n, &why);
+      if (!node) {
+        error = "e-class " + std::to_string(c.v) + ": " + why;
+        break;
+      }
+      for (const auto& operand : node->operands) {
+        if (!operand) continue;
+        const std::uint32_t w = reach(*operand);  // may grow `needs`: index it after
+        needs[v].push_back(w);
+      }
+      decoded[v] = std::move(node);
+    }
+  }
+  if (!error.empty()) return Diagnostic{SourceLoc{t.source.source, 0, 0}, error};
+  const ir::DependencyOrder order = ir::dependency_order(needs, starts);
+  if (order.cycle_at)
+    return Diagnostic{SourceLoc{t.source.source, 0, 0},
+                      "the chosen nodes form a cycle through e-class " + std::to_string(classes[*order.cycle_at])};
+
+  auto emit = [&](std::uint32_t v) {
+    const EClassId c{classes[v]};
     NodeId n = choice(c);
     const Op op = e.op(n);
     std::string name;
@@ -505,15 +548,9 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
         taken.insert(name);
       out.initializers.emplace(name, *an.constants().find(h));
     } else {
-      std::string why;
-      auto node = an.decode(e, n, &why);
-      if (!node) {
-        error = "e-class " + std::to_string(c.v) + ": " + why;
-        return {};
-      }
+      const TensorNode& node = *decoded[v];
       std::vector<std::string> ins;
-      for (const auto& o : node->operands) ins.push_back(o ? visit(*o) : std::string());
-      if (!error.empty()) return {};
+      for (const auto& o : node.operands) ins.push_back(o ? name_of.at(e.find(*o).v) : std::string());
       while (!ins.empty() && ins.back().empty()) ins.pop_back();
       // A node of the source keeps its names and its value's (once).
       auto origin = t.imported.find(n.v);
@@ -522,30 +559,28 @@ Expected<ir::Graph> from_egraph(const TensorEGraph& t, const Choice& choice) {
       const std::string node_name =
           origin != t.imported.end() && !origin->second.name.empty() ? origin->second.name : name;
       const std::string source_op = origin != t.imported.end() ? origin->second.source_op : std::string();
-      if (node->num_results > 1) {
+      if (node.num_results > 1) {
         std::vector<std::uint32_t> key;
         auto kids = e.children(n);
         for (std::size_t i = 0; i + 2 < kids.size(); ++i) key.push_back(e.find(kids[i]).v);
         auto [it, first] = groups.emplace(std::make_pair(e.op(n).id, key), out.nodes.size());
         if (first) {
-          ir::Node nn{node_name,   node->def->name, ins, std::vector<std::string>(node->num_results),
-                      node->attrs, source_op};
+          ir::Node nn{node_name,  node.def->name, ins, std::vector<std::string>(node.num_results),
+                      node.attrs, source_op};
           out.nodes.push_back(std::move(nn));
         }
-        out.nodes[it->second].outputs[node->result] = name;
+        out.nodes[it->second].outputs[node.result] = name;
       } else {
-        out.nodes.push_back(ir::Node{node_name, node->def->name, ins, {name}, node->attrs, source_op});
+        out.nodes.push_back(ir::Node{node_name, node.def->name, ins, {name}, node.attrs, source_op});
       }
       produced.insert(name);
     }
-    active.erase(c.v);
     name_of[c.v] = name;
-    return name;
   };
+  for (std::uint32_t v : order.order) emit(v);
 
   std::vector<std::string> results;
-  for (EClassId o : t.outputs) results.push_back(visit(o));
-  if (!error.empty()) return Diagnostic{SourceLoc{t.source.source, 0, 0}, error};
+  for (EClassId o : t.outputs) results.push_back(name_of.at(e.find(o).v));
   // Outputs keep their names: rename the producing node's result, or copy.
   // Values already under an output's name (an input, an initializer, a
   // source node's result) keep it, so they are settled first; an output

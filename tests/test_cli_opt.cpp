@@ -108,6 +108,36 @@ TEST_CASE("extract reads egraph-serialize JSON and prints tree and DAG cost") {
   CHECK(b.status == 2);
   CHECK_THAT(b.err, Catch::Contains("bad.json"));
   CHECK(run_cli("extract " + g.string() + " --extractor nope").status == 2);
+  auto ilp = run_cli("extract " + g.string() + " --extractor ilp --json");
+  REQUIRE(ilp.status == 0);
+  auto k = nlohmann::json::parse(ilp.out);
+  CHECK(k["status"] == "optimal");
+  CHECK(k["dag_cost"].get<double>() == 8.0);
+  CHECK(k["bound"].get<double>() == Approx(8.0));
+  CHECK(k["incumbent"].get<double>() == 8.0);
+  CHECK(k.contains("time_ms"));
+  CHECK_THAT(run_cli("extract " + g.string() + " --extractor ilp").out, Catch::Contains("ilp: optimal"));
+}
+
+TEST_CASE("opt --extractor ilp reports the solve - and its program computes what the model does") {
+  const std::string model = source_dir() + "/docs/examples/models/resnet_small.onnx";
+  auto out = temp("ilp.onnx");
+  auto r = run_cli("opt " + model + " --target cpu --extractor ilp --json -o " + out.string());
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["extraction"]["extractor"] == "ilp");
+  CHECK((j["extraction"]["status"] == "optimal" || j["extraction"]["status"] == "feasible" ||
+         j["extraction"]["status"] == "timeout"));
+  CHECK(j["extraction"]["dag_cost"].get<double>() <= j["extraction"]["incumbent"].get<double>() + 1e-9);
+  // The ILP's program gives the outputs of the model as written.
+  const std::string inputs = source_dir() + "/docs/examples/models/resnet_small.input.pb";
+  auto dir = temp("ilp-out");
+  auto plain = run_cli("run " + model + " --target interp --inputs " + inputs + " -o " + dir.string());
+  REQUIRE(plain.status == 0);
+  auto check = run_cli("run " + out.string() + " --target interp --inputs " + inputs + " --check " +
+                       (dir / "output_0.pb").string());
+  INFO(check.err);
+  CHECK(check.status == 0);
 }
 
 TEST_CASE("opt --measure runs the model as written and the optimized program - reports both - keeps the faster") {

@@ -3,45 +3,25 @@
 
 #include "egraph/serialize.hpp"
 #include "extract/extractors.hpp"
+#include "extraction_problems.hpp"
 #include "helpers.hpp"
 
 using namespace saturn::extract;
 
-namespace {
-
-// Classes 0..; nodes given as (class, cost, children).
-ExtractionProblem make(std::size_t classes,
-                       std::vector<std::tuple<std::uint32_t, double, std::vector<std::uint32_t>>> nodes,
-                       std::vector<std::uint32_t> roots) {
-  ExtractionProblem p;
-  p.classes.resize(classes);
-  for (auto& [c, cost, kids] : nodes) {
-    p.classes[c].push_back(static_cast<std::uint32_t>(p.nodes.size()));
-    ExtractionProblem::Node n;
-    n.cls = c;
-    n.cost = cost;
-    n.children = kids;
-    n.op = saturn::test::numbered("n", static_cast<int>(p.nodes.size()));
-    p.nodes.push_back(std::move(n));
-  }
-  p.roots = std::move(roots);
-  return p;
-}
-
-}  // namespace
+using saturn::test::make_problem;
 
 TEST_CASE("DAG extraction pays a shared subterm once - tree extraction per use") {
   // Root 0 = f(1, 2). Classes 1 and 2 can each be a private leaf (cost 4)
   // or g(3) (cost 1) over a shared class 3 (cost 5): alone, either switch
   // costs more (1 + 5 > 4); together they save (1 + 1 + 5 < 4 + 4).
-  auto p = make(4,
-                {{0, 1, {1, 2}},  // n0
-                 {1, 4, {}},      // n1 private leaf
-                 {1, 1, {3}},     // n2 via shared
-                 {2, 4, {}},      // n3 private leaf
-                 {2, 1, {3}},     // n4 via shared
-                 {3, 5, {}}},     // n5 shared
-                {0});
+  auto p = make_problem(4,
+                        {{0, 1, {1, 2}},  // n0
+                         {1, 4, {}},      // n1 private leaf
+                         {1, 1, {3}},     // n2 via shared
+                         {2, 4, {}},      // n3 private leaf
+                         {2, 1, {3}},     // n4 via shared
+                         {3, 5, {}}},     // n5 shared
+                        {0});
   auto tree = extract_tree_greedy(p);
   CHECK(tree.tree_cost == 9.0);  // 1 + 4 + 4: each child's cheapest tree
   CHECK(tree.dag_cost == 9.0);
@@ -56,7 +36,7 @@ TEST_CASE("DAG extraction pays a shared subterm once - tree extraction per use")
 TEST_CASE("extractors never choose a cycle") {
   // Class 0 = a(1) | leaf 10; class 1 = b(0) | leaf 1. Zero-cost nodes make
   // ties that a careless extractor closes into a cycle.
-  auto p = make(2, {{0, 0, {1}}, {0, 10, {}}, {1, 0, {0}}, {1, 1, {}}}, {0});
+  auto p = make_problem(2, {{0, 0, {1}}, {0, 10, {}}, {1, 0, {0}}, {1, 1, {}}}, {0});
   for (auto x : {extract_tree_greedy(p), extract_dag_greedy(p)}) {
     CHECK(std::isfinite(dag_cost(p, x.choice)));
     CHECK(x.dag_cost == 1.0);  // a(leaf 1)
@@ -68,9 +48,9 @@ TEST_CASE("extractors never choose a cycle") {
 }
 
 TEST_CASE("infinite nodes are never chosen - no finite program is reported as infinite") {
-  auto p = make(2, {{0, 1, {1}}, {1, kInfinity, {}}}, {0});
+  auto p = make_problem(2, {{0, 1, {1}}, {1, kInfinity, {}}}, {0});
   CHECK(extract_dag_greedy(p).dag_cost == kInfinity);
-  auto q = make(2, {{0, 1, {1}}, {0, 7, {}}, {1, kInfinity, {}}}, {0});
+  auto q = make_problem(2, {{0, 1, {1}}, {0, 7, {}}, {1, kInfinity, {}}}, {0});
   CHECK(extract_dag_greedy(q).dag_cost == 7.0);
 }
 
@@ -100,11 +80,17 @@ TEST_CASE("egraph-serialize JSON: read - extract - and errors name the entry") {
           .error()
           .to_string(),
       Catch::Contains("node \"a\": child \"zz\" is not a node"));
-  CHECK_THAT(read_serialized_json(R"({"nodes": {"a": {"op": "f", "eclass": "A", "cost": -1}}, "root_eclasses": ["A"]})",
-                                  "c.json")
+  CHECK_THAT(read_serialized_json(
+                 R"({"nodes": {"a": {"op": "f", "eclass": "A", "cost": "x"}}, "root_eclasses": ["A"]})", "c.json")
                  .error()
                  .to_string(),
-             Catch::Contains("negative cost"));
+             Catch::Contains("\"cost\" must be a number"));
+  // Negative costs are rewards (extraction-gym's maxsat set), read as given.
+  auto reward = read_serialized_json(
+      R"({"nodes": {"a": {"op": "f", "eclass": "A", "cost": -1}}, "root_eclasses": ["A"]})", "d.json");
+  REQUIRE(reward);
+  CHECK(reward->nodes[0].cost == -1.0);
+  CHECK(extract_dag_greedy(*reward).dag_cost == -1.0);
 }
 
 TEST_CASE("Saturn's own e-graphs round-trip through egraph-serialize JSON") {

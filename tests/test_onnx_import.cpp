@@ -488,3 +488,42 @@ TEST_CASE("Resize exports with the operand that imports back to the same sizes a
   CHECK(err.error().message.find("resize exports with its operand's static shape only") != std::string::npos);
   CHECK(err.error().message.find("'r'") != std::string::npos);
 }
+
+TEST_CASE("nodes out of topological order import in dependency order - a cycle names a node on it") {
+  // y = relu(x) + 1 and z = neg(y), listed consumers first.
+  ModelBuilder b(17);
+  b.input("x", 1, {"3"});
+  b.node("Neg", {"y"}, {"z"}, "last");
+  b.node("Add", {"r", "one"}, {"y"}, "middle");
+  b.node("Relu", {"x"}, {"r"}, "first");
+  auto* one = b.m.mutable_graph()->add_initializer();
+  one->set_name("one");
+  one->set_data_type(1);
+  one->add_float_data(1.0f);
+  b.output("z");
+  auto g = b.import();
+  REQUIRE(g);
+  REQUIRE(g->nodes.size() == 3);
+  CHECK(g->nodes[0].name == "first");
+  CHECK(g->nodes[1].name == "middle");
+  CHECK(g->nodes[2].name == "last");
+  Tensor x(DType::F32, {3});
+  x.set(0, -2.0);
+  x.set(1, 0.5);
+  x.set(2, 3.0);
+  auto z = runtime::interpret(*g, std::vector<Tensor>{x});
+  REQUIRE(z);
+  CHECK((*z)[0].at(0) == -1.0);
+  CHECK((*z)[0].at(1) == -1.5);
+  CHECK((*z)[0].at(2) == -4.0);
+
+  ModelBuilder c(17);
+  c.input("x", 1, {"3"});
+  c.node("Add", {"x", "q"}, {"p"}, "loop_a");
+  c.node("Relu", {"p"}, {"q"}, "loop_b");
+  c.output("q");
+  auto cyclic = c.import();
+  REQUIRE_FALSE(cyclic);
+  CHECK(cyclic.error().message.find("is on a cycle") != std::string::npos);
+  CHECK(cyclic.error().message.find("node 'loop_") != std::string::npos);
+}

@@ -8,6 +8,7 @@
 
 #include "extract/extractors.hpp"
 #include "ir/sexpr.hpp"
+#include "pipeline/optimize.hpp"
 #include "tools/cli_common.hpp"
 
 namespace saturn::cli {
@@ -17,7 +18,9 @@ void add_extract_command(CLI::App& app, ExtractOptions& o) {
   cmd->add_option("egraph", o.egraph, "E-graph (egraph-serialize JSON)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--extractor", o.extractor, std::string("Extractor: ") + extract::kExtractorNames)
       ->capture_default_str();
-  cmd->add_option("--time-limit", o.time_limit_s, "Stop improving a DAG extraction after S seconds (reported)")
+  cmd->add_option("--time-limit", o.time_limit_s,
+                  "Stop improving a DAG extraction (dag-greedy) or solving (ilp, the incumbent keeps) after S seconds "
+                  "(reported)")
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print one JSON object");
 }
@@ -33,20 +36,21 @@ int run_extract(const ExtractOptions& o) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   if (o.json) {
-    std::cout << nlohmann::json{{"egraph", o.egraph},
-                                {"extractor", o.extractor},
-                                {"classes", problem->classes.size()},
-                                {"nodes", problem->nodes.size()},
-                                {"tree_cost", num(ex->tree_cost)},
-                                {"dag_cost", num(ex->dag_cost)},
-                                {"time_ms", ms},
-                                {"time_limit_hit", ex->budget_hit}}
-                     .dump()
-              << "\n";
+    nlohmann::json j{{"egraph", o.egraph},
+                     {"extractor", o.extractor},
+                     {"classes", problem->classes.size()},
+                     {"nodes", problem->nodes.size()},
+                     {"tree_cost", num(ex->tree_cost)},
+                     {"dag_cost", num(ex->dag_cost)},
+                     {"time_ms", ms},
+                     {"time_limit_hit", ex->budget_hit}};
+    if (ex->exact) j.update(pipeline::exact_json(*ex->exact));
+    std::cout << j.dump() << "\n";
   } else {
     std::cout << o.egraph << ": " << problem->classes.size() << " e-classes, " << problem->nodes.size()
               << " e-nodes\nextractor " << o.extractor << ": tree cost " << ex->tree_cost << ", dag cost "
               << ex->dag_cost << " (" << ms << " ms" << (ex->budget_hit ? ", stopped at --time-limit" : "") << ")\n";
+    if (ex->exact) std::cout << pipeline::exact_summary(*ex->exact) << "\n";
   }
   if (!std::isfinite(ex->dag_cost)) {
     std::cerr << "saturn: error: a root e-class has no finite, acyclic extraction\n";

@@ -15,6 +15,8 @@ packages=(
   libopenblas-dev      # the CPU backend: sgemm
   libdnnl-dev          # the CPU backend: oneDNN convolution and pooling
   ocl-icd-opencl-dev   # dnnl-config.cmake looks for OpenCL (only a Recommends)
+  coinor-libcbc-dev    # saturn extract/opt --extractor ilp: CBC
+  libboost-graph-dev   # graph algorithms (components, orders) for extraction and import
 )
 
 missing=()
