@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -356,7 +355,7 @@ Extraction extract_ilp(const ExtractionProblem& p, double time_limit_s) {
                   lower.data(), upper.data(), objective.data(), row_lo.data(), row_hi.data());
   for (int j = 0; j < ncols; ++j)
     if (integer[static_cast<std::size_t>(j)]) Cbc_setInteger(model.get(), j);
-  Cbc_setLogLevel(model.get(), std::getenv("SATURN_CBC_LOG") ? 1 : 0);
+  Cbc_setLogLevel(model.get(), 0);
   const double left = std::max(0.01, time_limit_s - elapsed());
   Cbc_setMaximumSeconds(model.get(), left);
   // CBC 2.10 crashes (CglPreProcess::postProcess) when its time runs out
