@@ -4,6 +4,9 @@
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/strong_components.hpp>
 
+#include <algorithm>
+#include <set>
+
 #include "ir/dependency_order.hpp"
 
 namespace saturn::extract {
@@ -44,6 +47,69 @@ std::vector<char> reachable_from_roots(const ExtractionProblem& p, const NodeFil
   std::vector<char> seen(p.classes.size());
   for (std::size_t c = 0; c < seen.size(); ++c) seen[c] = color[c] != boost::white_color;
   return seen;
+}
+
+std::vector<std::uint32_t> distinct_children(const ExtractionProblem& p, std::uint32_t n) {
+  std::vector<std::uint32_t> v = p.nodes[n].children;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<std::vector<std::uint32_t>> shortest_cycles(const ExtractionProblem& p, const NodeFilter& keep,
+                                                        const std::vector<std::uint32_t>& through,
+                                                        std::size_t max_length) {
+  const Graph g = class_graph(p, keep);
+  std::vector<std::vector<std::uint32_t>> into(p.classes.size());  // u per edge u -> s
+  for (std::uint32_t n = 0; n < p.nodes.size(); ++n)
+    if (keep(n))
+      for (std::uint32_t k : p.nodes[n].children) into[k].push_back(p.nodes[n].cls);
+  std::set<std::vector<std::uint32_t>> found;
+  std::vector<Vertex> parent(p.classes.size());
+  std::vector<std::size_t> depth(p.classes.size());
+  std::vector<boost::default_color_type> color(p.classes.size());
+  auto colors = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g));
+  for (std::uint32_t s : through) {
+    std::fill(color.begin(), color.end(), boost::white_color);
+    parent[s] = s;
+    depth[s] = 0;
+    boost::queue<Vertex> queue;
+    boost::breadth_first_visit(
+        g, s, queue,
+        boost::make_bfs_visitor(std::make_pair(boost::record_predecessors(parent.data(), boost::on_tree_edge()),
+                                               boost::record_distances(depth.data(), boost::on_tree_edge()))),
+        colors);
+    for (std::uint32_t u : into[s]) {
+      if (color[u] == boost::white_color || depth[u] + 1 > max_length) continue;
+      std::vector<std::uint32_t> cycle;
+      for (Vertex v = u; v != s; v = parent[v]) cycle.push_back(static_cast<std::uint32_t>(v));
+      cycle.push_back(s);
+      std::sort(cycle.begin(), cycle.end());
+      cycle.erase(std::unique(cycle.begin(), cycle.end()), cycle.end());
+      found.insert(std::move(cycle));
+    }
+  }
+  return {found.begin(), found.end()};
+}
+
+std::vector<std::vector<std::uint32_t>> choice_cycles(const ExtractionProblem& p,
+                                                      const std::vector<std::int32_t>& choice) {
+  const auto is_chosen = [&](std::uint32_t n) { return choice[p.nodes[n].cls] == static_cast<std::int32_t>(n); };
+  const std::vector<char> needed = reachable_from_roots(p, is_chosen);
+  const NodeFilter keep = [&](std::uint32_t n) { return is_chosen(n) && needed[p.nodes[n].cls]; };
+  const Components scc = strong_components(p, keep);
+  std::vector<std::vector<std::uint32_t>> members(scc.size.size());
+  for (std::uint32_t c = 0; c < p.classes.size(); ++c)
+    if (needed[c] && choice[c] >= 0 && scc.size[scc.of[c]] > 1) members[scc.of[c]].push_back(c);
+  std::vector<std::uint32_t> cyclic;
+  std::set<std::vector<std::uint32_t>> found;
+  for (auto& component : members)
+    if (!component.empty()) {
+      cyclic.insert(cyclic.end(), component.begin(), component.end());
+      found.insert(std::move(component));
+    }
+  for (auto& cycle : shortest_cycles(p, keep, cyclic, SIZE_MAX)) found.insert(std::move(cycle));
+  return {found.begin(), found.end()};
 }
 
 std::optional<std::vector<std::uint32_t>> children_first(const ExtractionProblem& p,

@@ -12,15 +12,15 @@
 //   - a chosen node's child classes are active;
 //   - with negative costs, a class is active only when a chosen node needs
 //     it (else the solver would add unneeded classes for their reward);
-//   - acyclicity, only inside strongly connected components of the class
-//     graph (Boost.Graph): an order value t per class there, and a chosen
-//     node in c with child d of the same component forces t_c >= t_d + 1.
-// Pruning before the solve: nodes of infinite cost or with their own class
-// as a child, classes with no finite program (and nodes that need them),
-// classes the roots cannot reach, and, when no cost is negative, nodes
-// dominated by a sibling that costs no more and needs a subset of their
-// children (choosing the sibling instead is never worse and closes no new
-// cycle).
+//   - acyclicity, as cuts: for a class set S on a cycle, whenever a class
+//     s of S chooses a node with a child in S, another class of S chooses
+//     one without (generalized subtour elimination, one row per s). The
+//     short cycles of the class graph's strongly connected components
+//     (Boost.Graph) are cut from the start; a solution that still closes a
+//     cycle has its cycles cut and the program is solved again, until a
+//     solution is acyclic or the time runs out (extraction-gym's lazy cycle
+//     blocking, with the stronger rows).
+// Pruning first (extract/ilp_prune.hpp).
 //
 // Saturn's tensor e-graphs price fused chains once (problem.fusion); that
 // DAG cost is not linear in the nodes, so there the program minimizes the

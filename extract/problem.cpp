@@ -216,6 +216,13 @@ double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& cho
   return total;
 }
 
+double unfused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
+  double total = 0;
+  if (!walk(p, choice, [&](std::uint32_t c) { total += p.nodes[static_cast<std::size_t>(choice[c])].cost; }))
+    return kInfinity;
+  return total;
+}
+
 double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
   std::vector<double> cost(p.classes.size(), 0);
   bool ok = walk(p, choice, [&](std::uint32_t c) {

@@ -67,7 +67,9 @@ struct ExactSolve {
   bool kept_incumbent = false;   // the solver found nothing cheaper
   std::size_t columns = 0, rows = 0;
   std::size_t pruned_nodes = 0, pruned_classes = 0;
-  std::size_t cyclic_classes = 0;  // in strongly connected components, given order variables
+  std::size_t cyclic_classes = 0;  // kept classes in strongly connected components of the class graph
+  std::size_t cycle_cuts = 0;      // cycles forbidden (two-class ones first, then those solutions closed)
+  std::size_t solves = 0;          // CBC runs (one more per solution that closed a cycle)
 };
 
 // A choice of one node per needed class (-1: not chosen).
@@ -103,5 +105,8 @@ Expected<ExtractionProblem> read_serialized_json(const std::string& text, const 
 // once when the problem has fusion roles; the tree cost never fuses.
 double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
+// The DAG cost with every node priced alone, fused or not: what a linear
+// objective (the ILP's) adds up.
+double unfused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 
 }  // namespace saturn::extract

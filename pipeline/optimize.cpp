@@ -257,14 +257,17 @@ nlohmann::json exact_json(const extract::ExactSolve& s) {
           {"ilp_rows", s.rows},
           {"pruned_nodes", s.pruned_nodes},
           {"pruned_classes", s.pruned_classes},
-          {"cyclic_classes", s.cyclic_classes}};
+          {"cyclic_classes", s.cyclic_classes},
+          {"cycle_cuts", s.cycle_cuts},
+          {"ilp_solves", s.solves}};
 }
 
 std::string exact_summary(const extract::ExactSolve& s) {
   std::ostringstream o;
   o << "ilp: " << s.status << ", objective " << s.objective << ", bound " << s.bound << ", dag-greedy incumbent "
     << s.incumbent << (s.kept_incumbent ? " (kept)" : "") << "; " << s.columns << " columns, " << s.rows
-    << " rows after pruning " << s.pruned_nodes << " nodes and " << s.pruned_classes << " classes";
+    << " rows after pruning " << s.pruned_nodes << " nodes and " << s.pruned_classes << " classes; " << s.cycle_cuts
+    << " cycles forbidden over " << s.solves << " solve" << (s.solves == 1 ? "" : "s");
   return o.str();
 }
 

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <random>
 
-#include "extract/class_graph.hpp"
 #include "extract/extractors.hpp"
 #include "extract/ilp.hpp"
 #include "extraction_problems.hpp"
@@ -61,9 +60,28 @@ TEST_CASE("ILP never extracts a cycle, even a free one") {
   CHECK(ilp.choice[0] == 0);
   CHECK(ilp.choice[1] == 3);
   CHECK(ilp.exact->cyclic_classes == 2);  // one strongly connected component
-  const Components scc = strong_components(p, [](std::uint32_t) { return true; });
-  CHECK(scc.of[0] == scc.of[1]);
-  CHECK(scc.size[scc.of[0]] == 2);
+  CHECK(ilp.exact->cycle_cuts == 1);      // the two-class cycle, forbidden from the start
+}
+
+TEST_CASE("ILP forbids a long cycle once a solution closes it, and solves again") {
+  // 0 -> 1 -> ... -> 5 -> 0 by zero-cost nodes, longer than the cycles
+  // forbidden from the start; each class also has a leaf: 9 except 5's, 1.
+  // Without acyclicity the free cycle costs 0; the best program is 1.
+  std::vector<std::tuple<std::uint32_t, double, std::vector<std::uint32_t>>> nodes;
+  for (std::uint32_t c = 0; c < 6; ++c) {
+    nodes.push_back({c, 0, {(c + 1) % 6}});
+    nodes.push_back({c, c == 5 ? 1.0 : 9.0, {}});
+  }
+  auto p = make_problem(6, nodes, {0});
+  auto ilp = extract_ilp(p, 10.0);
+  REQUIRE(ilp.exact);
+  CHECK(ilp.exact->status == "optimal");
+  CHECK(ilp.dag_cost == 1.0);
+  CHECK(ilp.exact->solves == 2);
+  CHECK(ilp.exact->cycle_cuts >= 1);
+  CHECK(ilp.exact->bound == Approx(1.0));
+  for (std::uint32_t c = 0; c < 5; ++c) CHECK(ilp.choice[c] == static_cast<std::int32_t>(2 * c));
+  CHECK(ilp.choice[5] == 11);
 }
 
 TEST_CASE("ILP breaks a longer cycle where breaking it at the cheap end is wrong") {
@@ -161,6 +179,34 @@ TEST_CASE("ILP prunes what cannot be in a cheaper program and still answers exac
   CHECK(ilp.dag_cost == 4.0);
   CHECK(ilp.exact->pruned_nodes >= 3);
   CHECK(ilp.exact->pruned_classes >= 2);
+}
+
+TEST_CASE("ILP on a problem whose DAG cost fuses: pruned by the unfused objective, never a dropped root") {
+  // relu(add(a, b)): the two elementwise nodes fuse into one kernel, so the
+  // fused DAG cost is below every unfused sum; class 1 also has a dearer
+  // unfusable alternative.
+  auto p = make_problem(4, {{0, 15, {1}}, {1, 20, {2, 3}}, {1, 50, {2, 3}}, {2, 1, {}}, {3, 1, {}}}, {0});
+  p.fusion = true;
+  const auto elementwise = [](double reads, std::size_t slots) {
+    FusedPrice f;
+    f.role = FuseRole::Elementwise;
+    f.write_us = 5;
+    f.overhead_us = 5;
+    f.out_elems = 100;
+    f.read_us.assign(slots, reads);
+    return f;
+  };
+  p.nodes[0].fused = elementwise(5, 1);
+  p.nodes[1].fused = elementwise(5, 2);
+  const std::vector<std::int32_t> best{0, 1, 3, 4};
+  REQUIRE(dag_cost(p, best) < unfused_dag_cost(p, best));
+  CHECK(unfused_dag_cost(p, best) == 37.0);
+  auto ilp = extract_ilp(p, 10.0);
+  REQUIRE(ilp.exact);
+  CHECK(ilp.exact->status == "optimal");
+  CHECK(ilp.choice == best);
+  CHECK(ilp.dag_cost == dag_cost(p, best));
+  CHECK(ilp.exact->objective == 37.0);
 }
 
 TEST_CASE("a root without a finite program is reported, not solved") {
