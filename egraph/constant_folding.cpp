@@ -36,6 +36,9 @@ std::optional<Number> fold_arithmetic(Op op, std::span<const Number> args) {
     if (name == "/") {
       if (args[1].as_real() == 0.0) return std::nullopt;
       if (all_int) {
+        // INT64_MIN % -1 traps; a division by -1 is a negation, out of
+        // range (not folded) for INT64_MIN.
+        if (args[1].as_int() == -1) return int_or_real(-I(0), true);
         if (args[0].as_int() % args[1].as_int() != 0) return int_or_real(R(0) / R(1), false);
         return int_or_real(I(0) / I(1), true);
       }

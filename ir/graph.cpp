@@ -26,7 +26,11 @@ std::vector<bool> live_nodes(const Graph& g) {
 Expected<std::map<std::string, ValueType>> infer_types(const Graph& g) {
   std::map<std::string, ValueType> types;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{g.source, 0, 0}, msg}; };
-  for (const GraphValue& v : g.inputs) types[v.name] = v.type;
+  for (const GraphValue& v : g.inputs) {
+    if (!checked_static_numel(v.type.shape))
+      return fail("input '" + v.name + "' has shape " + to_string(v.type.shape) + ": more than 2^48 elements");
+    types[v.name] = v.type;
+  }
   for (const auto& [name, t] : g.initializers) types[name] = ValueType{t.dtype(), shape_of(t.dims())};
   for (const Node& n : g.nodes) {
     const OpDef* def = OpRegistry::get().find(n.op);
@@ -48,8 +52,14 @@ Expected<std::map<std::string, ValueType>> infer_types(const Graph& g) {
       if (def->num_outputs >= 0 && n.outputs.size() > outs.size())
         return fail(describe(n) + ": " + n.op + " has " + std::to_string(outs.size()) + " results, the node names " +
                     std::to_string(n.outputs.size()));
-      for (std::size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
-        if (!n.outputs[k].empty()) types[n.outputs[k]] = outs[k];
+      for (std::size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k) {
+        if (n.outputs[k].empty()) continue;
+        // Single assignment: a second producer of a name would silently win.
+        if (types.count(n.outputs[k]))
+          return fail(describe(n) + ": value '" + n.outputs[k] +
+                      "' is already defined (by a graph input, an initializer or another node)");
+        types[n.outputs[k]] = outs[k];
+      }
     } catch (const ShapeError& e) {
       return fail(describe(n) + ": " + e.message);
     }

@@ -111,6 +111,7 @@ class Importer {
     g_.name = gp.name();
     g_.source = source_;
     for (const auto& init : gp.initializer()) {
+      if (consts_.count(init.name())) fail(source_, "initializer '" + init.name() + "' is defined twice");
       Tensor t = tensor_from_proto(init, source_, "initializer '" + init.name() + "'");
       types_[init.name()] = ValueType{t.dtype(), shape_of(t.dims())};
       consts_[init.name()] = std::move(t);
@@ -189,20 +190,29 @@ class Importer {
   void ignore(std::initializer_list<const char*> names) const {
     for (const char* n : names) read_attrs_.insert(n);
   }
-  std::int64_t ai(const std::string& name, std::int64_t fallback) const {
+  // An attribute read as a given kind; another kind is an error (a FLOAT
+  // axis read as an INT would be 0).
+  const onnx::AttributeProto* typed_attr(const std::string& name, onnx::AttributeProto::AttributeType kind) const {
     auto* a = attr(name);
+    if (a && a->type() != kind)
+      unsupported("attribute '" + name + "' is " + onnx::AttributeProto::AttributeType_Name(a->type()) + ", expected " +
+                  onnx::AttributeProto::AttributeType_Name(kind));
+    return a;
+  }
+  std::int64_t ai(const std::string& name, std::int64_t fallback) const {
+    auto* a = typed_attr(name, onnx::AttributeProto::INT);
     return a ? a->i() : fallback;
   }
   double af(const std::string& name, double fallback) const {
-    auto* a = attr(name);
+    auto* a = typed_attr(name, onnx::AttributeProto::FLOAT);
     return a ? a->f() : fallback;
   }
   std::string as(const std::string& name, const std::string& fallback) const {
-    auto* a = attr(name);
+    auto* a = typed_attr(name, onnx::AttributeProto::STRING);
     return a ? a->s() : fallback;
   }
   std::vector<std::int64_t> aints(const std::string& name) const {
-    auto* a = attr(name);
+    auto* a = typed_attr(name, onnx::AttributeProto::INTS);
     return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : std::vector<std::int64_t>{};
   }
   bool has_attr(const std::string& name) const { return attr(name) != nullptr; }
@@ -275,6 +285,10 @@ class Importer {
       all_const &= c != nullptr;
       ins.push_back(TypedInput{type_of(name), c, true});
     }
+    // Single assignment: a second producer of a name would silently win.
+    for (const std::string& name : n.outputs)
+      if (!name.empty() && types_.count(name))
+        unsupported("value '" + name + "' is already defined (by a graph input, an initializer or another node)");
     std::vector<ValueType> outs;
     try {
       outs = def->infer(n.attrs, ins, n.outputs.size());

@@ -103,6 +103,9 @@ void OpRegistry::add(OpDef def) {
         for (const Dim& d : t.shape)
           if (d.is_static() && d.value() < 0)
             shape_error(name + ": the result would have a negative dimension " + to_string(t.shape));
+      for (const ValueType& t : out)
+        if (!checked_static_numel(t.shape))
+          shape_error(name + ": the result " + to_string(t.shape) + " would have more than 2^48 elements");
       return out;
     };
   ops_[name] = std::make_unique<OpDef>(std::move(def));

@@ -391,7 +391,11 @@ void register_movement_ops(OpRegistry& r) {
       if (rep.size() != dims.size())
         shape_error("tile: repeats has " + std::to_string(rep.size()) + " entries for rank " +
                     std::to_string(dims.size()));
-      for (std::size_t i = 0; i < dims.size(); ++i) dims[i] *= rep[i];
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (rep[i] < 0) shape_error("tile: repeats holds a negative count " + std::to_string(rep[i]));
+        if (__builtin_mul_overflow(dims[i], rep[i], &dims[i]) || dims[i] > kMaxElements)
+          shape_error("tile: axis " + std::to_string(i) + " would have more than 2^48 elements");
+      }
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(dims)}};
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "ir/sexpr.hpp"
@@ -141,6 +143,30 @@ std::int64_t int_of(const SExpr& e) {
   return std::get<std::int64_t>(*n);
 }
 
+// An integer element of type t; a value t cannot hold is an error, not a
+// wrapped one (i8 300 would store 44).
+std::int64_t int_in_range(DType t, const SExpr& e) {
+  const std::int64_t v = int_of(e);
+  const auto [lo, hi] = [t]() -> std::pair<std::int64_t, std::int64_t> {
+    switch (t) {
+      case DType::I8:
+        return {-128, 127};
+      case DType::U8:
+        return {0, 255};
+      case DType::I32:
+        return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+      case DType::Bool:
+        return {0, 1};
+      default:
+        return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+    }
+  }();
+  if (v < lo || v > hi)
+    fail_at(e.loc, std::to_string(v) + " is out of range for " + dtype_name(t) + " [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "]");
+  return v;
+}
+
 std::vector<std::int64_t> ints_of(const SExpr& e) {
   if (e.kind != SExpr::Kind::Bracket)
     fail_at(e.loc, "expected a list of integers [...], found '" + e.to_string() + "'");
@@ -180,8 +206,9 @@ Tensor tensor_of(DType t, const SExpr& dims, const SExpr& values) {
   for (auto x : d)
     if (x < 0) fail_at(dims.loc, "negative dimension");
   if (values.kind != SExpr::Kind::Bracket) fail_at(values.loc, "expected the values [...]");
-  std::size_t n = 1;
-  for (auto x : d) n *= static_cast<std::size_t>(x);
+  const auto count = checked_numel(d);
+  if (!count) fail_at(dims.loc, "shape " + dims.to_string() + " has more than 2^48 elements");
+  const auto n = static_cast<std::size_t>(*count);
   if (values.items.size() != n)
     fail_at(values.loc, "expected " + std::to_string(n) + " values for shape " + dims.to_string() + ", found " +
                             std::to_string(values.items.size()));
@@ -190,7 +217,7 @@ Tensor tensor_of(DType t, const SExpr& dims, const SExpr& values) {
     if (is_float(t))
       out.set(i, real_of(values.items[i]));
     else
-      out.set_int(i, int_of(values.items[i]));
+      out.set_int(i, int_in_range(t, values.items[i]));
   }
   return out;
 }
@@ -221,6 +248,12 @@ Graph graph_of(const SExpr& top, const std::string& path) {
   g.source = path;
   g.name = name_of(top.items[1], "the graph's name");
   bool has_output = false;
+  std::set<std::string> declared;  // inputs and initializers: each name once
+  const auto declare = [&](const SExpr& name, const char* what) {
+    std::string n = name_of(name, what);
+    if (!declared.insert(n).second) fail_at(name.loc, "'" + n + "' is declared twice (as an input or initializer)");
+    return n;
+  };
   for (std::size_t i = 2; i < top.items.size(); ++i) {
     const SExpr& f = top.items[i];
     if (!f.is_list() || f.items.empty() || !f.items[0].is_atom())
@@ -231,11 +264,11 @@ Graph graph_of(const SExpr& top, const std::string& path) {
         fail_at(f.loc, "expected (input NAME TYPE [DIMS])");
       Shape s;
       for (const SExpr& d : f.items[3].items) s.push_back(dim_of(d));
-      g.inputs.push_back(GraphValue{name_of(f.items[1], "an input name"), ValueType{dtype_of(f.items[2]), s}});
+      g.inputs.push_back(GraphValue{declare(f.items[1], "an input name"), ValueType{dtype_of(f.items[2]), s}});
       g.declared_inputs.push_back(g.inputs.back().name);
     } else if (head == "init") {
       if (f.items.size() != 5) fail_at(f.loc, "expected (init NAME TYPE [DIMS] [VALUES])");
-      g.initializers[name_of(f.items[1], "a name")] = tensor_of(dtype_of(f.items[2]), f.items[3], f.items[4]);
+      g.initializers[declare(f.items[1], "a name")] = tensor_of(dtype_of(f.items[2]), f.items[3], f.items[4]);
     } else if (head == "node") {
       if (f.items.size() < 5 || !f.items[3].is_list() || !f.items[4].is_list())
         fail_at(f.loc, "expected (node NAME OP (OUTPUTS) (INPUTS) :ATTR VALUE ...)");

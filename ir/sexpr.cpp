@@ -59,7 +59,7 @@ class Reader {
     for (;;) {
       skip();
       if (pos_ >= s_.size()) return out;
-      out.push_back(read());
+      out.push_back(read(0));
     }
   }
 
@@ -88,11 +88,16 @@ class Reader {
     }
   }
 
-  SExpr read() {
+  SExpr read(int depth) {
     SExpr e;
     e.loc = here();
     char c = peek();
     if (c == '(' || c == '[') {
+      // Every stage after the reader (rules, terms, their checks and
+      // printing) walks the tree recursively: a bound here keeps them all
+      // within the stack.
+      if (depth >= kMaxSExprNesting)
+        fail_at(e.loc, "lists nested deeper than " + std::to_string(kMaxSExprNesting) + " levels");
       const char close = c == '(' ? ')' : ']';
       e.kind = c == '(' ? SExpr::Kind::List : SExpr::Kind::Bracket;
       bump();
@@ -108,7 +113,7 @@ class Reader {
           fail_at(here(), std::string("expected '") + close + "' to close the '" + c + "' opened at " +
                               std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col) + ", found '" + peek() +
                               "'");
-        e.items.push_back(read());
+        e.items.push_back(read(depth + 1));
       }
     }
     if (c == ')' || c == ']') fail_at(e.loc, std::string("unexpected '") + c + "' with no open bracket");

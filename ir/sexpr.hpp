@@ -41,6 +41,10 @@ struct SExpr {
   std::string to_string() const;
 };
 
+// How deep lists may nest; deeper input is an error at the list that
+// exceeds it (no rule, term or model line needs a fraction of it).
+inline constexpr int kMaxSExprNesting = 1000;
+
 // Reads every top-level form of `text`; `file` names it in diagnostics.
 Expected<std::vector<SExpr>> parse_sexprs(std::string_view text, const std::string& file);
 

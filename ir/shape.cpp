@@ -45,6 +45,24 @@ std::int64_t numel(const std::vector<std::int64_t>& dims) {
   return n;
 }
 
+std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) return 0;
+  }
+  for (auto d : dims)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) return std::nullopt;
+  return n;
+}
+
+std::optional<std::int64_t> checked_static_numel(const Shape& s) {
+  std::vector<std::int64_t> dims;
+  for (const Dim& d : s)
+    if (d.is_static()) dims.push_back(d.value());
+  return checked_numel(dims);
+}
+
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims) {
   std::vector<std::int64_t> s(dims.size(), 1);
   for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];

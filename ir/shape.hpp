@@ -34,7 +34,15 @@ std::string to_string(const Shape& s);  // "[2 N 2*M+1]"
 bool is_static(const Shape& s);
 std::vector<std::int64_t> static_dims(const Shape& s);  // precondition: is_static
 Shape shape_of(const std::vector<std::int64_t>& dims);
-std::int64_t numel(const std::vector<std::int64_t>& dims);
+std::int64_t numel(const std::vector<std::int64_t>& dims);  // precondition: checked_numel holds a value
+// Tensors hold at most 2^48 elements: no machine stores more, and every
+// element and byte count below it fits int64 without overflow.
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+// The element count of dims; nullopt when a dimension is negative or the
+// count exceeds kMaxElements (a product computed without overflowing).
+std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& dims);
+// The static dimensions' element count of a shape, symbols taken as 1.
+std::optional<std::int64_t> checked_static_numel(const Shape& s);
 // Element strides of a row-major (C order) layout of dims.
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);
 

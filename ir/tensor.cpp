@@ -9,11 +9,13 @@
 namespace saturn::ir {
 
 Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::move(dims)) {
-  numel_ = 1;
-  for (auto d : dims_) {
+  for (auto d : dims_)
     if (d < 0) throw std::invalid_argument("negative dimension");
-    numel_ *= static_cast<std::size_t>(d);
-  }
+  // Callers check shapes first (checked_numel); a wrapped count here would
+  // allocate too little and be written past.
+  const auto count = checked_numel(dims_);
+  if (!count) throw std::length_error("a tensor of more than 2^48 elements");
+  numel_ = static_cast<std::size_t>(*count);
   bytes_.assign(numel_ * dtype_size(t), 0);
 }
 

@@ -14,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -63,6 +64,14 @@ class ExprEmitter {
   llvm::Value* emit(ir::SymId root, LeafFn leaf) {
     std::unordered_map<ir::SymId, llvm::Value*> memo;
     fault_ = nullptr;
+    // Operands before users, so that the recursive emit below finds every
+    // operand memoized and never nests deeper than one level (a fused chain
+    // of 20,000 elementwise ops would overflow the stack). A node's operands
+    // were made before it: ascending ids are such an order.
+    const ir::SymId roots[] = {root};
+    std::vector<ir::SymId> order = ctx_.reachable(roots);
+    std::sort(order.begin(), order.end());
+    for (ir::SymId id : order) emit(id, leaf, memo);
     return emit(root, leaf, memo);
   }
   // The last emit's i32 fault bits (those of the divisions by zero that

@@ -1,5 +1,6 @@
 // E-class analyses, through constant folding.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "egraph/constant_folding.hpp"
 #include "egraph/egraph.hpp"
@@ -70,4 +71,8 @@ TEST_CASE("folding refuses what it cannot do exactly") {
   CHECK(fold_arithmetic(Op::symbol("/"), std::vector<Number>{Number(std::int64_t{7}), two})->as_real() == 3.5);
   CHECK(fold_arithmetic(Op::symbol("pow"), std::vector<Number>{two, Number(std::int64_t{10})})->as_int() == 1024);
   CHECK_FALSE(fold_arithmetic(Op::symbol("unknown"), std::vector<Number>{two, two}).has_value());
+  // INT64_MIN / -1 is 2^63: not folded (and the remainder test must not trap).
+  const Number lowest = std::numeric_limits<std::int64_t>::min(), minus_one = std::int64_t{-1};
+  CHECK_FALSE(fold_arithmetic(Op::symbol("/"), std::vector<Number>{lowest, minus_one}).has_value());
+  CHECK(fold_arithmetic(Op::symbol("/"), std::vector<Number>{Number(std::int64_t{-7}), minus_one})->as_int() == 7);
 }

@@ -114,6 +114,25 @@ TEST_CASE("bad terms - missing files and bad flags exit 2") {
   CHECK(run_saturn("opt model.onnx").status == 2);
 }
 
+TEST_CASE("numeric flags refuse negative - NaN and infinite values with exit 2 naming the flag") {
+  auto rules = write("neg.rules", kRules);
+  auto terms = write("neg.terms", "(+ a b)\n");
+  for (const char* flag : {"--iter-limit -3", "--node-limit -1", "--time-limit nan", "--time-limit -1",
+                           "--memory-limit -5", "--time-limit inf"}) {
+    INFO(flag);
+    auto r = run_saturn("eqsat --rules " + rules + " " + terms + " " + flag);
+    CHECK(r.status == 2);
+    const std::string name(flag, std::string(flag).find(' '));
+    CHECK(r.err.find(name + ": expected a finite number >= 0") != std::string::npos);
+  }
+  CHECK(run_saturn("eqsat --rules " + rules + " " + terms + " --time-limit 0.5 --iter-limit 0").status == 0);
+  // The other commands' numeric flags take the same check.
+  CHECK(run_saturn("run " + terms + " --bench -2").status == 2);
+  CHECK(run_saturn("run " + terms + " --rtol nan").status == 2);
+  CHECK(run_saturn("extract " + terms + " --time-limit -1").status == 2);
+  CHECK(run_saturn("verify " + rules + " --max-instances -1").status == 2);
+}
+
 TEST_CASE("eqsat help exits 0 and lists the flags") {
   auto r = run_saturn("eqsat --help");
   CHECK(r.status == 0);

@@ -240,3 +240,58 @@ TEST_CASE("run on a compiled target with rules that do not load or no rules at a
   ::unsetenv("SATURN_RULESETS");
   fs::remove_all(rules);
 }
+
+TEST_CASE("products with an empty dimension run optimized on cpu as on interp - K = 0 gives zeros") {
+  auto dir = fs::temp_directory_path() / ("saturn-empty-matmul-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // y = a b with a [2 0], b [0 3]: an empty sum, zeros; z = c d with d [4 0]: empty.
+  std::ofstream(dir / "g.sat") << "(graph g\n  (input a f32 [2 0])\n  (input b f32 [0 3])\n"
+                                  "  (input c f32 [2 4])\n  (input d f32 [4 0])\n"
+                                  "  (node inner matmul (y) (a b))\n  (node outer matmul (z) (c d))\n  (output y z))\n";
+  using saturn::ir::DType;
+  using saturn::ir::Tensor;
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {2, 0}, {}), (dir / "a.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {0, 3}, {}), (dir / "b.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                      (dir / "c.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {4, 0}, {}), (dir / "d.pb").string()));
+  REQUIRE(
+      saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {2, 3}, {0, 0, 0, 0, 0, 0}), (dir / "y.pb").string()));
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {2, 0}, {}), (dir / "z.pb").string()));
+  for (const char* target : {"cpu", "interp"}) {
+    INFO(target);
+    auto r =
+        run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --inputs " + (dir / "a.pb").string() +
+                   " " + (dir / "b.pb").string() + " " + (dir / "c.pb").string() + " " + (dir / "d.pb").string() +
+                   " --check " + (dir / "y.pb").string() + " " + (dir / "z.pb").string());
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.find("refused") == std::string::npos);
+  }
+}
+
+TEST_CASE("a 20000-op elementwise chain compiles on cpu into one kernel - without exhausting the stack") {
+  auto dir = fs::temp_directory_path() / ("saturn-long-chain-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream sat(dir / "chain.sat");
+    sat << "(graph chain\n  (input x f32 [4])\n";
+    std::string prev = "x";
+    for (int i = 0; i < 20000; ++i) {
+      const std::string v = saturn::test::numbered("v", i);
+      sat << "  (node n" << i << " sin (" << v << ") (" << prev << "))\n";
+      prev = v;
+    }
+    sat << "  (output " << prev << "))\n";
+  }
+  using saturn::ir::DType;
+  using saturn::ir::Tensor;
+  REQUIRE(saturn::ir::write_tensor_pb(Tensor::of_doubles(DType::F32, {4}, {1, -0.5, 2, 0}), (dir / "x.pb").string()));
+  const std::string model = (dir / "chain.sat").string() + " --inputs " + (dir / "x.pb").string();
+  auto reference = run_saturn("run " + model + " --target interp --out " + (dir / "want").string());
+  REQUIRE(reference.status == 0);
+  auto cpu = run_saturn("run " + model + " --target cpu --no-opt --check " + (dir / "want" / "output_0.pb").string());
+  INFO(cpu.err);
+  CHECK(cpu.status == 0);
+  CHECK(cpu.err.find("1 generated kernels for 20000 ops") != std::string::npos);
+}

@@ -249,6 +249,53 @@ TEST_CASE("an attribute the importer does not understand is an error - not a sil
   CHECK(g.error().message == "node 'r' (Relu, opset 17): attribute 'mystery' is not supported");
 }
 
+TEST_CASE("an attribute of the wrong kind is an error naming it - never read as 0") {
+  // Softmax's axis given as FLOAT 1.0 would read as INT 0.
+  ModelBuilder b(17);
+  b.input("x", 1, {"2", "3"});
+  auto* a = b.node("Softmax", {"x"}, {"y"}, "sm")->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(1.0F);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message == "node 'sm' (Softmax, opset 17): attribute 'axis' is FLOAT, expected INT");
+  // The right kind imports.
+  ModelBuilder ok(17);
+  ok.input("x", 1, {"2", "3"});
+  attr_int(ok.node("Softmax", {"x"}, {"y"}, "sm"), "axis", 1);
+  ok.output("y");
+  CHECK(ok.import());
+}
+
+TEST_CASE("single assignment - two producers of a name or a duplicate initializer are errors") {
+  ModelBuilder b(17);
+  b.input("x", 1, {"2"});
+  b.node("Relu", {"x"}, {"y"}, "first");
+  b.node("Neg", {"x"}, {"y"}, "second");
+  b.output("y");
+  auto twice = b.import();
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message ==
+        "node 'second' (Neg, opset 17): value 'y' is already defined (by a graph input, an initializer or another "
+        "node)");
+  ModelBuilder s(17);
+  s.input("x", 1, {"2"});
+  s.node("Relu", {"x"}, {"x"}, "shadow");
+  s.output("x");
+  CHECK_FALSE(s.import());
+  ModelBuilder d(17);
+  d.input("x", 7, {"1"});
+  d.init_ints("w", {1});
+  d.init_ints("w", {2});
+  d.node("Add", {"x", "w"}, {"y"}, "add");
+  d.output("y");
+  auto dup = d.import();
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error().message == "initializer 'w' is defined twice");
+}
+
 TEST_CASE("RMSNormalization imports as its function body - f32 and f16 - axis - epsilon") {
   for (const int elem : {1, 10}) {  // FLOAT, FLOAT16
     for (const std::int64_t axis : {-1, 1}) {

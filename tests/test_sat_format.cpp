@@ -76,3 +76,57 @@ TEST_CASE(".sat errors name file:line:col or the node") {
   CHECK(type.error().loc.col == 19);
   CHECK_FALSE(read_sat("(graph g (input x f32 [2])", "u.sat"));
 }
+
+TEST_CASE("element counts past 2^48 are errors - never a wrapped count") {
+  // 2^62 * 4 wraps to 0 in 64 bits: the empty value list must not fit it.
+  auto init = read_sat("(graph g (init w f32 [4611686018427387904 4] []) (output w))", "i.sat");
+  REQUIRE_FALSE(init);
+  CHECK(init.error().to_string() == "i.sat:1:22: error: shape [4611686018427387904 4] has more than 2^48 elements");
+  auto input = read_sat("(graph g (input x f32 [4294967296 4294967296]) (node n relu (y) (x)) (output y))", "x.sat");
+  REQUIRE_FALSE(input);
+  CHECK(input.error().message.find("input 'x' has shape [4294967296 4294967296]: more than 2^48 elements") !=
+        std::string::npos);
+  // A result that would overflow: per axis, and in the product.
+  auto axis = read_sat(
+      "(graph g (input x f32 [2 2]) (node t tile (y) (x) :repeats [4611686018427387904 1]) (output y))", "a.sat");
+  REQUIRE_FALSE(axis);
+  CHECK(axis.error().message.find("node 't' (tile): tile: axis 0 would have more than 2^48 elements") !=
+        std::string::npos);
+  auto product = read_sat(
+      "(graph g (input x f32 [2 2]) (node t tile (y) (x) :repeats [4294967296 4294967296]) (output y))", "p.sat");
+  REQUIRE_FALSE(product);
+  CHECK(product.error().message.find("would have more than 2^48 elements") != std::string::npos);
+  CHECK(saturn::ir::checked_numel({1 << 24, 1 << 24}) == std::int64_t{1} << 48);
+  CHECK_FALSE(saturn::ir::checked_numel({(1 << 24) + 1, 1 << 24}));
+  CHECK(saturn::ir::checked_numel({0, std::int64_t{1} << 62, 4}) == 0);
+}
+
+TEST_CASE("integer initializers out of their type's range are errors - never wrapped") {
+  auto i8 = read_sat("(graph g (init w i8 [2] [1 300]) (output w))", "w.sat");
+  REQUIRE_FALSE(i8);
+  CHECK(i8.error().to_string() == "w.sat:1:28: error: 300 is out of range for i8 [-128, 127]");
+  auto u8 = read_sat("(graph g (init w u8 [1] [-1]) (output w))", "u.sat");
+  REQUIRE_FALSE(u8);
+  CHECK(u8.error().message == "-1 is out of range for u8 [0, 255]");
+  CHECK_FALSE(read_sat("(graph g (init w i32 [1] [2147483648]) (output w))", "i.sat"));
+  auto edges = read_sat("(graph g (init w i8 [2] [-128 127]) (init v i32 [1] [-2147483648]) (output w v))", "e.sat");
+  REQUIRE(edges);
+  CHECK(edges->initializers.at("w").at_int(0) == -128);
+  CHECK(edges->initializers.at("v").at_int(0) == -2147483648LL);
+}
+
+TEST_CASE("single assignment - a name defined twice is an error - never last writer wins") {
+  auto twice = read_sat("(graph g (input x f32 [2]) (node a relu (y) (x)) (node b neg (y) (x)) (output y))", "t.sat");
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message ==
+        "node 'b' (neg): value 'y' is already defined (by a graph input, an initializer or another node)");
+  auto shadow = read_sat("(graph g (input x f32 [2]) (node a relu (x) (x)) (output x))", "s.sat");
+  REQUIRE_FALSE(shadow);
+  CHECK(shadow.error().message.find("value 'x' is already defined") != std::string::npos);
+  auto init = read_sat("(graph g (init w f32 [1] [1]) (init w f32 [1] [2]) (output w))", "i.sat");
+  REQUIRE_FALSE(init);
+  CHECK(init.error().to_string() == "i.sat:1:37: error: 'w' is declared twice (as an input or initializer)");
+  auto input = read_sat("(graph g (input x f32 [1]) (init x f32 [1] [2]) (output x))", "x.sat");
+  REQUIRE_FALSE(input);
+  CHECK(input.error().message == "'x' is declared twice (as an input or initializer)");
+}

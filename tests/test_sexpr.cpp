@@ -70,3 +70,17 @@ TEST_CASE("a missing file is a diagnostic - not a crash") {
   REQUIRE_FALSE(r);
   CHECK(r.error().to_string().find("/nonexistent/file.rules") != std::string::npos);
 }
+
+TEST_CASE("nesting is bounded - an error at the list too deep - not a stack overflow") {
+  const int levels = 20000;
+  const std::string deep = std::string(levels, '(') + "x" + std::string(levels, ')');
+  auto r = parse_sexprs(deep, "d.rules");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().loc.line == 1);
+  CHECK(r.error().loc.col == kMaxSExprNesting + 1);
+  CHECK(r.error().message.find("nested deeper than") != std::string::npos);
+  // Brackets count as lists; the deepest nesting allowed still reads.
+  const std::string limit = std::string(kMaxSExprNesting, '[') + std::string(kMaxSExprNesting, ']');
+  CHECK(parse_sexprs(limit, "l.rules"));
+  CHECK_FALSE(parse_sexprs("[" + limit + "]", "l.rules"));
+}

@@ -108,6 +108,7 @@ void add_calibration_flags(CLI::App& cmd, CalibrationFlags& f) {
                "shapes, and price with the measurements (saved for the next run)");
   cmd.add_flag("--no-calibration", f.no_calibration, "Price with the roofline model alone (ignore the cache)");
   cmd.add_option("--calibration-budget", f.budget_s, "--calibrate: seconds of measuring at most (reported when hit)")
+      ->check(non_negative())
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd.add_option("--calibration-file", f.file,
@@ -208,9 +209,11 @@ void add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU threads to measure with (0: the usable CPUs)")
+      ->check(non_negative())
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--budget", o.flags.budget_s, "Seconds of measuring at most, all models together")
+      ->check(non_negative())
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--calibration-file", o.flags.file, "The calibration cache (default: as saturn opt's)");

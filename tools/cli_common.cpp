@@ -34,14 +34,28 @@ std::optional<std::vector<std::string>> shipped_rules_for(const std::string& tar
   return files;
 }
 
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0)
+          return "expected a finite number >= 0, found '" + text + "'";
+        return {};
+      },
+      "NUMBER>=0");
+}
+
 void add_saturation_flags(CLI::App& cmd, SaturateOptions& o, const std::string& iter_help,
                           const std::string& time_help) {
-  cmd.add_option("--iter-limit", o.iter_limit, iter_help)->capture_default_str();
+  cmd.add_option("--iter-limit", o.iter_limit, iter_help)->check(non_negative())->capture_default_str();
   cmd.add_option("--node-limit", o.node_limit, "Stop once the e-graph holds more than N e-nodes")
+      ->check(non_negative())
       ->capture_default_str();
-  cmd.add_option("--time-limit", o.time_limit_s, time_help)->capture_default_str();
+  cmd.add_option("--time-limit", o.time_limit_s, time_help)->check(non_negative())->capture_default_str();
   cmd.add_option("--memory-limit", o.memory_limit_mb,
-                 "Stop once the process holds more than MB MiB of memory (default: half of physical memory)");
+                 "Stop once the process holds more than MB MiB of memory (default: half of physical memory)")
+      ->check(non_negative());
   cmd.add_option("--scheduler", o.scheduler, "Rule scheduler")
       ->check(CLI::IsMember({"simple", "backoff"}))
       ->capture_default_str();

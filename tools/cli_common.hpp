@@ -57,6 +57,11 @@ struct Mismatch {
 Mismatch compare_tensors(const ir::Tensor& got, const ir::Tensor& want, double rtol, double atol);
 
 // The saturation limit flags every saturating verb takes (--iter-limit,
+// Accepts a finite number >= 0 written as a flag's value. CLI11's
+// NonNegativeNumber lets NaN through, and a negative count read into an
+// unsigned field wraps to a huge one: every numeric flag takes this.
+CLI::Validator non_negative();
+
 // --node-limit, --time-limit, --memory-limit, --scheduler), bound to `o`.
 void add_saturation_flags(CLI::App& cmd, SaturateOptions& o, const std::string& iter_help,
                           const std::string& time_help);

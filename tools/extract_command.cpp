@@ -21,6 +21,7 @@ void add_extract_command(CLI::App& app, ExtractOptions& o) {
   cmd->add_option("--time-limit", o.time_limit_s,
                   "Stop improving a DAG extraction (dag-greedy) or solving (ilp, the incumbent keeps) after S seconds "
                   "(reported)")
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print one JSON object");
 }

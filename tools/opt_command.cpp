@@ -39,18 +39,21 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
                        "Stop saturating after S seconds (all phases)");
   cmd->add_option("--extract-time-limit", o.pipeline.extract_time_limit_s,
                   "Stop improving the DAG extraction after S seconds (reported)")
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print the report as JSON on stdout");
   cmd->add_flag("--measure", o.measure,
                 "cpu target: run the model as written and the optimized program, report both measured latencies, "
                 "and keep the written model when the optimized one measured slower");
   cmd->add_option("--measure-runs", o.measuring.runs, "--measure: timed runs of each (interleaved)")
+      ->check(non_negative())
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--inputs", o.measuring.inputs,
                   "--measure: input tensors (.pb or .npy) in graph-input order (default: seeded random values)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--threads", o.measuring.threads, "--measure, --calibrate: CPU threads (0: the free CPUs)")
+      ->check(non_negative())
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_calibration_flags(*cmd, o.calibration);

@@ -37,13 +37,15 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("-o,--out", o.out_dir, "Write outputs as output_0.pb, output_1.pb ... into this folder");
   cmd->add_option("--check", o.check, "Expected outputs (.pb or .npy) to compare with; exit 1 on mismatch")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--rtol", o.rtol, "Relative tolerance of --check")->capture_default_str();
-  cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->capture_default_str();
-  cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency");
+  cmd->add_option("--rtol", o.rtol, "Relative tolerance of --check")->check(non_negative())->capture_default_str();
+  cmd->add_option("--atol", o.atol, "Absolute tolerance of --check")->check(non_negative())->capture_default_str();
+  cmd->add_option("--bench", o.bench, "Time N runs after a warm-up and print median and min latency")
+      ->check(non_negative());
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
   cmd->add_option("--threads", o.threads,
                   "cpu target: worker threads (0: every CPU that no other process keeps busy; never more than the "
                   "CPUs this process may use)")
+      ->check(non_negative())
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");

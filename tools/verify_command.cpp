@@ -22,19 +22,24 @@ void add_verify_command(CLI::App& app, VerifyCommandOptions& o) {
   auto* cmd = app.add_subcommand("verify", "Prove rules with Z3, or show a counterexample.");
   cmd->add_option("rules", o.rules, "Rule files, or folders of .rules files")->required();
   cmd->add_option("--max-dim", o.verify.instances.max_dim, "Largest dimension tried (every dim in 1..N)")
+      ->check(non_negative())
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
   cmd->add_option("--max-rank", o.verify.instances.max_rank, "Largest tensor rank tried")
+      ->check(non_negative())
       ->capture_default_str()
       ->check(CLI::Range(0, 6));
   cmd->add_option("--max-instances", o.verify.instances.max_instances,
                   "Instances checked per rule at most (evenly spread over all found; reported)")
+      ->check(non_negative())
       ->capture_default_str()
       ->check(CLI::Range(2, 1000000));
   cmd->add_option("--solver-timeout", o.verify.solver_timeout_ms, "Z3 time limit per query, in milliseconds")
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--rule-time-limit", o.verify.rule_time_limit_s,
                   "Seconds per rule; the instances checked by then count (reported)")
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_flag("--fp32", o.verify.fp32, "Also report whether each proved rule is exact in float32");
   cmd->add_option("--only", o.only, "Verify only the rules whose name contains this text");
