@@ -1,10 +1,12 @@
 #include "ir/npy.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "ir/onnx_import.hpp"
+#include "ir/sexpr.hpp"
 
 namespace saturn::ir {
 
@@ -32,11 +34,9 @@ std::string field(const std::string& header, const std::string& key) {
 
 Expected<Tensor> read_npy(const std::string& path) {
   auto fail = [&](const std::string& m) { return Diagnostic{SourceLoc{path, 0, 0}, m}; };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string data = ss.str();
+  auto bytes = read_file(path);
+  if (!bytes) return bytes.error();
+  const std::string data = std::move(*bytes);
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) return fail("not a .npy file (bad magic)");
   const auto major = static_cast<unsigned char>(data[6]);
   std::size_t header_len = 0, offset = 0;
@@ -73,7 +73,8 @@ Expected<Tensor> read_npy(const std::string& path) {
     std::size_t q = p;
     while (q < shape.size() && std::isdigit(static_cast<unsigned char>(shape[q]))) ++q;
     if (q == p) return fail("malformed shape in .npy header");
-    std::int64_t d = std::stoll(shape.substr(p, q - p));
+    std::int64_t d = 0;
+    if (std::from_chars(shape.data() + p, shape.data() + q, d).ec != std::errc()) return fail("array too large");
     if (d != 0 && n > (std::size_t{1} << 40) / static_cast<std::size_t>(d)) return fail("array too large");
     dims.push_back(d);
     n *= static_cast<std::size_t>(d);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "ir/dependency_order.hpp"
+#include "ir/sexpr.hpp"
 
 namespace saturn::ir {
 
@@ -94,13 +95,25 @@ class Importer {
   Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
 
   Graph run(const onnx::ModelProto& m) {
+    bool declared = false;
     for (const auto& o : m.opset_import()) {
-      if (o.domain().empty() || o.domain() == "ai.onnx")
+      if (o.domain().empty() || o.domain() == "ai.onnx") {
+        // Read as int64: a huge version must not wrap into the known range.
+        if (o.version() <= 0 || o.version() > 27)
+          fail(source_,
+               "opset " + std::to_string(o.version()) +
+                   (o.version() <= 0 ? " is not an opset version" : " is newer than this importer knows (27)"));
         opset_ = static_cast<int>(o.version());
-      else if (o.domain() != "ai.onnx.ml")
+        declared = true;
+      } else if (o.domain() != "ai.onnx.ml") {
         domains_.insert(o.domain());
+      }
     }
-    if (opset_ == 0) opset_ = 1;
+    // IR versions before 3 had no opset_import and meant opset 1.
+    if (!declared) {
+      if (m.ir_version() >= 3) fail(source_, "the model imports no opset of the default domain (opset_import)");
+      opset_ = 1;
+    }
     // 7-22 is the documented range. Older models are accepted for the ops
     // whose definition is unchanged (legacy forms - consumed_inputs, broadcast
     // with axis, Reshape's shape attribute - are handled or rejected per
@@ -149,6 +162,7 @@ class Importer {
     }
     for (int i : node_order(gp)) import_node(gp.node(i));
     for (const auto& out : gp.output()) g_.outputs.push_back(out.name());
+    if (g_.outputs.empty()) fail(source_, "the graph has no outputs: nothing to compute");
     // Keep the constants that remaining nodes or the outputs use.
     std::set<std::string> used(g_.outputs.begin(), g_.outputs.end());
     for (const Node& n : g_.nodes) used.insert(n.inputs.begin(), n.inputs.end());
@@ -987,11 +1001,9 @@ Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& s
 }
 
 Expected<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return import_onnx_bytes(ss.str(), path, options);
+  auto bytes = read_file(path);
+  if (!bytes) return bytes.error();
+  return import_onnx_bytes(*bytes, path, options);
 }
 
 Expected<Graph> import_onnx_for_inputs(const std::string& path, const std::vector<Tensor>& inputs) {
@@ -1040,10 +1052,10 @@ std::vector<Tensor> runtime_inputs(const Graph& g, const std::vector<Tensor>& de
 }
 
 Expected<Tensor> read_tensor_pb(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
+  auto bytes = read_file(path);
+  if (!bytes) return bytes.error();
   onnx::TensorProto p;
-  if (!p.ParseFromIstream(&in))
+  if (!p.ParseFromString(*bytes))
     return Diagnostic{SourceLoc{path, 0, 0}, "not a valid TensorProto (malformed or truncated)"};
   try {
     return tensor_from_proto(p, path, "tensor");

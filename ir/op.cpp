@@ -98,6 +98,16 @@ void OpRegistry::add(OpDef def) {
       for (int k = 0; k < lo; ++k)
         if (!in[static_cast<std::size_t>(k)].present)
           shape_error(name + ": operand " + std::to_string(k) + " is required, and absent");
+      if (const OpDef* self = OpRegistry::get().find(name))
+        for (const AttrSpec& spec : self->attrs)
+          if (!spec.choices.empty() && a.has(spec.name)) {
+            const std::string v = a.s(spec.name, "");
+            if (std::find(spec.choices.begin(), spec.choices.end(), v) == spec.choices.end()) {
+              std::string known;
+              for (const auto& ch : spec.choices) known += (known.empty() ? "" : ", ") + ch;
+              shape_error(name + ": " + spec.name + " '" + v + "' is not one of " + known);
+            }
+          }
       auto out = infer(a, in, n);
       for (const ValueType& t : out)
         for (const Dim& d : t.shape)

@@ -79,19 +79,25 @@ struct AttrSpec {
   std::string name;
   AttrType type = AttrType::Int;
   std::optional<AttrValue> fallback;
+  std::vector<std::string> choices;  // a String attribute's allowed values (empty: any)
 };
 inline AttrSpec attr_int(std::string n, std::optional<std::int64_t> fb = std::nullopt) {
-  return {std::move(n), AttrType::Int, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+  return {std::move(n), AttrType::Int, fb ? std::optional<AttrValue>(*fb) : std::nullopt, {}};
 }
 inline AttrSpec attr_real(std::string n, std::optional<double> fb = std::nullopt) {
-  return {std::move(n), AttrType::Real, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+  return {std::move(n), AttrType::Real, fb ? std::optional<AttrValue>(*fb) : std::nullopt, {}};
 }
 inline AttrSpec attr_string(std::string n, std::optional<std::string> fb = std::nullopt) {
-  return {std::move(n), AttrType::String, fb ? std::optional<AttrValue>(*fb) : std::nullopt};
+  return {std::move(n), AttrType::String, fb ? std::optional<AttrValue>(*fb) : std::nullopt, {}};
 }
-inline AttrSpec attr_ints(std::string n) { return {std::move(n), AttrType::Ints, std::nullopt}; }
-inline AttrSpec attr_reals(std::string n) { return {std::move(n), AttrType::Reals, std::nullopt}; }
-inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Tensor, std::nullopt}; }
+// A string attribute that takes one of `choices` (checked by every shape
+// rule: an unknown auto_pad must not read as NOTSET).
+inline AttrSpec attr_choice(std::string n, std::string fallback, std::vector<std::string> choices) {
+  return {std::move(n), AttrType::String, AttrValue(std::move(fallback)), std::move(choices)};
+}
+inline AttrSpec attr_ints(std::string n) { return {std::move(n), AttrType::Ints, std::nullopt, {}}; }
+inline AttrSpec attr_reals(std::string n) { return {std::move(n), AttrType::Reals, std::nullopt, {}}; }
+inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Tensor, std::nullopt, {}}; }
 
 struct OpDef {
   std::string name;

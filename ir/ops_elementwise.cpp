@@ -435,7 +435,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("selu",
                   {attr_real("alpha", 1.67326319217681884765625), attr_real("gamma", 1.05070102214813232421875)});
   r.declare_attrs("hard_sigmoid", {attr_real("alpha", 0.2), attr_real("beta", 0.5)});
-  r.declare_attrs("gelu", {attr_string("approximate", "none")});
+  r.declare_attrs("gelu", {attr_choice("approximate", "none", {"none", "tanh"})});
   r.declare_attrs("mod", {attr_int("fmod", 0)});
   r.declare_attrs("cast", {attr_string("to")});
   r.declare_attrs("clip", {attr_real("min"), attr_real("max")});

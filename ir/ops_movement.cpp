@@ -108,11 +108,14 @@ SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
     if (st > 0) {
       b = std::clamp<std::int64_t>(b, 0, n);
       e = std::clamp<std::int64_t>(e, 0, n);
-      s.count[ax] = e > b ? (e - b + st - 1) / st : 0;
+      // Without overflow for any step (e - b + st - 1 overflows for huge ones).
+      s.count[ax] = e > b ? (e - b - 1) / st + 1 : 0;
     } else {
       b = std::clamp<std::int64_t>(b, -1, n - 1);
       e = std::clamp<std::int64_t>(e, -1, n - 1);
-      s.count[ax] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+      // (e - b + 1) / st is (b - e - 1) / -st without negating st, which
+      // overflows for INT64_MIN.
+      s.count[ax] = b > e ? (e - b + 1) / st + 1 : 0;
     }
     s.start[ax] = s.count[ax] ? b : 0;
     s.step[ax] = st;

@@ -25,6 +25,8 @@ WindowGeometry window_geometry(const Attrs& a, const std::vector<std::int64_t>& 
   auto pads = a.ints("pads", std::vector<std::int64_t>(2 * n, 0));
   if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
     shape_error("strides/dilations/pads do not match the spatial rank");
+  for (std::int64_t p : pads)
+    if (p < 0) shape_error("pads must be >= 0, got " + std::to_string(p));
   std::string autopad = a.s("auto_pad", "NOTSET");
   w.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
   w.pads_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
@@ -138,6 +140,8 @@ ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<
   if (g.kernel.size() != n || g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n ||
       outpad.size() != n)
     shape_error("conv_transpose: attributes do not match the spatial rank");
+  for (std::int64_t p : pads)
+    if (p < 0) shape_error("conv_transpose: pads must be >= 0, got " + std::to_string(p));
   if (oshape.size() > n) oshape.erase(oshape.begin(), oshape.begin() + static_cast<std::ptrdiff_t>(oshape.size() - n));
   if (!oshape.empty() && oshape.size() < n)
     shape_error("conv_transpose: output_shape has " + std::to_string(oshape.size()) + " entries for " +
@@ -186,6 +190,16 @@ OpDef make(const char* name, int min_in, int max_in, const char* doc) {
 void need_float(Inputs in, const char* op) {
   if (!is_float(in[0].type.dtype))
     shape_error(std::string(op) + " needs a floating operand, got " + dtype_name(in[0].type.dtype));
+}
+
+// Every present operand has operand 0's element type (ONNX's single type
+// constraint T of convolutions and Gemm): an f64 input into f32 weights is
+// an ill-typed model, not one to compute in either type.
+void need_one_type(Inputs in, const char* op) {
+  for (std::size_t k = 1; k < in.size(); ++k)
+    if (in[k].present && in[k].type.dtype != in[0].type.dtype)
+      shape_error(std::string(op) + ": operand " + std::to_string(k) + " is " + dtype_name(in[k].type.dtype) +
+                  ", operand 0 " + dtype_name(in[0].type.dtype));
 }
 
 // numpy matmul shapes: 1-D operands are promoted and the promoted axis dropped.
@@ -394,6 +408,7 @@ void register_nn_ops(OpRegistry& r) {
       return t ? std::pair{s[1], s[0]} : std::pair{s[0], s[1]};
     };
     d.infer = [dims2](const Attrs& a, Inputs in, std::size_t) {
+      need_one_type(in, "gemm");
       auto [m, k1] = dims2(in[0].type.shape, a.i("transA", 0) != 0, "A");
       auto [k2, n] = dims2(in[1].type.shape, a.i("transB", 0) != 0, "B");
       if (!(k1 == k2)) shape_error("gemm: inner dimensions differ (" + k1.to_string() + " vs " + k2.to_string() + ")");
@@ -582,6 +597,7 @@ void register_nn_ops(OpRegistry& r) {
     };
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv");
+      need_one_type(in, "conv");
       auto xd = static_shape(in[0], "conv"), wd = static_shape(in[1], "conv");
       if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv: x and w must have the same rank >= 3");
       std::int64_t g = a.i("group", 1);
@@ -641,6 +657,7 @@ void register_nn_ops(OpRegistry& r) {
     };
     d.infer = [geometry](const Attrs& a, Inputs in, std::size_t) {
       need_float(in, "conv_transpose");
+      need_one_type(in, "conv_transpose");
       auto xd = static_shape(in[0], "conv_transpose"), wd = static_shape(in[1], "conv_transpose");
       if (xd.size() < 3 || wd.size() != xd.size()) shape_error("conv_transpose: x and w must have the same rank >= 3");
       std::int64_t grp = a.i("group", 1);
@@ -819,15 +836,17 @@ void register_nn_ops(OpRegistry& r) {
   r.declare_attrs("layer_norm", {attr_int("axis", -1), attr_real("epsilon", 1e-5)});
   r.declare_attrs("instance_norm", {attr_real("epsilon", 1e-5)});
   r.declare_attrs("conv", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
-                           attr_int("group", 1), attr_string("auto_pad", "NOTSET")});
+                           attr_int("group", 1),
+                           attr_choice("auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})});
   r.declare_attrs("conv_transpose", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"),
-                                     attr_ints("dilations"), attr_int("group", 1), attr_string("auto_pad", "NOTSET"),
+                                     attr_ints("dilations"), attr_int("group", 1),
+                                     attr_choice("auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}),
                                      attr_ints("output_padding"), attr_ints("output_shape")});
   r.declare_attrs("einsum", {attr_string("equation")});
   for (const char* n : {"max_pool", "avg_pool"})
     r.declare_attrs(n, {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("pads"), attr_ints("dilations"),
-                        attr_string("auto_pad", "NOTSET"), attr_int("ceil_mode", 0), attr_int("count_include_pad", 0),
-                        attr_int("storage_order", 0)});
+                        attr_choice("auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}),
+                        attr_int("ceil_mode", 0), attr_int("count_include_pad", 0), attr_int("storage_order", 0)});
   r.declare_attrs("resize",
                   {attr_ints("sizes"), attr_reals("scales"), attr_reals("roi"), attr_string("mode", "nearest"),
                    attr_string("coordinate_transformation_mode", "half_pixel"),

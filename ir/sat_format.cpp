@@ -1,5 +1,6 @@
 #include "ir/sat_format.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -183,11 +184,22 @@ Dim dim_of(const SExpr& e) {
     return Dim::of(std::get<std::int64_t>(*n));
   }
   if (!e.is_atom()) fail_at(e.loc, "expected a dimension, found '" + e.to_string() + "'");
-  std::string t = e.text;
+  const std::string& t = e.text;
+  const auto bad = [&]() { fail_at(e.loc, "expected a dimension (a number, or c*SYMBOL+k), found '" + t + "'"); };
+  // An integer spelling all of t[from, to), with its sign.
+  const auto integer = [&](std::size_t from, std::size_t to) {
+    std::int64_t v = 0;
+    const char* b = t.data() + from;
+    const char* e2 = t.data() + to;
+    if (*b == '+') ++b;
+    auto r = std::from_chars(b, e2, v);
+    if (b == e2 || r.ec != std::errc() || r.ptr != e2) bad();
+    return v;
+  };
   std::int64_t c = 1, k = 0;
   std::size_t pos = 0;
   if (auto star = t.find('*'); star != std::string::npos) {
-    c = std::stoll(t.substr(0, star));
+    c = integer(0, star);
     pos = star + 1;
   } else if (!t.empty() && t[0] == '-') {
     c = -1;
@@ -195,9 +207,11 @@ Dim dim_of(const SExpr& e) {
   }
   std::size_t end = t.find_first_of("+-", pos);
   std::string sym = t.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-  if (end != std::string::npos) k = std::stoll(t.substr(end));
-  if (sym.empty() || !(std::isalpha(static_cast<unsigned char>(sym[0])) || sym[0] == '_'))
-    fail_at(e.loc, "expected a dimension (a number, or c*SYMBOL+k), found '" + t + "'");
+  if (end != std::string::npos) k = integer(end, t.size());
+  if (sym.empty() || !(std::isalpha(static_cast<unsigned char>(sym[0])) || sym[0] == '_') ||
+      !std::all_of(sym.begin(), sym.end(),
+                   [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
+    bad();
   return Dim::symbol(sym, c, k);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -162,6 +163,14 @@ Expected<std::vector<SExpr>> parse_sexprs(std::string_view text, const std::stri
 }
 
 Expected<std::string> read_file(const std::string& path) {
+  // A directory reads as an empty file, and a device such as /dev/zero never
+  // ends: both are refused (a pipe is read, its writer ends it).
+  std::error_code ec;
+  const auto kind = std::filesystem::status(path, ec).type();
+  if (kind == std::filesystem::file_type::directory) return Diagnostic{SourceLoc{path, 0, 0}, "is a directory"};
+  if (kind == std::filesystem::file_type::character || kind == std::filesystem::file_type::block ||
+      kind == std::filesystem::file_type::socket)
+    return Diagnostic{SourceLoc{path, 0, 0}, "is not a regular file"};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
   std::ostringstream ss;

@@ -110,6 +110,27 @@ TEST_CASE("bad input to run exits 2 with the place named") {
   CHECK(run_saturn("run /no/such/model.onnx").status == 2);
 }
 
+TEST_CASE("an .npy shape too large for int64 is bad input - not an internal error") {
+  auto dir = fs::temp_directory_path() / ("saturn-npy-huge-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_npy(dir / "huge.npy", "<f4", "(99999999999999999999999,)", std::string(8, '\0'));
+  const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
+  auto r = run_saturn("run " + model + " --inputs " + (dir / "huge.npy").string());
+  CHECK(r.status == 2);
+  CHECK(r.err.find("huge.npy: error: array too large") != std::string::npos);
+  CHECK(r.err.find("internal") == std::string::npos);
+}
+
+TEST_CASE("a device as a model or an input is bad input - not an endless read") {
+  const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
+  for (const std::string& args : {std::string("run /dev/zero"), "run " + model + " --inputs /dev/zero"}) {
+    INFO(args);
+    auto r = run_saturn(args);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("/dev/zero: error: is not a regular file") != std::string::npos);
+  }
+}
+
 TEST_CASE("run takes .sat models - and a wrong count of expected outputs is bad input") {
   auto dir = fs::temp_directory_path() / ("saturn-sat-" + std::to_string(::getpid()));
   fs::create_directories(dir);

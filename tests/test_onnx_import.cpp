@@ -296,6 +296,36 @@ TEST_CASE("single assignment - two producers of a name or a duplicate initialize
   CHECK(dup.error().message == "initializer 'w' is defined twice");
 }
 
+TEST_CASE("the default domain's opset must be a known version - and be declared - and a graph has outputs") {
+  for (std::int64_t v : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    INFO(v);
+    ModelBuilder b(17);
+    b.m.mutable_opset_import(0)->set_version(v);
+    b.input("x", 1, {"2"});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    auto g = b.import();
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message.find("opset " + std::to_string(v)) == 0);
+  }
+  ModelBuilder none(17);
+  none.m.clear_opset_import();
+  none.input("x", 1, {"2"});
+  none.node("Relu", {"x"}, {"y"});
+  none.output("y");
+  auto g = none.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message == "the model imports no opset of the default domain (opset_import)");
+  none.m.set_ir_version(2);  // before opset_import existed: opset 1
+  CHECK(none.import());
+  ModelBuilder empty(17);
+  empty.input("x", 1, {"2"});
+  empty.node("Relu", {"x"}, {"y"});
+  auto no_outputs = empty.import();
+  REQUIRE_FALSE(no_outputs);
+  CHECK(no_outputs.error().message == "the graph has no outputs: nothing to compute");
+}
+
 TEST_CASE("RMSNormalization imports as its function body - f32 and f16 - axis - epsilon") {
   for (const int elem : {1, 10}) {  // FLOAT, FLOAT16
     for (const std::int64_t axis : {-1, 1}) {

@@ -192,6 +192,34 @@ TEST_CASE("movement ops") {
         "gather_elements: indices must be i32 or i64");
   CHECK(shape_error_of("gather_elements", {{DType::F32, shape_of({3, 4})}, {DType::I32, shape_of({2, 9})}}, along1) ==
         "(no error)");
+  // String attributes with a fixed set of values, and pads, are checked.
+  const std::vector<ValueType> conv_in{{DType::F32, shape_of({1, 1, 4, 4})}, {DType::F32, shape_of({1, 1, 3, 3})}};
+  Attrs middle;
+  middle.set("auto_pad", std::string("SAME_MIDDLE"));
+  CHECK(shape_error_of("conv", conv_in, middle) ==
+        "conv: auto_pad 'SAME_MIDDLE' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  CHECK(shape_error_of("max_pool", {{DType::F32, shape_of({1, 1, 4, 4})}}, middle).find("auto_pad 'SAME_MIDDLE'") !=
+        std::string::npos);
+  Attrs negative;
+  negative.set("pads", std::vector<std::int64_t>{-1, 0, 0, 0});
+  CHECK(shape_error_of("conv", conv_in, negative) == "pads must be >= 0, got -1");
+  Attrs fast;
+  fast.set("approximate", std::string("fast"));
+  CHECK(shape_error_of("gelu", {{DType::F32, shape_of({4})}}, fast) ==
+        "gelu: approximate 'fast' is not one of none, tanh");
+  Attrs tanh_gelu;
+  tanh_gelu.set("approximate", std::string("tanh"));
+  CHECK(shape_error_of("gelu", {{DType::F32, shape_of({4})}}, tanh_gelu) == "(no error)");
+  // Convolutions and Gemm take one element type (ONNX's T).
+  CHECK(shape_error_of("conv", {{DType::F64, shape_of({1, 1, 4, 4})}, {DType::F32, shape_of({1, 1, 3, 3})}}) ==
+        "conv: operand 1 is f32, operand 0 f64");
+  CHECK(shape_error_of("conv", {{DType::F32, shape_of({1, 1, 4, 4})},
+                                {DType::F32, shape_of({1, 1, 3, 3})},
+                                {DType::F16, shape_of({1})}}) == "conv: operand 2 is f16, operand 0 f32");
+  CHECK(shape_error_of("conv", {{DType::F32, shape_of({1, 1, 4, 4})}, {DType::F32, shape_of({1, 1, 3, 3})}}) ==
+        "(no error)");
+  CHECK(shape_error_of("gemm", {{DType::F32, shape_of({2, 3})}, {DType::F64, shape_of({3, 4})}}) ==
+        "gemm: operand 1 is f64, operand 0 f32");
   Attrs sl;
   sl.set("starts", std::vector<std::int64_t>{-1});
   sl.set("ends", std::vector<std::int64_t>{-4});
@@ -200,6 +228,17 @@ TEST_CASE("movement ops") {
   CHECK(s[0].dims() == std::vector<std::int64_t>{3});
   CHECK(s[0].at(0) == 3);
   CHECK(s[0].at(2) == 1);
+  // Steps at int64's ends take one element (the count never overflows).
+  for (std::int64_t step : {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()}) {
+    Attrs huge;
+    huge.set("starts", std::vector<std::int64_t>{step < 0 ? -1 : 0});
+    huge.set("ends", std::vector<std::int64_t>{step < 0 ? std::numeric_limits<std::int64_t>::min() : 3});
+    huge.set("steps", std::vector<std::int64_t>{step});
+    auto h = run("slice", {f32({3}, {1, 2, 3})}, huge);
+    INFO(step);
+    CHECK(h[0].dims() == std::vector<std::int64_t>{1});
+    CHECK(h[0].at(0) == (step < 0 ? 3 : 1));
+  }
   Attrs pad;
   pad.set("pads", std::vector<std::int64_t>{1, 1});
   pad.set("mode", std::string("reflect"));
@@ -479,8 +518,7 @@ TEST_CASE("a fused conv_add takes a fourth operand of exactly the convolution's 
     CHECK(shape_error_of(op, {x, w, b}) == "conv_add: operand 3, the added value, is required");
     CHECK(shape_error_of(op, {x, w, b, {DType::F32, shape_of({1, 3, 1, 4})}}) ==
           "conv_add: the added operand must have the convolution's result type [1 3 4 4], got [1 3 1 4]");
-    CHECK(shape_error_of(op, {x, w, b, {DType::F64, shape_of({1, 3, 4, 4})}}).find("result type") !=
-          std::string::npos);
+    CHECK(shape_error_of(op, {x, w, b, {DType::F64, shape_of({1, 3, 4, 4})}}).find("result type") != std::string::npos);
     CHECK(shape_error_of(op, {x, w, b, {DType::F32, shape_of({1, 3, 4, 4})}}) == "(no error)");
   }
   // The values: relu(conv(x, w, b) + skip), checked against the parts.

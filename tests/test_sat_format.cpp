@@ -130,3 +130,16 @@ TEST_CASE("single assignment - a name defined twice is an error - never last wri
   REQUIRE_FALSE(input);
   CHECK(input.error().message == "'x' is declared twice (as an input or initializer)");
 }
+
+TEST_CASE("dimensions spelled wrong are errors at their place - never an internal error") {
+  for (const char* dim : {"N*2", "2*N+99999999999999999999", "x*N", "2*N+k", "2*N-"}) {
+    INFO(dim);
+    auto g = read_sat(std::string("(graph g (input x f32 [") + dim + "]) (output x))", "d.sat");
+    REQUIRE_FALSE(g);
+    CHECK(g.error().to_string() ==
+          std::string("d.sat:1:24: error: expected a dimension (a number, or c*SYMBOL+k), found '") + dim + "'");
+  }
+  auto ok = read_sat("(graph g (input x f32 [2*N-1 M+2 -K]) (output x))", "d.sat");
+  REQUIRE(ok);
+  CHECK(to_string(ok->inputs[0].type.shape) == "[2*N-1 M+2 -K]");
+}

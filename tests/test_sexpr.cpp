@@ -84,3 +84,12 @@ TEST_CASE("nesting is bounded - an error at the list too deep - not a stack over
   CHECK(parse_sexprs(limit, "l.rules"));
   CHECK_FALSE(parse_sexprs("[" + limit + "]", "l.rules"));
 }
+
+TEST_CASE("a directory or a device is refused - not read as empty or forever") {
+  auto dir = read_file("/tmp");
+  REQUIRE_FALSE(dir);
+  CHECK(dir.error().to_string() == "/tmp: error: is a directory");
+  auto device = read_file("/dev/zero");
+  REQUIRE_FALSE(device);
+  CHECK(device.error().to_string() == "/dev/zero: error: is not a regular file");
+}

@@ -14,6 +14,14 @@ parser. Each failing input is kept and printed with the end of its stderr.
       inserted), loaded alone by `saturn opt --no-default-rules`; exit 1 with
       "unsound rewrite" is accepted: a mutation can make a rule unsound, and
       that is how Saturn reports one
+  tools/fuzz.py classes [-n N] [--seed S]
+      random instances of the bad-input classes a fuzzing campaign found
+      (deep nesting, wrapped element counts, INT64_MIN / -1, long fused
+      chains, wrong-kind attributes, single assignment, out-of-range
+      integers, bad dimensions, bad numeric flags, devices and directories
+      as files, huge .npy shapes, unknown auto_pad / Gelu strings, negative
+      pads): each must end in its documented status
+      with its message, never a signal, a hang or an internal error
 """
 import argparse
 import os
@@ -59,10 +67,97 @@ def mutate_rules(text, rng):
     return "".join(toks).encode()
 
 
+def deep(n, open_="(", close=")", atom="x"):
+    return open_ * n + atom + close * n
+
+
+def sat(body, inputs="(input x f32 [4])"):
+    return f"(graph g\n  {inputs}\n{body}\n)\n"
+
+
+def npy_header(shape):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }"
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
+
+
+# Each class: (files to write {name: bytes}, saturn arguments with {name}
+# replaced by the file's path, accepted exit statuses, text stderr must hold).
+def bad_input_case(rng):
+    rule = "(rule comm (+ ?a ?b) => (+ ?b ?a))\n"
+    x4 = npy_header("(4,)") + b"\0" * 16
+    big = rng.choice([1 << 62, 1 << 49, (1 << 47) + 1, 9223372036854775807])
+    flag = rng.choice(["--iter-limit", "--node-limit", "--time-limit", "--memory-limit"])
+    value = rng.choice(["-1", "-0.5", "nan", "inf", "-inf", "-9999999999999999999"])
+    n = rng.randint(1001, 60000)
+    chain = "\n".join(f"  (node n{i} sin (v{i}) ({'x' if i == 0 else f'v{i - 1}'}))"
+                       for i in range(rng.randint(15000, 25000)))
+    last = chain.rsplit("(v", 1)[1].split(")")[0]
+    cases = [
+        ({"deep.rules": deep(n).encode()}, ["verify", "{deep.rules}"], {2}, "nested deeper than 1000"),
+        ({"r.rules": rule.encode(), "deep.terms": (deep(n, "(neg ", ")") + "\n").encode()},
+         ["eqsat", "--rules", "{r.rules}", "{deep.terms}"], {2}, "nested deeper than 1000"),
+        ({"deep.sat": sat("  (init w f32 [1] " + deep(n, "[", "]", "1") + ")\n  (output w)").encode()},
+         ["run", "{deep.sat}"], {2}, "nested deeper than 1000"),
+        ({"r.rules": rule.encode(), "fpe.terms": b"(/ -9223372036854775808 -1)\n"},
+         ["eqsat", "--rules", "{r.rules}", "--const-fold", "{fpe.terms}"], {0}, "(/ -9223372036854775808 -1)"),
+        ({"big.sat": sat(f"  (init w f32 [{big} {rng.choice([4, 1 << 30])}] [])\n  (output w)").encode()},
+         ["run", "{big.sat}"], {2}, "more than 2^48 elements"),
+        ({"tile.sat": sat(f"  (node t tile (y) (x) :repeats [{big}])\n  (output y)").encode(), "x.npy": x4},
+         ["run", "{tile.sat}", "--target", rng.choice(["cpu", "interp"]), "--inputs", "{x.npy}"], {2},
+         "more than 2^48 elements"),
+        ({"chain.sat": sat(chain + f"\n  (output v{last})").encode(), "x.npy": x4},
+         ["run", "{chain.sat}", "--target", "cpu", "--no-opt", "--inputs", "{x.npy}"], {0}, ""),
+        ({"twice.sat": sat("  (node a relu (y) (x))\n  (node b neg (y) (x))\n  (output y)").encode()},
+         ["run", "{twice.sat}"], {2}, "is already defined"),
+        ({"i8.sat": sat(f"  (init w i8 [1] [{rng.choice([128, 300, -129, 1 << 40])}])\n  (output w)").encode()},
+         ["run", "{i8.sat}"], {2}, "out of range for i8"),
+        ({"dim.sat": sat("  (output x)", f"(input x f32 [{rng.choice(['N*2', '2*N+99999999999999999999', 'x*N'])}])"
+                         ).encode()}, ["run", "{dim.sat}"], {2}, "expected a dimension"),
+        ({"r.rules": rule.encode(), "t.terms": b"(+ a b)\n"}, ["eqsat", "--rules", "{r.rules}", "{t.terms}", flag, value],
+         {2}, flag + ": expected a finite number >= 0"),
+        ({}, ["run", "/dev/zero"], {2}, "is not a regular file"),
+        ({"pad.sat": sat("  (init w f32 [1 1 1 1] [1])\n  (node c conv (y) (x w) " +
+                         rng.choice([':auto_pad "SAME_MIDDLE"', ':auto_pad ""', ":pads [-1 0 0 0]"]) + ")\n  (output y)",
+                         "(input x f32 [1 1 4 4])").encode()}, ["run", "{pad.sat}"], {2}, "node 'c' (conv)"),
+        ({"gelu.sat": sat('  (node c gelu (y) (x) :approximate "' + rng.choice(["fast", "TANH", ""]) + '")\n  (output y)'
+                          ).encode()}, ["run", "{gelu.sat}"], {2}, "is not one of none, tanh"),
+        ({"huge.npy": npy_header(f"({10 ** rng.randint(20, 40)},)") + b"\0" * 8, "x.sat": sat("  (output x)").encode()},
+         ["run", "{x.sat}", "--inputs", "{huge.npy}"], {2}, "array too large"),
+    ]
+    return rng.choice(cases)
+
+
+def run_classes(a, rng, work):
+    bad = 0
+    for i in range(a.n):
+        files, args, statuses, needle = bad_input_case(rng)
+        paths = {}
+        for name, data in files.items():
+            paths[name] = os.path.join(work, f"case{i}-{name}")
+            with open(paths[name], "wb") as f:
+                f.write(data)
+        cmd = [SATURN] + [paths.get(x[1:-1], x) if x.startswith("{") else x for x in args]
+        try:
+            r = subprocess.run(cmd, capture_output=True, timeout=120)
+            rc, err = r.returncode, r.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            rc, err = "timeout", ""
+        if rc in statuses and needle in err + (r.stdout.decode(errors="replace") if rc != "timeout" else "") \
+                and "internal" not in err:
+            for p in paths.values():
+                os.remove(p)
+            continue
+        bad += 1
+        print(f"status {rc} (want {sorted(statuses)}, {needle!r}): {' '.join(cmd)[:300]}\n  {err[-300:]}", flush=True)
+    print(f"{a.n} bad-input cases, {bad} failing (kept in {work})")
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["onnx", "rules"])
-    ap.add_argument("model")
+    ap.add_argument("kind", choices=["onnx", "rules", "classes"])
+    ap.add_argument("model", nargs="?")
     ap.add_argument("inputs", nargs="?")
     ap.add_argument("--verb", choices=["run", "interp", "opt"], default="run")
     ap.add_argument("-n", type=int, default=200)
@@ -70,6 +165,10 @@ def main():
     a = ap.parse_args()
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="saturn-fuzz-")
+    if a.kind == "classes":
+        return run_classes(a, rng, work)
+    if not a.model:
+        ap.error("onnx and rules fuzzing need a MODEL")
     rulesets = sorted(os.path.join(ROOT, "rulesets", f) for f in os.listdir(os.path.join(ROOT, "rulesets")))
     model = open(a.model, "rb").read()
     bad = 0
