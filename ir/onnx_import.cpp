@@ -3,6 +3,7 @@
 #include "ir/onnx_ops.hpp"
 #include "ir/resize.hpp"
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -966,6 +968,34 @@ void Importer::import_node(const onnx::NodeProto& n) {
     unsupported("ops of domain '" + n.domain() + "' are not supported");
   auto it = importers().find(n.op_type());
   if (it == importers().end()) unsupported("op " + n.op_type() + " is not supported");
+  // Operand and result counts as ONNX's schema for this opset states them
+  // (libonnx's registry): an importer reads the operands it knows, and
+  // would ignore an extra one. Trailing empty names are omitted optionals.
+  // Debian's libonnx (1.12) knows opsets up to 17; later opsets changed
+  // operand lists (ReduceMean's axes became an operand in 18), so newer
+  // nodes are left to the importers' own checks.
+  static const int known = [] {
+    const auto& m = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto it = m.find(onnx::ONNX_DOMAIN);
+    return it == m.end() ? 0 : it->second.second;
+  }();
+  const onnx::OpSchema* schema = opset_ <= known ? onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, "") : nullptr;
+  if (schema) {
+    int ins = n.input_size();
+    while (ins > 0 && n.input(ins - 1).empty()) --ins;
+    const int outs = num_out();
+    const auto range = [](int lo, int hi) {
+      return hi == std::numeric_limits<int>::max() ? std::to_string(lo) + " or more"
+             : lo == hi                            ? std::to_string(lo)
+                                                   : std::to_string(lo) + " to " + std::to_string(hi);
+    };
+    if (ins < schema->min_input() || ins > schema->max_input())
+      unsupported(n.op_type() + " takes " + range(schema->min_input(), schema->max_input()) + " operands, given " +
+                  std::to_string(ins));
+    if (outs < schema->min_output() || outs > schema->max_output())
+      unsupported(n.op_type() + " has " + range(schema->min_output(), schema->max_output()) +
+                  " results, the node names " + std::to_string(outs));
+  }
   read_attrs_.clear();
   try {
     it->second(*this);
