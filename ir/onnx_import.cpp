@@ -174,6 +174,25 @@ class Importer {
     }
     for (const std::string& o : g_.outputs)
       if (!types_.count(o)) fail(source_, "graph output '" + o + "' is not produced by any node");
+    // A declared output type must agree with the computed one where both
+    // are known: the element type, and static dimensions of the same rank.
+    for (const auto& out : gp.output()) {
+      if (!out.type().has_tensor_type()) continue;
+      const auto& tt = out.type().tensor_type();
+      const ValueType& got = types_.at(out.name());
+      const auto declared = dtype_from_onnx(tt.elem_type());
+      if (tt.elem_type() != 0 && declared != got.dtype)
+        fail(source_, "graph output '" + out.name() + "' is declared " + onnx_type_name(tt.elem_type()) +
+                          ", the graph computes " + dtype_name(got.dtype));
+      if (!tt.has_shape() || tt.shape().dim_size() != static_cast<int>(got.shape.size())) continue;
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        const Dim& have = got.shape[static_cast<std::size_t>(d)];
+        if (dim.has_dim_value() && have.is_static() && dim.dim_value() != have.value())
+          fail(source_, "graph output '" + out.name() + "' is declared with shape dimension " + std::to_string(d) +
+                            " = " + std::to_string(dim.dim_value()) + ", the graph computes " + to_string(got.shape));
+      }
+    }
     return std::move(g_);
   }
 

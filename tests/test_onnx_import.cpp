@@ -350,6 +350,28 @@ TEST_CASE("operand and result counts follow ONNX's schema - an extra Reshape ope
   CHECK(results.error().message == "node 'two' (Relu, opset 17): Relu has 1 results, the node names 2");
 }
 
+TEST_CASE("a declared output type that contradicts the computed one is an error") {
+  const auto declared = [](int elem, std::vector<std::int64_t> dims) {
+    ModelBuilder b(17);
+    b.input("x", 1, {"2", "3"});
+    b.node("Relu", {"x"}, {"y"}, "r");
+    auto* out = b.m.mutable_graph()->add_output();
+    out->set_name("y");
+    auto* tt = out->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    return b.import();
+  };
+  auto type = declared(7, {2, 3});
+  REQUIRE_FALSE(type);
+  CHECK(type.error().message == "graph output 'y' is declared INT64, the graph computes f32");
+  auto shape = declared(1, {3, 3});
+  REQUIRE_FALSE(shape);
+  CHECK(shape.error().message == "graph output 'y' is declared with shape dimension 0 = 3, the graph computes [2 3]");
+  CHECK(declared(1, {2, 3}));
+  CHECK(declared(1, {}));  // no shape declared: nothing to contradict
+}
+
 TEST_CASE("RMSNormalization imports as its function body - f32 and f16 - axis - epsilon") {
   for (const int elem : {1, 10}) {  // FLOAT, FLOAT16
     for (const std::int64_t axis : {-1, 1}) {
