@@ -98,16 +98,6 @@ void OpRegistry::add(OpDef def) {
       for (int k = 0; k < lo; ++k)
         if (!in[static_cast<std::size_t>(k)].present)
           shape_error(name + ": operand " + std::to_string(k) + " is required, and absent");
-      if (const OpDef* self = OpRegistry::get().find(name))
-        for (const AttrSpec& spec : self->attrs)
-          if (!spec.choices.empty() && a.has(spec.name)) {
-            const std::string v = a.s(spec.name, "");
-            if (std::find(spec.choices.begin(), spec.choices.end(), v) == spec.choices.end()) {
-              std::string known;
-              for (const auto& ch : spec.choices) known += (known.empty() ? "" : ", ") + ch;
-              shape_error(name + ": " + spec.name + " '" + v + "' is not one of " + known);
-            }
-          }
       auto out = infer(a, in, n);
       for (const ValueType& t : out)
         for (const Dim& d : t.shape)
@@ -124,6 +114,24 @@ void OpRegistry::add(OpDef def) {
 void OpRegistry::declare_attrs(const std::string& op, std::vector<AttrSpec> attrs) {
   auto it = ops_.find(op);
   if (it == ops_.end()) throw std::logic_error("declare_attrs: unknown op " + op);
+  // String attributes with a fixed set of values are checked by the op's
+  // shape rule (wrapped here, for the few ops that have one).
+  std::vector<AttrSpec> closed;
+  for (const AttrSpec& spec : attrs)
+    if (!spec.choices.empty()) closed.push_back(spec);
+  if (!closed.empty() && it->second->infer)
+    it->second->infer = [infer = std::move(it->second->infer), closed, op](
+                            const Attrs& a, std::span<const TypedInput> in, std::size_t n) {
+      for (const AttrSpec& spec : closed) {
+        if (!a.has(spec.name)) continue;
+        const std::string v = a.s(spec.name, "");
+        if (std::find(spec.choices.begin(), spec.choices.end(), v) != spec.choices.end()) continue;
+        std::string known;
+        for (const auto& ch : spec.choices) known += (known.empty() ? "" : ", ") + ch;
+        shape_error(op + ": " + spec.name + " '" + v + "' is not one of " + known);
+      }
+      return infer(a, in, n);
+    };
   it->second->attrs = std::move(attrs);
 }
 

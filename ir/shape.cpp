@@ -45,22 +45,35 @@ std::int64_t numel(const std::vector<std::int64_t>& dims) {
   return n;
 }
 
-std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& dims) {
+namespace {
+// The product of the values `count(d)` gives for the elements d of `dims`
+// that it does not skip (nullopt), without overflowing and at most
+// kMaxElements; nullopt when a value is negative or the product too large.
+// Without a vector: shape rules ask it for every result.
+template <class Range, class Count>
+std::optional<std::int64_t> bounded_product(const Range& dims, Count count) {
   std::int64_t n = 1;
-  for (auto d : dims) {
-    if (d < 0) return std::nullopt;
-    if (d == 0) return 0;
-  }
-  for (auto d : dims)
-    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) return std::nullopt;
+  bool empty = false;
+  for (const auto& d : dims)
+    if (auto v = count(d)) {
+      if (*v < 0) return std::nullopt;
+      empty |= *v == 0;
+    }
+  if (empty) return 0;
+  for (const auto& d : dims)
+    if (auto v = count(d))
+      if (__builtin_mul_overflow(n, *v, &n) || n > kMaxElements) return std::nullopt;
   return n;
+}
+}  // namespace
+
+std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& dims) {
+  return bounded_product(dims, [](std::int64_t d) { return std::optional<std::int64_t>(d); });
 }
 
 std::optional<std::int64_t> checked_static_numel(const Shape& s) {
-  std::vector<std::int64_t> dims;
-  for (const Dim& d : s)
-    if (d.is_static()) dims.push_back(d.value());
-  return checked_numel(dims);
+  return bounded_product(
+      s, [](const Dim& d) { return d.is_static() ? std::optional<std::int64_t>(d.value()) : std::nullopt; });
 }
 
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims) {

@@ -128,6 +128,15 @@ def bad_input_case(rng):
     return rng.choice(cases)
 
 
+def run(cmd, timeout):
+    """(exit status or "timeout", stdout, stderr) of one saturn run."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, timeout=timeout)
+        return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        return "timeout", "", ""
+
+
 def run_classes(a, rng, work):
     bad = 0
     for i in range(a.n):
@@ -138,13 +147,8 @@ def run_classes(a, rng, work):
             with open(paths[name], "wb") as f:
                 f.write(data)
         cmd = [SATURN] + [paths.get(x[1:-1], x) if x.startswith("{") else x for x in args]
-        try:
-            r = subprocess.run(cmd, capture_output=True, timeout=120)
-            rc, err = r.returncode, r.stderr.decode(errors="replace")
-        except subprocess.TimeoutExpired:
-            rc, err = "timeout", ""
-        if rc in statuses and needle in err + (r.stdout.decode(errors="replace") if rc != "timeout" else "") \
-                and "internal" not in err:
+        rc, out, err = run(cmd, 120)
+        if rc in statuses and needle in err + out and "internal" not in err:
             for p in paths.values():
                 os.remove(p)
             continue
@@ -187,18 +191,14 @@ def main():
                    "--extract-time-limit", "3"]
         with open(path, "wb") as f:
             f.write(data)
-        try:
-            r = subprocess.run(cmd, capture_output=True, timeout=60)
-            rc, err = r.returncode, r.stderr
-        except subprocess.TimeoutExpired:
-            rc, err = "timeout", b""
-        if rc == 1 and a.kind == "rules" and b"unsound rewrite" in err:
+        rc, _, err = run(cmd, 60)
+        if rc == 1 and a.kind == "rules" and "unsound rewrite" in err:
             rc = 0
         if rc in (0, 2):
             os.remove(path)
             continue
         bad += 1
-        print(f"status {rc}: {path}\n  {err[-300:].decode(errors='replace')}", flush=True)
+        print(f"status {rc}: {path}\n  {err[-300:]}", flush=True)
     print(f"{a.n} mutations, {bad} failing (kept in {work})")
     return 1 if bad else 0
 
