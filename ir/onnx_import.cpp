@@ -525,13 +525,35 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       }
       im.emit1("clip", {im.in(0)}, std::move(a));
     };
+    // Inference Dropout is the identity, and so is training-mode Dropout
+    // with ratio 0 (exporters emit it for attention dropout of p = 0: every
+    // element kept, scaled by 1 / (1 - 0)). Another ratio in training mode
+    // draws a random mask, which Saturn does not compute.
     t["Dropout"] = [](Importer& im) {
-      im.ignore({"seed", "ratio"});  // inference: Dropout is the identity
-      if (im.has_attr("is_test") && im.ai("is_test", 1) == 0)
-        im.unsupported("training mode is not supported (inference only)");
+      im.ignore({"seed"});
+      bool training = im.has_attr("is_test") && im.ai("is_test", 1) == 0;  // opsets 1-6
       if (im.opset() >= 12 && im.has_in(2)) {
         const Tensor* mode = im.const_value(im.in(2));
-        if (!mode || mode->at_int(0) != 0) im.unsupported("training mode is not supported (inference only)");
+        if (!mode || mode->numel() != 1)
+          im.unsupported("training_mode (operand '" + im.in(2) + "') must be a constant scalar");
+        training = mode->at(0) != 0;
+      }
+      if (!training) im.ignore({"ratio"});
+      if (training) {
+        double ratio = 0.5;  // ONNX's default
+        if (im.opset() >= 12 && im.has_in(1)) {
+          const Tensor* r = im.const_value(im.in(1));
+          if (!r || r->numel() != 1)
+            im.unsupported("ratio (operand '" + im.in(1) + "') must be a constant scalar in training mode");
+          ratio = r->at(0);
+        } else if (im.opset() < 12) {
+          ratio = im.af("ratio", 0.5);
+        }
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", ratio);
+        if (ratio != 0)
+          im.unsupported(std::string("training mode with ratio ") + text +
+                         " draws a random mask, which is not supported (only ratio 0, the identity)");
       }
       im.emit("identity", {im.in(0)}, {im.out(0)});
       if (im.num_out() > 1) {

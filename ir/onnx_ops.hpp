@@ -67,6 +67,7 @@ inline const std::vector<OnnxOpName>& onnx_op_names() {
       {"Concat", "concat", {"axis"}},
       {"Gather", "gather", {"axis"}},
       {"GatherElements", "gather_elements", {"axis"}},
+      {"ScatterND", "scatter_nd", {"reduction"}},
       {"Shape", "shape", {"start", "end"}},
       {"Size", "size", {}},
       {"Einsum", "einsum", {"equation"}},

@@ -534,6 +534,77 @@ void register_movement_ops(OpRegistry& r) {
     r.add(std::move(d));
   }
   {
+    OpDef d = make("scatter_nd", OpKind::Composite, 3, 3,
+                   "scatter_nd(data, indices, updates): data with the slices that `indices` [..., k] name "
+                   "replaced by (or, with `reduction` add/mul/max/min, combined with) the updates, in order");
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      const Shape &ds = in[0].type.shape, &is = in[1].type.shape, &us = in[2].type.shape;
+      if (in[1].type.dtype != DType::I64) shape_error("scatter_nd: indices must be i64");
+      if (in[2].type.dtype != in[0].type.dtype) shape_error("scatter_nd: updates must have the data's type");
+      if (ds.empty() || is.empty()) shape_error("scatter_nd: data and indices need rank >= 1");
+      if (!is.back().is_static()) shape_error("scatter_nd: the indices' last dimension must be static");
+      const auto k = static_cast<std::size_t>(is.back().value());
+      if (k > ds.size())
+        shape_error("scatter_nd: indices address " + std::to_string(k) + " axes of a rank-" +
+                    std::to_string(ds.size()) + " operand");
+      // updates: the indices' dims but the last, then the data's from axis k.
+      Shape want(is.begin(), is.end() - 1);
+      want.insert(want.end(), ds.begin() + static_cast<std::ptrdiff_t>(k), ds.end());
+      bool fits = want.size() == us.size();
+      for (std::size_t i = 0; fits && i < us.size(); ++i)
+        fits = !(want[i].is_static() && us[i].is_static() && want[i].value() != us[i].value());
+      if (!fits) shape_error("scatter_nd: updates " + to_string(us) + " should be " + to_string(want));
+      return std::vector<ValueType>{in[0].type};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      const std::string how = a.s("reduction", "none");
+      const std::vector<std::int64_t>& dd = x[0].dims();
+      const auto k = static_cast<std::size_t>(x[1].dims().back());
+      std::size_t slice = 1;  // elements per addressed slice
+      for (std::size_t i = k; i < dd.size(); ++i) slice *= static_cast<std::size_t>(dd[i]);
+      std::size_t tuples = 1;  // index tuples: every dim of the indices but the last
+      for (std::size_t i = 0; i + 1 < x[1].rank(); ++i) tuples *= static_cast<std::size_t>(x[1].dims()[i]);
+      if (how != "none" && x[0].dtype() == DType::Bool) shape_error("scatter_nd: reduction " + how + " of bools");
+      Tensor out = x[0];
+      const std::size_t width = dtype_size(out.dtype());
+      const bool ints = !is_float(out.dtype());
+      for (std::size_t t = 0; t < tuples; ++t) {
+        std::size_t at = 0;
+        for (std::size_t m = 0; m < k; ++m) {
+          std::int64_t i = x[1].at_int(t * k + m);
+          if (i < -dd[m] || i >= dd[m])
+            shape_error("scatter_nd: index " + std::to_string(i) + " out of range for axis " + std::to_string(m) +
+                        " of size " + std::to_string(dd[m]));
+          if (i < 0) i += dd[m];
+          at = at * static_cast<std::size_t>(dd[m]) + static_cast<std::size_t>(i);
+        }
+        at *= slice;
+        const std::size_t from = t * slice;
+        if (how == "none") {
+          if (slice) std::memcpy(out.bytes() + at * width, x[2].bytes() + from * width, slice * width);
+          continue;
+        }
+        for (std::size_t e = 0; e < slice; ++e) {
+          if (ints) {
+            const std::int64_t o = out.at_int(at + e), u = x[2].at_int(from + e);
+            out.set_int(at + e, how == "add"   ? wrapping_add(o, u)
+                                : how == "mul" ? wrapping_mul(o, u)
+                                : how == "max" ? std::max(o, u)
+                                               : std::min(o, u));
+          } else {
+            const double o = out.at(at + e), u = x[2].at(from + e);
+            out.set(at + e, how == "add"   ? o + u
+                            : how == "mul" ? o * u
+                            : how == "max" ? scalar::max(o, u)
+                                           : scalar::min(o, u));
+          }
+        }
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
     OpDef d = make("shape", OpKind::Composite, 1, 1, "the operand's shape as i64, dims [start, end)");
     auto range_of = [](const Attrs& a, std::int64_t rank) {
       std::int64_t s = a.i("start", 0), e = a.i("end", rank);
@@ -677,6 +748,7 @@ void register_movement_ops(OpRegistry& r) {
   r.declare_attrs("windows", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("dilations")});
   r.declare_attrs("gather", {attr_int("axis", 0)});
   r.declare_attrs("gather_elements", {attr_int("axis", 0)});
+  r.declare_attrs("scatter_nd", {attr_choice("reduction", "none", {"none", "add", "mul", "max", "min"})});
   r.declare_attrs("shape", {attr_int("start", 0), attr_int("end")});
   r.declare_attrs("const", {attr_tensor("value")});
   r.declare_attrs("fill", {attr_ints("shape"), attr_tensor("value")});

@@ -30,6 +30,12 @@ const char* status_name(VerifyStatus s) {
   return "?";
 }
 
+std::string CounterexampleValue::text() const {
+  if (is_bool()) return value != 0 ? "true" : "false";
+  if (is_integer() && std::isfinite(value)) return std::to_string(std::llround(value));
+  return egraph::format_number(egraph::Number(value));
+}
+
 namespace {
 
 std::string index_text(std::size_t i, const std::vector<std::int64_t>& dims) {
@@ -66,6 +72,7 @@ class SymbolicEvaluator {
       SymTensor t(ctx_, d.type.dtype, dims);
       std::string name = leaf_symbol(g, g.children(n)[0])->name();
       name = name.substr(0, name.find('['));
+      input_types_[name] = d.type.dtype;
       for (std::size_t i = 0; i < t.numel(); ++i) {
         ir::Sym v = ctx_.var(name + index_text(i, dims), ir::is_integer(d.type.dtype));
         // A bool is 0 or 1: a real variable chooses which (nonzero is true).
@@ -113,6 +120,14 @@ class SymbolicEvaluator {
   const RuleInstances& inst_;
   SymContext& ctx_;
   std::unordered_map<std::uint32_t, SymTensor> memo_;
+  std::map<std::string, ir::DType> input_types_;  // by input name
+
+ public:
+  // The element type of the input whose element variable is `var` ("x[0,1]").
+  ir::DType input_type(const std::string& var) const {
+    auto it = input_types_.find(var.substr(0, var.find('[')));
+    return it == input_types_.end() ? ir::DType::F32 : it->second;
+  }
 };
 
 // 2^k as a decimal string (k >= 0).
@@ -373,6 +388,7 @@ struct Obligation {
   std::vector<std::size_t> elements;
   std::vector<SymId> lhs, rhs;
   std::vector<std::int64_t> dims;
+  ir::DType dtype = ir::DType::F32;  // of the elements
 };
 
 enum class Outcome { Equal, Differ, Unknown };
@@ -443,10 +459,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
   z3::model m = s.get_model();
   std::map<std::size_t, double> values;
   for (std::size_t v : vars) values[v] = numeral(m.eval(enc.var(v), true));
-  for (const auto& [v, x] : values) {
-    (void)x;
-    r.cex.inputs.emplace_back(enc.var_name(v), values[v]);
-  }
+  for (const auto& [v, x] : values) r.cex.inputs.push_back({enc.var_name(v), CounterexampleValue{x}});
   auto value_of = [&](std::size_t v) {
     auto it = values.find(v);
     return it == values.end() ? 0.0 : it->second;
@@ -459,8 +472,8 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
     }
   double l = ctx.evaluate(ob.lhs[at], value_of), rr = ctx.evaluate(ob.rhs[at], value_of);
   r.cex.element = "result" + index_text(ob.elements[at], ob.dims);
-  r.cex.lhs_value = l;
-  r.cex.rhs_value = rr;
+  r.cex.lhs_value = CounterexampleValue{l, ob.dtype};
+  r.cex.rhs_value = CounterexampleValue{rr, ob.dtype};
   const bool numerically_apart =
       std::isnan(l) != std::isnan(rr) || std::fabs(l - rr) > 1e-9 * std::max({1.0, std::fabs(l), std::fabs(rr)});
   if (numerically_apart || (!functions && !divisions)) {
@@ -621,6 +634,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
           const SymTensor& L = sym.eval(roots[i]);
           const SymTensor& R = sym.eval((*rhs)[i]);
           if (i == 0) ob.dims = L.dims();
+          ob.dtype = L.dtype();
           for (std::size_t e = 0; e < L.numel(); ++e)
             if (L.id(e) != R.id(e)) {
               ob.elements.push_back(e);
@@ -647,7 +661,9 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
       }
       QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
       if (q.outcome == Outcome::Differ) {
-        refute(q.cex.what, std::move(q.cex));
+        for (auto& [name, value] : q.cex.inputs) value.dtype = sym.input_type(name);
+        std::string what = q.cex.what;  // (not read from q.cex in the same call that moves it)
+        refute(std::move(what), std::move(q.cex));
         return finish();
       }
       if (q.outcome == Outcome::Unknown) {

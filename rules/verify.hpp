@@ -36,12 +36,24 @@ struct VerifyOptions {
 enum class VerifyStatus { Proved, Refuted, Unknown, Unverified };
 const char* status_name(VerifyStatus s);
 
+// A value of a counterexample, read as its tensor's element type: a bool
+// input is a real variable that is true when nonzero, an integer one an
+// integer, so each prints as the user wrote such values.
+struct CounterexampleValue {
+  double value = 0;
+  ir::DType dtype = ir::DType::F32;
+  bool is_bool() const { return dtype == ir::DType::Bool; }
+  bool is_integer() const { return !is_bool() && !ir::is_float(dtype); }
+  // "true" / "false", an integer, or the number.
+  std::string text() const;
+};
+
 struct Counterexample {
-  std::vector<std::pair<std::string, std::string>> bindings;  // ?var -> what it was bound to
-  std::vector<std::pair<std::string, double>> inputs;         // input element -> value
-  std::string lhs_term, rhs_term;                             // the instance
-  std::string element;                                        // which result element differs
-  std::optional<double> lhs_value, rhs_value;
+  std::vector<std::pair<std::string, std::string>> bindings;        // ?var -> what it was bound to
+  std::vector<std::pair<std::string, CounterexampleValue>> inputs;  // input element -> value
+  std::string lhs_term, rhs_term;                                   // the instance
+  std::string element;                                              // which result element differs
+  std::optional<CounterexampleValue> lhs_value, rhs_value;
   std::string what;  // one line: why this is a counterexample
 };
 

@@ -1,7 +1,8 @@
 // End to end on the CPU target: every bundled model, as imported and as
 // `saturn opt --target cpu` leaves it (BLAS / oneDNN substitutions, folded
 // batch norms), compiles and gives the interpreter's outputs on its bundled
-// input; `saturn run --target cpu` checks, benchmarks and reports memory.
+// input (and PyTorch's outputs, for the models exported from it); `saturn
+// run --target cpu` checks, benchmarks and reports memory.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ void check_close(const std::vector<ir::Tensor>& got, const std::vector<ir::Tenso
 
 TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - before and after saturn opt") {
   const fs::path dir = fs::path(test::source_dir()) / "docs/examples/models";
-  int models = 0;
+  int models = 0, from_torch = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".onnx") continue;
     ++models;
@@ -47,6 +48,14 @@ TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - bef
     REQUIRE(g);
     auto want = runtime::interpret(*g, inputs);
     REQUIRE(want);
+    // A model exported from PyTorch (tools/check_torch_models.py
+    // --write-fixture) also carries PyTorch's output: the interpreter gives it.
+    if (const fs::path torch_out = dir / (stem + ".torch.pb"); fs::exists(torch_out)) {
+      auto torch = ir::read_tensor_pb(torch_out.string());
+      REQUIRE(torch);
+      ++from_torch;
+      check_close({want->front()}, {*torch});
+    }
 
     pipeline::OptimizeOptions o;
     o.target = "cpu";
@@ -78,7 +87,8 @@ TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - bef
       }
     }
   }
-  CHECK(models >= 3);
+  CHECK(models >= 4);
+  CHECK(from_torch >= 1);
 }
 
 TEST_CASE("saturn run --target cpu checks outputs and reports latency and memory as JSON") {

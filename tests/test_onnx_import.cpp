@@ -54,6 +54,16 @@ struct ModelBuilder {
     t->add_dims(static_cast<std::int64_t>(v.size()));
     for (auto x : v) t->add_int64_data(x);
   }
+  // A scalar initializer: FLOAT (1) or BOOL (9).
+  void init_scalar(const std::string& name, int elem, double v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem);
+    if (elem == 1)
+      t->add_float_data(static_cast<float>(v));
+    else
+      t->add_int32_data(static_cast<std::int32_t>(v));
+  }
   Expected<Graph> import() const { return import_onnx_bytes(m.SerializeAsString(), "built.onnx"); }
 };
 
@@ -649,4 +659,52 @@ TEST_CASE("nodes out of topological order import in dependency order - a cycle n
   REQUIRE_FALSE(cyclic);
   CHECK(cyclic.error().message.find("is on a cycle") != std::string::npos);
   CHECK(cyclic.error().message.find("node 'loop_") != std::string::npos);
+}
+
+TEST_CASE("Dropout in training mode with ratio 0 is the identity - another ratio is an error naming it") {
+  for (const double ratio : {0.0, 0.5}) {
+    for (const bool training : {true, false}) {
+      INFO("ratio " << ratio << " training " << training);
+      ModelBuilder b(17);
+      b.input("x", 1, {"2", "3"});
+      b.init_scalar("ratio", 1, ratio);
+      b.init_scalar("mode", 9, training ? 1 : 0);
+      b.node("Dropout", {"x", "ratio", "mode"}, {"y", "mask"}, "drop");
+      b.output("y");
+      b.output("mask");
+      auto g = b.import();
+      if (training && ratio != 0) {
+        REQUIRE_FALSE(g);
+        CHECK(g.error().message ==
+              "node 'drop' (Dropout, opset 17): training mode with ratio 0.5 draws a random mask, which is not "
+              "supported (only ratio 0, the identity)");
+        continue;
+      }
+      if (!g) FAIL(g.error().to_string());
+      Tensor x(DType::F32, {2, 3});
+      for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i) - 2.5);
+      auto got = runtime::interpret(*g, std::vector<Tensor>{x});
+      REQUIRE(got);
+      REQUIRE(got->size() == 2);
+      for (std::size_t i = 0; i < x.numel(); ++i) {
+        CHECK((*got)[0].at(i) == x.at(i));
+        CHECK((*got)[1].at_int(i) == 1);  // every element kept
+      }
+      CHECK((*got)[1].dtype() == DType::Bool);
+    }
+  }
+  // Before opset 12 the ratio is an attribute and is_test (opsets 1-6) the mode.
+  ModelBuilder b(6);
+  b.input("x", 1, {"2"});
+  auto* n = b.node("Dropout", {"x"}, {"y"}, "old");
+  attr_int(n, "is_test", 0);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message.find("training mode with ratio 0.5") != std::string::npos);
+  auto* r = n->add_attribute();
+  r->set_name("ratio");
+  r->set_type(onnx::AttributeProto::FLOAT);
+  r->set_f(0.0f);
+  CHECK(b.import());
 }

@@ -247,6 +247,47 @@ TEST_CASE("movement ops") {
   CHECK(pd[0].at(4) == 2);
 }
 
+TEST_CASE("scatter_nd replaces or combines the slices its indices name - in order - errors name the index") {
+  const Tensor data = f32({3, 2}, {0, 1, 2, 3, 4, 5});
+  // Rows 2 and -3 (row 0) replaced; then the same updates added, multiplied, maxed.
+  const Tensor idx = Tensor::of_ints(DType::I64, {2, 1}, {2, -3});
+  const Tensor upd = f32({2, 2}, {10, 11, 12, 13});
+  auto with = [](const char* how) {
+    Attrs a;
+    a.set("reduction", std::string(how));
+    return a;
+  };
+  CHECK(values(run("scatter_nd", {data, idx, upd})[0]) == std::vector<double>{12, 13, 2, 3, 10, 11});
+  CHECK(values(run("scatter_nd", {data, idx, upd}, with("add"))[0]) == std::vector<double>{12, 14, 2, 3, 14, 16});
+  CHECK(values(run("scatter_nd", {data, idx, upd}, with("mul"))[0]) == std::vector<double>{0, 13, 2, 3, 40, 55});
+  CHECK(values(run("scatter_nd", {data, idx, upd}, with("min"))[0]) == std::vector<double>{0, 1, 2, 3, 4, 5});
+  // Full index tuples address single elements; a repeated one applies in order.
+  const Tensor pairs = Tensor::of_ints(DType::I64, {3, 2}, {1, 1, 0, 1, 1, 1});
+  const Tensor three = Tensor::of_ints(DType::I64, {3}, {7, 8, 9});
+  const Tensor ints = Tensor::of_ints(DType::I64, {3, 2}, {0, 1, 2, 3, 4, 5});
+  CHECK(run("scatter_nd", {ints, pairs, three})[0].to_ints() == std::vector<std::int64_t>{0, 8, 2, 9, 4, 5});
+  CHECK(run("scatter_nd", {ints, pairs, three}, with("add"))[0].to_ints() ==
+        std::vector<std::int64_t>{0, 9, 2, 19, 4, 5});
+  // Indices of an empty last dim address the whole tensor, once per tuple.
+  const Tensor whole = Tensor::of_ints(DType::I64, {1, 0}, {});
+  CHECK(values(run("scatter_nd", {data, whole, f32({1, 3, 2}, {6, 6, 6, 6, 6, 6})})[0]) == std::vector<double>(6, 6.0));
+  const OpDef* d = OpRegistry::get().find("scatter_nd");
+  const Tensor far = Tensor::of_ints(DType::I64, {1, 1}, {3});
+  bool given[3] = {true, true, true};
+  try {
+    d->eval({}, std::vector<Tensor>{data, far, f32({1, 2}, {0, 0})}, std::span<const bool>(given, 3), 1);
+    FAIL("no error");
+  } catch (const ShapeError& e) {
+    CHECK(e.message == "scatter_nd: index 3 out of range for axis 0 of size 3");
+  }
+  CHECK(shape_error_of("scatter_nd", {{DType::F32, shape_of({3, 2})},
+                                      {DType::I64, shape_of({2, 1})},
+                                      {DType::F32, shape_of({2, 3})}}) == "scatter_nd: updates [2 3] should be [2 2]");
+  CHECK(shape_error_of("scatter_nd",
+                       {{DType::F32, shape_of({3, 2})}, {DType::I64, shape_of({2, 3})}, {DType::F32, shape_of({2})}}) ==
+        "scatter_nd: indices address 3 axes of a rank-2 operand");
+}
+
 TEST_CASE("conv and pooling geometry") {
   Attrs c;
   c.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});

@@ -3,6 +3,7 @@
 // included, are proved.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 
 #include "rules/rule_file.hpp"
 #include "rules/tensor_builtins.hpp"
@@ -48,7 +49,7 @@ void values_differ(const Counterexample& c) {
   if (c.what.find("different types") != std::string::npos) return;
   REQUIRE(c.lhs_value);
   REQUIRE(c.rhs_value);
-  const double l = *c.lhs_value, r = *c.rhs_value;
+  const double l = c.lhs_value->value, r = c.rhs_value->value;
   CHECK((std::isnan(l) != std::isnan(r) || std::fabs(l - r) > 1e-9));
   CHECK(c.element.rfind("result[", 0) == 0);
 }
@@ -91,7 +92,7 @@ TEST_CASE("wrong rules are refuted with a counterexample") {
     REQUIRE(v.status == VerifyStatus::Refuted);
     values_differ(*v.counterexample);
     bool zero = false;  // the counterexample divides 0 by 0
-    for (const auto& [name, value] : v.counterexample->inputs) zero |= value == 0;
+    for (const auto& [name, value] : v.counterexample->inputs) zero |= value.value == 0;
     CHECK(zero);
   }
   SECTION("an off-by-one slice") {
@@ -149,8 +150,33 @@ TEST_CASE("integer division is truncating division of integers") {
   values_differ(*v[2].counterexample);
   for (const auto& [name, value] : v[2].counterexample->inputs) {
     CHECK((name.rfind("x[", 0) == 0 || name.rfind("y[", 0) == 0));  // named after the rule's variables
-    CHECK(value == std::trunc(value));
+    CHECK(value.is_integer());
+    CHECK(value.value == std::trunc(value.value));
+    CHECK(value.text() == std::to_string(static_cast<std::int64_t>(value.value)));  // printed as an integer
   }
+}
+
+TEST_CASE("counterexamples read as the user wrote them - bools true or false - integers as integers") {
+  auto v = verify_one("(rule bad-and (and ?a ?b) => ?a)");
+  REQUIRE(v.status == VerifyStatus::Refuted);
+  REQUIRE(v.counterexample);
+  const Counterexample& c = *v.counterexample;
+  CHECK(c.what == "the two sides differ at result[]");  // (was empty: read after being moved)
+  std::map<std::string, std::string> shown;
+  for (const auto& [name, value] : c.inputs) {
+    CHECK(value.is_bool());
+    shown[name.substr(0, 1)] = value.text();
+  }
+  // The only way the sides differ: a true, b false; and true, false.
+  CHECK(shown["a"] == "true");
+  CHECK(shown["b"] == "false");
+  REQUIRE(c.lhs_value);
+  CHECK(c.lhs_value->text() == "false");
+  CHECK(c.rhs_value->text() == "true");
+  // A real variable below zero is a true bool (nonzero), never "-1".
+  CHECK(CounterexampleValue{-1.0, ir::DType::Bool}.text() == "true");
+  CHECK(CounterexampleValue{-3.0, ir::DType::I32}.text() == "-3");
+  CHECK(CounterexampleValue{-1024.5, ir::DType::F32}.text() == "-1024.5");
 }
 
 TEST_CASE("what cannot be decided is unknown - and :unverified is reported") {

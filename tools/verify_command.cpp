@@ -73,10 +73,14 @@ nlohmann::json to_json(const rules::RuleVerdict& v) {
     const rules::Counterexample& c = *v.counterexample;
     nlohmann::json b = nlohmann::json::object(), in = nlohmann::json::object();
     for (const auto& [k, x] : c.bindings) b[k] = x;
-    for (const auto& [k, x] : c.inputs) in[k] = std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
-    auto num = [](std::optional<double> x) {
-      return x && std::isfinite(*x) ? nlohmann::json(*x) : nlohmann::json(nullptr);
+    // As the element type reads them: true / false, integers, numbers (null when not finite).
+    auto num = [](const std::optional<rules::CounterexampleValue>& x) {
+      if (!x || !std::isfinite(x->value)) return nlohmann::json(nullptr);
+      if (x->is_bool()) return nlohmann::json(x->value != 0);
+      if (x->is_integer()) return nlohmann::json(std::llround(x->value));
+      return nlohmann::json(x->value);
     };
+    for (const auto& [k, x] : c.inputs) in[k] = num(x);
     j["counterexample"] = {{"what", c.what},
                            {"lhs", c.lhs_term},
                            {"rhs", c.rhs_term},
@@ -98,11 +102,10 @@ std::string to_text(const rules::RuleVerdict& v) {
   char ms[32];
   std::snprintf(ms, sizeof ms, "  (%.0f ms)", v.time_ms);
   s += ms;
-  s += "\n    ";
   if (v.status == rules::VerifyStatus::Proved) {
-    s.append("for ").append(v.coverage);
+    s.append("\n    for ").append(v.coverage);
   } else {
-    s += v.reason;
+    if (!v.reason.empty()) s.append("\n    ").append(v.reason);  // a refutation's reason is its counterexample
     if (!v.coverage.empty()) s.append("\n    tried: ").append(v.coverage);
   }
   if (v.fp32_exact || !v.fp32_note.empty())
@@ -123,16 +126,16 @@ std::string to_text(const rules::RuleVerdict& v) {
           s += " ...";
           break;
         }
-        s.append(" ").append(k).append("=").append(egraph::format_number(egraph::Number(x)));
+        s.append(" ").append(k).append("=").append(x.text());
       }
     }
     if (c.lhs_value && c.rhs_value)
       s.append("\n      at ")
           .append(c.element)
           .append(": lhs ")
-          .append(egraph::format_number(egraph::Number(*c.lhs_value)))
+          .append(c.lhs_value->text())
           .append(", rhs ")
-          .append(egraph::format_number(egraph::Number(*c.rhs_value)));
+          .append(c.rhs_value->text());
   }
   return s + "\n";
 }
