@@ -499,6 +499,27 @@ void register_movement_ops(OpRegistry& r) {
           g, x[0].bytes(), [&](std::size_t j) { return x[1].at_int(j); }, out.bytes(), 0, g.result_rows());
       return std::vector<Tensor>{std::move(out)};
     };
+    // Symbolic indices choose among the rows (tracing needs known ones).
+    d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, std::span<const bool>, std::size_t) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      const auto& dd = x[0].dims();
+      std::vector<std::int64_t> od(dd.begin(), dd.begin() + static_cast<std::ptrdiff_t>(axis));
+      od.insert(od.end(), x[1].dims().begin(), x[1].dims().end());
+      od.insert(od.end(), dd.begin() + static_cast<std::ptrdiff_t>(axis) + 1, dd.end());
+      SymTensor out(x[0].context(), x[0].dtype(), od);
+      const GatherRows g = gather_rows(dd, axis, x[1].numel(), 1);  // row_bytes: elements per row
+      for (std::size_t t = 0; t < g.result_rows(); ++t) {
+        const std::size_t o = t / g.count;
+        for (std::size_t e = 0; e < g.row_bytes; ++e)
+          out.set(
+              t * g.row_bytes + e,
+              select_by_index(
+                  x[1].at(t % g.count), static_cast<std::int64_t>(g.rows),
+                  [&](std::int64_t k) { return x[0].at((o * g.rows + static_cast<std::size_t>(k)) * g.row_bytes + e); },
+                  "gather"));
+      }
+      return std::vector<SymTensor>{std::move(out)};
+    };
     r.add(std::move(d));
   }
   {
@@ -530,6 +551,24 @@ void register_movement_ops(OpRegistry& r) {
       gather_elements_copy(
           g, x[0].bytes(), [&](std::size_t j) { return x[1].at_int(j); }, out.bytes(), 0, g.result_rows());
       return std::vector<Tensor>{std::move(out)};
+    };
+    d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, std::span<const bool>, std::size_t) {
+      auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
+      const GatherElements g = gather_elements_geometry(x[0].dims(), x[1].dims(), axis, 1);
+      SymTensor out(x[0].context(), x[0].dtype(), x[1].dims());
+      for (std::size_t t = 0; t < out.numel(); ++t) {
+        // Element t's place in data, its coordinate along the axis left out.
+        const std::vector<std::int64_t> c = unflatten(static_cast<std::int64_t>(t), g.out_dims);
+        std::int64_t base = 0;
+        for (std::size_t k = 0; k < c.size(); ++k)
+          if (k != axis) base += c[k] * g.data_strides[k];
+        out.set(t,
+                select_by_index(
+                    x[1].at(t), g.n,
+                    [&](std::int64_t k) { return x[0].at(static_cast<std::size_t>(base + k * g.data_strides[axis])); },
+                    "gather_elements"));
+      }
+      return std::vector<SymTensor>{std::move(out)};
     };
     r.add(std::move(d));
   }

@@ -78,7 +78,12 @@ void reduction(OpRegistry& r, const char* name, OpKind kind, Red how) {
     auto map = output_index(x[0].dims(), red);
     std::size_t count = n ? x[0].numel() / n : 0;
     const bool integral = !is_float(x[0].dtype());  // bool too: max is "any", min is "all"
-    if (integral && (how == Red::Sum || how == Red::Max || how == Red::Min || how == Red::Prod)) {
+    // Symbolic integers (argmax's positions) reduce as the reals below do:
+    // sums do not wrap there, as in the elementwise ops' symbolic integers.
+    bool known = true;
+    if constexpr (!std::is_same_v<decltype(x[0].at(0)), double>)
+      for (std::size_t i = 0; i < x[0].numel() && known; ++i) known = x[0].context().is_const(x[0].id(i));
+    if (integral && known && (how == Red::Sum || how == Red::Max || how == Red::Min || how == Red::Prod)) {
       std::vector<std::int64_t> acc(n, how == Red::Prod  ? 1
                                        : how == Red::Max ? std::numeric_limits<std::int64_t>::min()
                                        : how == Red::Min ? std::numeric_limits<std::int64_t>::max()
@@ -164,7 +169,8 @@ void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
   d.infer = [](const Attrs& a, Inputs in, std::size_t) {
     auto rank = static_cast<std::int64_t>(in[0].type.shape.size());
     std::vector<bool> red(in[0].type.shape.size(), false);
-    if (rank) red[static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank))] = true;
+    // (ONNX gives a scalar no axis: its kernel would have none to walk.)
+    red[static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank))] = true;
     return std::vector<ValueType>{{DType::I64, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
   };
   d.eval = [is_max](const Attrs& a, Args x, Given, std::size_t) {
@@ -184,6 +190,32 @@ void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
           g, [&](std::size_t i) { return x[0].at(i); }, idx, 0, g.outer);
     }
     return std::vector<Tensor>{std::move(out)};
+  };
+  // The same walk as ir/arg_reduce.hpp's, over the reals (which have no
+  // NaN): a later element replaces the best when greater (smaller), or
+  // equal too with select_last_index; its position is chosen alongside.
+  d.symbolic = [is_max](const Attrs& a, std::span<const SymTensor> x, std::span<const bool>, std::size_t) {
+    namespace S = scalar;
+    auto rank = static_cast<std::int64_t>(x[0].rank());
+    auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank));
+    std::vector<bool> red(x[0].rank(), false);
+    red[axis] = true;
+    auto out_shape = static_dims(reduced_shape(shape_of(x[0].dims()), red, a.i("keepdims", 1) != 0));
+    SymTensor out(x[0].context(), DType::I64, out_shape);
+    const ArgReduce g = arg_reduce_geometry(x[0].dims(), axis, is_max, a.i("select_last_index", 0) != 0);
+    for (std::size_t o = 0; o < g.outer && g.count; ++o)
+      for (std::size_t j = 0; j < g.inner; ++j) {
+        auto at = [&](std::size_t k) { return x[0].at((o * g.count + k) * g.inner + j); };
+        Sym best = at(0), index = lit(x[0], 0.0);
+        for (std::size_t k = 1; k < g.count; ++k) {
+          const Sym v = at(k);
+          const Sym take = g.last ? (is_max ? v >= best : v <= best) : (is_max ? v > best : v < best);
+          best = S::select(take, v, best);
+          index = S::select(take, static_cast<double>(k), index);
+        }
+        out.set(o * g.inner + j, index);
+      }
+    return std::vector<SymTensor>{std::move(out)};
   };
   r.add(std::move(d));
 }

@@ -146,6 +146,37 @@ Sym SymContext::constant(double v) {
   return Sym(this, it->second);
 }
 
+void SymContext::require(const Sym& condition) {
+  double v = 0;
+  if (is_const(condition.id(), &v) && v != 0) return;  // holds
+  requirements_.push_back(condition.id());
+}
+
+Sym select_by_index(const Sym& index, std::int64_t n, const std::function<Sym(std::int64_t)>& element,
+                    const std::string& op) {
+  SymContext& ctx = index.ctx();
+  double known = 0;
+  if (ctx.is_const(index.id(), &known)) {
+    const auto i = static_cast<std::int64_t>(known);
+    if (i < -n || i >= n)
+      throw SymbolicUnsupported{op + ": index " + std::to_string(i) + " out of range for axis of size " +
+                                std::to_string(n)};
+    return element(i < 0 ? i + n : i);
+  }
+  if (n == 0) throw SymbolicUnsupported{op + ": a symbolic index into an empty axis"};
+  const double size = static_cast<double>(n);
+  ctx.require(index >= -size);
+  ctx.require(index < size);
+  // Position n - 1 (index n - 1 or -1) is what is left once the others are not.
+  Sym picked = element(n - 1);
+  for (std::int64_t k = n - 2; k >= 0; --k) {
+    const auto at = static_cast<double>(k);
+    picked = scalar::select(scalar::eq(index, at), element(k),
+                            scalar::select(scalar::eq(index, at - size), element(k), picked));
+  }
+  return picked;
+}
+
 bool SymContext::is_const(SymId id, double* v) const {
   if (nodes_[id].op != SymOp::Const) return false;
   if (v) *v = nodes_[id].value;
@@ -371,14 +402,24 @@ namespace {
 // Traces an op that only copies elements: every float operand element gets
 // a distinct tag (run twice, tags shifted by 1/2), so a result element that
 // follows the shift copies that operand element and one that does not move
-// is a constant of the op. Integer operands must be known constants.
+// is a constant of the op. Integer operands are read as they are when known
+// (indices, shapes); an integer operand with symbolic elements (argmax's
+// positions, moved by a reshape) is tagged with integers instead, shifted
+// by 2^32 on the second run, which no index or count survives.
 std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const SymTensor> x, std::span<const bool> given,
                              std::size_t num_outputs) {
   struct Origin {
     std::size_t operand, index;
   };
+  constexpr double kIntShift = 4294967296.0;
   std::vector<Origin> origin;
-  auto tagged = [&](double shift) {
+  auto symbolic_ints = [&](std::size_t k) {
+    if (x[k].dtype() != DType::I64) return false;
+    for (std::size_t i = 0; i < x[k].numel(); ++i)
+      if (!x[k].context().is_const(x[k].id(i))) return true;
+    return false;
+  };
+  auto tagged = [&](bool second) {
     std::vector<Tensor> args;
     origin.clear();
     for (std::size_t k = 0; k < x.size(); ++k) {
@@ -390,8 +431,10 @@ std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const Sym
       const bool fl = x[k].dtype() == DType::F32 || x[k].dtype() == DType::F64;
       if (!fl && is_float(x[k].dtype()))
         throw SymbolicUnsupported{d.name + ": cannot trace " + dtype_name(x[k].dtype()) + " operands"};
+      const bool ints = !fl && symbolic_ints(k);
       for (std::size_t i = 0; i < t.numel(); ++i) {
-        if (fl) {
+        if (fl || ints) {
+          const double shift = second ? (fl ? 0.5 : kIntShift) : 0.0;
           t.set(i, static_cast<double>(origin.size() + 1) + shift);
           origin.push_back({k, i});
         } else {
@@ -407,7 +450,7 @@ std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const Sym
       throw SymbolicUnsupported{d.name + ": " + e.message};
     }
   };
-  auto first = tagged(0.0), second = tagged(0.5);
+  auto first = tagged(false), second = tagged(true);
   std::vector<SymTensor> out;
   SymContext& ctx = x.empty() ? throw SymbolicUnsupported{d.name + ": no operand to trace"} : x[0].context();
   for (std::size_t r = 0; r < first.size(); ++r) {
@@ -419,7 +462,8 @@ std::vector<SymTensor> trace(const OpDef& d, const Attrs& a, std::span<const Sym
         continue;
       }
       auto tag = static_cast<std::int64_t>(u);
-      if (v != u + 0.5 || static_cast<double>(tag) != u || tag < 1 || static_cast<std::size_t>(tag) > origin.size())
+      const double shift = is_float(first[r].dtype()) ? 0.5 : kIntShift;
+      if (v != u + shift || static_cast<double>(tag) != u || tag < 1 || static_cast<std::size_t>(tag) > origin.size())
         throw SymbolicUnsupported{d.name + ": not a pure data movement (result element " + std::to_string(i) +
                                   " is computed, not copied)"};
       const Origin& o = origin[static_cast<std::size_t>(tag - 1)];

@@ -109,6 +109,13 @@ class SymContext {
   std::vector<SymId> reachable(std::span<const SymId> roots) const;
   std::string to_string(SymId id) const;
 
+  // Conditions (0/1 Syms) under which the ops evaluated so far are defined,
+  // in order: a gather by a symbolic index requires it to lie in range. A
+  // prover assumes those of a rule's left-hand side (where the op the rule
+  // rewrites fails, any replacement will do).
+  void require(const Sym& condition);
+  const std::vector<SymId>& requirements() const { return requirements_; }
+
  private:
   struct NodeHash {
     std::size_t operator()(const SymNode& n) const;
@@ -117,6 +124,7 @@ class SymContext {
   std::vector<std::string> names_;
   std::vector<bool> integral_;  // per variable
   std::unordered_map<SymNode, SymId, NodeHash> memo_;
+  std::vector<SymId> requirements_;
 };
 
 class Sym {
@@ -252,6 +260,13 @@ class SymTensor {
   std::vector<std::int64_t> dims_;
   std::vector<SymId> elems_;
 };
+
+// The element at the position `index` selects among n (negative indices
+// count from the end, as ONNX's gathers do): element(k) for a known index
+// (one out of range throws SymbolicUnsupported naming `op`), and for a
+// symbolic one a choice among all n, with -n <= index < n required.
+Sym select_by_index(const Sym& index, std::int64_t n, const std::function<Sym(std::int64_t)>& element,
+                    const std::string& op);
 
 class Tensor;
 // Generic kernels make results and constants "like" an operand: a Tensor

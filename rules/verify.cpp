@@ -1,5 +1,7 @@
 #include "rules/verify.hpp"
 
+#include "rules/literal.hpp"
+
 #include <z3++.h>
 
 #include <chrono>
@@ -57,7 +59,28 @@ class SymbolicEvaluator {
   const SymTensor& eval(EClassId c) {
     c = inst_.graph.find(c);
     if (auto it = memo_.find(c.v); it != memo_.end()) return it->second;
-    return memo_.emplace(c.v, compute(c)).first->second;
+    SymTensor t = compute(c);
+    // The conditions its own op added (its operands' were added before).
+    const std::size_t before = required_count_;
+    required_count_ = ctx_.requirements().size();
+    for (std::size_t i = before; i < required_count_; ++i) requires_[c.v].push_back(ctx_.requirements()[i]);
+    return memo_.emplace(c.v, std::move(t)).first->second;
+  }
+
+  // What the ops of the term at `root` require to be defined (evaluated).
+  std::vector<SymId> requirements_below(EClassId root) const {
+    std::vector<SymId> out;
+    std::set<std::uint32_t> seen;
+    std::vector<EClassId> todo{inst_.graph.find(root)};
+    while (!todo.empty()) {
+      const EClassId c = todo.back();
+      todo.pop_back();
+      if (!seen.insert(c.v).second) continue;
+      if (auto it = requires_.find(c.v); it != requires_.end())
+        out.insert(out.end(), it->second.begin(), it->second.end());
+      for (EClassId ch : inst_.graph.children(inst_.graph.nodes(c)[0])) todo.push_back(inst_.graph.find(ch));
+    }
+    return out;
   }
 
  private:
@@ -120,7 +143,9 @@ class SymbolicEvaluator {
   const RuleInstances& inst_;
   SymContext& ctx_;
   std::unordered_map<std::uint32_t, SymTensor> memo_;
-  std::map<std::string, ir::DType> input_types_;  // by input name
+  std::map<std::string, ir::DType> input_types_;                    // by input name
+  std::unordered_map<std::uint32_t, std::vector<SymId>> requires_;  // by class: its own op's requirements
+  std::size_t required_count_ = 0;                                  // of ctx_.requirements() assigned to classes
 
  public:
   // The element type of the input whose element variable is `var` ("x[0,1]").
@@ -165,6 +190,15 @@ bool is_division_by_term(const SymContext& s, SymId id) {
   return s.node(id).op == SymOp::Div && (!s.is_const(s.node(id).b, &v) || v == 0);
 }
 
+// Named constants whose reciprocals are named too.
+constexpr std::pair<NamedConstant, NamedConstant> kNamedReciprocals[] = {
+    {NamedConstant::Pi, NamedConstant::InvPi},         {NamedConstant::InvPi, NamedConstant::Pi},
+    {NamedConstant::HalfPi, NamedConstant::TwoOverPi}, {NamedConstant::TwoOverPi, NamedConstant::HalfPi},
+    {NamedConstant::Ln2, NamedConstant::Log2E},        {NamedConstant::Log2E, NamedConstant::Ln2},
+    {NamedConstant::Ln10, NamedConstant::Log10E},      {NamedConstant::Log10E, NamedConstant::Ln10},
+    {NamedConstant::Sqrt2, NamedConstant::InvSqrt2},   {NamedConstant::InvSqrt2, NamedConstant::Sqrt2},
+};
+
 // Sym DAG -> Z3 over the reals, or over float32 (RNE) with `fp`.
 class Encoder {
  public:
@@ -197,6 +231,13 @@ class Encoder {
       if (!fp_) add_facts(id, facts);
     }
     for (const auto& f : inverse_facts_) facts.push_back(f);
+    for (const auto& f : constant_facts_) facts.push_back(f);
+    // The infinities bound every (finite) input.
+    if (!fp_)
+      for (std::size_t v : vars) {
+        if (auto it = infinities_.find(false); it != infinities_.end()) facts.push_back(var(v) < it->second);
+        if (auto it = infinities_.find(true); it != infinities_.end()) facts.push_back(it->second < var(v));
+      }
     if (fp_)
       for (std::size_t v : vars) {
         z3::expr x = var(v);
@@ -220,9 +261,96 @@ class Encoder {
   }
 
  private:
+  // A literal as rules/literal.hpp reads it; the infinities as two symbols
+  // beyond every input (the reals have neither).
   z3::expr constant(double v) {
     if (fp_) return z_.fpa_val(static_cast<float>(v));
+    if (std::isinf(v)) {
+      auto [it, fresh] = infinities_.try_emplace(v < 0, z_.real_const(v < 0 ? "-inf" : "+inf"));
+      (void)fresh;
+      return it->second;
+    }
+    if (std::isnan(v)) return z_.real_const("nan");
+    const LiteralReading r = read_literal(v);
+    switch (r.kind) {
+      case LiteralReading::Kind::Exact:
+        break;
+      case LiteralReading::Kind::Fraction:
+        return z_.real_val((std::to_string(r.num) + "/" + std::to_string(r.den)).c_str());
+      case LiteralReading::Kind::Named:
+        return named(r.named);
+    }
     return exact_real(z_, v);
+  }
+
+  // A symbol with the facts that pin it down: bounds, and the identity that
+  // defines it.
+  z3::expr symbol(const char* name, const char* low, const char* high) {
+    auto it = symbols_.find(name);
+    if (it != symbols_.end()) return it->second;
+    z3::expr x = z_.real_const(name);
+    symbols_.emplace(name, x);
+    constant_facts_.push_back(z_.real_val(low) < x && x < z_.real_val(high));
+    const std::string n = name;
+    if (n == "ln2") constant_facts_.push_back(apply(SymOp::Exp, x) == z_.real_val(2));
+    if (n == "ln10") constant_facts_.push_back(apply(SymOp::Exp, x) == z_.real_val(10));
+    if (n == "e") constant_facts_.push_back(apply(SymOp::Exp, z_.real_val(1)) == x);
+    if (n == "sqrt2") constant_facts_.push_back(x * x == z_.real_val(2));
+    return x;
+  }
+  // x with x * of = 1.
+  z3::expr reciprocal(const char* name, const z3::expr& of, const char* low, const char* high) {
+    z3::expr x = symbol(name, low, high);
+    if (constant_facts_named_.insert(name).second) constant_facts_.push_back(x * of == z_.real_val(1));
+    return x;
+  }
+
+  z3::expr named(NamedConstant c) {
+    auto pi = [&] { return symbol("pi", "3.14159265", "3.14159266"); };
+    auto ln2 = [&] { return symbol("ln2", "0.69314718", "0.69314719"); };
+    auto ln10 = [&] { return symbol("ln10", "2.30258509", "2.30258510"); };
+    auto sqrt2 = [&] { return symbol("sqrt2", "1.41421356", "1.41421357"); };
+    switch (c) {
+      case NamedConstant::Pi:
+        return pi();
+      case NamedConstant::HalfPi:
+        return pi() * z_.real_val(1, 2);
+      case NamedConstant::QuarterPi:
+        return pi() * z_.real_val(1, 4);
+      case NamedConstant::TwoPi:
+        return pi() * z_.real_val(2);
+      case NamedConstant::InvPi:
+        return reciprocal("1/pi", pi(), "0.31830988", "0.31830989");
+      case NamedConstant::TwoOverPi:
+        return reciprocal("1/pi", pi(), "0.31830988", "0.31830989") * z_.real_val(2);
+      case NamedConstant::SqrtTwoOverPi: {
+        z3::expr r = symbol("sqrt(2/pi)", "0.79788456", "0.79788457");
+        if (constant_facts_named_.insert("sqrt(2/pi)").second)
+          constant_facts_.push_back(r * r == reciprocal("1/pi", pi(), "0.31830988", "0.31830989") * z_.real_val(2));
+        return r;
+      }
+      case NamedConstant::E:
+        return symbol("e", "2.71828182", "2.71828183");
+      case NamedConstant::Ln2:
+        return ln2();
+      case NamedConstant::Ln10:
+        return ln10();
+      case NamedConstant::Log2E:
+        return reciprocal("log2(e)", ln2(), "1.44269504", "1.44269505");
+      case NamedConstant::Log10E:
+        return reciprocal("log10(e)", ln10(), "0.43429448", "0.43429449");
+      case NamedConstant::Sqrt2:
+        return sqrt2();
+      case NamedConstant::InvSqrt2:
+        return sqrt2() * z_.real_val(1, 2);
+    }
+    return z_.real_val(0);
+  }
+  bool reads_as(SymId id, NamedConstant c) const {
+    double v = 0;
+    if (!s_.is_const(id, &v) || !std::isfinite(v)) return false;
+    const LiteralReading r = read_literal(v);
+    return r.kind == LiteralReading::Kind::Named && r.named == c;
   }
   z3::expr one() { return constant(1.0); }
   z3::expr zero() { return constant(0.0); }
@@ -254,6 +382,13 @@ class Encoder {
       case SymOp::Exp:
       case SymOp::Exp2: {
         facts.push_back(self > zero());
+        if (n.op == SymOp::Exp2) {  // 2^a = e^(a ln 2); 2^(y log2 e) = e^y
+          facts.push_back(self == apply(SymOp::Exp, x * named(NamedConstant::Ln2)));
+          if (arg.op == SymOp::Mul && reads_as(arg.b, NamedConstant::Log2E))
+            facts.push_back(self == apply(SymOp::Exp, encode(arg.a)));
+          if (arg.op == SymOp::Mul && reads_as(arg.a, NamedConstant::Log2E))
+            facts.push_back(self == apply(SymOp::Exp, encode(arg.b)));
+        }
         if (arg.op == SymOp::Add) facts.push_back(self == apply(n.op, encode(arg.a)) * apply(n.op, encode(arg.b)));
         if (arg.op == SymOp::Neg) facts.push_back(self * apply(n.op, encode(arg.a)) == one());
         SymOp inverse = n.op == SymOp::Exp ? SymOp::Log : SymOp::Log2;
@@ -264,8 +399,48 @@ class Encoder {
       case SymOp::Log2: {
         SymOp inverse = n.op == SymOp::Log ? SymOp::Exp : SymOp::Exp2;
         if (arg.op == inverse) facts.push_back(self == encode(arg.a));
+        if (n.op == SymOp::Log2)  // log2 a = ln a / ln 2
+          facts.push_back(self * named(NamedConstant::Ln2) == apply(SymOp::Log, x));
         break;
       }
+      case SymOp::Add: {
+        // The shifted log-sum-exp: log(sum_k e^(y_k - t)) + t = log(sum_k
+        // e^y_k), as log(P e^t) = log P + t (P > 0) and e^(y - t) e^t = e^y.
+        // Stated where the DAG has it (reductions shift by their max), with
+        // the plain sum built as the other side builds it.
+        const bool left = s_.node(n.a).op == SymOp::Log, right = s_.node(n.b).op == SymOp::Log;
+        if (!left && !right) break;
+        const SymId t = left ? n.b : n.a;
+        std::vector<SymId> terms, todo{s_.node(left ? n.a : n.b).a};
+        while (!todo.empty()) {  // the sum's terms
+          const SymId k = todo.back();
+          todo.pop_back();
+          if (s_.node(k).op == SymOp::Add) {
+            todo.push_back(s_.node(k).b);
+            todo.push_back(s_.node(k).a);
+          } else {
+            terms.push_back(k);
+          }
+        }
+        std::optional<z3::expr> plain;
+        for (SymId k : terms) {
+          const ir::SymNode& e = s_.node(k);
+          const ir::SymNode& sum = s_.node(e.a);
+          if (e.op != SymOp::Exp || sum.op != SymOp::Add) return;
+          auto shifted = [&](SymId neg) { return s_.node(neg).op == SymOp::Neg && s_.node(neg).a == t; };
+          const std::optional<SymId> y = shifted(sum.b)   ? std::optional(sum.a)
+                                         : shifted(sum.a) ? std::optional(sum.b)
+                                                          : std::nullopt;
+          if (!y) return;
+          const z3::expr ey = apply(SymOp::Exp, encode(*y));
+          plain = plain ? *plain + ey : ey;
+        }
+        if (plain) facts.push_back(self == apply(SymOp::Log, *plain));
+        break;
+      }
+      case SymOp::Cos:  // cos a = sin(a + pi/2)
+        facts.push_back(self == apply(SymOp::Sin, x + named(NamedConstant::HalfPi)));
+        break;
       case SymOp::Sqrt:
         facts.push_back(self >= zero());
         facts.push_back(z3::implies(x >= zero(), self * self == x));
@@ -280,7 +455,13 @@ class Encoder {
         }
         break;
       }
-      case SymOp::Tanh:
+      case SymOp::Tanh: {  // tanh a = (1 - e^-2a) / (1 + e^-2a) = 2 sigmoid(2a) - 1
+        facts.push_back(self > -one() && self < one());
+        z3::expr e = apply(SymOp::Exp, -(x * constant(2.0)));
+        facts.push_back(e > zero());
+        facts.push_back(self * (one() + e) == one() - e);
+        break;
+      }
       case SymOp::Erf:
         facts.push_back(self > -one() && self < one());
         break;
@@ -304,6 +485,11 @@ class Encoder {
       case SymOp::Mul:
         return A() * B();
       case SymOp::Div:
+        // Dividing by a named constant multiplies by the named reciprocal,
+        // so x / sqrt 2 and x (1/sqrt 2) are one term.
+        if (!fp_)
+          for (auto [c, inverse] : kNamedReciprocals)
+            if (reads_as(n.b, c)) return A() * named(inverse);
         if (!fp_ && inverted_.count(n.b)) {
           auto [it, fresh] = inverses_.try_emplace(n.b, z_.real_const(("1/" + std::to_string(n.b)).c_str()));
           if (fresh) inverse_facts_.push_back(it->second * encode(n.b) == one());
@@ -371,6 +557,10 @@ class Encoder {
   std::set<SymId> inverted_;
   std::map<SymId, z3::expr> inverses_;
   std::vector<z3::expr> inverse_facts_;
+  std::map<std::string, z3::expr> symbols_;  // named constants
+  std::set<std::string> constant_facts_named_;
+  std::vector<z3::expr> constant_facts_;
+  std::map<bool, z3::expr> infinities_;  // by sign (true: -inf)
 };
 
 double numeral(const z3::expr& e) {
@@ -389,6 +579,7 @@ struct Obligation {
   std::vector<SymId> lhs, rhs;
   std::vector<std::int64_t> dims;
   ir::DType dtype = ir::DType::F32;  // of the elements
+  std::vector<SymId> premises;       // 0/1 conditions the left-hand side is defined under
 };
 
 enum class Outcome { Equal, Differ, Unknown };
@@ -404,6 +595,55 @@ z3::solver solver_with_timeout(z3::context& z, unsigned timeout_ms) {
   p.set("timeout", timeout_ms);
   s.set(p);
   return s;
+}
+
+// For each kept element of `ob`, the assignments of the bounded integer
+// variables it reads (bounds from premises lo <= v and v < hi), every
+// combination; empty when no premise bounds a variable, or when an element
+// would need more than 64 cases (then one query decides them together).
+std::vector<std::vector<std::vector<std::pair<std::size_t, int>>>> index_cases(const SymContext& ctx,
+                                                                               const Obligation& ob,
+                                                                               const std::vector<std::size_t>& kept) {
+  std::map<std::size_t, std::pair<double, double>> bounds;  // variable -> [lo, hi)
+  auto var_of = [&](SymId id) -> std::optional<std::size_t> {
+    if (ctx.node(id).op != SymOp::Var || !ctx.var_integral(id)) return std::nullopt;
+    return ctx.node(id).a;
+  };
+  for (SymId p : ob.premises) {
+    const ir::SymNode& n = ctx.node(p);
+    double c = 0;
+    if (n.op == SymOp::LessEq && ctx.is_const(n.a, &c))
+      if (auto v = var_of(n.b)) bounds.try_emplace(*v, c, HUGE_VAL).first->second.first = c;
+    if (n.op == SymOp::Less && ctx.is_const(n.b, &c))
+      if (auto v = var_of(n.a)) bounds.try_emplace(*v, -HUGE_VAL, c).first->second.second = c;
+  }
+  std::vector<std::vector<std::vector<std::pair<std::size_t, int>>>> out;
+  if (bounds.empty()) return out;
+  for (std::size_t k : kept) {
+    const SymId roots[] = {ob.lhs[k], ob.rhs[k]};
+    std::vector<std::pair<std::size_t, std::pair<int, int>>> ranges;
+    double cases = 1;
+    for (SymId id : ctx.reachable(roots))
+      if (auto v = var_of(id); v && bounds.count(*v)) {
+        const auto [lo, hi] = bounds.at(*v);
+        if (!std::isfinite(lo) || !std::isfinite(hi) || hi <= lo) return {};
+        ranges.push_back({*v, {static_cast<int>(lo), static_cast<int>(hi)}});
+        cases *= hi - lo;
+      }
+    if (cases > 64) return {};
+    std::vector<std::vector<std::pair<std::size_t, int>>> all{{}};
+    for (const auto& [v, range] : ranges) {
+      std::vector<std::vector<std::pair<std::size_t, int>>> next;
+      for (const auto& partial : all)
+        for (int value = range.first; value < range.second; ++value) {
+          next.push_back(partial);
+          next.back().emplace_back(v, value);
+        }
+      all = std::move(next);
+    }
+    out.push_back(std::move(all));
+  }
+  return out;
 }
 
 QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms) {
@@ -443,20 +683,61 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
     roots.push_back(ob.rhs[k]);
   }
   if (kept.empty()) return r;
+  for (SymId p : ob.premises) {
+    s.add(enc.encode(p) != z.real_val(0));
+    roots.push_back(p);
+  }
   enc.collect(roots, facts, vars, functions, divisions);
   for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
-  s.add(z3::mk_or(differ));
-  switch (s.check()) {
-    case z3::unsat:
-      return r;
-    case z3::unknown:
+  std::optional<z3::model> found;
+  auto check = [&](const z3::expr_vector& assumptions) {
+    s.push();
+    for (unsigned i = 0; i < assumptions.size(); ++i) s.add(assumptions[i]);
+    const z3::check_result c = s.check();
+    if (c == z3::sat) found = s.get_model();
+    if (c == z3::unknown) r.why = "Z3 gave up (" + s.reason_unknown() + ")";
+    s.pop();
+    return c;
+  };
+  // Indices bounded by the premises (gathers by symbolic indices) are split
+  // into cases, element by element: each case is a gather by a known index,
+  // which Z3 settles at once, where the choice among all of them at once can
+  // take it past its time limit.
+  const auto splits = index_cases(ctx, ob, kept);
+  if (splits.empty()) {
+    z3::expr_vector a(z);
+    a.push_back(z3::mk_or(differ));
+    z3::check_result c = check(a);
+    if (c == z3::unsat) return r;
+    // Undecided together, the elements may still be decided one at a time
+    // (each query is smaller: tanh through sigmoid on 81 elements).
+    for (unsigned k = 0; c == z3::unknown && kept.size() > 1 && k < differ.size(); ++k) {
+      z3::expr_vector one(z);
+      one.push_back(differ[static_cast<int>(k)]);
+      const z3::check_result ck = check(one);
+      if (ck != z3::unsat) c = ck;
+      if (ck == z3::unsat && k + 1 == differ.size()) return r;
+    }
+    if (c == z3::unknown) {
       r.outcome = Outcome::Unknown;
-      r.why = "Z3 gave up (" + s.reason_unknown() + ")";
       return r;
-    case z3::sat:
-      break;
+    }
+  } else {
+    for (std::size_t j = 0; j < kept.size() && !found; ++j)
+      for (const auto& values : splits[j]) {
+        z3::expr_vector a(z);
+        a.push_back(differ[static_cast<int>(j)]);
+        for (const auto& [var, value] : values) a.push_back(enc.var(var) == z.real_val(value));
+        const z3::check_result c = check(a);
+        if (c == z3::unknown) {
+          r.outcome = Outcome::Unknown;
+          return r;
+        }
+        if (c == z3::sat) break;
+      }
+    if (!found) return r;
   }
-  z3::model m = s.get_model();
+  z3::model& m = *found;
   std::map<std::size_t, double> values;
   for (std::size_t v : vars) values[v] = numeral(m.eval(enc.var(v), true));
   for (const auto& [v, x] : values) r.cex.inputs.push_back({enc.var_name(v), CounterexampleValue{x}});
@@ -504,6 +785,10 @@ std::optional<bool> prove_fp32(const SymContext& ctx, const Obligation& ob, unsi
     differ.push_back(!(z3::fp_eq(l, r) || (l.mk_is_nan() && r.mk_is_nan())));
     roots.push_back(ob.lhs[k]);
     roots.push_back(ob.rhs[k]);
+  }
+  for (SymId p : ob.premises) {
+    s.add(!z3::fp_eq(enc.encode(p), z.fpa_val(0.0f)));
+    roots.push_back(p);
   }
   enc.collect(roots, facts, vars, functions, divisions);
   for (unsigned i = 0; i < facts.size(); ++i) s.add(facts[i]);
@@ -635,6 +920,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
           const SymTensor& R = sym.eval((*rhs)[i]);
           if (i == 0) ob.dims = L.dims();
           ob.dtype = L.dtype();
+          ob.premises = sym.requirements_below(roots[i]);
           for (std::size_t e = 0; e < L.numel(); ++e)
             if (L.id(e) != R.id(e)) {
               ob.elements.push_back(e);

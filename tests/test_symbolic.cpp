@@ -190,13 +190,33 @@ TEST_CASE("the DAG applies only exact rewrites and ops without semantics say so"
   CHECK((x - y).id() == (x + (-y)).id());  // subtraction is adding the negation
   CHECK((x + 0.0).id() == x.id());
   CHECK((x * 1.0).id() == x.id());
-  CHECK((x / y).id() != (x * (1.0 / y)).id());    // not exact in IEEE: left to the prover
-  CHECK((x * 0.0).id() != ctx.constant(0).id());  // inf * 0 is NaN: not folded
-  const OpDef* argmax = OpRegistry::get().find("argmax");
-  REQUIRE(argmax);
+  CHECK((x / y).id() != (x * (1.0 / y)).id());             // not exact in IEEE: left to the prover
+  CHECK((x * 0.0).id() != ctx.constant(0).id());           // inf * 0 is NaN: not folded
+  const OpDef* resize = OpRegistry::get().find("resize");  // (its weights are not symbolic)
+  REQUIRE(resize);
   SymTensor t(ctx, DType::F32, {3});
   bool given = true;
   CHECK_THROWS_AS(
-      apply_symbolic(*argmax, Attrs{}, std::span<const SymTensor>(&t, 1), std::span<const bool>(&given, 1), 1),
+      apply_symbolic(*resize, Attrs{}, std::span<const SymTensor>(&t, 1), std::span<const bool>(&given, 1), 1),
       SymbolicUnsupported);
+}
+
+TEST_CASE("select_by_index picks a known position - requires a symbolic one to be in range") {
+  SymContext ctx;
+  std::vector<Sym> row{ctx.var("a"), ctx.var("b"), ctx.var("c")};
+  auto element = [&](std::int64_t k) { return row[static_cast<std::size_t>(k)]; };
+  CHECK(select_by_index(ctx.constant(-1), 3, element, "gather").id() == row[2].id());
+  CHECK(select_by_index(ctx.constant(1), 3, element, "gather").id() == row[1].id());
+  CHECK_THROWS_AS(select_by_index(ctx.constant(3), 3, element, "gather"), SymbolicUnsupported);
+  CHECK(ctx.requirements().empty());
+  const Sym i = ctx.var("i", true);
+  const Sym picked = select_by_index(i, 3, element, "gather");
+  CHECK(ctx.requirements().size() == 2);  // -3 <= i and i < 3
+  // Evaluated: i = 0 and i = -3 both pick a; i = 2 and i = -1 pick c.
+  for (const auto& [index, want] :
+       std::vector<std::pair<double, double>>{{0, 10}, {-3, 10}, {2, 30}, {-1, 30}, {1, 20}}) {
+    // Variables by index: a, b, c are 10, 20, 30; i (the fourth) the index.
+    auto value = [&](std::size_t v) { return v == 3 ? index : 10.0 * static_cast<double>(v + 1); };
+    CHECK(ctx.evaluate(picked.id(), value) == want);
+  }
 }
