@@ -26,6 +26,16 @@ struct GatherRows {
   std::size_t result_rows() const { return outer * count; }
 };
 
+// gather's result dims (or shape): data's with the axis replaced by the
+// indices' dims.
+template <class Dims>
+Dims gather_result_dims(const Dims& data, std::size_t axis, const Dims& indices) {
+  Dims out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.end());
+  return out;
+}
+
 inline GatherRows gather_rows(const std::vector<std::int64_t>& data_dims, std::size_t axis, std::size_t count,
                               std::size_t element_bytes) {
   GatherRows g;

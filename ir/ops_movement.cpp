@@ -481,18 +481,12 @@ void register_movement_ops(OpRegistry& r) {
       if (in[1].type.dtype != DType::I64 && in[1].type.dtype != DType::I32)
         shape_error("gather: indices must be i32 or i64");
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(ds.size())));
-      Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
-      out.insert(out.end(), in[1].type.shape.begin(), in[1].type.shape.end());
-      out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
-      return std::vector<ValueType>{{in[0].type.dtype, out}};
+      return std::vector<ValueType>{{in[0].type.dtype, gather_result_dims(ds, axis, in[1].type.shape)}};
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
       const auto& dd = x[0].dims();
-      std::vector<std::int64_t> od(dd.begin(), dd.begin() + static_cast<std::ptrdiff_t>(axis));
-      od.insert(od.end(), x[1].dims().begin(), x[1].dims().end());
-      od.insert(od.end(), dd.begin() + static_cast<std::ptrdiff_t>(axis) + 1, dd.end());
-      Tensor out(x[0].dtype(), od);
+      Tensor out(x[0].dtype(), gather_result_dims(dd, axis, x[1].dims()));
       // Whole rows (ir/gather.hpp), as the lowering copies them.
       const GatherRows g = gather_rows(dd, axis, x[1].numel(), dtype_size(x[0].dtype()));
       gather_copy(
@@ -503,10 +497,7 @@ void register_movement_ops(OpRegistry& r) {
     d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, std::span<const bool>, std::size_t) {
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
       const auto& dd = x[0].dims();
-      std::vector<std::int64_t> od(dd.begin(), dd.begin() + static_cast<std::ptrdiff_t>(axis));
-      od.insert(od.end(), x[1].dims().begin(), x[1].dims().end());
-      od.insert(od.end(), dd.begin() + static_cast<std::ptrdiff_t>(axis) + 1, dd.end());
-      SymTensor out(x[0].context(), x[0].dtype(), od);
+      SymTensor out(x[0].context(), x[0].dtype(), gather_result_dims(dd, axis, x[1].dims()));
       const GatherRows g = gather_rows(dd, axis, x[1].numel(), 1);  // row_bytes: elements per row
       for (std::size_t t = 0; t < g.result_rows(); ++t) {
         const std::size_t o = t / g.count;

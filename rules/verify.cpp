@@ -284,32 +284,36 @@ class Encoder {
   }
 
   // A symbol with the facts that pin it down: bounds, and the identity that
-  // defines it.
-  z3::expr symbol(const char* name, const char* low, const char* high) {
+  // defines it (stated once, when the symbol is first met).
+  z3::expr symbol(const char* name, const char* low, const char* high,
+                  const std::function<z3::expr(const z3::expr&)>& defining) {
     auto it = symbols_.find(name);
     if (it != symbols_.end()) return it->second;
     z3::expr x = z_.real_const(name);
     symbols_.emplace(name, x);
     constant_facts_.push_back(z_.real_val(low) < x && x < z_.real_val(high));
-    const std::string n = name;
-    if (n == "ln2") constant_facts_.push_back(apply(SymOp::Exp, x) == z_.real_val(2));
-    if (n == "ln10") constant_facts_.push_back(apply(SymOp::Exp, x) == z_.real_val(10));
-    if (n == "e") constant_facts_.push_back(apply(SymOp::Exp, z_.real_val(1)) == x);
-    if (n == "sqrt2") constant_facts_.push_back(x * x == z_.real_val(2));
-    return x;
-  }
-  // x with x * of = 1.
-  z3::expr reciprocal(const char* name, const z3::expr& of, const char* low, const char* high) {
-    z3::expr x = symbol(name, low, high);
-    if (constant_facts_named_.insert(name).second) constant_facts_.push_back(x * of == z_.real_val(1));
+    constant_facts_.push_back(defining(x));
     return x;
   }
 
   z3::expr named(NamedConstant c) {
-    auto pi = [&] { return symbol("pi", "3.14159265", "3.14159266"); };
-    auto ln2 = [&] { return symbol("ln2", "0.69314718", "0.69314719"); };
-    auto ln10 = [&] { return symbol("ln10", "2.30258509", "2.30258510"); };
-    auto sqrt2 = [&] { return symbol("sqrt2", "1.41421356", "1.41421357"); };
+    const z3::expr one = z_.real_val(1);
+    auto exp = [&](const z3::expr& x) { return apply(SymOp::Exp, x); };
+    auto pi = [&] {
+      return symbol("pi", "3.14159265", "3.14159266", [&](const z3::expr&) { return z_.bool_val(true); });
+    };
+    auto inv_pi = [&] {
+      return symbol("1/pi", "0.31830988", "0.31830989", [&](const z3::expr& x) { return x * pi() == one; });
+    };
+    auto ln2 = [&] {
+      return symbol("ln2", "0.69314718", "0.69314719", [&](const z3::expr& x) { return exp(x) == z_.real_val(2); });
+    };
+    auto ln10 = [&] {
+      return symbol("ln10", "2.30258509", "2.30258510", [&](const z3::expr& x) { return exp(x) == z_.real_val(10); });
+    };
+    auto sqrt2 = [&] {
+      return symbol("sqrt2", "1.41421356", "1.41421357", [&](const z3::expr& x) { return x * x == z_.real_val(2); });
+    };
     switch (c) {
       case NamedConstant::Pi:
         return pi();
@@ -320,25 +324,22 @@ class Encoder {
       case NamedConstant::TwoPi:
         return pi() * z_.real_val(2);
       case NamedConstant::InvPi:
-        return reciprocal("1/pi", pi(), "0.31830988", "0.31830989");
+        return inv_pi();
       case NamedConstant::TwoOverPi:
-        return reciprocal("1/pi", pi(), "0.31830988", "0.31830989") * z_.real_val(2);
-      case NamedConstant::SqrtTwoOverPi: {
-        z3::expr r = symbol("sqrt(2/pi)", "0.79788456", "0.79788457");
-        if (constant_facts_named_.insert("sqrt(2/pi)").second)
-          constant_facts_.push_back(r * r == reciprocal("1/pi", pi(), "0.31830988", "0.31830989") * z_.real_val(2));
-        return r;
-      }
+        return inv_pi() * z_.real_val(2);
+      case NamedConstant::SqrtTwoOverPi:
+        return symbol("sqrt(2/pi)", "0.79788456", "0.79788457",
+                      [&](const z3::expr& x) { return x * x == inv_pi() * z_.real_val(2); });
       case NamedConstant::E:
-        return symbol("e", "2.71828182", "2.71828183");
+        return symbol("e", "2.71828182", "2.71828183", [&](const z3::expr& x) { return exp(one) == x; });
       case NamedConstant::Ln2:
         return ln2();
       case NamedConstant::Ln10:
         return ln10();
       case NamedConstant::Log2E:
-        return reciprocal("log2(e)", ln2(), "1.44269504", "1.44269505");
+        return symbol("log2(e)", "1.44269504", "1.44269505", [&](const z3::expr& x) { return x * ln2() == one; });
       case NamedConstant::Log10E:
-        return reciprocal("log10(e)", ln10(), "0.43429448", "0.43429449");
+        return symbol("log10(e)", "0.43429448", "0.43429449", [&](const z3::expr& x) { return x * ln10() == one; });
       case NamedConstant::Sqrt2:
         return sqrt2();
       case NamedConstant::InvSqrt2:
@@ -558,7 +559,6 @@ class Encoder {
   std::map<SymId, z3::expr> inverses_;
   std::vector<z3::expr> inverse_facts_;
   std::map<std::string, z3::expr> symbols_;  // named constants
-  std::set<std::string> constant_facts_named_;
   std::vector<z3::expr> constant_facts_;
   std::map<bool, z3::expr> infinities_;  // by sign (true: -inf)
 };
