@@ -6,116 +6,91 @@
 
 namespace saturn::ir {
 
-std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F32:
-      return 4;
-    case DType::F16:
-      return 2;
-    case DType::BF16:
-      return 2;
-    case DType::F64:
-      return 8;
-    case DType::I64:
-      return 8;
-    case DType::I32:
-      return 4;
-    case DType::I8:
-      return 1;
-    case DType::U8:
-      return 1;
-    case DType::Bool:
-      return 1;
-  }
-  return 1;
-}
+namespace {
+struct TypeInfo {
+  DType type;
+  const char* name;
+  std::size_t size;
+  int onnx;
+  int bits;  // integers' value width
+};
+// ONNX codes: TensorProto.DataType.
+constexpr TypeInfo kTypes[] = {
+    {DType::F32, "f32", 4, 1, 0},
+    {DType::F16, "f16", 2, 10, 0},
+    {DType::BF16, "bf16", 2, 16, 0},
+    {DType::F64, "f64", 8, 11, 0},
+    {DType::I64, "i64", 8, 7, 64},
+    {DType::I32, "i32", 4, 6, 32},
+    {DType::I8, "i8", 1, 3, 8},
+    {DType::U8, "u8", 1, 2, 8},
+    {DType::Bool, "bool", 1, 9, 0},
+    {DType::I16, "i16", 2, 5, 16},
+    {DType::U16, "u16", 2, 4, 16},
+    {DType::U32, "u32", 4, 12, 32},
+    {DType::U64, "u64", 8, 13, 64},
+    {DType::I4, "i4", 1, 22, 4},
+    {DType::U4, "u4", 1, 21, 4},
+    {DType::F8E4M3FN, "f8e4m3fn", 1, 17, 0},
+    {DType::F8E4M3FNUZ, "f8e4m3fnuz", 1, 18, 0},
+    {DType::F8E5M2, "f8e5m2", 1, 19, 0},
+    {DType::F8E5M2FNUZ, "f8e5m2fnuz", 1, 20, 0},
+    {DType::F4E2M1, "f4e2m1", 1, 23, 0},
+    {DType::I2, "i2", 1, 26, 2},
+    {DType::F8E8M0, "f8e8m0", 1, 24, 0},
+    {DType::U2, "u2", 1, 25, 2},
+};
+static_assert(std::size(kTypes) == kAllDTypes.size());
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::F64:
-      return "f64";
-    case DType::I64:
-      return "i64";
-    case DType::I32:
-      return "i32";
-    case DType::I8:
-      return "i8";
-    case DType::U8:
-      return "u8";
-    case DType::Bool:
-      return "bool";
-  }
-  return "?";
+const TypeInfo& info(DType t) {
+  for (const TypeInfo& i : kTypes)
+    if (i.type == t) return i;
+  return kTypes[0];
 }
+}  // namespace
+
+std::size_t dtype_size(DType t) { return info(t).size; }
+
+const char* dtype_name(DType t) { return info(t).name; }
 
 std::optional<DType> dtype_from_name(std::string_view n) {
-  for (DType t :
-       {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool})
-    if (n == dtype_name(t)) return t;
+  for (const TypeInfo& i : kTypes)
+    if (n == i.name) return i.type;
   return std::nullopt;
 }
 
-std::optional<DType> dtype_from_onnx(int code) {
-  switch (code) {
-    case 1:
-      return DType::F32;
-    case 2:
-      return DType::U8;
-    case 3:
-      return DType::I8;
-    case 6:
-      return DType::I32;
-    case 7:
-      return DType::I64;
-    case 9:
-      return DType::Bool;
-    case 10:
-      return DType::F16;
-    case 11:
-      return DType::F64;
-    case 16:
-      return DType::BF16;
-    default:
-      return std::nullopt;
-  }
+int integer_bits(DType t) { return info(t).bits; }
+
+bool stores_only(DType t) { return is_minifloat(t) || packed_bits(t) < 8; }
+
+int packed_bits(DType t) {
+  if (t == DType::F4E2M1) return 4;
+  const int bits = integer_bits(t);
+  return bits == 2 || bits == 4 ? bits : static_cast<int>(8 * dtype_size(t));
 }
 
-int dtype_to_onnx(DType t) {
-  switch (t) {
-    case DType::F32:
-      return 1;
-    case DType::U8:
-      return 2;
-    case DType::I8:
-      return 3;
-    case DType::I32:
-      return 6;
-    case DType::I64:
-      return 7;
-    case DType::Bool:
-      return 9;
-    case DType::F16:
-      return 10;
-    case DType::F64:
-      return 11;
-    case DType::BF16:
-      return 16;
-  }
-  return 0;
+bool integer_type_contains(DType to, DType from) {
+  if (!is_integer(to) || !is_integer(from)) return false;
+  if (to == from) return true;
+  const int bt = integer_bits(to), bf = integer_bits(from);
+  if (is_unsigned(from)) return is_unsigned(to) ? bt >= bf : bt > bf;
+  return !is_unsigned(to) && bt >= bf;
 }
+
+std::optional<DType> dtype_from_onnx(int code) {
+  for (const TypeInfo& i : kTypes)
+    if (code == i.onnx) return i.type;
+  return std::nullopt;
+}
+
+int dtype_to_onnx(DType t) { return info(t).onnx; }
 
 std::string onnx_type_name(int code) {
-  static const char* names[] = {"UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
-                                "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
-                                "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
-                                "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1"};
+  static const char* names[] = {
+      "UNDEFINED", "FLOAT",      "UINT8",      "INT8",         "UINT16",         "INT16",      "INT32",
+      "INT64",     "STRING",     "BOOL",       "FLOAT16",      "DOUBLE",         "UINT32",     "UINT64",
+      "COMPLEX64", "COMPLEX128", "BFLOAT16",   "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",     "INT4",       "FLOAT4E2M1", "FLOAT8E8M0",   "UINT2",          "INT2"};
   if (code >= 0 && code < static_cast<int>(sizeof names / sizeof *names)) return names[code];
   return "type " + std::to_string(code);
 }

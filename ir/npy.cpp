@@ -59,12 +59,14 @@ Expected<Tensor> read_npy(const std::string& path) {
   if (descr.empty() || shape.empty()) return fail("malformed .npy header");
   if (fortran.find("True") != std::string::npos) return fail("Fortran-ordered arrays are not supported");
   static const std::pair<const char*, DType> kinds[] = {{"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-                                                        {"<i8", DType::I64}, {"<i4", DType::I32}, {"|i1", DType::I8},
-                                                        {"|u1", DType::U8},  {"|b1", DType::Bool}};
+                                                        {"<i8", DType::I64}, {"<i4", DType::I32}, {"<i2", DType::I16},
+                                                        {"|i1", DType::I8},  {"<u8", DType::U64}, {"<u4", DType::U32},
+                                                        {"<u2", DType::U16}, {"|u1", DType::U8},  {"|b1", DType::Bool}};
   std::optional<DType> dt;
   for (auto [d, t] : kinds)
     if (descr == d) dt = t;
-  if (!dt) return fail("array type '" + descr + "' is not supported (little-endian f2/f4/f8, i1/i4/i8, u1, b1)");
+  if (!dt)
+    return fail("array type '" + descr + "' is not supported (little-endian f2/f4/f8, i1/i2/i4/i8, u1/u2/u4/u8, b1)");
   std::vector<std::int64_t> dims;
   std::size_t n = 1;
   for (std::size_t p = 1; p < shape.size();) {

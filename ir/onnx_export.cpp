@@ -24,6 +24,16 @@ onnx::TensorProto tensor_proto(const Tensor& t, const std::string& name) {
   p.set_name(name);
   p.set_data_type(dtype_to_onnx(t.dtype()));
   for (auto d : t.dims()) p.add_dims(d);
+  if (const int bits = packed_bits(t.dtype()); bits < 8) {
+    // Packed into bytes, the first element in the low bits.
+    const auto per_byte = static_cast<std::size_t>(8 / bits);
+    std::string packed((t.numel() + per_byte - 1) / per_byte, '\0');
+    for (std::size_t i = 0; i < t.numel(); ++i)
+      packed[i / per_byte] =
+          static_cast<char>(packed[i / per_byte] | ((t.bytes()[i] & ((1u << bits) - 1)) << (i % per_byte * bits)));
+    p.set_raw_data(std::move(packed));
+    return p;
+  }
   p.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes()), t.nbytes()));
   return p;
 }
@@ -230,9 +240,10 @@ void Exporter::node(const Node& n) {
       emit("Log", n, {x}, {l});
       emit("Div", n, {l, c}, {y});
     }
-  } else if (op == "cast") {
+  } else if (op == "cast" || op == "cast_unsaturated") {
     auto* p = emit("Cast", n, {x}, {y});
     attr(p, "to", std::int64_t{dtype_to_onnx(*dtype_from_name(n.attrs.s("to", "f32")))});
+    if (op == "cast_unsaturated") attr(p, "saturate", std::int64_t{0});
   } else if (op == "clip") {
     DType t = dtype_of(x);
     std::string lo = n.attrs.has("min") ? constant(Tensor::scalar(t, n.attrs.f("min", 0)), y) : std::string();

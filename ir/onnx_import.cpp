@@ -46,46 +46,66 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, c
       fail(where, what + ": dimensions too large");
     n *= static_cast<std::size_t>(d);
   }
-  const std::size_t available = !p.raw_data().empty() ? p.raw_data().size() / dtype_size(*dt)
+  // The 4- and 2-bit types are packed into bytes (the first element in the
+  // low bits) in raw_data and in int32_data; uint32 and uint64 are in
+  // uint64_data, the other types narrower than 32 bits one to an int32_data
+  // element.
+  const int bits = packed_bits(*dt);
+  const bool packed = bits < 8;
+  const std::size_t per_byte = packed ? static_cast<std::size_t>(8 / bits) : 1;
+  const std::size_t stored = (n + per_byte - 1) / per_byte;
+  const std::size_t unit = packed ? 1 : dtype_size(*dt);
+  const std::size_t available = !p.raw_data().empty() ? p.raw_data().size() / unit
                                 : *dt == DType::F32   ? static_cast<std::size_t>(p.float_data_size())
                                 : *dt == DType::F64   ? static_cast<std::size_t>(p.double_data_size())
                                 : *dt == DType::I64   ? static_cast<std::size_t>(p.int64_data_size())
-                                                      : static_cast<std::size_t>(p.int32_data_size());
-  if (available != n || (!p.raw_data().empty() && p.raw_data().size() % dtype_size(*dt) != 0))
-    fail(where, what + ": holds " + std::to_string(available) + " values, its shape needs " + std::to_string(n));
+                                : *dt == DType::U32 || *dt == DType::U64
+                                    ? static_cast<std::size_t>(p.uint64_data_size())
+                                    : static_cast<std::size_t>(p.int32_data_size());
+  if (available != stored || (!p.raw_data().empty() && p.raw_data().size() % unit != 0))
+    fail(where, what + ": holds " + std::to_string(available) + " values, its shape needs " + std::to_string(stored));
   Tensor t(*dt, dims);
+  auto byte = [&](std::size_t k) {
+    return !p.raw_data().empty() ? static_cast<std::uint8_t>(p.raw_data()[k])
+                                 : static_cast<std::uint8_t>(p.int32_data(static_cast<int>(k)));
+  };
+  if (packed) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto shift = static_cast<int>(i % per_byte) * bits;
+      const std::uint8_t code = (byte(i / per_byte) >> shift) & ((1u << bits) - 1);
+      if (*dt == DType::F4E2M1)
+        t.bytes()[i] = code;
+      else
+        t.set_int(i, code);  // a signed type sign-extends its bits
+    }
+    return t;
+  }
   if (!p.raw_data().empty()) {
     std::memcpy(t.bytes(), p.raw_data().data(), t.nbytes());
     return t;
   }
-  auto check = [&](int have) {
-    if (static_cast<std::size_t>(have) != n)
-      fail(where, what + ": holds " + std::to_string(have) + " values, shape needs " + std::to_string(n));
-  };
   switch (*dt) {
     case DType::F32:
-      check(p.float_data_size());
       for (std::size_t i = 0; i < n; ++i) t.set(i, p.float_data(static_cast<int>(i)));
       break;
     case DType::F64:
-      check(p.double_data_size());
       for (std::size_t i = 0; i < n; ++i) t.set(i, p.double_data(static_cast<int>(i)));
       break;
     case DType::I64:
-      check(p.int64_data_size());
       for (std::size_t i = 0; i < n; ++i) t.set_int(i, p.int64_data(static_cast<int>(i)));
       break;
-    case DType::F16:
-    case DType::BF16: {
-      check(p.int32_data_size());
-      for (std::size_t i = 0; i < n; ++i) {
-        auto bits = static_cast<std::uint16_t>(p.int32_data(static_cast<int>(i)));
-        std::memcpy(t.bytes() + 2 * i, &bits, 2);
-      }
+    case DType::U32:
+    case DType::U64:
+      for (std::size_t i = 0; i < n; ++i) t.set_int(i, static_cast<std::int64_t>(p.uint64_data(static_cast<int>(i))));
       break;
-    }
     default:
-      check(p.int32_data_size());
+      if (is_minifloat(*dt) || *dt == DType::F16 || *dt == DType::BF16) {  // their bits
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto bits = static_cast<std::uint16_t>(p.int32_data(static_cast<int>(i)));
+          std::memcpy(t.bytes() + dtype_size(*dt) * i, &bits, dtype_size(*dt));
+        }
+        break;
+      }
       for (std::size_t i = 0; i < n; ++i) t.set_int(i, p.int32_data(static_cast<int>(i)));
       break;
   }
@@ -493,18 +513,18 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     t["Min"] = variadic("min", false);
     t["Sum"] = variadic("add", false);
     t["Mean"] = variadic("add", true);
-    t["Cast"] = [](Importer& im) {
-      im.ignore({"saturate"});  // only affects float8 targets, which are not supported
+    // `saturate` (opset 19) only affects the minifloat targets.
+    auto cast = [](Importer& im, const std::string& to) {
       Attrs a;
-      a.set("to", onnx_dtype_name(im, im.ai("to", 0)));
-      im.emit1("cast", {im.in(0)}, std::move(a));
+      a.set("to", to);
+      // round_mode (opset 25) only affects f8e8m0 targets.
+      if (const std::string mode = im.as("round_mode", "up"); to == "f8e8m0" && mode != "up")
+        im.unsupported("Cast to FLOAT8E8M0 with round_mode '" + mode + "' is not supported (only 'up', the default)");
+      const bool unsaturated = im.opset() >= 19 && im.ai("saturate", 1) == 0 && is_minifloat(*dtype_from_name(to));
+      im.emit1(unsaturated ? "cast_unsaturated" : "cast", {im.in(0)}, std::move(a));
     };
-    t["CastLike"] = [](Importer& im) {
-      im.ignore({"saturate"});
-      Attrs a;
-      a.set("to", std::string(dtype_name(im.type_of(im.in(1)).dtype)));
-      im.emit1("cast", {im.in(0)}, std::move(a));
-    };
+    t["Cast"] = [cast](Importer& im) { cast(im, onnx_dtype_name(im, im.ai("to", 0))); };
+    t["CastLike"] = [cast](Importer& im) { cast(im, dtype_name(im.type_of(im.in(1)).dtype)); };
     t["Clip"] = [](Importer& im) {
       Attrs a;
       if (im.opset() < 11) {

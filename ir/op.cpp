@@ -98,6 +98,7 @@ void OpRegistry::add(OpDef def) {
       for (int k = 0; k < lo; ++k)
         if (!in[static_cast<std::size_t>(k)].present)
           shape_error(name + ": operand " + std::to_string(k) + " is required, and absent");
+
       auto out = infer(a, in, n);
       for (const ValueType& t : out)
         for (const Dim& d : t.shape)
@@ -108,7 +109,19 @@ void OpRegistry::add(OpDef def) {
           shape_error(name + ": the result " + to_string(t.shape) + " would have more than 2^48 elements");
       return out;
     };
-  ops_[name] = std::make_unique<OpDef>(std::move(def));
+  auto& row = ops_[name] = std::make_unique<OpDef>(std::move(def));
+  // Types that only store values reach only the ops that move them (read
+  // when called: declare_view comes after add).
+  if (row->infer)
+    row->infer = [infer = std::move(row->infer), self = row.get()](const Attrs& a, std::span<const TypedInput> in,
+                                                                   std::size_t n) {
+      if (!self->moves_values && !self->view)
+        for (const TypedInput& t : in)
+          if (t.present && stores_only(t.type.dtype))
+            shape_error(self->name + " does not take " + dtype_name(t.type.dtype) +
+                        " operands: that type only stores values (cast it to compute)");
+      return infer(a, in, n);
+    };
 }
 
 void OpRegistry::declare_attrs(const std::string& op, std::vector<AttrSpec> attrs) {

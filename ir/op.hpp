@@ -137,6 +137,12 @@ struct OpDef {
   // same row-major order (reshape, flatten, squeeze, unsqueeze, identity). A
   // view of a stored value costs nothing.
   bool view = false;
+  // Its results are its operands' elements, moved (the movement ops,
+  // where), or computed from them without rounding to their type
+  // (comparisons, casts): it takes the types that only store values
+  // (ir::stores_only), which every other op refuses (checked by the
+  // registry, with the operand counts).
+  bool moves_values = false;
   // Sums products along an axis (matmul, gemm, einsum, convolutions):
   // generated loop nests reach a smaller share of the peak than for
   // streaming ops.

@@ -1,7 +1,9 @@
 // Elementwise ops: unary, binary with numpy broadcasting, comparisons,
 // logic, where, cast, clip. Floating types compute in double and round to
 // the result type; integer types compute in int64.
+#include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -80,9 +82,17 @@ void check_accepts(Accepts acc, DType t, const char* op) {
 
 // A unary op over floating values (in double, or symbolically: f is written
 // once over the scalar type) and, when given, over int64 for integers.
+// A u64 is held as its bits in an int64 (Tensor::at_int): the ops whose
+// meaning depends on the sign are given an unsigned variant.
+using UnsignedUnary = std::function<std::uint64_t(std::uint64_t)>;
+using UnsignedBinary = std::function<std::optional<std::uint64_t>(std::uint64_t, std::uint64_t)>;
+
+std::uint64_t as_unsigned(std::int64_t v) { return std::bit_cast<std::uint64_t>(v); }
+std::int64_t as_signed(std::uint64_t v) { return std::bit_cast<std::int64_t>(v); }
+
 template <class F>
 void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
-           std::function<std::int64_t(std::int64_t)> fi = {}, const char* doc = "") {
+           std::function<std::int64_t(std::int64_t)> fi = {}, UnsignedUnary fu = {}, const char* doc = "") {
   OpDef d;
   d.name = name;
   d.kind = kind;
@@ -93,13 +103,15 @@ void unary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, F f,
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{in[0].type};
   };
-  set_kernel(d, [f, fi](const Attrs& at, auto a, Given, std::size_t) {
+  set_kernel(d, [f, fi, fu](const Attrs& at, auto a, Given, std::size_t) {
     auto out = like(a[0], a[0].dtype(), a[0].dims());
     // Symbolic integers and bools take the generic path: the ops given an
     // integer variant (abs, sign, relu, not, identity) mean the same on them.
     constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
     for (std::size_t i = 0; i < out.numel(); ++i) {
-      if (fi && !is_float(a[0].dtype()) && !symbolic)
+      if (fu && a[0].dtype() == DType::U64 && !symbolic)
+        out.set_int(i, as_signed(fu(as_unsigned(a[0].at_int(i)))));
+      else if (fi && !is_float(a[0].dtype()) && !symbolic)
         out.set_int(i, fi(a[0].at_int(i)));
       else
         out.set(i, f(a[0].at(i), at));
@@ -119,12 +131,13 @@ using IntSym = std::function<Sym(const Sym&, const Sym&, const Attrs&)>;
 template <class F>
 void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::optional<DType> result, F f,
             std::function<std::optional<std::int64_t>(std::int64_t, std::int64_t, const Attrs&)> fi, IntSym fs = {},
-            bool mixed_types = false) {
+            bool mixed_types = false, UnsignedBinary fu = {}) {
   OpDef d;
   d.name = name;
   d.kind = kind;
   d.elementwise = true;
   d.min_inputs = d.max_inputs = 2;
+  d.moves_values = result == DType::Bool && acc == Accepts::Any;  // comparisons
   d.doc = std::string("elementwise ") + name + "(a, b) with numpy broadcasting" +
           (result == DType::Bool ? ", giving bool" : "");
   d.infer = [name, acc, result, mixed_types](const Attrs&, Inputs in, std::size_t) {
@@ -132,7 +145,7 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{{result.value_or(in[0].type.dtype), broadcast_all(in, name)}};
   };
-  set_kernel(d, [f, fi, fs, result, name](const Attrs& at, auto a, Given, std::size_t) {
+  set_kernel(d, [f, fi, fs, fu, result, name](const Attrs& at, auto a, Given, std::size_t) {
     auto dims = broadcast_dims(a);
     auto out = like(a[0], result.value_or(a[0].dtype()), dims);
     Broadcaster b(dims, {a[0].dims(), a[1].dims()});
@@ -155,7 +168,12 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
         }
       }
       if (integral) {
-        auto v = fi(a[0].at_int(ia), a[1].at_int(ib), at);
+        const bool u64 = fu && a[0].dtype() == DType::U64 && a[1].dtype() == DType::U64;
+        std::optional<std::int64_t> v;
+        if (!u64)
+          v = fi(a[0].at_int(ia), a[1].at_int(ib), at);
+        else if (auto u = fu(as_unsigned(a[0].at_int(ia)), as_unsigned(a[1].at_int(ib))))
+          v = as_signed(*u);
         if (!v) shape_error(op == "pow" ? "integer 0 to a negative power" : "integer division by zero");
         out.set_int(i, *v);
       } else {
@@ -196,11 +214,12 @@ void register_elementwise_ops(OpRegistry& r) {
   unary(r, "erf", K::Composite, A::Float, [](auto x, const Attrs&) { return S::erf(x); });
   unary(
       r, "abs", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::abs(x); },
-      [](std::int64_t x) { return x < 0 ? wrapping_neg(x) : x; });
+      [](std::int64_t x) { return x < 0 ? wrapping_neg(x) : x; }, [](std::uint64_t x) { return x; });
   unary(
       r, "sign", K::Composite, A::Numeric,
       [](auto x, const Attrs&) { return S::select(x > 0.0, 1.0, S::select(x < 0.0, -1.0, 0.0)); },
-      [](std::int64_t x) { return static_cast<std::int64_t>((x > 0) - (x < 0)); });
+      [](std::int64_t x) { return static_cast<std::int64_t>((x > 0) - (x < 0)); },
+      [](std::uint64_t x) { return std::uint64_t{x != 0}; });
   unary(r, "ceil", K::Composite, A::Float, [](auto x, const Attrs&) { return S::ceil(x); });
   unary(r, "floor", K::Composite, A::Float, [](auto x, const Attrs&) { return S::floor(x); });
   unary(r, "sigmoid", K::Composite, A::Float, [](auto x, const Attrs&) { return 1.0 / (1.0 + S::exp(-x)); });
@@ -208,7 +227,7 @@ void register_elementwise_ops(OpRegistry& r) {
       // max(x, 0), NaN-propagating as ONNX's reference (numpy.maximum),
       // PyTorch, oneDNN's and cuDNN's ReLU: a NaN stays NaN.
       r, "relu", K::Composite, A::Numeric, [](auto x, const Attrs&) { return S::max(x, 0.0); },
-      [](std::int64_t x) { return x > 0 ? x : 0; });
+      [](std::int64_t x) { return x > 0 ? x : 0; }, [](std::uint64_t x) { return x; });
   unary(r, "leaky_relu", K::Composite, A::Float,
         [](auto x, const Attrs& a) { return S::select(x >= 0.0, x, a.f("alpha", 0.01) * x); });
   unary(r, "elu", K::Composite, A::Float,
@@ -247,7 +266,11 @@ void register_elementwise_ops(OpRegistry& r) {
   binary(
       r, "div", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return x / y; },
       [](std::int64_t x, std::int64_t y, const Attrs&) { return int_quotient(x, y); },  // ONNX's: truncating
-      [](const Sym& x, const Sym& y, const Attrs&) { return S::int_div(x, y); });
+      [](const Sym& x, const Sym& y, const Attrs&) { return S::int_div(x, y); }, false,
+      [](std::uint64_t x, std::uint64_t y) -> std::optional<std::uint64_t> {
+        if (y == 0) return std::nullopt;
+        return x / y;
+      });
   // Integer modulo: ONNX's fmod=1 is C's remainder (the dividend's sign),
   // fmod=0 the floor modulo (the divisor's sign).
   binary(
@@ -267,6 +290,10 @@ void register_elementwise_ops(OpRegistry& r) {
         // + y where m is nonzero and its sign is not y's
         return m + S::select(S::eq(m, 0.0), 0.0,
                              S::select(m < 0.0, S::select(y < 0.0, 0.0, y), S::select(y < 0.0, y, 0.0)));
+      },
+      false, [](std::uint64_t x, std::uint64_t y) -> std::optional<std::uint64_t> {  // both moduli agree
+        if (y == 0) return std::nullopt;
+        return x % y;
       });
   binary(
       r, "pow", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::pow(x, y); },
@@ -275,10 +302,12 @@ void register_elementwise_ops(OpRegistry& r) {
       /*mixed_types=*/true);
   binary(
       r, "max", K::Primitive, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::max(x, y); },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::max(x, y); });
+      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::max(x, y); }, {},
+      false, [](std::uint64_t x, std::uint64_t y) -> std::optional<std::uint64_t> { return std::max(x, y); });
   binary(
       r, "min", K::Composite, A::Numeric, std::nullopt, [](auto x, auto y, const Attrs&) { return S::min(x, y); },
-      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::min(x, y); });
+      [](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> { return std::min(x, y); }, {},
+      false, [](std::uint64_t x, std::uint64_t y) -> std::optional<std::uint64_t> { return std::min(x, y); });
   binary(
       r, "prelu", K::Composite, A::Numeric, std::nullopt,
       [](auto x, auto s, const Attrs&) { return S::select(x < 0.0, s * x, x); },
@@ -286,19 +315,28 @@ void register_elementwise_ops(OpRegistry& r) {
         return x < 0 ? wrapping_mul(s, x) : x;
       });
 
-  auto cmp = [&](const char* name, OpKind kind, auto op) {
+  auto cmp = [&](const char* name, OpKind kind, auto op, auto unsigned_op) {
     binary(
         r, name, kind, Accepts::Any, DType::Bool,
         [op](auto x, auto y, const Attrs&) { return S::select(op(x, y), 1.0, 0.0); },
         [op](std::int64_t x, std::int64_t y, const Attrs&) -> std::optional<std::int64_t> {
           return static_cast<std::int64_t>(op(x, y));
+        },
+        {}, false,
+        [unsigned_op](std::uint64_t x, std::uint64_t y) -> std::optional<std::uint64_t> {
+          return unsigned_op(x, y) ? 1 : 0;
         });
   };
-  cmp("equal", K::Composite, [](auto x, auto y) { return S::eq(x, y); });
-  cmp("less", K::Primitive, [](auto x, auto y) { return x < y; });  // DESIGN's cmplt
-  cmp("less_equal", K::Composite, [](auto x, auto y) { return x <= y; });
-  cmp("greater", K::Composite, [](auto x, auto y) { return x > y; });
-  cmp("greater_equal", K::Composite, [](auto x, auto y) { return x >= y; });
+  cmp(
+      "equal", K::Composite, [](auto x, auto y) { return S::eq(x, y); }, std::equal_to<>{});
+  cmp(
+      "less", K::Primitive, [](auto x, auto y) { return x < y; }, std::less<>{});  // DESIGN's cmplt
+  cmp(
+      "less_equal", K::Composite, [](auto x, auto y) { return x <= y; }, std::less_equal<>{});
+  cmp(
+      "greater", K::Composite, [](auto x, auto y) { return x > y; }, std::greater<>{});
+  cmp(
+      "greater_equal", K::Composite, [](auto x, auto y) { return x >= y; }, std::greater_equal<>{});
   auto logic = [&](const char* name, auto op) {
     binary(
         r, name, K::Composite, Accepts::Bool, DType::Bool, [op](auto x, auto y, const Attrs&) { return op(x, y); },
@@ -315,6 +353,7 @@ void register_elementwise_ops(OpRegistry& r) {
   {
     OpDef d;
     d.name = "where";
+    d.moves_values = true;
     d.elementwise = true;
     d.kind = OpKind::Primitive;
     d.doc = "where(cond, x, y): x where cond holds, else y (broadcast)";
@@ -341,28 +380,44 @@ void register_elementwise_ops(OpRegistry& r) {
     });
     r.add(std::move(d));
   }
-  {
+  // cast, and cast_unsaturated: Cast with `saturate = 0`, whose result
+  // overflows a minifloat to infinity or NaN (ir/minifloat.hpp).
+  auto cast = [&](const char* name, bool saturate) {
     OpDef d;
-    d.name = "cast";
-    d.elementwise = true;
-    d.kind = OpKind::Primitive;
-    d.doc = "cast(x) to the dtype named by attribute `to`";
-    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+    d.name = name;
+    // (cast_unsaturated's results are minifloats, which loop kernels do not
+    // compute: it is not a fusable elementwise op.)
+    d.elementwise = saturate;
+    d.moves_values = true;
+    d.kind = saturate ? OpKind::Primitive : OpKind::Composite;
+    d.doc = saturate ? "cast(x) to the dtype named by attribute `to`"
+                     : "cast(x) to the dtype named by attribute `to`; a minifloat overflows to infinity or NaN "
+                       "instead of saturating (ONNX Cast saturate = 0)";
+    d.infer = [name, saturate](const Attrs& a, Inputs in, std::size_t) {
       auto t = dtype_from_name(a.s("to", ""));
-      if (!t) shape_error("cast: unknown target type '" + a.s("to", "") + "'");
+      if (!t) shape_error(std::string(name) + ": unknown target type '" + a.s("to", "") + "'");
+      if (!saturate && !is_minifloat(*t))
+        shape_error(std::string(name) + ": the target " + dtype_name(*t) +
+                    " is not a minifloat (only those saturate; cast converts to the others)");
       return std::vector<ValueType>{{*t, in[0].type.shape}};
     };
-    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
-      DType to = *dtype_from_name(a.s("to", ""));
+    d.eval = [saturate](const Attrs& a, Args x, Given, std::size_t) {
+      const DType to = *dtype_from_name(a.s("to", "")), from = x[0].dtype();
       Tensor out(to, x[0].dims());
       for (std::size_t i = 0; i < out.numel(); ++i) {
-        if (is_float(x[0].dtype()))
+        if (!saturate)
+          out.set_unsaturated(i, x[0].at(i));
+        else if (is_float(from) || (from == DType::U64 && !is_integer(to)))  // a u64 by value, else its bits
           out.set(i, x[0].at(i));
         else
           out.set_int(i, x[0].at_int(i));
       }
       return std::vector<Tensor>{std::move(out)};
     };
+    if (!saturate) {
+      r.add(std::move(d));
+      return;
+    }
     // Over the reals a conversion to a floating type, or between equal
     // types, or from bool, is the value itself (as every float op is exact
     // there); to bool it is `x != 0`, NaN true as Tensor::set stores it.
@@ -375,12 +430,14 @@ void register_elementwise_ops(OpRegistry& r) {
     d.symbolic = [](const Attrs& a, std::span<const SymTensor> x, Given, std::size_t) {
       const DType to = *dtype_from_name(a.s("to", ""));
       const DType from = x[0].dtype();
-      const bool widening = (to == DType::I64 && (from == DType::I32 || from == DType::I8 || from == DType::U8)) ||
-                            (to == DType::I32 && (from == DType::I8 || from == DType::U8));
+      const bool widening = integer_type_contains(to, from);
       const bool truncating = is_float(from) && is_integer(to);
       if (to != DType::Bool && !is_float(to) && from != to && from != DType::Bool && !widening && !truncating)
         throw SymbolicUnsupported{std::string("cast from ") + dtype_name(from) + " to " + dtype_name(to) +
                                   " wraps: no symbolic form"};
+      // A minifloat keeps 2 or 3 significant bits: no rounding of the reals.
+      if (is_minifloat(to) && from != to)
+        throw SymbolicUnsupported{std::string("cast to ") + dtype_name(to) + " rounds to 2-4 bits: no symbolic form"};
       SymTensor out = like(x[0], to, x[0].dims());
       for (std::size_t i = 0; i < out.numel(); ++i) {
         const Sym v = x[0].at(i);
@@ -391,7 +448,9 @@ void register_elementwise_ops(OpRegistry& r) {
       return std::vector<SymTensor>{std::move(out)};
     };
     r.add(std::move(d));
-  }
+  };
+  cast("cast", true);
+  cast("cast_unsaturated", false);
   {
     OpDef d;
     d.name = "clip";
@@ -438,6 +497,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("gelu", {attr_choice("approximate", "none", {"none", "tanh"})});
   r.declare_attrs("mod", {attr_int("fmod", 0)});
   r.declare_attrs("cast", {attr_string("to")});
+  r.declare_attrs("cast_unsaturated", {attr_string("to")});
   r.declare_attrs("clip", {attr_real("min"), attr_real("max")});
 
   // Operations per element, for the cost models (extract/cost_model.cpp;

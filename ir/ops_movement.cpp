@@ -43,6 +43,7 @@ OpDef make(const char* name, OpKind kind, int min_in, int max_in, const char* do
   d.max_inputs = max_in;
   d.doc = doc;
   d.traceable = true;  // ops here copy elements: `saturn verify` traces them through eval
+  d.moves_values = true;
   return d;
 }
 
@@ -567,9 +568,12 @@ void register_movement_ops(OpRegistry& r) {
     OpDef d = make("scatter_nd", OpKind::Composite, 3, 3,
                    "scatter_nd(data, indices, updates): data with the slices that `indices` [..., k] name "
                    "replaced by (or, with `reduction` add/mul/max/min, combined with) the updates, in order");
-    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
       const Shape &ds = in[0].type.shape, &is = in[1].type.shape, &us = in[2].type.shape;
       if (in[1].type.dtype != DType::I64) shape_error("scatter_nd: indices must be i64");
+      if (a.s("reduction", "none") != "none" && stores_only(in[0].type.dtype))
+        shape_error(std::string("scatter_nd: reduction ") + a.s("reduction", "none") + " computes, and " +
+                    dtype_name(in[0].type.dtype) + " only stores values (cast it to compute)");
       if (in[2].type.dtype != in[0].type.dtype) shape_error("scatter_nd: updates must have the data's type");
       if (ds.empty() || is.empty()) shape_error("scatter_nd: data and indices need rank >= 1");
       if (!is.back().is_static()) shape_error("scatter_nd: the indices' last dimension must be static");
@@ -675,6 +679,7 @@ void register_movement_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("range", OpKind::Composite, 3, 3, "range(start, limit, delta): 1-D, as numpy.arange");
+    d.moves_values = false;  // it adds
     auto count = [](double s, double l, double dl) {
       if (dl == 0) shape_error("range: delta is 0");
       const double n = std::ceil((l - s) / dl);

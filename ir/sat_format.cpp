@@ -149,18 +149,11 @@ std::int64_t int_of(const SExpr& e) {
 std::int64_t int_in_range(DType t, const SExpr& e) {
   const std::int64_t v = int_of(e);
   const auto [lo, hi] = [t]() -> std::pair<std::int64_t, std::int64_t> {
-    switch (t) {
-      case DType::I8:
-        return {-128, 127};
-      case DType::U8:
-        return {0, 255};
-      case DType::I32:
-        return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
-      case DType::Bool:
-        return {0, 1};
-      default:
-        return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
-    }
+    const int bits = t == DType::Bool ? 1 : integer_bits(t);
+    if (t == DType::Bool || (is_unsigned(t) && bits < 64)) return {0, (std::int64_t{1} << bits) - 1};
+    if (t == DType::U64) return {0, std::numeric_limits<std::int64_t>::max()};  // what .sat integers reach
+    if (bits < 64) return {-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+    return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
   }();
   if (v < lo || v > hi)
     fail_at(e.loc, std::to_string(v) + " is out of range for " + dtype_name(t) + " [" + std::to_string(lo) + ", " +
@@ -290,14 +283,23 @@ Graph graph_of(const SExpr& top, const std::string& path) {
       n.name = name_of(f.items[1], "a node name");
       if (!f.items[2].is_atom()) fail_at(f.items[2].loc, "expected an op name");
       n.op = f.items[2].text;
-      if (!OpRegistry::get().find(n.op)) fail_at(f.items[2].loc, "unknown op '" + n.op + "'");
+      const OpDef* def = OpRegistry::get().find(n.op);
+      if (!def) fail_at(f.items[2].loc, "unknown op '" + n.op + "'");
       for (const SExpr& o : f.items[3].items) n.outputs.push_back(name_of(o, "an output name"));
       for (const SExpr& in : f.items[4].items) n.inputs.push_back(name_of(in, "an operand name"));
       for (std::size_t k = 5; k < f.items.size(); k += 2) {
         if (!f.items[k].is_keyword())
           fail_at(f.items[k].loc, "expected :ATTRIBUTE, found '" + f.items[k].to_string() + "'");
         if (k + 1 >= f.items.size()) fail_at(f.items[k].loc, "expected a value after " + f.items[k].text);
-        n.attrs.set(f.items[k].text.substr(1), attr_of(f.items[k + 1]));
+        // A misspelled attribute would silently leave the default in force.
+        const std::string attr = f.items[k].text.substr(1);
+        if (std::none_of(def->attrs.begin(), def->attrs.end(), [&](const AttrSpec& s) { return s.name == attr; })) {
+          std::string known;
+          for (const AttrSpec& s : def->attrs) known += (known.empty() ? "" : ", ") + s.name;
+          fail_at(f.items[k].loc, "op '" + n.op + "' has no attribute '" + attr + "'" +
+                                      (known.empty() ? std::string(" (it takes none)") : " (it takes " + known + ")"));
+        }
+        n.attrs.set(attr, attr_of(f.items[k + 1]));
       }
       g.nodes.push_back(std::move(n));
     } else if (head == "output") {

@@ -1,9 +1,11 @@
 #include "ir/tensor.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
+#include "ir/minifloat.hpp"
 #include "ir/shape.hpp"
 
 namespace saturn::ir {
@@ -53,7 +55,10 @@ double Tensor::at(std::size_t i) const {
       return bf16_to_float(load<std::uint16_t>(p, i));
     case DType::F64:
       return load<double>(p, i);
+    case DType::U64:
+      return static_cast<double>(load<std::uint64_t>(p, i));
     default:
+      if (is_minifloat(dtype_)) return minifloat_value(dtype_, p[i]);
       return static_cast<double>(at_int(i));
   }
 }
@@ -65,9 +70,21 @@ std::int64_t Tensor::at_int(std::size_t i) const {
       return load<std::int64_t>(p, i);
     case DType::I32:
       return load<std::int32_t>(p, i);
+    case DType::I16:
+      return load<std::int16_t>(p, i);
+    case DType::U16:
+      return load<std::uint16_t>(p, i);
+    case DType::U32:
+      return load<std::uint32_t>(p, i);
+    case DType::U64:  // its bits: a value past INT64_MAX reads negative
+      return std::bit_cast<std::int64_t>(load<std::uint64_t>(p, i));
     case DType::I8:
+    case DType::I4:
+    case DType::I2:
       return load<std::int8_t>(p, i);
     case DType::U8:
+    case DType::U4:
+    case DType::U2:
       return load<std::uint8_t>(p, i);
     case DType::Bool:
       return load<std::uint8_t>(p, i) != 0;
@@ -94,10 +111,28 @@ void Tensor::set(std::size_t i, double v) {
     case DType::Bool:
       store<std::uint8_t>(p, i, v != 0);
       return;
+    case DType::U64:  // the values past int64's range too
+      if (v >= 0x1p63 && v < 0x1p64) {
+        store<std::uint64_t>(p, i, static_cast<std::uint64_t>(v));
+        return;
+      }
+      set_int(i, saturating_int(v));
+      return;
     default:
+      if (is_minifloat(dtype_)) {
+        p[i] = minifloat_code(dtype_, v);
+        return;
+      }
       set_int(i, saturating_int(v));
       return;
   }
+}
+
+void Tensor::set_unsaturated(std::size_t i, double v) {
+  if (is_minifloat(dtype_))
+    bytes_[i] = minifloat_code(dtype_, v, /*saturate=*/false);
+  else
+    set(i, v);
 }
 
 void Tensor::set_int(std::size_t i, std::int64_t v) {
@@ -114,6 +149,30 @@ void Tensor::set_int(std::size_t i, std::int64_t v) {
       return;
     case DType::U8:
       store<std::uint8_t>(p, i, static_cast<std::uint8_t>(v));
+      return;
+    case DType::I16:
+      store<std::int16_t>(p, i, static_cast<std::int16_t>(v));
+      return;
+    case DType::U16:
+      store<std::uint16_t>(p, i, static_cast<std::uint16_t>(v));
+      return;
+    case DType::U32:
+      store<std::uint32_t>(p, i, static_cast<std::uint32_t>(v));
+      return;
+    case DType::U64:
+      store<std::uint64_t>(p, i, static_cast<std::uint64_t>(v));
+      return;
+    case DType::I4:  // the low nibble, sign-extended
+      store<std::int8_t>(p, i, static_cast<std::int8_t>(((v & 0xF) ^ 8) - 8));
+      return;
+    case DType::U4:
+      store<std::uint8_t>(p, i, static_cast<std::uint8_t>(v & 0xF));
+      return;
+    case DType::I2:
+      store<std::int8_t>(p, i, static_cast<std::int8_t>(((v & 3) ^ 2) - 2));
+      return;
+    case DType::U2:
+      store<std::uint8_t>(p, i, static_cast<std::uint8_t>(v & 3));
       return;
     case DType::Bool:
       store<std::uint8_t>(p, i, v != 0);

@@ -26,14 +26,18 @@ class Tensor {
   const std::uint8_t* bytes() const { return bytes_.data(); }
   std::uint8_t* bytes() { return bytes_.data(); }
 
-  // Element i (row-major) as a double / as an integer.
+  // Element i (row-major) as a double / as an integer (a u64 as its bits).
   double at(std::size_t i) const;
   std::int64_t at_int(std::size_t i) const;
-  // Stores v converted to the dtype (floats round; integers truncate toward
-  // zero, NaN to 0, saturate at int64's range, then keep their low bits as
-  // set_int does; bool is v != 0).
+  // Stores v converted to the dtype (floats round, minifloats saturating;
+  // integers truncate toward zero, NaN to 0, saturate at int64's range (a
+  // u64 at its own), then keep their low bits as set_int does; bool is
+  // v != 0).
   void set(std::size_t i, double v);
   void set_int(std::size_t i, std::int64_t v);
+  // As set, except that a minifloat overflows to infinity or NaN instead of
+  // saturating (Cast's `saturate = 0`).
+  void set_unsaturated(std::size_t i, double v);
 
   std::vector<std::int64_t> strides() const;              // in elements
   std::vector<std::int64_t> to_ints() const;              // every element as an integer

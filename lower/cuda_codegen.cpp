@@ -295,18 +295,25 @@ const char* element_type(ir::DType t) {
       return "double";
     case ir::DType::F16:
     case ir::DType::BF16:
+    case ir::DType::U16:
       return "unsigned short";
     case ir::DType::I64:
       return "long long";
+    case ir::DType::U64:
+      return "unsigned long long";
     case ir::DType::I32:
       return "int";
+    case ir::DType::U32:
+      return "unsigned int";
+    case ir::DType::I16:
+      return "short";
     case ir::DType::I8:
+    case ir::DType::I4:
+    case ir::DType::I2:
       return "signed char";
-    case ir::DType::U8:
-    case ir::DType::Bool:
+    default:  // u8, bool, u4, u2 and the minifloats (which kernels only copy)
       return "unsigned char";
   }
-  throw std::logic_error(std::string("cuda codegen: no loop-kernel element of type ") + ir::dtype_name(t));
 }
 std::string as_compute(ir::DType t, ir::DType compute, const std::string& element) {
   const std::string cast = std::string("(") + compute_type(compute) + ")";
@@ -675,10 +682,10 @@ CudaKernelSource cuda_pool_source(const ir::PoolWindow& p, ir::DType t, bool ind
   const std::string stored = element_type(t), compute = compute_type(cdt);
   // An empty window's maximum: -inf, or the integer type's lowest value.
   std::string lowest = literal(-INFINITY, cdt == ir::DType::F64);
-  if (t == ir::DType::I64) lowest = "(-9223372036854775807LL - 1LL)";
-  if (t == ir::DType::I32) lowest = "(-2147483647LL - 1LL)";
-  if (t == ir::DType::I8) lowest = "-128LL";
-  if (t == ir::DType::U8) lowest = "0LL";
+  if (ir::is_unsigned(t))
+    lowest = "0LL";
+  else if (ir::is_integer(t))
+    lowest = "(-" + std::to_string((std::uint64_t{1} << (ir::integer_bits(t) - 1)) - 1) + "LL - 1LL)";
   const std::size_t r = p.rank();
   std::ostringstream s;
   s << kPrelude;

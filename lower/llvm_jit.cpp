@@ -394,7 +394,8 @@ void emit_loop(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, const cha
   b.SetInsertPoint(exit);
 }
 
-// The LLVM type a buffer of `t` holds (bf16 as its bits).
+// The LLVM type a buffer of `t` holds (bf16 as its bits; the minifloats
+// and 4-bit integers, which kernels only copy, as their byte).
 llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
   switch (t) {
     case ir::DType::F32:
@@ -403,25 +404,16 @@ llvm::Type* element_type(llvm::IRBuilder<>& b, ir::DType t) {
       return b.getDoubleTy();
     case ir::DType::F16:
       return b.getHalfTy();
-    case ir::DType::BF16:
-      return b.getInt16Ty();
-    case ir::DType::I64:
-      return b.getInt64Ty();
-    case ir::DType::I32:
-      return b.getInt32Ty();
-    case ir::DType::I8:
-    case ir::DType::U8:
-    case ir::DType::Bool:
-      return b.getInt8Ty();
+    default:
+      return b.getIntNTy(static_cast<unsigned>(8 * ir::dtype_size(t)));
   }
-  throw std::logic_error(std::string("llvm codegen: no loop-kernel element of type ") + ir::dtype_name(t));
 }
 
 // A loaded element of `t` as the kernel's compute type `ct` (loop_kernel.hpp;
 // into i64, integers and bools widened).
 llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm::Type* ct) {
-  if (ct->isIntegerTy())
-    return t == ir::DType::U8 || t == ir::DType::Bool ? b.CreateZExt(v, ct) : b.CreateSExtOrBitCast(v, ct);
+  const bool zero_extended = ir::is_unsigned(t) || t == ir::DType::Bool;
+  if (ct->isIntegerTy()) return zero_extended ? b.CreateZExtOrBitCast(v, ct) : b.CreateSExtOrBitCast(v, ct);
   switch (t) {
     case ir::DType::F32:
     case ir::DType::F64:
@@ -431,11 +423,10 @@ llvm::Value* to_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llvm:
       return b.CreateFPCast(b.CreateBitCast(b.CreateShl(b.CreateZExt(v, b.getInt32Ty()), 16), b.getFloatTy()), ct);
     case ir::DType::I64:  // through double, as the reference cast rounds
       return b.CreateFPCast(b.CreateSIToFP(v, b.getDoubleTy()), ct);
-    case ir::DType::U8:
-    case ir::DType::Bool:
-      return b.CreateUIToFP(v, ct);
     default:
-      return b.CreateSIToFP(v, ct);
+      if (!ir::is_integer(t) && t != ir::DType::Bool)
+        throw std::logic_error(std::string("llvm codegen: no loop-kernel leaf of type ") + ir::dtype_name(t));
+      return zero_extended ? b.CreateUIToFP(v, ct) : b.CreateSIToFP(v, ct);
   }
 }
 
@@ -456,6 +447,9 @@ llvm::Value* from_compute(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t, llv
       return b.CreateFPTrunc(b.CreateFPCast(v, b.getFloatTy()), out_type);
     case ir::DType::I64:
     case ir::DType::I32:
+    case ir::DType::I16:
+    case ir::DType::U16:
+    case ir::DType::U32:
     case ir::DType::I8:
     case ir::DType::U8: {  // truncated, NaN 0, saturated to int64 (ir::Tensor::set), then the low bits
       llvm::Value* wide = b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt64Ty(), b.getDoubleTy()},

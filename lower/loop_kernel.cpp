@@ -32,9 +32,11 @@ void simplify_block(LoopKernel& k, std::vector<std::int64_t>& dims, std::size_t 
 
 }  // namespace
 
-bool leaf_dtype(ir::DType t) { return ir::is_float(t) || t == ir::DType::Bool || ir::is_integer(t); }
+bool kernel_value_dtype(ir::DType t) { return !ir::is_minifloat(t) && ir::packed_bits(t) >= 8 && t != ir::DType::U64; }
 
-bool kernel_dtype(ir::DType t) { return ir::is_float(t) || t == ir::DType::Bool; }
+bool leaf_dtype(ir::DType t) { return kernel_value_dtype(t); }
+
+bool kernel_dtype(ir::DType t) { return (ir::is_float(t) && kernel_value_dtype(t)) || t == ir::DType::Bool; }
 
 ir::DType compute_dtype(ir::DType t) { return t == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32; }
 
@@ -93,8 +95,10 @@ double reduce_init(ReduceKind how) {
 
 void check_kernel_types(const LoopKernel& k) {
   const bool ints = k.compute == ir::DType::I64;
-  const bool int_result = ir::is_integer(k.out_dtype) || k.out_dtype == ir::DType::Bool;
-  const bool from_float = !ints && k.reduce == ReduceKind::None && ir::is_integer(k.out_dtype);
+  const bool int_result =
+      (ir::is_integer(k.out_dtype) && kernel_value_dtype(k.out_dtype)) || k.out_dtype == ir::DType::Bool;
+  const bool from_float =
+      !ints && k.reduce == ReduceKind::None && ir::is_integer(k.out_dtype) && kernel_value_dtype(k.out_dtype);
   if ((!kernel_dtype(k.out_dtype) && !is_copy(k) && !(ints && int_result) && !from_float) ||
       (k.reduce != ReduceKind::None && !ir::is_float(k.out_dtype) && k.out_dtype != ir::DType::Bool))
     throw std::logic_error(k.name + ": a loop kernel cannot compute " + ir::dtype_name(k.out_dtype));

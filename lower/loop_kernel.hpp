@@ -55,7 +55,13 @@ struct Leaf {
   ir::DType dtype = ir::DType::F32;   // the buffer's element type (leaf_dtype)
 };
 
-// Types a leaf may have: the floats, bool and the integers (read as values).
+// Types whose values loop kernels compute with: all but the minifloats, the
+// 4- and 2-bit integers and u64 (whose i64 arithmetic would be signed), which
+// only move unchanged (is_copy) and are otherwise computed by the
+// reference kernels, in double, rounded as their type says.
+bool kernel_value_dtype(ir::DType t);
+// Types a leaf may have: the floats, bool and the integers (read as values)
+// of kernel_value_dtype.
 bool leaf_dtype(ir::DType t);
 // Types a kernel's result may have: the floats and bool (a reduction's: f32;
 // a copy's: any, is_copy; an i64-computing kernel's: integers and bool; an

@@ -419,6 +419,17 @@ void Lowerer::lower_node(std::size_t index) {
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
   const bool one_result = n.outputs.size() == 1 && !n.outputs[0].empty();
   if (lower_view(n, in, out_types)) return;
+  // Values of types loop kernels do not compute with are moved as they are
+  // or computed by the op's reference kernel.
+  bool kernel_types = true;
+  for (Value* v : in)
+    if (v) kernel_types &= kernel_value_dtype(v->dtype);
+  for (const auto& t : out_types) kernel_types &= kernel_value_dtype(t.dtype);
+  if (!kernel_types) {
+    if (!def->view || in.empty() || !in[0] || n.outputs.size() != 1 || !lower_reshape(n, *in[0], out_types[0]))
+      lower_reference(n, out_types);
+    return;
+  }
   if (def->elementwise && one_result && (all_f32 || fuses_across_types(n, in, out_types)) &&
       lower_elementwise(n, in, out_types))
     return;

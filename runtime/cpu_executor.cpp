@@ -37,6 +37,7 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
   const lower::Program& p = *program_;
   prepare_outputs(p, outs);
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
+  if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   lower::RunContext ctx;
   ctx.pool = pool_.get();
   ctx.addr.resize(p.buffers.size(), nullptr);

@@ -72,6 +72,7 @@ Expected<std::vector<ir::Tensor>> CudaExecutor::run(std::span<const ir::Tensor> 
 Expected<bool> CudaExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
   const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
+  if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   prepare_outputs(p, outs);
   try {
     for (std::size_t b = 0; b < p.buffers.size(); ++b) {

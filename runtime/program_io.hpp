@@ -3,6 +3,7 @@
 // compiled for.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,15 @@ inline void prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& ou
     if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
       outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
   }
+}
+
+// Why `p` cannot take `inputs` as a whole: another count than the graph's
+// inputs (an extra one would be ignored); nullopt when the count fits.
+inline std::optional<std::string> input_count_mismatch(const lower::Program& p, std::span<const ir::Tensor> inputs) {
+  const auto count = static_cast<std::size_t>(std::count_if(
+      p.buffers.begin(), p.buffers.end(), [](const lower::Buffer& b) { return b.kind == lower::BufferKind::Input; }));
+  if (inputs.size() == count) return std::nullopt;
+  return "the model takes " + std::to_string(count) + " inputs, given " + std::to_string(inputs.size());
 }
 
 // Why input buffer `buf` cannot take the caller's inputs (missing, or another

@@ -192,36 +192,9 @@ bool unwritten(const std::uint8_t* p, std::size_t i, ir::DType t) {
 // A leaf's values (from leaf_inputs: exact in its type) stored as `t`.
 std::unique_ptr<std::uint8_t, decltype(&std::free)> stored_as(const std::vector<float>& v, ir::DType t) {
   AlignedBytes b(v.size() * ir::dtype_size(t));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    std::uint8_t* p = b.data.get() + i * ir::dtype_size(t);
-    auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-    switch (t) {
-      case ir::DType::F32:
-        put(v[i]);
-        break;
-      case ir::DType::F64:
-        put(static_cast<double>(v[i]));
-        break;
-      case ir::DType::F16:
-        put(ir::float_to_half(v[i]));
-        break;
-      case ir::DType::BF16:
-        put(ir::float_to_bf16(v[i]));
-        break;
-      case ir::DType::I64:
-        put(static_cast<std::int64_t>(v[i]));
-        break;
-      case ir::DType::I32:
-        put(static_cast<std::int32_t>(v[i]));
-        break;
-      case ir::DType::I8:
-        put(static_cast<std::int8_t>(v[i]));
-        break;
-      default:  // u8, bool
-        put(static_cast<std::uint8_t>(v[i]));
-        break;
-    }
-  }
+  ir::Tensor x(t, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) x.set(i, v[i]);
+  std::memcpy(b.data.get(), x.bytes(), x.nbytes());
   return std::move(b.data);
 }
 
@@ -427,7 +400,7 @@ std::vector<std::vector<float>> leaf_inputs(const lower::LoopKernel& k, unsigned
         x = ir::half_to_float(ir::float_to_half(dist(gen)));
       else if (leaf.dtype == ir::DType::BF16)
         x = ir::bf16_to_float(ir::float_to_bf16(dist(gen)));
-      else if (leaf.dtype == ir::DType::U8)
+      else if (ir::is_unsigned(leaf.dtype))
         x = static_cast<float>(unsigned_small(gen));
       else if (ir::is_integer(leaf.dtype))
         x = static_cast<float>(small(gen));

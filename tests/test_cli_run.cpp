@@ -95,6 +95,14 @@ TEST_CASE("bad input to run exits 2 with the place named") {
   auto few = run_saturn("run " + model);
   CHECK(few.status == 2);
   CHECK(few.err.find("the model takes 1 inputs, given 0") != std::string::npos);
+  // An extra input is refused on every target (the CPU target ignored it).
+  const std::string x = (c / "test_data_set_0" / "input_0.pb").string();
+  for (const char* target : {"interp", "cpu"}) {
+    INFO(target);
+    auto extra = run_saturn(std::string("run --target ") + target + " " + model + " --inputs " + x + " " + x);
+    CHECK(extra.status == 2);
+    CHECK(extra.err.find("the model takes 1 inputs, given 2") != std::string::npos);
+  }
   auto junk = fs::temp_directory_path() / ("saturn-junk-" + std::to_string(::getpid()) + ".onnx");
   std::ofstream(junk) << "garbage";
   auto j = run_saturn("run " + junk.string());

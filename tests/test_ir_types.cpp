@@ -9,11 +9,22 @@
 using namespace saturn::ir;
 
 TEST_CASE("dtype names and ONNX codes round-trip") {
-  for (DType t :
-       {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool}) {
+  for (DType t : kAllDTypes) {
     CHECK(dtype_from_name(dtype_name(t)) == t);
     CHECK(dtype_from_onnx(dtype_to_onnx(t)) == t);
   }
+  CHECK(dtype_from_onnx(17) == DType::F8E4M3FN);
+  CHECK(dtype_from_onnx(22) == DType::I4);
+  CHECK(dtype_from_onnx(26) == DType::I2);
+  CHECK(dtype_from_onnx(24) == DType::F8E8M0);
+  CHECK_FALSE(dtype_from_onnx(14).has_value());  // COMPLEX64
+  CHECK(integer_type_contains(DType::I64, DType::U32));
+  CHECK_FALSE(integer_type_contains(DType::I32, DType::U32));
+  CHECK_FALSE(integer_type_contains(DType::U64, DType::I8));
+  CHECK(integer_type_contains(DType::I8, DType::I4));
+  CHECK(packed_bits(DType::U2) == 2);
+  CHECK(packed_bits(DType::F4E2M1) == 4);
+  CHECK(packed_bits(DType::F8E5M2) == 8);
   CHECK_FALSE(dtype_from_onnx(8).has_value());  // STRING
   CHECK(onnx_type_name(8) == "STRING");
 }

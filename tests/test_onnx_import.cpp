@@ -708,3 +708,57 @@ TEST_CASE("Dropout in training mode with ratio 0 is the identity - another ratio
   r->set_f(0.0f);
   CHECK(b.import());
 }
+
+TEST_CASE("sub-byte initializers unpack - from raw_data and int32_data - u32 and u64 from uint64_data - export packs") {
+  ModelBuilder b(21);
+  auto* i4 = b.m.mutable_graph()->add_initializer();
+  i4->set_name("i4");
+  i4->set_data_type(22);  // INT4: -8, 7, 1 packed two to an int32_data element, the first in the low nibble
+  i4->add_dims(3);
+  i4->add_int32_data(0x78);
+  i4->add_int32_data(0x01);
+  auto* u2 = b.m.mutable_graph()->add_initializer();
+  u2->set_name("u2");
+  u2->set_data_type(25);  // UINT2: 3, 0, 1, 2, 1 packed four to a byte
+  u2->add_dims(5);
+  u2->set_raw_data(std::string{static_cast<char>(0b10010011), 0b01});
+  auto* u64 = b.m.mutable_graph()->add_initializer();
+  u64->set_name("u64");
+  u64->set_data_type(13);
+  u64->add_dims(2);
+  u64->add_uint64_data(std::uint64_t{1} << 63);
+  u64->add_uint64_data(5);
+  auto* f8 = b.m.mutable_graph()->add_initializer();
+  f8->set_name("f8");
+  f8->set_data_type(17);  // FLOAT8E4M3FN codes in int32_data
+  f8->add_dims(2);
+  f8->add_int32_data(0x7e);
+  f8->add_int32_data(0xb8);
+  for (const char* o : {"i4", "u2", "u64", "f8"}) b.output(o);
+  auto g = b.import();
+  if (!g) FAIL(g.error().to_string());
+  auto check = [](const Graph& graph) {
+    auto got = runtime::interpret(graph, std::vector<Tensor>{});
+    REQUIRE(got);
+    CHECK((*got)[0].to_ints() == std::vector<std::int64_t>{-8, 7, 1});
+    CHECK((*got)[1].to_ints() == std::vector<std::int64_t>{3, 0, 1, 2, 1});
+    CHECK((*got)[2].dtype() == DType::U64);
+    CHECK((*got)[2].at(0) == 0x1p63);
+    CHECK((*got)[2].at_int(1) == 5);
+    CHECK((*got)[3].at(0) == 448);
+    CHECK((*got)[3].at(1) == -1);
+  };
+  check(*g);
+  // Exported (packed in raw_data) and imported again: the same values.
+  auto bytes = export_onnx_bytes(*g);
+  if (!bytes) FAIL(bytes.error().to_string());
+  auto again = import_onnx_bytes(*bytes, "again.onnx");
+  if (!again) FAIL(again.error().to_string());
+  check(*again);
+  // A packed tensor with a byte too few is an error naming what it needs.
+  i4->clear_int32_data();
+  i4->add_int32_data(0x78);
+  auto short_data = b.import();
+  REQUIRE_FALSE(short_data);
+  CHECK(short_data.error().message.find("holds 1 values, its shape needs 2") != std::string::npos);
+}

@@ -75,8 +75,9 @@ std::shared_ptr<runtime::CpuExecutor> check_cpu(const ir::Graph& g) {
 }  // namespace
 
 TEST_CASE("No elementwise op runs its reference kernel on a compiled target - any element type it takes") {
-  const std::vector<DType> types = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64,
-                                    DType::I32, DType::I8,  DType::U8,  DType::Bool};
+  // (The types loop kernels compute with: lower::kernel_value_dtype.)
+  const std::vector<DType> types = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32,
+                                    DType::I16, DType::U16, DType::U32, DType::I8,   DType::U8,  DType::Bool};
   int checked = 0;
   for (const ir::OpDef* def : ir::OpRegistry::get().all()) {
     if (!def->elementwise) continue;

@@ -144,6 +144,80 @@ TEST_CASE("int64 extremes wrap - never undefined behaviour - and a zero divisor 
   CHECK_THROWS_AS(range->infer(none, ins, 1), ShapeError);
 }
 
+TEST_CASE("u64 is exact past INT64_MAX - division - comparisons - max - abs - casts by value") {
+  const std::int64_t big = std::numeric_limits<std::int64_t>::min();  // 2^63 as u64 bits
+  const Tensor a = Tensor::of_ints(DType::U64, {2}, {big, 7}), b = Tensor::of_ints(DType::U64, {2}, {3, 2});
+  CHECK(run("div", {a, b})[0].at(0) == 3074457345618258602.0);  // 2^63 / 3, not negative
+  CHECK(run("mod", {a, b})[0].at_int(0) == 2);                  // 2^63 = 3 * 3074457345618258602 + 2
+  CHECK(run("greater", {a, b})[0].at_int(0) == 1);
+  CHECK(run("less", {a, b})[0].at_int(0) == 0);
+  CHECK(run("max", {a, b})[0].at_int(0) == big);
+  CHECK(run("min", {a, b})[0].at_int(0) == 3);
+  CHECK(run("abs", {a})[0].at_int(0) == big);
+  CHECK(run("relu", {a})[0].at_int(0) == big);
+  CHECK(run("sign", {a})[0].at_int(0) == 1);
+  Attrs to_f64;
+  to_f64.set("to", std::string("f64"));
+  CHECK(run("cast", {a}, to_f64)[0].at(0) == 0x1p63);
+  Attrs to_i64;
+  to_i64.set("to", std::string("i64"));
+  CHECK(run("cast", {a}, to_i64)[0].at_int(0) == big);  // the same bits, as numpy's astype
+  const Tensor zero = Tensor::of_ints(DType::U64, {2}, {0, 0});
+  CHECK_THROWS(run("div", {a, zero}));
+}
+
+TEST_CASE("casts to minifloats saturate - cast_unsaturated overflows - its target must be a minifloat") {
+  Attrs to;
+  to.set("to", std::string("f8e5m2"));
+  const Tensor x = f32({3}, {1e6, -0.3, 60000});
+  const Tensor sat = run("cast", {x}, to)[0], unsat = run("cast_unsaturated", {x}, to)[0];
+  CHECK(sat.at(0) == 57344);
+  CHECK(unsat.at(0) == std::numeric_limits<double>::infinity());
+  CHECK(sat.at(1) == -0.3125);
+  CHECK(unsat.at(2) == 57344);  // below the midpoint to infinity (61440): the largest finite value
+  Attrs to_f32;
+  to_f32.set("to", std::string("f32"));
+  CHECK(shape_error_of("cast_unsaturated", {{DType::F64, shape_of({2})}}, to_f32) ==
+        "cast_unsaturated: the target f32 is not a minifloat (only those saturate; cast converts to the others)");
+}
+
+TEST_CASE("ops that take a stores-only type only move - compare or convert its values") {
+  // Every op given minifloat or 4-bit operands (default attributes) either
+  // refuses them or gives back values among its operands' (or bools,
+  // indices, converted values): none rounds arithmetic to 2-4 bits.
+  int taken = 0;
+  for (DType t : {DType::F8E4M3FN, DType::F4E2M1, DType::I4}) {
+    for (const OpDef* d : OpRegistry::get().all()) {
+      if (d->name == "cast" || d->name == "cast_unsaturated" || d->min_inputs < 1) continue;
+      std::vector<Tensor> args;
+      for (int k = 0; k < d->min_inputs; ++k) {
+        Tensor x(t, {2, 3});
+        for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i) - 2.0);
+        args.push_back(std::move(x));
+      }
+      std::vector<TypedInput> ins;
+      for (auto& a : args) ins.push_back(TypedInput{{a.dtype(), shape_of(a.dims())}, &a, true});
+      std::vector<ValueType> types;
+      try {
+        types = d->infer({}, ins, 1);
+      } catch (const ShapeError& e) {
+        continue;
+      }
+      INFO(d->name << " of " << dtype_name(t));
+      ++taken;
+      const auto out = run(d->name, args);
+      for (const Tensor& r : out) {
+        if (r.dtype() != t) continue;
+        for (std::size_t i = 0; i < r.numel(); ++i)
+          CHECK((r.at(i) == 0 || (r.at(i) >= -2.0 && r.at(i) <= 3.0 && r.at(i) == std::trunc(r.at(i)))));
+      }
+    }
+  }
+  CHECK(taken > 5);  // identity, transpose, comparisons, ...
+  CHECK(shape_error_of("add", {{DType::F8E4M3FN, shape_of({2})}, {DType::F8E4M3FN, shape_of({2})}}) ==
+        "add does not take f8e4m3fn operands: that type only stores values (cast it to compute)");
+}
+
 TEST_CASE("relu keeps NaN - as numpy.maximum - PyTorch - oneDNN and cuDNN") {
   auto r = run("relu", {f32({3}, {NAN, -1, 2})});
   CHECK(std::isnan(r[0].at(0)));

@@ -109,6 +109,14 @@ TEST_CASE("integer initializers out of their type's range are errors - never wra
   REQUIRE_FALSE(u8);
   CHECK(u8.error().message == "-1 is out of range for u8 [0, 255]");
   CHECK_FALSE(read_sat("(graph g (init w i32 [1] [2147483648]) (output w))", "i.sat"));
+  auto i4 = read_sat("(graph g (init w i4 [1] [8]) (output w))", "n.sat");
+  REQUIRE_FALSE(i4);
+  CHECK(i4.error().message == "8 is out of range for i4 [-8, 7]");
+  auto u16 = read_sat("(graph g (init w u16 [1] [65536]) (output w))", "n.sat");
+  REQUIRE_FALSE(u16);
+  CHECK(u16.error().message == "65536 is out of range for u16 [0, 65535]");
+  auto narrow = read_sat("(graph g (init w u2 [2] [0 3]) (init v i16 [1] [-32768]) (output w v))", "n.sat");
+  if (!narrow) FAIL(narrow.error().to_string());
   auto edges = read_sat("(graph g (init w i8 [2] [-128 127]) (init v i32 [1] [-2147483648]) (output w v))", "e.sat");
   REQUIRE(edges);
   CHECK(edges->initializers.at("w").at_int(0) == -128);
@@ -142,4 +150,14 @@ TEST_CASE("dimensions spelled wrong are errors at their place - never an interna
   auto ok = read_sat("(graph g (input x f32 [2*N-1 M+2 -K]) (output x))", "d.sat");
   REQUIRE(ok);
   CHECK(to_string(ok->inputs[0].type.shape) == "[2*N-1 M+2 -K]");
+}
+
+TEST_CASE("an attribute the op does not declare is an error naming it - a misspelling never leaves the default") {
+  auto typo = read_sat("(graph g (input x f32 [4]) (node r leaky_relu (y) (x) :alpah 0.5) (output y))", "a.sat");
+  REQUIRE_FALSE(typo);
+  CHECK(typo.error().to_string() == "a.sat:1:55: error: op 'leaky_relu' has no attribute 'alpah' (it takes alpha)");
+  auto none = read_sat("(graph g (input x f32 [4]) (node r relu (y) (x) :alpha 0.5) (output y))", "b.sat");
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "op 'relu' has no attribute 'alpha' (it takes none)");
+  CHECK(read_sat("(graph g (input x f32 [4]) (node r leaky_relu (y) (x) :alpha 0.5) (output y))", "c.sat"));
 }

@@ -124,6 +124,19 @@ def bad_input_case(rng):
                           ).encode()}, ["run", "{gelu.sat}"], {2}, "is not one of none, tanh"),
         ({"huge.npy": npy_header(f"({10 ** rng.randint(20, 40)},)") + b"\0" * 8, "x.sat": sat("  (output x)").encode()},
          ["run", "{x.sat}", "--inputs", "{huge.npy}"], {2}, "array too large"),
+        ({"x.sat": sat("  (node r relu (y) (x))\n  (output y)").encode(), "x.npy": x4},
+         ["run", "{x.sat}", "--target", rng.choice(["cpu", "interp"]), "--inputs"] + ["{x.npy}"] * rng.randint(2, 4),
+         {2}, "the model takes 1 inputs, given"),
+        ({"f8.sat": sat(f"  (node a {rng.choice(['add', 'mul', 'max', 'matmul'])} (y) (x x))\n  (output y)",
+                        f"(input x {rng.choice(['f8e4m3fn', 'f8e5m2fnuz', 'f4e2m1', 'i4', 'u2'])} [4 4])").encode()},
+         ["run", "{f8.sat}"], {2}, "that type only stores values"),
+        ({"a.sat": sat("  (node r %s (y) (x) :%s 0.5)\n  (output y)" % rng.choice(
+            [("leaky_relu", "alpah"), ("relu", "alpha"), ("elu", "beta"), ("softmax", "axes")])).encode()},
+         ["run", "{a.sat}"], {2}, "has no attribute"),
+        ({"n.sat": sat("  (init w %s [1] [%d])\n  (output w)" % rng.choice(
+            [("i4", 8), ("i4", -9), ("u4", 16), ("u4", -1), ("i2", 2), ("u2", 4), ("u16", 65536), ("i16", -32769),
+             ("u32", 1 << 32)]), "").encode()},
+         ["run", "{n.sat}"], {2}, "is out of range for"),
     ]
     return rng.choice(cases)
 
