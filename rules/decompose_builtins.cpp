@@ -538,6 +538,8 @@ Result gather_elements_plan(EvalContext& ctx, Args a) {
 // that remains has that axis's scale 1 and roi [0 1] (scales, roi), so it
 // leaves the axis as it is. done: no axis changes. Float operands, and
 // nearest resizing of any type (the matrix is 0/1).
+constexpr double kMaxResizeMatrix = 1 << 22;
+
 Result resize_plan(EvalContext& ctx, Args a) {
   auto part = symbol_of(ctx, a[0]);
   const TensorInfo* x = tensor_of(ctx, a[1]);
@@ -556,6 +558,12 @@ Result resize_plan(EvalContext& ctx, Args a) {
   ir::ResizeSpec spec;
   try {
     spec = ir::resize_spec(*attrs, *xd);
+    // A dense [out in] matrix past 2^22 elements is no program to extract,
+    // and building it (per :let) is what would take the time and memory.
+    for (std::size_t k = 0; k < xd->size(); ++k)
+      if (spec.sizes[k] != (*xd)[k] &&
+          static_cast<double>(spec.sizes[k]) * static_cast<double>((*xd)[k]) > kMaxResizeMatrix)
+        return std::nullopt;
     passes = ir::resize_passes(spec, *xd);
   } catch (const ir::ShapeError&) {
     return std::nullopt;
@@ -592,6 +600,7 @@ Result resize_plan(EvalContext& ctx, Args a) {
     return Value::of_list(std::vector<Number>(next.begin(), next.end()));
   }
   if (p == "weights") {
+    if (static_cast<double>(taps.out) * static_cast<double>(taps.in) > kMaxResizeMatrix) return std::nullopt;
     ir::Tensor w(t, {taps.out, taps.in});
     std::vector<double> m(static_cast<std::size_t>(taps.out * taps.in), 0.0);
     const auto n = static_cast<std::size_t>(taps.taps);

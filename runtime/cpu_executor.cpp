@@ -20,7 +20,12 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
   e->source_ = g.source;
   e->profile_ = o.profile;
   const std::size_t bytes = std::max<std::size_t>(64, e->program_->arena_bytes);
-  auto* raw = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64)));
+  std::uint8_t* raw = nullptr;
+  try {
+    raw = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    return Diagnostic{SourceLoc{g.source, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
+  }
   e->arena_ = std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)>(
       raw, [](std::uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); });
   return e;
@@ -35,8 +40,8 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
 
 Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
   const lower::Program& p = *program_;
-  prepare_outputs(p, outs);
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
+  if (auto why = prepare_outputs(p, outs)) return fail(*why);
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   lower::RunContext ctx;
   ctx.pool = pool_.get();

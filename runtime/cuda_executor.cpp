@@ -73,7 +73,7 @@ Expected<bool> CudaExecutor::run_into(std::span<const ir::Tensor> inputs, std::v
   const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
-  prepare_outputs(p, outs);
+  if (auto why = prepare_outputs(p, outs)) return fail(*why);
   try {
     for (std::size_t b = 0; b < p.buffers.size(); ++b) {
       const lower::Buffer& buf = p.buffers[b];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,13 +18,26 @@ namespace saturn::runtime {
 
 // Sizes `outs` to the program's outputs, reallocating only those whose
 // number, type or shape differ (timed runs allocate nothing).
-inline void prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& outs) {
+// The error of a run that cannot allocate `bytes` for `what`.
+inline std::string out_of_memory(const std::string& what, std::size_t bytes) {
+  return "out of memory: the program needs " + std::to_string(bytes >> 20) + " MiB for " + what;
+}
+
+// Gives `outs` the program's output types; the error when their memory
+// cannot be had.
+inline std::optional<std::string> prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& outs) {
   outs.resize(p.outputs.size());
   for (std::size_t k = 0; k < p.outputs.size(); ++k) {
     const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
-    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes)
-      outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
+    if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes) {
+      try {
+        outs[k] = ir::Tensor(buf.dtype, p.output_dims[k]);
+      } catch (const std::bad_alloc&) {
+        return out_of_memory("output " + std::to_string(k) + " ('" + buf.name + "')", buf.bytes);
+      }
+    }
   }
+  return std::nullopt;
 }
 
 // Why `p` cannot take `inputs` as a whole: another count than the graph's

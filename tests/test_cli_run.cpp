@@ -129,6 +129,20 @@ TEST_CASE("an .npy shape too large for int64 is bad input - not an internal erro
   CHECK(r.err.find("internal") == std::string::npos);
 }
 
+TEST_CASE("a result larger than the memory of the machine is refused before lowering - not after building tables") {
+  // (The CPU target checks before it allocates anything for the value, so
+  // this also holds under AddressSanitizer, whose allocator aborts.)
+  auto dir = fs::temp_directory_path() / ("saturn-resize-huge-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "r.sat") << "(graph g (input x f32 [1 1 4 4])\n"
+                                  "  (node r resize (y) (x) :sizes [1 1 8388608 16777216])\n  (output y))\n";
+  write_npy(dir / "x.npy", "<f4", "(1, 1, 4, 4)", std::string(64, '\0'));
+  auto r = run_saturn("run --target cpu " + (dir / "r.sat").string() + " --inputs " + (dir / "x.npy").string());
+  CHECK(r.status == 2);
+  CHECK(r.err.find("error: out of memory: 'y' (f32[1 1 8388608 16777216]) needs 524288 GiB") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a device as a model or an input is bad input - not an endless read") {
   const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
   for (const std::string& args : {std::string("run /dev/zero"), "run " + model + " --inputs /dev/zero"}) {

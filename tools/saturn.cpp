@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
     for (auto* sub : app.get_subcommands())
       return bad_input("'saturn " + sub->get_name() + "' is not available in this build yet");
   } catch (const std::bad_alloc&) {
-    std::cerr << "saturn: error: out of memory (lower --node-limit)\n";
+    // Saturation is what grows without a bound the model fixes.
+    const bool saturates = app.got_subcommand("opt") || app.got_subcommand("eqsat");
+    std::cerr << "saturn: error: out of memory" << (saturates ? " (lower --node-limit)" : "") << "\n";
     return kBadInput;
   } catch (const std::exception& e) {
     std::cerr << "saturn: internal error: " << e.what() << "\n";
