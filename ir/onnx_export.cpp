@@ -127,6 +127,13 @@ class Exporter {
 
   void node(const Node& n);
   void resize(const Node& n);
+  void quantization(const Node& n, bool quantize, const ValueType& x_type);
+  std::string cast(const Node& n, const std::string& v, DType t) {
+    if (dtype_of(v) == t) return v;
+    const std::string y = v + "__as_" + dtype_name(t) + std::to_string(counter_++);
+    attr(emit("Cast", n, {v}, {y}), "to", std::int64_t{dtype_to_onnx(t)});
+    return y;
+  }
   static Tensor floats(const std::vector<double>& v) {
     Tensor t(DType::F32, {static_cast<std::int64_t>(v.size())});
     for (std::size_t i = 0; i < v.size(); ++i) t.set(i, v[i]);
@@ -198,6 +205,68 @@ void Exporter::resize(const Node& n) {
         "extrapolation_value", "antialias"});
 }
 
+// QuantizeLinear / DequantizeLinear take a scale and zero point per tensor
+// or per axis (opset 20 has no blocks): the registry's broadcast operands
+// are reshaped back to that form where they have it, else the op is written
+// as the arithmetic it does (Cast, Sub, Mul / Div, Round, Add, Clip, Cast).
+void Exporter::quantization(const Node& n, bool quantize, const ValueType& x_type) {
+  const std::string &x = n.inputs[0], &y = n.outputs[0];
+  const std::vector<std::int64_t> xd = static_dims(x_type.shape);
+  // The axis along which `v` varies (-1: one value), or nullopt.
+  auto axis_of = [&](const std::string& v) -> std::optional<std::int64_t> {
+    const std::vector<std::int64_t> d = static_dims(types_.at(v).shape);
+    if (numel(d) == 1) return -1;
+    std::optional<std::int64_t> k;
+    for (std::size_t i = 0; i < d.size(); ++i)
+      if (d[i] != 1) {
+        if (k || d.size() != xd.size() || d[i] != xd[i]) return std::nullopt;
+        k = static_cast<std::int64_t>(i);
+      }
+    return k;
+  };
+  const std::optional<std::int64_t> sa = axis_of(n.inputs[1]), za = axis_of(n.inputs[2]);
+  if (sa && za && (*za == -1 || *za == *sa)) {
+    const std::vector<std::int64_t> shape =
+        *sa < 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{xd[static_cast<std::size_t>(*sa)]};
+    auto as_param = [&](const std::string& v, std::int64_t axis) {
+      const std::string r = v + "__param" + std::to_string(counter_++);
+      if (axis == *sa)
+        emit("Reshape", n, {v, ints(shape, y)}, {r});
+      else  // one zero point for a scale per axis
+        emit("Expand", n, {v, ints(shape, y)}, {r});
+      return r;
+    };
+    auto* p = emit(quantize ? "QuantizeLinear" : "DequantizeLinear", n,
+                   {x, as_param(n.inputs[1], *sa), as_param(n.inputs[2], *za)}, {y});
+    if (*sa >= 0) attr(p, "axis", *sa);
+    if (quantize && is_minifloat(dtype_of(n.inputs[2]))) copy(p, n, {"saturate"});
+    return;
+  }
+  const DType scale_t = dtype_of(n.inputs[1]), q = dtype_of(n.inputs[2]);
+  if (!quantize) {
+    const std::string d = y + "__diff", f = y + "__f32";
+    emit("Sub", n, {x_type.dtype == DType::F32 ? x : cast(n, x, DType::F32), cast(n, n.inputs[2], DType::F32)}, {d});
+    emit("Mul", n, {d, cast(n, n.inputs[1], DType::F32)}, {scale_t == DType::F32 ? y : f});
+    if (scale_t != DType::F32) attr(emit("Cast", n, {f}, {y}), "to", std::int64_t{dtype_to_onnx(scale_t)});
+    return;
+  }
+  if (is_minifloat(q))
+    throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0},
+                                     describe(n) + ": a blocked quantization to " + dtype_name(q) +
+                                         " has no ONNX form at opset " + std::to_string(kOpset)}};
+  const DType t = x_type.dtype;
+  const std::string quotient = y + "__quotient", rounded = y + "__rounded", shifted = y + "__shifted",
+                    clipped = y + "__clipped";
+  emit("Div", n, {x, cast(n, n.inputs[1], t)}, {quotient});
+  emit("Round", n, {quotient}, {rounded});
+  emit("Add", n, {rounded, cast(n, n.inputs[2], t)}, {shifted});
+  const int bits = integer_bits(q);
+  const double lo = is_unsigned(q) ? 0 : -std::ldexp(1.0, bits - 1),
+               hi = is_unsigned(q) ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+  emit("Clip", n, {shifted, constant(Tensor::scalar(t, lo), y), constant(Tensor::scalar(t, hi), y)}, {clipped});
+  attr(emit("Cast", n, {clipped}, {y}), "to", std::int64_t{dtype_to_onnx(q)});
+}
+
 void Exporter::node(const Node& n) {
   // Library calls export as the op whose semantics they have.
   const std::string op = n.op.find('.') != std::string::npos ? n.op.substr(n.op.find('.') + 1) : n.op;
@@ -220,6 +289,24 @@ void Exporter::node(const Node& n) {
       y = sum;
     }
     if (def->relu_epilogue) emit("Relu", n, {y}, n.outputs);
+    return;
+  }
+  if (op == "qconv" || op == "quantized_conv") {
+    // DequantizeLinear of x and w, Conv, QuantizeLinear.
+    const std::string& y = n.outputs[0];
+    Node dx{n.name, "dequantize_linear", {n.inputs[0], n.inputs[1], n.inputs[2]}, {y + "__x"}, {}, ""};
+    Node dw{n.name, "dequantize_linear", {n.inputs[3], n.inputs[4], n.inputs[5]}, {y + "__w"}, {}, ""};
+    Node conv{n.name, "conv", {dx.outputs[0], dw.outputs[0]}, {y + "__conv"}, n.attrs, ""};
+    if (n.inputs.size() > 8 && !n.inputs[8].empty()) conv.inputs.push_back(n.inputs[8]);
+    Node q{n.name, "quantize_linear", {conv.outputs[0], n.inputs[6], n.inputs[7]}, {y}, {}, ""};
+    quantization(dx, false, types_.at(n.inputs[0]));
+    quantization(dw, false, types_.at(n.inputs[3]));
+    node(conv);
+    quantization(q, true, ValueType{dtype_of(n.inputs[1]), types_.at(y).shape});
+    return;
+  }
+  if (op == "quantize_linear" || op == "dequantize_linear") {
+    quantization(n, op == "quantize_linear", types_.at(n.inputs[0]));
     return;
   }
   if (auto it = by_op.find(op); it != by_op.end()) {

@@ -369,7 +369,9 @@ class Importer {
       consts_[n.outputs[0]] = Tensor::of_ints(DType::I64, {}, {numel(static_dims(ins[0].type.shape))});
       return;
     }
-    if (all_const) {
+    // A dequantized weight stays quantized: its integer form is what an
+    // int8 library call reads (rulesets/quant.rules).
+    if (all_const && op != "dequantize_linear") {
       std::vector<Tensor> args;
       auto given = std::make_unique<bool[]>(n.inputs.size() + 1);
       for (std::size_t k = 0; k < n.inputs.size(); ++k) {
@@ -504,11 +506,283 @@ ImportFn softmax(const char* op) {
   };
 }
 
+// Quantization (docs/onnx.md, "Quantization"). ONNX gives a scale and zero
+// point per tensor (a scalar or one element), per axis (1-D along `axis`)
+// or per block (x's rank, `axis` divided into blocks of block_size); the
+// registry's quantize_linear / dequantize_linear take them broadcast to x,
+// so each form becomes a reshape, or a repeat along the axis, here (folded
+// now when the operand is a constant).
+std::string quant_param(Importer& im, const std::string& v, const Shape& x, std::int64_t axis, std::int64_t block,
+                        const char* what) {
+  const Shape& s = im.type_of(v).shape;
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (!is_static(s) || !is_static(x)) im.unsupported(std::string(what) + " needs static shapes");
+  const std::vector<std::int64_t> xd = static_dims(x), sd = static_dims(s);
+  const std::string y = im.fresh(v);
+  Attrs a;
+  if (numel(sd) == 1 && block == 0) {
+    if (sd.empty()) return v;
+    a.set("shape", std::vector<std::int64_t>{});
+    im.emit("reshape", {v}, {y}, std::move(a));
+    return y;
+  }
+  axis = normalize_axis(axis, rank, "axis");
+  const auto ax = static_cast<std::size_t>(axis);
+  if (block == 0) {
+    if (sd.size() != 1 || sd[0] != xd[ax])
+      im.unsupported(std::string(what) + " " + to_string(s) + " is neither a scalar nor one value per element of axis " +
+                     std::to_string(axis) + " (" + std::to_string(xd[ax]) + ")");
+    std::vector<std::int64_t> dims(xd.size(), 1);
+    dims[ax] = xd[ax];
+    a.set("shape", dims);
+    im.emit("reshape", {v}, {y}, std::move(a));
+    return y;
+  }
+  if (block < 0) im.unsupported("block_size must be positive");
+  std::vector<std::int64_t> want = xd;
+  want[ax] = (xd[ax] + block - 1) / block;
+  if (sd != want)
+    im.unsupported(std::string(what) + " " + to_string(s) + " does not block x " + to_string(x) + " by " +
+                   std::to_string(block) + " along axis " + std::to_string(axis) + " (expected " +
+                   to_string(shape_of(want)) + ")");
+  // [.. B ..] -> [.. B 1 ..] -> [.. B block ..] -> [.. B*block ..] -> the first n.
+  std::vector<std::int64_t> split = want, spread = want, merged = want;
+  split.insert(split.begin() + axis + 1, 1);
+  spread.insert(spread.begin() + axis + 1, block);
+  merged[ax] = want[ax] * block;
+  const std::string s1 = im.fresh(v), s2 = im.fresh(v), s3 = im.fresh(v);
+  Attrs r1, e, r2, sl;
+  r1.set("shape", split);
+  im.emit("reshape", {v}, {s1}, std::move(r1));
+  e.set("shape", spread);
+  im.emit("expand", {s1}, {s2}, std::move(e));
+  r2.set("shape", merged);
+  im.emit("reshape", {s2}, {s3}, std::move(r2));
+  sl.set("starts", std::vector<std::int64_t>{0});
+  sl.set("ends", std::vector<std::int64_t>{xd[ax]});
+  sl.set("axes", std::vector<std::int64_t>{axis});
+  im.emit("slice", {s3}, {y}, std::move(sl));
+  return y;
+}
+
+// The zero point operand `i`, or a constant 0 of `t` where it is absent.
+std::string zero_point(Importer& im, int i, DType t) {
+  if (im.has_in(i)) return im.in(i);
+  const std::string z = im.fresh(im.out(0) + "_zero_point");
+  im.add_const(z, Tensor::scalar(t, 0));
+  return z;
+}
+
+std::string scalar_const(Importer& im, DType t, double v, const std::string& hint) {
+  const std::string c = im.fresh(hint);
+  im.add_const(c, Tensor::scalar(t, v));
+  return c;
+}
+
+std::string cast_to(Importer& im, const std::string& v, DType t) {
+  if (im.type_of(v).dtype == t) return v;
+  const std::string y = im.fresh(v);
+  Attrs a;
+  a.set("to", std::string(dtype_name(t)));
+  im.emit("cast", {v}, {y}, std::move(a));
+  return y;
+}
+
+std::string binary_node(Importer& im, const char* op, const std::string& a, const std::string& b,
+                        const std::string& out = "") {
+  const std::string y = out.empty() ? im.fresh(im.out(0)) : out;
+  im.emit(op, {a, b}, {y});
+  return y;
+}
+
+// An operand of an integer product (MatMulInteger, ConvInteger, the
+// QLinear ops) less its zero point, in f64: a product of such values sums
+// exactly there, as ONNX's int32 accumulation does.
+std::string less_zero_point(Importer& im, const std::string& v, int zp, const std::vector<std::int64_t>& zp_shape) {
+  const std::string x = cast_to(im, v, DType::F64);
+  if (!im.has_in(zp)) return x;
+  std::string z = cast_to(im, im.in(zp), DType::F64);
+  if (!zp_shape.empty() && numel(static_dims(im.type_of(z).shape)) > 1) {
+    const std::string r = im.fresh(z);
+    Attrs a;
+    a.set("shape", zp_shape);
+    im.emit("reshape", {z}, {r}, std::move(a));
+    z = r;
+  }
+  return binary_node(im, "sub", x, z);
+}
+
+// The integer result `acc` (f64) scaled by `multiplier` (f64) and shifted by
+// the zero point operand `zp`, rounded halves to even and saturated to the
+// zero point's type (QLinearConv, QLinearMatMul).
+void requantize(Importer& im, const std::string& acc, const std::string& multiplier, int zp, DType fallback) {
+  const DType t = im.has_in(zp) ? im.type_of(im.in(zp)).dtype : fallback;
+  if (t != DType::U8 && t != DType::I8) im.unsupported(std::string("the result type ") + dtype_name(t) + " is not u8 or i8");
+  std::string r = binary_node(im, "mul", acc, multiplier);
+  if (im.has_in(zp)) r = binary_node(im, "add", r, cast_to(im, im.in(zp), DType::F64));
+  const std::string rounded = im.fresh(im.out(0)), clipped = im.fresh(im.out(0));
+  im.emit("round", {r}, {rounded});
+  Attrs c;
+  c.set("min", t == DType::U8 ? 0.0 : -128.0);
+  c.set("max", t == DType::U8 ? 255.0 : 127.0);
+  im.emit("clip", {rounded}, {clipped}, std::move(c));
+  Attrs a;
+  a.set("to", std::string(dtype_name(t)));
+  im.emit("cast", {clipped}, {im.out(0)}, std::move(a));
+}
+
+// The product of the scales `sa` and `sb` over `sy`, in their type (as
+// ONNX's reference computes it), then read in f64.
+std::string multiplier(Importer& im, const std::string& sa, const std::string& sb, const std::string& sy) {
+  return cast_to(im, binary_node(im, "div", binary_node(im, "mul", sa, sb), sy), DType::F64);
+}
+
+std::string reshaped(Importer& im, const std::string& v, std::vector<std::int64_t> dims) {
+  if (numel(static_dims(im.type_of(v).shape)) <= 1) return v;
+  const std::string r = im.fresh(v);
+  Attrs a;
+  a.set("shape", std::move(dims));
+  im.emit("reshape", {v}, {r}, std::move(a));
+  return r;
+}
+
+void import_quantization(std::unordered_map<std::string, ImportFn>& t) {
+  t["DequantizeLinear"] = [](Importer& im) {
+    const ValueType& x = im.type_of(im.in(0));
+    const std::int64_t axis = im.ai("axis", 1), block = im.opset() >= 21 ? im.ai("block_size", 0) : 0;
+    const std::string s = quant_param(im, im.in(1), x.shape, axis, block, "the scale");
+    std::string z = zero_point(im, 2, x.dtype);
+    if (is_minifloat(x.dtype) && im.has_in(2)) {  // a minifloat's zero point must be 0
+      const Tensor* zv = im.const_value(z);
+      bool zero = zv != nullptr;
+      for (std::size_t i = 0; zv && i < zv->numel(); ++i) zero &= zv->at(i) == 0;
+      if (!zero) im.unsupported("the zero point of a " + std::string(dtype_name(x.dtype)) + " value must be 0");
+    }
+    z = quant_param(im, z, x.shape, axis, block, "the zero point");
+    const std::optional<DType> out = im.opset() >= 23 && im.ai("output_dtype", 0) != 0
+                                         ? dtype_from_onnx(static_cast<int>(im.ai("output_dtype", 0)))
+                                         : std::nullopt;
+    if (!out) {
+      im.emit1("dequantize_linear", {im.in(0), s, z});
+      return;
+    }
+    const std::string y = im.fresh(im.out(0));
+    im.emit("dequantize_linear", {im.in(0), s, z}, {y});
+    Attrs a;
+    a.set("to", std::string(dtype_name(*out)));
+    im.emit("cast", {y}, {im.out(0)}, std::move(a));
+  };
+  t["QuantizeLinear"] = [](Importer& im) {
+    const ValueType& x = im.type_of(im.in(0));
+    const std::int64_t axis = im.ai("axis", 1), block = im.opset() >= 21 ? im.ai("block_size", 0) : 0;
+    if (im.opset() >= 23 && im.ai("precision", 0) != 0) im.unsupported("attribute 'precision' is not supported");
+    DType to = DType::U8;
+    if (im.has_in(2)) {
+      to = im.type_of(im.in(2)).dtype;
+    } else if (im.opset() >= 21 && im.ai("output_dtype", 0) != 0) {
+      auto t = dtype_from_onnx(static_cast<int>(im.ai("output_dtype", 0)));
+      if (!t) im.unsupported("output_dtype " + std::to_string(im.ai("output_dtype", 0)) + " is not supported");
+      to = *t;
+    }
+    if (im.has_in(2) && im.opset() >= 21 && im.ai("output_dtype", 0) != 0 &&
+        dtype_from_onnx(static_cast<int>(im.ai("output_dtype", 0))) != to)
+      im.unsupported("output_dtype differs from the zero point's type");
+    const std::string s = quant_param(im, im.in(1), x.shape, axis, block, "the scale");
+    const std::string z = quant_param(im, zero_point(im, 2, to), x.shape, axis, block, "the zero point");
+    Attrs a;
+    if (im.opset() >= 19) a.set("saturate", im.ai("saturate", 1));
+    im.emit1("quantize_linear", {im.in(0), s, z}, std::move(a));
+  };
+  // ONNX's reference, op by op: the range [min(0, min x), max(0, max x)]
+  // over 255 steps, its zero point rounded, then x quantized by them.
+  t["DynamicQuantizeLinear"] = [](Importer& im) {
+    const std::string x = im.in(0);
+    const DType ft = im.type_of(x).dtype;
+    if (ft != DType::F32) im.unsupported("x must be f32");
+    const std::string zero = scalar_const(im, ft, 0, x + "_0");
+    auto reduce = [&](const char* op, const char* bound) {
+      Attrs a;
+      a.set("keepdims", std::int64_t{0});
+      const std::string r = im.fresh(x);
+      im.emit(op, {x}, {r}, std::move(a));
+      return binary_node(im, bound, r, zero);
+    };
+    const std::string hi = reduce("reduce_max", "max"), lo = reduce("reduce_min", "min");
+    const std::string same = im.fresh(x);
+    im.emit("equal", {hi, lo}, {same});
+    const std::string width = im.fresh(x);
+    im.emit("where", {same, scalar_const(im, ft, 1, x + "_1"), binary_node(im, "sub", hi, lo)}, {width});
+    const std::string scale = im.num_out() > 1 && !im.out(1).empty() ? im.out(1) : im.fresh(x + "_scale");
+    binary_node(im, "div", width, scalar_const(im, ft, 255, x + "_255"), scale);
+    const std::string initial = binary_node(im, "sub", zero, binary_node(im, "div", lo, scale));
+    const std::string clipped = im.fresh(x), rounded = im.fresh(x);
+    Attrs c;
+    c.set("min", 0.0);
+    c.set("max", 255.0);
+    im.emit("clip", {initial}, {clipped}, std::move(c));
+    im.emit("round", {clipped}, {rounded});
+    const std::string zp = im.num_out() > 2 && !im.out(2).empty() ? im.out(2) : im.fresh(x + "_zero_point");
+    Attrs u8;
+    u8.set("to", std::string("u8"));
+    im.emit("cast", {rounded}, {zp}, std::move(u8));
+    im.emit("quantize_linear", {x, scale, zp}, {im.out(0)});
+  };
+  // Integer products in f64 (exact: see less_zero_point), as ONNX's int32.
+  auto matmul_acc = [](Importer& im, int a, int az, int b, int bz) {
+    const Shape& as = im.type_of(im.in(a)).shape;
+    if (!is_static(as) || as.size() < 2) im.unsupported("needs a static A of rank 2 or more");
+    // A's zero point is per row (M), B's per column (N, its last axis).
+    const std::vector<std::int64_t> rows{as[as.size() - 2].value(), 1};
+    const std::string pa = less_zero_point(im, im.in(a), az, rows), pb = less_zero_point(im, im.in(b), bz, {});
+    return binary_node(im, "matmul", pa, pb);
+  };
+  auto conv_acc = [](Importer& im, int x, int xz, int w, int wz, const std::string& bias) {
+    const Shape& ws = im.type_of(im.in(w)).shape;
+    if (!is_static(ws) || ws.size() < 3) im.unsupported("needs static weights of rank 3 or more");
+    std::vector<std::int64_t> per_channel(ws.size(), 1);
+    per_channel[0] = ws[0].value();
+    const std::string px = less_zero_point(im, im.in(x), xz, {}), pw = less_zero_point(im, im.in(w), wz, per_channel);
+    const std::string y = im.fresh(im.out(0));
+    std::vector<std::string> ins{px, pw};
+    if (!bias.empty()) ins.push_back(bias);
+    im.emit("conv", ins, {y},
+            im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+    return y;
+  };
+  t["MatMulInteger"] = [matmul_acc](Importer& im) {
+    Attrs a;
+    a.set("to", std::string("i32"));
+    im.emit("cast", {matmul_acc(im, 0, 2, 1, 3)}, {im.out(0)}, std::move(a));
+  };
+  t["ConvInteger"] = [conv_acc](Importer& im) {
+    Attrs a;
+    a.set("to", std::string("i32"));
+    im.emit("cast", {conv_acc(im, 0, 2, 1, 3, "")}, {im.out(0)}, std::move(a));
+  };
+  t["QLinearMatMul"] = [matmul_acc](Importer& im) {
+    const std::string acc = matmul_acc(im, 0, 2, 3, 5);
+    const Shape& as = im.type_of(im.in(0)).shape;
+    const std::string sa = reshaped(im, im.in(1), {as[as.size() - 2].value(), 1});
+    requantize(im, acc, multiplier(im, sa, im.in(4), im.in(6)), 7, im.type_of(im.in(0)).dtype);
+  };
+  t["QLinearConv"] = [conv_acc](Importer& im) {
+    const Shape& ws = im.type_of(im.in(3)).shape;
+    if (!is_static(ws) || ws.size() < 3) im.unsupported("needs static weights of rank 3 or more");
+    const std::string bias = im.has_in(8) ? cast_to(im, im.in(8), DType::F64) : std::string();
+    const std::string acc = conv_acc(im, 0, 2, 3, 5, bias);
+    std::vector<std::int64_t> per_channel(ws.size(), 1);
+    per_channel[1] = ws[0].value();
+    const std::string sw = reshaped(im, im.in(4), per_channel);
+    requantize(im, acc, multiplier(im, im.in(1), sw, im.in(6)), 7, im.type_of(im.in(0)).dtype);
+  };
+}
+
 const std::unordered_map<std::string, ImportFn>& importers() {
   static const std::unordered_map<std::string, ImportFn> table = [] {
     std::unordered_map<std::string, ImportFn> t;
     for (const OnnxOpName& row : onnx_op_names())
       if (row.import_directly) t[row.onnx] = direct(row);
+    import_quantization(t);
     t["Max"] = variadic("max", false);
     t["Min"] = variadic("min", false);
     t["Sum"] = variadic("add", false);

@@ -25,6 +25,7 @@ inline const std::vector<OnnxOpName>& onnx_op_names() {
       {"Erf", "erf", {}},
       {"Exp", "exp", {}},
       {"Floor", "floor", {}},
+      {"Round", "round", {}},
       {"Log", "log", {}},
       {"Neg", "neg", {}},
       {"Reciprocal", "recip", {}},

@@ -61,6 +61,7 @@ const OpRegistry& OpRegistry::get() {
     register_reduce_ops(r);
     register_movement_ops(r);
     register_nn_ops(r);
+    register_quant_ops(r);
     register_library_ops(r);
     return r;
   }();

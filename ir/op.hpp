@@ -187,6 +187,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
+void register_quant_ops(OpRegistry& r);    // after the ops they compose
 void register_library_ops(OpRegistry& r);  // after the ops they mirror
 
 // Arithmetic operations of one application of `def` (OpDef::flops, or one

@@ -189,6 +189,147 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
   r.add(std::move(d));
 }
 
+// x rounded to the nearest integer, a half to the even one (ONNX Round,
+// numpy.rint, QuantizeLinear's rounding), written with floor so that one
+// definition serves double and the symbolic reals (a NaN or an infinity
+// stays itself).
+template <class T>
+T round_half_even(const T& x) {
+  namespace S = scalar;
+  const T f = S::floor(x);
+  const auto d = x - f;
+  return S::select(d < 0.5, f, S::select(d > 0.5, f + 1.0, S::select(S::eq(f - 2.0 * S::floor(f * 0.5), 0.0), f, f + 1.0)));
+}
+
+// A double rounded to the floating type t, as an operation of that type
+// rounds its exact result.
+double round_to(DType t, double v) {
+  switch (t) {
+    case DType::F32:
+      return static_cast<double>(static_cast<float>(v));
+    case DType::F16:
+      return static_cast<double>(half_to_float(float_to_half(static_cast<float>(v))));
+    case DType::BF16:
+      return static_cast<double>(bf16_to_float(float_to_bf16(static_cast<float>(v))));
+    default:
+      return v;
+  }
+}
+
+// The scale and zero point of QuantizeLinear / DequantizeLinear broadcast
+// to x's shape (the importer reshapes a per-axis or blocked scale so: see
+// docs/onnx.md), the zero point being of the quantized type.
+Shape quant_operands(Inputs in, const char* op, DType quantized) {
+  if (!is_float(in[1].type.dtype) || is_minifloat(in[1].type.dtype))
+    shape_error(std::string(op) + ": the scale must be f32, f16 or bf16, got " + dtype_name(in[1].type.dtype));
+  if (in[2].type.dtype != quantized)
+    shape_error(std::string(op) + ": the zero point is " + dtype_name(in[2].type.dtype) + ", the quantized value " +
+                dtype_name(quantized));
+  const Shape s = broadcast_all(in, op);
+  if (s != in[0].type.shape)
+    shape_error(std::string(op) + ": the scale " + to_string(in[1].type.shape) + " and zero point " +
+                to_string(in[2].type.shape) + " must broadcast to x's shape " + to_string(in[0].type.shape));
+  return s;
+}
+
+bool quantized_type(DType t) {
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16 || t == DType::I4 ||
+         t == DType::U4 || t == DType::I2 || t == DType::U2 || t == DType::I32 || (is_minifloat(t));
+}
+
+// The smallest and largest value of an integer type.
+std::pair<double, double> integer_range(DType t) {
+  const int bits = integer_bits(t);
+  if (is_unsigned(t)) return {0.0, std::ldexp(1.0, bits) - 1};
+  return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1) - 1};
+}
+
+void register_quantization(OpRegistry& r) {
+  {
+    OpDef d;
+    d.name = "dequantize_linear";
+    d.kind = OpKind::Composite;
+    d.elementwise = true;
+    d.moves_values = true;  // (x may be of a type that only stores values: f8, int4)
+    d.min_inputs = d.max_inputs = 3;
+    d.doc = "dequantize_linear(x, scale, zero_point) = (x - zero_point) * scale, in the scale's type; scale and "
+            "zero point broadcast to x (ONNX DequantizeLinear)";
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      if (!quantized_type(in[0].type.dtype))
+        shape_error(std::string("dequantize_linear: ") + dtype_name(in[0].type.dtype) + " is not a quantized type");
+      return std::vector<ValueType>{{in[1].type.dtype, quant_operands(in, "dequantize_linear", in[0].type.dtype)}};
+    };
+    set_kernel(d, [](const Attrs&, auto a, Given, std::size_t) {
+      const auto& dims = a[0].dims();
+      auto out = like(a[0], a[1].dtype(), dims);
+      Broadcaster b(dims, {a[0].dims(), a[1].dims(), a[2].dims()});
+      constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto v = (a[0].at(b.offset(0, i)) - a[2].at(b.offset(2, i))) * a[1].at(b.offset(1, i));
+        // ONNX's reference computes in f32 and then rounds to the scale's
+        // type (f16 twice rounded).
+        if constexpr (!symbolic) v = round_to(DType::F32, v);
+        out.set(i, v);
+      }
+      return std::vector<decltype(out)>{std::move(out)};
+    });
+    r.add(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "quantize_linear";
+    d.kind = OpKind::Composite;
+    d.elementwise = true;
+    d.moves_values = true;  // (the result may be of a type that only stores values)
+    d.min_inputs = d.max_inputs = 3;
+    d.doc = "quantize_linear(x, scale, zero_point) = saturate(round(x / scale) + zero_point) in the zero point's "
+            "type, halves to even; scale and zero point broadcast to x (ONNX QuantizeLinear; a minifloat result is "
+            "x / scale converted, `saturate` 0 letting it overflow)";
+    d.infer = [](const Attrs&, Inputs in, std::size_t) {
+      const DType to = in[2].type.dtype;
+      if (!quantized_type(to) || to == DType::I32)
+        shape_error(std::string("quantize_linear: ") + dtype_name(to) + " is not a quantized type");
+      if (is_minifloat(in[0].type.dtype) || stores_only(in[0].type.dtype))
+        shape_error(std::string("quantize_linear: x is ") + dtype_name(in[0].type.dtype) +
+                    ", a type that only stores values");
+      return std::vector<ValueType>{{to, quant_operands(in, "quantize_linear", to)}};
+    };
+    set_kernel(d, [](const Attrs& at, auto a, Given, std::size_t) {
+      const auto& dims = a[0].dims();
+      const DType to = a[2].dtype(), xt = a[0].dtype(), st = a[1].dtype();
+      auto out = like(a[0], to, dims);
+      Broadcaster b(dims, {a[0].dims(), a[1].dims(), a[2].dims()});
+      constexpr bool symbolic = !std::is_same_v<decltype(a[0].at(0)), double>;
+      // The quotient in the operands' type (numpy's promotion: an integer
+      // x over a float scale in f64).
+      const DType qt = !is_float(xt) ? DType::F64 : dtype_size(xt) >= dtype_size(st) ? xt : st;
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto q = a[0].at(b.offset(0, i)) / a[1].at(b.offset(1, i));
+        if constexpr (!symbolic) {
+          q = round_to(qt, q);
+          if (is_minifloat(to)) {  // converted as Cast converts (FLOAT4E2M1 adds its zero point)
+            if (to == DType::F4E2M1) q = round_to(qt, q + a[2].at(b.offset(2, i)));
+            if (at.i("saturate", 1) || to == DType::F4E2M1)
+              out.set(i, q);
+            else
+              out.set_unsaturated(i, q);
+            continue;
+          }
+        } else if (is_minifloat(to)) {
+          throw SymbolicUnsupported{std::string("quantize_linear to ") + dtype_name(to) +
+                                    " rounds to 2-4 bits: no symbolic form"};
+        }
+        const auto [lo, hi] = integer_range(to);
+        out.set(i, scalar::max(scalar::min(round_half_even(q) + a[2].at(b.offset(2, i)), hi), lo));
+      }
+      return std::vector<decltype(out)>{std::move(out)};
+    });
+    r.add(std::move(d));
+    r.declare_attrs("quantize_linear", {attr_int("saturate", 1)});
+    r.declare_unit_work("quantize_linear", 6);
+  }
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
@@ -222,6 +363,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](std::uint64_t x) { return std::uint64_t{x != 0}; });
   unary(r, "ceil", K::Composite, A::Float, [](auto x, const Attrs&) { return S::ceil(x); });
   unary(r, "floor", K::Composite, A::Float, [](auto x, const Attrs&) { return S::floor(x); });
+  unary(
+      r, "round", K::Composite, A::Float, [](auto x, const Attrs&) { return round_half_even(x); }, {}, {},
+      "elementwise round(x) to the nearest integer, halves to the even one (ONNX Round, numpy.rint)");
   unary(r, "sigmoid", K::Composite, A::Float, [](auto x, const Attrs&) { return 1.0 / (1.0 + S::exp(-x)); });
   unary(
       // max(x, 0), NaN-propagating as ONNX's reference (numpy.maximum),
@@ -487,6 +631,8 @@ void register_elementwise_ops(OpRegistry& r) {
     });
     r.add(std::move(d));
   }
+
+  register_quantization(r);
 
   // Attributes, in e-graph order.
   r.declare_attrs("leaky_relu", {attr_real("alpha", 0.01)});

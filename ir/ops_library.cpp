@@ -19,6 +19,8 @@ void register_library_ops(OpRegistry& r) {
       {"dnnl.conv_transpose", "conv_transpose", "oneDNN deconvolution (CPU)"},
       {"dnnl.max_pool", "max_pool", "oneDNN max pooling (CPU)"},
       {"dnnl.avg_pool", "avg_pool", "oneDNN average pooling (CPU)"},
+      {"dnnl.qconv", "quantized_conv",
+       "oneDNN int8 convolution (CPU): u8 or s8 x with a zero point, s8 weights, output scales and zero point"},
       {"cublas.gemm", "gemm", "cuBLAS(Lt) gemm (CUDA)"},
       {"cublas.matmul", "matmul", "cuBLAS strided-batched gemm for matmul (CUDA)"},
       {"cudnn.conv", "conv", "cuDNN convolution forward (CUDA)"},
