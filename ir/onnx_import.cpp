@@ -520,7 +520,7 @@ std::string quant_param(Importer& im, const std::string& v, const Shape& x, std:
   const std::vector<std::int64_t> xd = static_dims(x), sd = static_dims(s);
   const std::string y = im.fresh(v);
   Attrs a;
-  if (numel(sd) == 1 && block == 0) {
+  if (numel(sd) == 1 && (block == 0 || sd.empty())) {  // (an absent zero point is a scalar 0)
     if (sd.empty()) return v;
     a.set("shape", std::vector<std::int64_t>{});
     im.emit("reshape", {v}, {y}, std::move(a));
@@ -651,13 +651,15 @@ void import_quantization(std::unordered_map<std::string, ImportFn>& t) {
     const ValueType& x = im.type_of(im.in(0));
     const std::int64_t axis = im.ai("axis", 1), block = im.opset() >= 21 ? im.ai("block_size", 0) : 0;
     const std::string s = quant_param(im, im.in(1), x.shape, axis, block, "the scale");
-    std::string z = zero_point(im, 2, x.dtype);
-    if (is_minifloat(x.dtype) && im.has_in(2)) {  // a minifloat's zero point must be 0
-      const Tensor* zv = im.const_value(z);
-      bool zero = zv != nullptr;
-      for (std::size_t i = 0; zv && i < zv->numel(); ++i) zero &= zv->at(i) == 0;
-      if (!zero) im.unsupported("the zero point of a " + std::string(dtype_name(x.dtype)) + " value must be 0");
-    }
+    // A minifloat's zero point is not read (ONNX's reference: a float8's
+    // must be 0, a known nonzero one is an error; FLOAT4E2M1's is ignored).
+    const bool minifloat = is_minifloat(x.dtype);
+    if (minifloat && x.dtype != DType::F4E2M1 && im.has_in(2))
+      if (const Tensor* zv = im.const_value(im.in(2)))
+        for (std::size_t i = 0; i < zv->numel(); ++i)
+          if (zv->at(i) != 0)
+            im.unsupported("the zero point of a " + std::string(dtype_name(x.dtype)) + " value must be 0");
+    std::string z = minifloat ? scalar_const(im, x.dtype, 0, im.out(0) + "_zero_point") : zero_point(im, 2, x.dtype);
     z = quant_param(im, z, x.shape, axis, block, "the zero point");
     const std::optional<DType> out = im.opset() >= 23 && im.ai("output_dtype", 0) != 0
                                          ? dtype_from_onnx(static_cast<int>(im.ai("output_dtype", 0)))
