@@ -31,7 +31,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                                 1.0,
                                 2.0,
                                 {"blas.", "dnnl."},
-                                {{"dnnl.conv_transpose", 0.65}},
+                                {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}},
                                 {{"max_pool", 0.004}, {"avg_pool", 0.004}}});
   }
   if (name == "cuda") {

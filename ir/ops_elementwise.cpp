@@ -315,12 +315,21 @@ void register_quantization(OpRegistry& r) {
               out.set_unsaturated(i, q);
             continue;
           }
-        } else if (is_minifloat(to)) {
-          throw SymbolicUnsupported{std::string("quantize_linear to ") + dtype_name(to) +
-                                    " rounds to 2-4 bits: no symbolic form"};
+        } else {
+          if (is_minifloat(to))
+            throw SymbolicUnsupported{std::string("quantize_linear to ") + dtype_name(to) +
+                                      " rounds to 2-4 bits: no symbolic form"};
+          // A scale of 0 quantizes nothing (ONNX's reference divides by it):
+          // rules hold for the others.
+          const auto s = a[1].at(b.offset(1, i));
+          a[1].context().require(scalar::select(scalar::eq(s, 0.0), 0.0, 1.0));
         }
+        // Saturated as clip does, then converted as cast does (the value is
+        // an integer already: written so, the decomposition in
+        // rulesets/decompose.rules is this very expression).
         const auto [lo, hi] = integer_range(to);
-        out.set(i, scalar::max(scalar::min(round_half_even(q) + a[2].at(b.offset(2, i)), hi), lo));
+        const auto r = scalar::min(scalar::max(round_half_even(q) + a[2].at(b.offset(2, i)), lo), hi);
+        out.set(i, scalar::select(r < 0.0, scalar::ceil(r), scalar::floor(r)));
       }
       return std::vector<decltype(out)>{std::move(out)};
     });

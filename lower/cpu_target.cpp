@@ -69,6 +69,13 @@ class CpuTarget final : public Target {
       return std::nullopt;
     }
   }
+  std::optional<LibraryStep> qconv(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out) override {
+    try {
+      return make_qconv_step(q, x, w, out, p_.keep_alive);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
   std::optional<LibraryStep> conv_transpose(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                             const std::optional<LibraryOperand>& bias, BufferId out) override {
     try {

@@ -79,6 +79,20 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
                            std::vector<std::shared_ptr<void>>& keep);
 
+// An int8 convolution (dnnl.qconv, lower/dnnl_qconv.cpp): u8 or s8 x with
+// one zero point, constant s8 weights [O, I/G, k...] without one, per-channel
+// output scales (x_scale w_scale / y_scale) and a bias in accumulator units
+// (b / (x_scale w_scale)), the result u8 or s8 with its zero point, written
+// channels last (out_strides).
+struct QConvSpec {
+  ConvSpec conv;
+  ir::DType x_type = ir::DType::U8, y_type = ir::DType::U8;
+  std::int32_t x_zero = 0, y_zero = 0;
+  std::vector<float> scales, bias;
+};
+LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out,
+                            std::vector<std::shared_ptr<void>>& keep);
+
 // Transposed convolution (1-, 2- or 3-D, groups) with an optional bias:
 // `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the
 // pads are the transposed op's (the result's position o takes input i at tap

@@ -64,6 +64,12 @@ DType Lowerer::elementwise_compute(const ir::Node& n, const std::vector<Value*>&
     return out == DType::F64 || ((out == DType::Bool || ir::is_integer(out)) && in[0] && wide(in[0]->dtype))
                ? DType::F64
                : DType::F32;
+  // Quantizing divides in x's type and dequantizing multiplies in f32, as
+  // ONNX's reference does (its integers are exact there): f32 for f32 x and
+  // results, whatever integer type the other side has.
+  if ((n.op == "quantize_linear" && in[0] && in[0]->dtype == DType::F32) ||
+      (n.op == "dequantize_linear" && out == DType::F32))
+    return DType::F32;
   // Floor modulo is x - y floor(x / y): in f32 a quotient rounded up to an
   // integer would give about -y for about y; in f64, as the reference
   // computes it, the f32 operands' result is the reference's.

@@ -75,6 +75,7 @@ bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector
   }
   if (op == "conv" && nd && in[1]) return lower_conv(n, def, in, out);
   if (op == "conv_transpose" && nd && in[1]) return lower_conv_transpose(n, in, out);
+  if (op == "quantized_conv" && nd && in.size() >= 8) return lower_qconv(n, in, out);
   if ((op == "max_pool" || op == "avg_pool") && nd && (n.outputs.size() < 2 || n.outputs[1].empty()))
     return lower_library_pool(n, *in[0], out);
   return false;
@@ -116,6 +117,58 @@ bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Va
     return lower_convolution(n, false, spec, padded, *in[1], bias, skip, def.relu_epilogue);
   }
   return lower_convolution(n, false, spec, *in[0], *in[1], bias, skip, def.relu_epilogue);
+}
+
+const ir::Tensor* Lowerer::constant_of(const Value* v) const {
+  if (!v || v->pending || v->view.buffer < 0) return nullptr;
+  const Buffer& b = buffer(v->view.buffer);
+  if (b.kind != BufferKind::Weight || !b.weight || !v->view.whole()) return nullptr;
+  return b.weight;
+}
+
+// quantized_conv's operands (x, x_scale, x_zero, w, w_scale, w_zero,
+// y_scale, y_zero, bias?) as oneDNN's int8 convolution takes them
+// (QConvSpec); false (the reference kernel) where the target has no such
+// call. Only rulesets/dnnl.rules' forms reach here: constant parameters,
+// one scale and zero point for x and y, weights without a zero point.
+bool Lowerer::lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
+  const ir::Tensor *xs = constant_of(in[1]), *xz = constant_of(in[2]), *w = constant_of(in[3]),
+                   *ws = constant_of(in[4]), *ys = constant_of(in[6]), *yz = constant_of(in[7]);
+  const ir::Tensor* b = in.size() > 8 && in[8] ? constant_of(in[8]) : nullptr;
+  if (!xs || !xz || !w || !ws || !ys || !yz || (in.size() > 8 && in[8] && !b) || xs->numel() != 1 ||
+      xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1 || w->dtype() != DType::I8)
+    return false;
+  QConvSpec q;
+  ConvSpec& spec = q.conv;
+  spec.x_dims = in[0]->dims;
+  spec.w_dims = in[3]->dims;
+  spec.out_dims = out;
+  const ir::WindowGeometry win = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
+                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
+  spec.strides = win.strides;
+  spec.dilations = win.dilations;
+  spec.pads_begin = win.pads_begin;
+  spec.group = n.attrs.i("group", 1);
+  spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  q.x_type = in[0]->dtype;
+  q.y_type = yz->dtype();
+  q.x_zero = static_cast<std::int32_t>(xz->at_int(0));
+  q.y_zero = static_cast<std::int32_t>(yz->at_int(0));
+  const std::int64_t M = out[1];
+  for (std::int64_t oc = 0; oc < M; ++oc) {
+    const double acc_scale = xs->at(0) * ws->at(ws->numel() == 1 ? 0 : static_cast<std::size_t>(oc));
+    if (ws->numel() > 1 || oc == 0) q.scales.push_back(static_cast<float>(acc_scale / ys->at(0)));
+    if (b) q.bias.push_back(static_cast<float>(b->at(static_cast<std::size_t>(oc)) / acc_scale));
+  }
+  const View x = dense(*in[0]);
+  const BufferId y = add_buffer(BufferKind::Temp, q.y_type, out, n.op);
+  std::optional<LibraryStep> made = target_->qconv(q, x, *w, y);
+  if (!made) {
+    p_->buffers.pop_back();  // y, unused
+    return false;
+  }
+  values_[n.outputs[0]] = library_result(std::move(*made), y);
+  return true;
 }
 
 bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {

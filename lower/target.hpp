@@ -95,6 +95,10 @@ class Target {
                                                     const std::optional<LibraryOperand>& bias, BufferId out) = 0;
   virtual std::optional<LibraryStep> pool(const PoolSpec& spec, const ir::WindowGeometry& w, const View& x,
                                           BufferId out) = 0;
+  // An int8 convolution (QConvSpec); nullopt where the target has none.
+  virtual std::optional<LibraryStep> qconv(const QConvSpec&, const View&, const ir::Tensor&, BufferId) {
+    return std::nullopt;
+  }
 
   // The end of the lowering: compiles `kernels` (the loop kernels of the
   // Kernel steps at p.steps[kernel_steps[i]]) and sets those steps' runs,

@@ -288,6 +288,17 @@ class Enumerator {
     static const std::regex kSplatGuard(R"(\(=\s+\(splat\s+\?([A-Za-z0-9_\-\.]+)\)\s+(-?[0-9.]+)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSplatGuard), end; it != end; ++it)
       splat_values_["?" + (*it)[1].str()].push_back(std::stod((*it)[2].str()));
+    // A guard on a tensor's element type, (= (dtype ?x) u8) (the first type
+    // an `or` names), instantiates it as that type; (= (dtype ?z) (dtype
+    // ?x)) gives ?z the type ?x gets.
+    static const std::regex kDtypeGuard(R"(\(=\s+\(dtype\s+\?([A-Za-z0-9_\-\.]+)\)\s+([a-z0-9]+)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kDtypeGuard), end; it != end; ++it)
+      if (auto t = ir::dtype_from_name((*it)[2].str())) dtype_pin_.try_emplace("?" + (*it)[1].str(), *t);
+    static const std::regex kSameDtype(
+        R"(\(=\s+\(dtype\s+\?([A-Za-z0-9_\-\.]+)\)\s+\(dtype\s+\?([A-Za-z0-9_\-\.]+)\)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kSameDtype), end; it != end; ++it)
+      if (auto pin = dtype_pin_.find("?" + (*it)[2].str()); pin != dtype_pin_.end())
+        dtype_pin_.try_emplace("?" + (*it)[1].str(), pin->second);
     auto lhs = rule.lhs();
     slots_.resize(rule.num_lhs_vars());
     std::vector<bool> seen(rule.num_lhs_vars(), false);
@@ -300,6 +311,9 @@ class Enumerator {
         seen[pn.var] = true;
         slots_[pn.var] = classify(lhs[p], k);
         if (auto it = valued_.find(rule.var_names()[pn.var]); it != valued_.end()) slots_[pn.var].values = it->second;
+        if (auto it = dtype_pin_.find(rule.var_names()[pn.var]);
+            it != dtype_pin_.end() && slots_[pn.var].kind == Slot::Kind::Tensor)
+          slots_[pn.var].dtype = it->second;
         (slots_[pn.var].kind == Slot::Kind::Tensor ? out_.tensor_vars : out_.attr_vars)
             .push_back(rule.var_names()[pn.var]);
         if (slots_[pn.var].kind == Slot::Kind::Unsupported && out_.unsupported.empty())
@@ -414,13 +428,13 @@ class Enumerator {
       c.push_back(g.add(lang.input, {g.add(Op::symbol(name + "i64"))}));
     }
     if (std::all_of(guards.begin(), guards.end(), [](const std::string& k) { return k == "floating?"; }) ||
-        dtype != ir::DType::F32)
+        dtype == ir::DType::I64 || dtype == ir::DType::Bool)
       return c;
     // All zeros (is-zero), all ones (is-one), one repeated value (splat),
     // and a mix of nonzero values that differs from variable to variable.
     std::vector<ir::Tensor> consts;
     auto filled = [&](auto value) {
-      ir::Tensor t(ir::DType::F32, s);
+      ir::Tensor t(dtype, s);
       for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, value(i));
       consts.push_back(std::move(t));
     };
@@ -453,7 +467,7 @@ class Enumerator {
     if (slots_[v].optional && u(rng_) < 0.25) return out_.graph.add(TensorOps::get().none);
     const auto& mine = shapes_of(v);
     auto pin = rank_pin_.find(rule_.var_names()[v]);
-    std::vector<Dims> related;
+    std::vector<Dims> related, broadcasting;
     for (std::size_t k = 0; k < step; ++k) {
       const TensorInfo& d = out_.analysis->data(out_.graph.find(ids_[k]));
       if (d.kind != TensorInfo::Kind::Tensor || !ir::is_static(d.type.shape)) continue;
@@ -463,15 +477,30 @@ class Enumerator {
       for (std::size_t i = 1; i < s.size(); ++i)
         related.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
       if (s.size() >= 2) related.push_back({s[s.size() - 1], s[s.size() - 2]});
+      // What broadcasts to it: one value, or one per element of an axis
+      // (quantization's scales and zero points, per-channel parameters).
+      broadcasting.push_back({});
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        Dims axis(s.size(), 1);
+        axis[i] = s[i];
+        broadcasting.push_back(std::move(axis));
+      }
     }
-    std::erase_if(related, [&](const Dims& s) {
+    auto unfit = [&](const Dims& s) {
       return static_cast<int>(s.size()) > opt_.max_rank ||
              (pin != rank_pin_.end() && static_cast<int>(s.size()) != pin->second) ||
              std::any_of(s.begin(), s.end(), [&](std::int64_t x) { return x > opt_.max_dim; });
-    });
+    };
+    std::erase_if(related, unfit);
+    std::erase_if(broadcasting, unfit);
     Dims shape;
-    if (!related.empty() && u(rng_) < 0.6) {
+    // (No draw when there is nothing to draw from: the samples stay those of
+    // the same seed.)
+    const double draw = related.empty() && !(opt_.broad && !broadcasting.empty()) ? 1.0 : u(rng_);
+    if (!related.empty() && draw < 0.6) {
       shape = related[std::uniform_int_distribution<std::size_t>(0, related.size() - 1)(rng_)];
+    } else if (opt_.broad && !broadcasting.empty() && draw < 0.75) {
+      shape = broadcasting[std::uniform_int_distribution<std::size_t>(0, broadcasting.size() - 1)(rng_)];
     } else {
       // A rank first, uniformly, then its dims: small ranks are not drowned out.
       std::set<std::size_t> ranks;
@@ -483,6 +512,14 @@ class Enumerator {
       for (std::size_t i = 0; i < r; ++i) shape.push_back(dim(rng_));
     }
     auto cands = tensor_classes(v, shape);
+    // A variable a guard wants constant (is-const, is-zero, ...) is mostly
+    // one of the constants (cands[0] is the input): a rule guarding several
+    // would otherwise seldom see them all constant at once.
+    const auto& guards = slots_[v].values;
+    const bool constant = guards.count("is-const") || guards.count("is-zero") || guards.count("is-one") ||
+                          guards.count("weight?") || guards.count("splat");
+    if (opt_.broad && constant && cands.size() > 1 && u(rng_) < 0.75)
+      return cands[std::uniform_int_distribution<std::size_t>(1, cands.size() - 1)(rng_)];
     return cands[std::uniform_int_distribution<std::size_t>(0, cands.size() - 1)(rng_)];
   }
 
@@ -590,6 +627,7 @@ class Enumerator {
   std::map<VarId, std::vector<EClassId>> tensor_classes_;
   std::map<std::string, std::set<std::string>> valued_;
   std::map<std::string, int> rank_pin_;
+  std::map<std::string, ir::DType> dtype_pin_;
   std::map<std::string, std::vector<double>> splat_values_;
   std::map<VarId, std::vector<Dims>> var_shapes_;
   std::size_t steps_taken_ = 0;

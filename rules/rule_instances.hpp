@@ -34,6 +34,10 @@ struct InstanceOptions {
   std::size_t step_budget = 200000;  // exhaustive enumeration steps before sampling
   std::uint64_t seed = 1;
   double time_limit_s = 5;  // enumeration and sampling stop here with what they found
+  // Sampling also draws the shapes that broadcast to the operands bound
+  // before (a scalar, one value per element of an axis: scales and zero
+  // points) and mostly constants for the variables a guard wants constant.
+  bool broad = false;
 };
 
 struct RuleInstances {

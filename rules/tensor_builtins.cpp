@@ -37,6 +37,7 @@ bool is_perm(const std::vector<std::int64_t>& p) {
 // A test on every element of a known small constant.
 Result all_elements(EvalContext& ctx, const Value& v, double want) {
   const TensorInfo* t = tensor_of(ctx, v);
+  if (t && t->uniform) return Value::of_bool(*t->uniform == want);
   if (!t || !t->value) return Value::of_bool(false);
   for (std::size_t i = 0; i < t->value->numel(); ++i)
     if (t->value->at(i) != want) return Value::of_bool(false);
@@ -141,6 +142,7 @@ void register_tensor_builtins(BuiltinRegistry& r) {
   r.add(Builtin{"splat", 1, 1, "the one value of a known constant whose elements are all equal",
                 [](EvalContext& ctx, Args a) -> Result {
                   const TensorInfo* t = tensor_of(ctx, a[0]);
+                  if (t && t->uniform) return Value::of_number(Number(*t->uniform));
                   if (!t || !t->value || t->value->numel() == 0) return std::nullopt;
                   double v = t->value->at(0);
                   for (std::size_t i = 1; i < t->value->numel(); ++i)

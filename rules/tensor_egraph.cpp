@@ -251,7 +251,14 @@ TensorInfo TensorAnalysis::make_data(const EGraph& g, NodeId n) const {
     info.kind = TensorInfo::Kind::Tensor;
     info.constant = true;
     info.type = {v->dtype(), ir::shape_of(v->dims())};
-    if (v->numel() <= ConstantPool::kSmall) info.value = std::make_shared<const Tensor>(*v);
+    if (v->numel() <= ConstantPool::kSmall) {
+      info.value = std::make_shared<const Tensor>(*v);
+    } else {
+      bool same = true;
+      const double first = v->at(0);
+      for (std::size_t i = 1; i < v->numel() && same; ++i) same = v->at(i) == first;
+      if (same) info.uniform = first;
+    }
     return info;
   }
   std::string why;
@@ -334,6 +341,11 @@ egraph::DidMerge TensorAnalysis::merge_data(TensorInfo& into, const TensorInfo& 
     d.into_changed = true;
   }
   if (!from.value && into.value) d.from_changed = true;
+  if (from.uniform && !into.uniform) {
+    into.uniform = from.uniform;
+    d.into_changed = true;
+  }
+  if (!from.uniform && into.uniform) d.from_changed = true;
   return d;
 }
 

@@ -60,6 +60,10 @@ struct TensorInfo {
   bool constant = false;  // computable from constants alone
   ir::ValueType type;
   std::shared_ptr<const ir::Tensor> value;  // for small constants
+  // For a larger constant of the model whose elements are all equal (a
+  // per-channel zero point of zeros): that value, which is-zero, is-one and
+  // splat read.
+  std::optional<double> uniform;
   std::string error;                        // for Invalid: why the node does not type-check
 };
 

@@ -2,6 +2,7 @@
 
 #include "rules/literal.hpp"
 
+#include <memory>
 #include <z3++.h>
 
 #include <chrono>
@@ -846,7 +847,28 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
 
   InstanceOptions io = opt.instances;
   io.time_limit_s = std::min(io.time_limit_s, opt.rule_time_limit_s / 4);  // building instances gets a share
-  RuleInstances inst = enumerate_instances(rule, info.source, io);
+  auto holder = std::unique_ptr<RuleInstances>(new RuleInstances(enumerate_instances(rule, info.source, io)));
+  // Sampled instances none of which the rule fires on (its guards want
+  // constants, one value per tensor, ...): sampled again, broadly
+  // (InstanceOptions::broad), keeping the first sampling's when that finds
+  // none either.
+  auto fires = [&](RuleInstances& in) {
+    egraph::Matches m;
+    for (const auto& instance : in.instances) {
+      m.data.clear();
+      rule.search_at(in.graph, std::span<const EClassId>(instance.data(), rule.lhs().size()), m);
+      for (std::size_t k = 0; k < m.size(); ++k)
+        if (rule.instantiate(in.graph, m.bindings(k))) return true;
+    }
+    return false;
+  };
+  if (!holder->exhaustive && holder->unsupported.empty() && !fires(*holder)) {
+    io.broad = true;
+    auto broad = std::unique_ptr<RuleInstances>(new RuleInstances(enumerate_instances(rule, info.source, io)));
+    if (fires(*broad)) holder = std::move(broad);
+  }
+  RuleInstances& inst = *holder;
+  inst.graph.rebuild();
   v.found = inst.found;
   v.instances = inst.instances.size();
   v.exhaustive = inst.exhaustive;

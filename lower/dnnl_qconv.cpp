@@ -1,0 +1,131 @@
+// The int8 convolution step (dnnl.qconv): oneDNN's u8/s8 x s8 -> s32
+// convolution with the scales and zero points of quantized_conv.
+//
+// Invariant: the step computes quantized_conv's definition in integers:
+// round_half_even(scale[oc] * (sum (x - x_zero) w + bias[oc])) + y_zero,
+// saturated to the result type, where scale[oc] = x_scale w_scale[oc] /
+// y_scale and bias[oc] = b[oc] / (x_scale w_scale[oc]) (oneDNN 2.x adds
+// the bias before the output scale). Equal to dequantizing, convolving in
+// float and quantizing over the reals; rounding may differ by one step
+// where the float result lies within an ulp of a half.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "lower/library_calls.hpp"
+
+namespace saturn::lower {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+memory::dims as_dims(const std::vector<std::int64_t>& v) { return memory::dims(v.begin(), v.end()); }
+
+dt int8_type(ir::DType t) { return t == ir::DType::U8 ? dt::u8 : dt::s8; }
+
+// Channels last (NWC, NHWC, NDHWC): the layout oneDNN's int8 kernels read
+// and write without reordering.
+std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& d) {
+  std::vector<std::int64_t> s(d.size(), 1);
+  std::int64_t step = d[1];
+  for (std::size_t i = d.size(); i-- > 2;) {
+    s[i] = step;
+    step *= d[i];
+  }
+  s[1] = 1;
+  s[0] = step;
+  return s;
+}
+
+struct QConvState {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::primitive prim;
+  memory user_src, src, weights, bias, dst, src_zero, dst_zero;
+  std::optional<dnnl::reorder> to_src;
+};
+
+}  // namespace
+
+LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out,
+                            std::vector<std::shared_ptr<void>>& keep) {
+  const ConvSpec& spec = q.conv;
+  auto st = std::make_shared<QConvState>();
+  std::vector<std::int64_t> wd = spec.w_dims;
+  if (spec.group > 1) {
+    wd.insert(wd.begin(), spec.group);
+    wd[1] /= spec.group;
+  }
+  const memory::desc user_x(as_dims(x.dims), int8_type(q.x_type), as_dims(x.strides));
+  const memory::desc any_x(as_dims(spec.x_dims), int8_type(q.x_type), memory::format_tag::any);
+  const memory::desc any_w(as_dims(wd), dt::s8, memory::format_tag::any);
+  const std::vector<std::int64_t> y_strides = channels_last_strides(spec.out_dims);
+  const memory::desc y_md(as_dims(spec.out_dims), int8_type(q.y_type), as_dims(y_strides));
+  const memory::desc bias_md = q.bias.empty() ? memory::desc() : memory::desc({spec.out_dims[1]}, dt::f32, {1});
+  memory::dims gaps;
+  for (auto d : spec.dilations) gaps.push_back(d - 1);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
+                                       any_w, bias_md, y_md, as_dims(spec.strides), gaps, as_dims(spec.pads_begin),
+                                       as_dims(spec.pads_end));
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(q.scales.size() > 1 ? 1 << 1 : 0, q.scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, st->engine);
+  st->prim = dnnl::convolution_forward(pd);
+  // The constants, in the primitive's layouts, now.
+  std::vector<std::int64_t> w_strides(wd.size(), 1);
+  for (std::size_t i = wd.size() - 1; i-- > 0;) w_strides[i] = w_strides[i + 1] * wd[i + 1];
+  memory wsrc(memory::desc(as_dims(wd), dt::s8, as_dims(w_strides)), st->engine, const_cast<std::uint8_t*>(w.bytes()));
+  st->weights = memory(pd.weights_desc(), st->engine);
+  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
+  if (!q.bias.empty()) {
+    st->bias = memory(bias_md, st->engine);
+    std::copy(q.bias.begin(), q.bias.end(), static_cast<float*>(st->bias.get_data_handle()));
+  }
+  auto zero = [&](std::int32_t v) {
+    memory m(memory::desc({1}, dt::s32, {1}), st->engine);
+    *static_cast<std::int32_t*>(m.get_data_handle()) = v;
+    return m;
+  };
+  st->src_zero = zero(q.x_zero);
+  st->dst_zero = zero(q.y_zero);
+  st->stream.wait();
+  st->user_src = memory(user_x, st->engine, nullptr);
+  if (pd.src_desc() == user_x) {
+    st->src = st->user_src;
+  } else {
+    st->src = memory(pd.src_desc(), st->engine);
+    st->to_src = dnnl::reorder(st->user_src, st->src);
+  }
+  st->dst = memory(y_md, st->engine, nullptr);
+  keep.push_back(st);
+  LibraryStep r;
+  r.out_strides = y_strides;
+  Step& s = r.step;
+  s.kind = StepKind::Conv;
+  std::string dims;
+  for (std::size_t i = 0; i < spec.w_dims.size(); ++i) dims += (i ? "x" : "") + std::to_string(spec.w_dims[i]);
+  s.label = std::string("oneDNN int8 conv ") + (q.x_type == ir::DType::U8 ? "u8" : "s8") + " * s8 " + dims +
+            (st->to_src ? " (src reordered)" : "");
+  s.reads = {x.buffer};
+  s.writes = {out};
+  QConvState* p = st.get();
+  const std::size_t x_offset = static_cast<std::size_t>(x.offset);
+  s.run = [p, xb = x.buffer, x_offset, out](const RunContext& ctx) {
+    p->user_src.set_data_handle(ctx.at<std::uint8_t>(xb) + x_offset);
+    p->dst.set_data_handle(ctx.at<std::uint8_t>(out));
+    if (p->to_src) p->to_src->execute(p->stream, p->user_src, p->src);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p->src},
+                                         {DNNL_ARG_WEIGHTS, p->weights},
+                                         {DNNL_ARG_DST, p->dst},
+                                         {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p->src_zero},
+                                         {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, p->dst_zero}};
+    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
+    p->prim.execute(p->stream, args);
+    p->stream.wait();
+  };
+  return r;
+}
+
+}  // namespace saturn::lower
