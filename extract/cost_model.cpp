@@ -22,7 +22,9 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // (`saturn run --no-opt`) measured 1.4-5 GFLOP/s (resnet18's 3x3
     // convolutions 5, transformer_encoder's matmuls 1.4): 3 used. Plain
     // max/avg pooling runs a scalar host loop: resnet18's 3x3 max_pool,
-    // 1.8 M window reads, took 8.8 ms (0.2 GFLOP/s, 0.004 of 64).
+    // 1.8 M window reads, took 8.8 ms (0.2 GFLOP/s, 0.004 of 64). The
+    // quantized products that no int8 call takes run their reference
+    // kernel, slower still (priced as the pooling loop).
     return CostModel(TargetSpec{"cpu",
                                 64,
                                 3,
@@ -31,15 +33,28 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                                 1.0,
                                 2.0,
                                 {"blas.", "dnnl."},
-                                {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}},
-                                {{"max_pool", 0.004}, {"avg_pool", 0.004}}});
+                                {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}, {"dnnl.qmatmul", 3.0}},
+                                {{"max_pool", 0.004},
+                                 {"avg_pool", 0.004},
+                                 {"quantized_conv", 0.004},
+                                 {"quantized_matmul", 0.004}}});
   }
   if (name == "cuda") {
     // NVIDIA H200 datasheet figures, not measured (no GPU on the build
     // machine): 67 TFLOP/s FP32 (cuBLAS/cuDNN at 75% of it), HBM3e 4.8 TB/s
     // (4 TB/s achievable), 4 us per kernel launch or library call; plain
     // generated loop nests for contractions at 5 TFLOP/s.
-    return CostModel(TargetSpec{"cuda", 30000, 5000, 50000, 4000, 4.0, 4.0, {"cublas.", "cudnn."}, {}, {}});
+    // The quantized products run their reference kernel on the host there.
+    return CostModel(TargetSpec{"cuda",
+                                30000,
+                                5000,
+                                50000,
+                                4000,
+                                4.0,
+                                4.0,
+                                {"cublas.", "cudnn."},
+                                {},
+                                {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}}});
   }
   return std::nullopt;
 }

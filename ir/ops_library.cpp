@@ -21,6 +21,9 @@ void register_library_ops(OpRegistry& r) {
       {"dnnl.avg_pool", "avg_pool", "oneDNN average pooling (CPU)"},
       {"dnnl.qconv", "quantized_conv",
        "oneDNN int8 convolution (CPU): u8 or s8 x with a zero point, s8 weights, output scales and zero point"},
+      {"dnnl.qmatmul", "quantized_matmul",
+       "oneDNN int8 matrix product (CPU): u8 or s8 a with a zero point, constant s8 b [K N], output scales and zero "
+       "point"},
       {"cublas.gemm", "gemm", "cuBLAS(Lt) gemm (CUDA)"},
       {"cublas.matmul", "matmul", "cuBLAS strided-batched gemm for matmul (CUDA)"},
       {"cudnn.conv", "conv", "cuDNN convolution forward (CUDA)"},

@@ -76,6 +76,13 @@ class CpuTarget final : public Target {
       return std::nullopt;
     }
   }
+  std::optional<Step> qmatmul(const QMatmulSpec& q, const View& a, const ir::Tensor& b, BufferId out) override {
+    try {
+      return make_qmatmul_step(q, a, b, out, p_.keep_alive);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
   std::optional<LibraryStep> conv_transpose(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                             const std::optional<LibraryOperand>& bias, BufferId out) override {
     try {

@@ -92,6 +92,17 @@ struct QConvSpec {
 };
 LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out,
                             std::vector<std::shared_ptr<void>>& keep);
+// An int8 matrix product (dnnl.qmatmul): a [..., M, K] u8 or s8 (row-major,
+// its batch folded into M) with one zero point, a constant s8 b [K, N]
+// without one, output scales per column or one, the result row-major;
+// nullopt for other layouts.
+struct QMatmulSpec {
+  ir::DType x_type = ir::DType::U8, y_type = ir::DType::U8;
+  std::int32_t x_zero = 0, y_zero = 0;
+  std::vector<float> scales;
+};
+std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const ir::Tensor& b, BufferId out,
+                                      std::vector<std::shared_ptr<void>>& keep);
 
 // Transposed convolution (1-, 2- or 3-D, groups) with an optional bias:
 // `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the

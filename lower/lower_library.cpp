@@ -76,6 +76,7 @@ bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector
   if (op == "conv" && nd && in[1]) return lower_conv(n, def, in, out);
   if (op == "conv_transpose" && nd && in[1]) return lower_conv_transpose(n, in, out);
   if (op == "quantized_conv" && nd && in.size() >= 8) return lower_qconv(n, in, out);
+  if (op == "quantized_matmul" && in.size() == 8 && in[0] && in[3]) return lower_qmatmul(n, in, out);
   if ((op == "max_pool" || op == "avg_pool") && nd && (n.outputs.size() < 2 || n.outputs[1].empty()))
     return lower_library_pool(n, *in[0], out);
   return false;
@@ -168,6 +169,37 @@ bool Lowerer::lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims
     return false;
   }
   values_[n.outputs[0]] = library_result(std::move(*made), y);
+  return true;
+}
+
+// quantized_matmul's operands as oneDNN's int8 matrix product takes them
+// (QMatmulSpec); false (the reference kernel) otherwise. rulesets/dnnl.rules
+// sends only constant parameters, one scale and zero point for a and y,
+// a constant s8 b [K N] without a zero point.
+bool Lowerer::lower_qmatmul(const ir::Node& n, std::vector<Value*>& in, const Dims& out) {
+  const ir::Tensor *as = constant_of(in[1]), *az = constant_of(in[2]), *b = constant_of(in[3]),
+                   *bs = constant_of(in[4]), *ys = constant_of(in[6]), *yz = constant_of(in[7]);
+  if (!as || !az || !b || !bs || !ys || !yz || as->numel() != 1 || az->numel() != 1 || ys->numel() != 1 ||
+      yz->numel() != 1 || b->dtype() != DType::I8 || b->dims().size() != 2 || in[0]->dims.size() < 2)
+    return false;
+  const std::int64_t N = b->dims()[1];
+  if (bs->numel() != 1 && bs->numel() != static_cast<std::size_t>(N)) return false;
+  QMatmulSpec q;
+  q.x_type = in[0]->dtype;
+  q.y_type = yz->dtype();
+  q.x_zero = static_cast<std::int32_t>(az->at_int(0));
+  q.y_zero = static_cast<std::int32_t>(yz->at_int(0));
+  for (std::size_t j = 0; j < bs->numel(); ++j) q.scales.push_back(static_cast<float>(as->at(0) * bs->at(j) / ys->at(0)));
+  const View a = whole(*in[0]);
+  const BufferId y = add_buffer(BufferKind::Temp, q.y_type, out, n.op);
+  std::optional<Step> made = target_->qmatmul(q, a, *b, y);
+  if (!made) {
+    p_->buffers.pop_back();  // y, unused
+    return false;
+  }
+  p_->steps.push_back(std::move(*made));
+  ++p_->library_calls;
+  values_[n.outputs[0]] = stored(y);
   return true;
 }
 

@@ -446,8 +446,10 @@ void Lowerer::lower_node(std::size_t index) {
   if (def->elementwise && one_result && (all_f32 || fuses_across_types(n, in, out_types)) &&
       lower_elementwise(n, in, out_types))
     return;
-  // (An integer library call, dnnl.qconv, takes its quantized types.)
-  if (def->semantics() == "quantized_conv" && one_result && lower_library(n, *def, in, out_types)) return;
+  // (Integer library calls, dnnl.qconv and dnnl.qmatmul, take their quantized types.)
+  if ((def->semantics() == "quantized_conv" || def->semantics() == "quantized_matmul") && one_result &&
+      lower_library(n, *def, in, out_types))
+    return;
   if (all_f32 && !n.outputs.empty() && !n.outputs[0].empty() && (one_result || def->semantics() == "layer_norm") &&
       (lower_norm(n, in, out_types) || lower_library(n, *def, in, out_types)))
     return;

@@ -235,6 +235,7 @@ class Lowerer {
   bool lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   bool lower_library_pool(const ir::Node& n, Value& x, const Dims& out);
   bool lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
+  bool lower_qmatmul(const ir::Node& n, std::vector<Value*>& in, const Dims& out);
   // The constant a value holds (a whole weight), or null.
   const ir::Tensor* constant_of(const Value* v) const;
   // A convolution, direct or transposed, as a library call, plus `skip`

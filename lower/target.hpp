@@ -95,8 +95,11 @@ class Target {
                                                     const std::optional<LibraryOperand>& bias, BufferId out) = 0;
   virtual std::optional<LibraryStep> pool(const PoolSpec& spec, const ir::WindowGeometry& w, const View& x,
                                           BufferId out) = 0;
-  // An int8 convolution (QConvSpec); nullopt where the target has none.
+  // Int8 products (QConvSpec, QMatmulSpec); nullopt where the target has none.
   virtual std::optional<LibraryStep> qconv(const QConvSpec&, const View&, const ir::Tensor&, BufferId) {
+    return std::nullopt;
+  }
+  virtual std::optional<Step> qmatmul(const QMatmulSpec&, const View&, const ir::Tensor&, BufferId) {
     return std::nullopt;
   }
 

@@ -121,9 +121,9 @@ TEST_CASE("A library call lowers as the composite it stands for - on either targ
   };
   int checked = 0;
   for (const ir::OpDef* def : ir::OpRegistry::get().all()) {
-    // (dnnl.qconv's quantized operands and constant scales:
+    // (dnnl.qconv's and dnnl.qmatmul's quantized operands and constant scales:
     // tests/test_quantization.cpp.)
-    if (def->kind != ir::OpKind::Library || def->library_of == "quantized_conv") continue;
+    if (def->kind != ir::OpKind::Library || def->library_of.rfind("quantized_", 0) == 0) continue;
     INFO(def->name);
     REQUIRE(!def->library_of.empty());
     REQUIRE(ir::OpRegistry::get().find(def->library_of) != nullptr);

@@ -216,6 +216,40 @@ TEST_CASE("weights with a zero point other than 0 keep the float convolution - o
   CHECK(steps_apart(got[0], (*want)[0], 0.04) <= 1.0001);
 }
 
+TEST_CASE("a QDQ matrix product optimizes into oneDNN's int8 matmul - s8 rows - scales per column") {
+  // x [2 3 8] quantized to s8 (zero point -3), b [8 5] s8 with a scale per
+  // column (axis 1: [1 5]), the result u8.
+  std::string b_values, b_scales;
+  for (int i = 0; i < 40; ++i) b_values += std::to_string((i * 53) % 255 - 127) + " ";
+  for (int j = 0; j < 5; ++j) b_scales += std::to_string(0.01 + 0.005 * j) + " ";
+  const std::string text = "(graph qmm (input x f32 [2 3 8])\n"
+                           " (init xs f32 [] [0.03]) (init xz i8 [] [-3])\n"
+                           " (init b i8 [8 5] [" + b_values + "]) (init bs f32 [1 5] [" + b_scales + "])\n"
+                           " (init bz i8 [1 5] [0 0 0 0 0]) (init ys f32 [] [0.05]) (init yz u8 [] [100])\n"
+                           " (node q quantize_linear (xq) (x xs xz)) (node dx dequantize_linear (xd) (xq xs xz))\n"
+                           " (node db dequantize_linear (bd) (b bs bz)) (node m matmul (y) (xd bd))\n"
+                           " (node qy quantize_linear (yq) (y ys yz)) (output yq))";
+  auto g = read_sat(text, "qmm.sat");
+  REQUIRE(g);
+  const std::vector<Tensor> inputs{random_input({2, 3, 8}, 11)};
+  auto want = runtime::interpret(*g, inputs);
+  REQUIRE(want);
+  auto opt = optimize_for_cpu(*g);
+  REQUIRE(opt);
+  CHECK(count_op(opt->graph, "dnnl.qmatmul") == 1);
+  runtime::CpuExecutorOptions co;
+  co.threads = 2;
+  auto exec = runtime::CpuExecutor::create(opt->graph, co);
+  if (!exec) FAIL(exec.error().to_string());
+  int int8 = 0;
+  for (const lower::Step& s : (*exec)->program().steps) int8 += s.label.rfind("oneDNN int8 matmul 6x5x8", 0) == 0;
+  CHECK(int8 == 1);
+  auto got = (*exec)->run(runtime_inputs(opt->graph, inputs));
+  if (!got) FAIL(got.error().to_string());
+  REQUIRE((*got)[0].dtype() == DType::U8);
+  CHECK(steps_apart((*got)[0], (*want)[0], 1) <= 1);  // (the result is the quantized u8 itself)
+}
+
 TEST_CASE("a CNN quantized by ONNX Runtime runs in int8 on the CPU - within one step of ONNX Runtime's output") {
   // docs/examples/models/quantized: written by bench/bench_quantized.py
   // --write-fixture (torch export, ONNX Runtime's static QDQ quantizer,

@@ -1,13 +1,15 @@
-// The int8 convolution step (dnnl.qconv): oneDNN's u8/s8 x s8 -> s32
-// convolution with the scales and zero points of quantized_conv.
+// The int8 product steps (dnnl.qconv, dnnl.qmatmul): oneDNN's u8/s8 x s8
+// -> s32 convolution and matrix product with the scales and zero points of
+// quantized_conv / quantized_matmul.
 //
-// Invariant: the step computes quantized_conv's definition in integers:
+// Invariant: a step computes its op's definition in integers:
 // round_half_even(scale[oc] * (sum (x - x_zero) w + bias[oc])) + y_zero,
 // saturated to the result type, where scale[oc] = x_scale w_scale[oc] /
 // y_scale and bias[oc] = b[oc] / (x_scale w_scale[oc]) (oneDNN 2.x adds
 // the bias before the output scale). Equal to dequantizing, convolving in
 // float and quantizing over the reals; rounding may differ by one step
-// where the float result lies within an ulp of a half.
+// where the float result lies within an ulp of a half. (The matrix product
+// likewise, with no bias and its scales per column.)
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "lower/library_calls.hpp"
@@ -35,6 +37,13 @@ std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>&
   s[1] = 1;
   s[0] = step;
   return s;
+}
+
+// The s32 value of one zero point, bound at every run.
+memory zero_point(const dnnl::engine& engine, std::int32_t v) {
+  memory m(memory::desc({1}, dt::s32, {1}), engine);
+  *static_cast<std::int32_t*>(m.get_data_handle()) = v;
+  return m;
 }
 
 struct QConvState {
@@ -83,13 +92,8 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
     st->bias = memory(bias_md, st->engine);
     std::copy(q.bias.begin(), q.bias.end(), static_cast<float*>(st->bias.get_data_handle()));
   }
-  auto zero = [&](std::int32_t v) {
-    memory m(memory::desc({1}, dt::s32, {1}), st->engine);
-    *static_cast<std::int32_t*>(m.get_data_handle()) = v;
-    return m;
-  };
-  st->src_zero = zero(q.x_zero);
-  st->dst_zero = zero(q.y_zero);
+  st->src_zero = zero_point(st->engine, q.x_zero);
+  st->dst_zero = zero_point(st->engine, q.y_zero);
   st->stream.wait();
   st->user_src = memory(user_x, st->engine, nullptr);
   if (pd.src_desc() == user_x) {
@@ -126,6 +130,50 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
     p->stream.wait();
   };
   return r;
+}
+
+std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const ir::Tensor& b, BufferId out,
+                                      std::vector<std::shared_ptr<void>>& keep) {
+  // Rows of a (its batch folded in) times b [K N], both row-major.
+  if (!a.contiguous() || b.dims().size() != 2) return std::nullopt;
+  const std::int64_t K = b.dims()[0], N = b.dims()[1], M = ir::numel(a.dims) / K;
+  auto st = std::make_shared<QConvState>();
+  const memory::desc a_md({M, K}, int8_type(q.x_type), {K, 1}), y_md({M, N}, int8_type(q.y_type), {N, 1});
+  dnnl::matmul::desc desc(a_md, memory::desc({K, N}, dt::s8, memory::format_tag::any), y_md);
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(q.scales.size() > 1 ? 1 << 1 : 0, q.scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  dnnl::matmul::primitive_desc pd(desc, attr, st->engine);
+  st->prim = dnnl::matmul(pd);
+  memory bsrc(memory::desc({K, N}, dt::s8, {N, 1}), st->engine, const_cast<std::uint8_t*>(b.bytes()));
+  st->weights = memory(pd.weights_desc(), st->engine);
+  dnnl::reorder(bsrc, st->weights).execute(st->stream, bsrc, st->weights);
+  st->src_zero = zero_point(st->engine, q.x_zero);
+  st->dst_zero = zero_point(st->engine, q.y_zero);
+  st->stream.wait();
+  st->src = memory(a_md, st->engine, nullptr);
+  st->dst = memory(y_md, st->engine, nullptr);
+  keep.push_back(st);
+  Step s;
+  s.kind = StepKind::Gemm;
+  s.label = "oneDNN int8 matmul " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
+            (q.x_type == ir::DType::U8 ? "u8" : "s8") + " * s8";
+  s.reads = {a.buffer};
+  s.writes = {out};
+  QConvState* p = st.get();
+  const std::size_t a_offset = static_cast<std::size_t>(a.offset);
+  s.run = [p, ab = a.buffer, a_offset, out](const RunContext& ctx) {
+    p->src.set_data_handle(ctx.at<std::uint8_t>(ab) + a_offset);
+    p->dst.set_data_handle(ctx.at<std::uint8_t>(out));
+    p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src},
+                                {DNNL_ARG_WEIGHTS, p->weights},
+                                {DNNL_ARG_DST, p->dst},
+                                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p->src_zero},
+                                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, p->dst_zero}});
+    p->stream.wait();
+  };
+  return s;
 }
 
 }  // namespace saturn::lower
