@@ -25,19 +25,17 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // 1.8 M window reads, took 8.8 ms (0.2 GFLOP/s, 0.004 of 64). The
     // quantized products that no int8 call takes run their reference
     // kernel, slower still (priced as the pooling loop).
-    return CostModel(TargetSpec{"cpu",
-                                64,
-                                3,
-                                150,
-                                22,
-                                1.0,
-                                2.0,
-                                {"blas.", "dnnl."},
-                                {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}, {"dnnl.qmatmul", 3.0}},
-                                {{"max_pool", 0.004},
-                                 {"avg_pool", 0.004},
-                                 {"quantized_conv", 0.004},
-                                 {"quantized_matmul", 0.004}}});
+    return CostModel(
+        TargetSpec{"cpu",
+                   64,
+                   3,
+                   150,
+                   22,
+                   1.0,
+                   2.0,
+                   {"blas.", "dnnl."},
+                   {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}, {"dnnl.qmatmul", 3.0}},
+                   {{"max_pool", 0.004}, {"avg_pool", 0.004}, {"quantized_conv", 0.004}, {"quantized_matmul", 0.004}}});
   }
   if (name == "cuda") {
     // NVIDIA H200 datasheet figures, not measured (no GPU on the build

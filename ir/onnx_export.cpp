@@ -251,9 +251,9 @@ void Exporter::quantization(const Node& n, bool quantize, const ValueType& x_typ
     return;
   }
   if (is_minifloat(q))
-    throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0},
-                                     describe(n) + ": a blocked quantization to " + dtype_name(q) +
-                                         " has no ONNX form at opset " + std::to_string(kOpset)}};
+    throw DiagnosticError{Diagnostic{SourceLoc{g_.source, 0, 0}, describe(n) + ": a blocked quantization to " +
+                                                                     dtype_name(q) + " has no ONNX form at opset " +
+                                                                     std::to_string(kOpset)}};
   const DType t = x_type.dtype;
   const std::string quotient = y + "__quotient", rounded = y + "__rounded", shifted = y + "__shifted",
                     clipped = y + "__clipped";

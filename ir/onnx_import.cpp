@@ -530,8 +530,9 @@ std::string quant_param(Importer& im, const std::string& v, const Shape& x, std:
   const auto ax = static_cast<std::size_t>(axis);
   if (block == 0) {
     if (sd.size() != 1 || sd[0] != xd[ax])
-      im.unsupported(std::string(what) + " " + to_string(s) + " is neither a scalar nor one value per element of axis " +
-                     std::to_string(axis) + " (" + std::to_string(xd[ax]) + ")");
+      im.unsupported(std::string(what) + " " + to_string(s) +
+                     " is neither a scalar nor one value per element of axis " + std::to_string(axis) + " (" +
+                     std::to_string(xd[ax]) + ")");
     std::vector<std::int64_t> dims(xd.size(), 1);
     dims[ax] = xd[ax];
     a.set("shape", dims);
@@ -617,7 +618,8 @@ std::string less_zero_point(Importer& im, const std::string& v, int zp, const st
 // zero point's type (QLinearConv, QLinearMatMul).
 void requantize(Importer& im, const std::string& acc, const std::string& multiplier, int zp, DType fallback) {
   const DType t = im.has_in(zp) ? im.type_of(im.in(zp)).dtype : fallback;
-  if (t != DType::U8 && t != DType::I8) im.unsupported(std::string("the result type ") + dtype_name(t) + " is not u8 or i8");
+  if (t != DType::U8 && t != DType::I8)
+    im.unsupported(std::string("the result type ") + dtype_name(t) + " is not u8 or i8");
   std::string r = binary_node(im, "mul", acc, multiplier);
   if (im.has_in(zp)) r = binary_node(im, "add", r, cast_to(im, im.in(zp), DType::F64));
   const std::string rounded = im.fresh(im.out(0)), clipped = im.fresh(im.out(0));
@@ -747,8 +749,7 @@ void import_quantization(std::unordered_map<std::string, ImportFn>& t) {
     const std::string y = im.fresh(im.out(0));
     std::vector<std::string> ins{px, pw};
     if (!bias.empty()) ins.push_back(bias);
-    im.emit("conv", ins, {y},
-            im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+    im.emit("conv", ins, {y}, im.copy({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
     return y;
   };
   t["MatMulInteger"] = [matmul_acc](Importer& im) {

@@ -198,7 +198,8 @@ T round_half_even(const T& x) {
   namespace S = scalar;
   const T f = S::floor(x);
   const auto d = x - f;
-  return S::select(d < 0.5, f, S::select(d > 0.5, f + 1.0, S::select(S::eq(f - 2.0 * S::floor(f * 0.5), 0.0), f, f + 1.0)));
+  return S::select(d < 0.5, f,
+                   S::select(d > 0.5, f + 1.0, S::select(S::eq(f - 2.0 * S::floor(f * 0.5), 0.0), f, f + 1.0)));
 }
 
 // A double rounded to the floating type t, as an operation of that type
@@ -233,8 +234,8 @@ Shape quant_operands(Inputs in, const char* op, DType quantized) {
 }
 
 bool quantized_type(DType t) {
-  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16 || t == DType::I4 ||
-         t == DType::U4 || t == DType::I2 || t == DType::U2 || t == DType::I32 || (is_minifloat(t));
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16 || t == DType::I4 || t == DType::U4 ||
+         t == DType::I2 || t == DType::U2 || t == DType::I32 || (is_minifloat(t));
 }
 
 // The smallest and largest value of an integer type.
@@ -252,8 +253,9 @@ void register_quantization(OpRegistry& r) {
     d.elementwise = true;
     d.moves_values = true;  // (x may be of a type that only stores values: f8, int4)
     d.min_inputs = d.max_inputs = 3;
-    d.doc = "dequantize_linear(x, scale, zero_point) = (x - zero_point) * scale, in the scale's type; scale and "
-            "zero point broadcast to x (ONNX DequantizeLinear)";
+    d.doc =
+        "dequantize_linear(x, scale, zero_point) = (x - zero_point) * scale, in the scale's type; scale and "
+        "zero point broadcast to x (ONNX DequantizeLinear)";
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       if (!quantized_type(in[0].type.dtype))
         shape_error(std::string("dequantize_linear: ") + dtype_name(in[0].type.dtype) + " is not a quantized type");
@@ -282,9 +284,10 @@ void register_quantization(OpRegistry& r) {
     d.elementwise = true;
     d.moves_values = true;  // (the result may be of a type that only stores values)
     d.min_inputs = d.max_inputs = 3;
-    d.doc = "quantize_linear(x, scale, zero_point) = saturate(round(x / scale) + zero_point) in the zero point's "
-            "type, halves to even; scale and zero point broadcast to x (ONNX QuantizeLinear; a minifloat result is "
-            "x / scale converted, `saturate` 0 letting it overflow)";
+    d.doc =
+        "quantize_linear(x, scale, zero_point) = saturate(round(x / scale) + zero_point) in the zero point's "
+        "type, halves to even; scale and zero point broadcast to x (ONNX QuantizeLinear; a minifloat result is "
+        "x / scale converted, `saturate` 0 letting it overflow)";
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       const DType to = in[2].type.dtype;
       if (!quantized_type(to) || to == DType::I32)

@@ -136,8 +136,8 @@ bool Lowerer::lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims
   const ir::Tensor *xs = constant_of(in[1]), *xz = constant_of(in[2]), *w = constant_of(in[3]),
                    *ws = constant_of(in[4]), *ys = constant_of(in[6]), *yz = constant_of(in[7]);
   const ir::Tensor* b = in.size() > 8 && in[8] ? constant_of(in[8]) : nullptr;
-  if (!xs || !xz || !w || !ws || !ys || !yz || (in.size() > 8 && in[8] && !b) || xs->numel() != 1 ||
-      xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1 || w->dtype() != DType::I8)
+  if (!xs || !xz || !w || !ws || !ys || !yz || (in.size() > 8 && in[8] && !b) || xs->numel() != 1 || xz->numel() != 1 ||
+      ys->numel() != 1 || yz->numel() != 1 || w->dtype() != DType::I8)
     return false;
   QConvSpec q;
   ConvSpec& spec = q.conv;
@@ -189,7 +189,8 @@ bool Lowerer::lower_qmatmul(const ir::Node& n, std::vector<Value*>& in, const Di
   q.y_type = yz->dtype();
   q.x_zero = static_cast<std::int32_t>(az->at_int(0));
   q.y_zero = static_cast<std::int32_t>(yz->at_int(0));
-  for (std::size_t j = 0; j < bs->numel(); ++j) q.scales.push_back(static_cast<float>(as->at(0) * bs->at(j) / ys->at(0)));
+  for (std::size_t j = 0; j < bs->numel(); ++j)
+    q.scales.push_back(static_cast<float>(as->at(0) * bs->at(j) / ys->at(0)));
   const View a = whole(*in[0]);
   const BufferId y = add_buffer(BufferKind::Temp, q.y_type, out, n.op);
   std::optional<Step> made = target_->qmatmul(q, a, *b, y);

@@ -64,7 +64,7 @@ struct TensorInfo {
   // per-channel zero point of zeros): that value, which is-zero, is-one and
   // splat read.
   std::optional<double> uniform;
-  std::string error;                        // for Invalid: why the node does not type-check
+  std::string error;  // for Invalid: why the node does not type-check
 };
 
 // An e-node read back as an ir op application.

@@ -2,8 +2,8 @@
 
 #include "rules/literal.hpp"
 
-#include <memory>
 #include <z3++.h>
+#include <memory>
 
 #include <chrono>
 #include <cmath>

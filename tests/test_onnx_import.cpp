@@ -762,3 +762,34 @@ TEST_CASE("sub-byte initializers unpack - from raw_data and int32_data - u32 and
   REQUIRE_FALSE(short_data);
   CHECK(short_data.error().message.find("holds 1 values, its shape needs 2") != std::string::npos);
 }
+
+TEST_CASE("a quantization scale that fits neither per tensor nor per axis is an error naming the node") {
+  ModelBuilder b(19);
+  b.input("x", 2, {"2", "3"});  // UINT8
+  auto* s = b.m.mutable_graph()->add_initializer();
+  s->set_name("s");
+  s->set_data_type(1);
+  s->add_dims(4);
+  for (int i = 0; i < 4; ++i) s->add_float_data(0.5f);
+  attr_int(b.node("DequantizeLinear", {"x", "s"}, {"y"}, "dq"), "axis", 1);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message ==
+        "node 'dq' (DequantizeLinear, opset 19): the scale [4] is neither a scalar nor one value per element of axis "
+        "1 (3)");
+
+  // A float8 value's zero point must be 0, as ONNX's reference requires.
+  ModelBuilder f(19);
+  f.input("x", 17, {"2"});  // FLOAT8E4M3FN
+  f.init_scalar("s1", 1, 0.5);
+  auto* z = f.m.mutable_graph()->add_initializer();
+  z->set_name("z");
+  z->set_data_type(17);
+  z->add_int32_data(0x38);  // 1.0
+  f.node("DequantizeLinear", {"x", "s1", "z"}, {"y"}, "dq8");
+  f.output("y");
+  auto g8 = f.import();
+  REQUIRE_FALSE(g8);
+  CHECK(g8.error().message == "node 'dq8' (DequantizeLinear, opset 19): the zero point of a f8e4m3fn value must be 0");
+}

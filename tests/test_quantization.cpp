@@ -141,8 +141,7 @@ TEST_CASE("quantize_linear rounds halves to even and saturates to the zero point
   // A scale per row: x / s in f32, then rounded.
   Tensor rows = Tensor::of_doubles(DType::F32, {2, 1}, {0.5, 4});
   Tensor x2 = Tensor::of_doubles(DType::F32, {2, 2}, {1.25, -3, 6, 10});
-  CHECK(values(apply("quantize_linear", {x2, rows, Tensor::scalar(DType::I8, 0)})) ==
-        std::vector<double>{2, -6, 2, 2});
+  CHECK(values(apply("quantize_linear", {x2, rows, Tensor::scalar(DType::I8, 0)})) == std::vector<double>{2, -6, 2, 2});
   // A zero point of another shape than x's broadcast is a shape error.
   const OpDef* q = OpRegistry::get().find("quantize_linear");
   Tensor bad = Tensor(DType::U8, {3});
@@ -169,12 +168,11 @@ TEST_CASE("quantized_conv is quantize_linear of the convolution of the dequantiz
   const Tensor bias = apply("dequantize_linear", {c["b"], c["bs"], c["bz"]});
   Attrs conv;
   conv.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  const Tensor want = apply(
-      "quantize_linear",
-      {apply("conv", {apply("dequantize_linear", {x, c["xs"], c["xz"]}),
-                      apply("dequantize_linear", {c["w"], c["ws"], c["wz"]}), bias},
-             conv),
-       c["ys"], c["yz"]});
+  const Tensor want = apply("quantize_linear", {apply("conv",
+                                                      {apply("dequantize_linear", {x, c["xs"], c["xz"]}),
+                                                       apply("dequantize_linear", {c["w"], c["ws"], c["wz"]}), bias},
+                                                      conv),
+                                                c["ys"], c["yz"]});
   const Tensor got =
       apply("quantized_conv", {x, c["xs"], c["xz"], c["w"], c["ws"], c["wz"], c["ys"], c["yz"], bias}, conv);
   CHECK(got.dtype() == DType::U8);
@@ -222,13 +220,16 @@ TEST_CASE("a QDQ matrix product optimizes into oneDNN's int8 matmul - s8 rows - 
   std::string b_values, b_scales;
   for (int i = 0; i < 40; ++i) b_values += std::to_string((i * 53) % 255 - 127) + " ";
   for (int j = 0; j < 5; ++j) b_scales += std::to_string(0.01 + 0.005 * j) + " ";
-  const std::string text = "(graph qmm (input x f32 [2 3 8])\n"
-                           " (init xs f32 [] [0.03]) (init xz i8 [] [-3])\n"
-                           " (init b i8 [8 5] [" + b_values + "]) (init bs f32 [1 5] [" + b_scales + "])\n"
-                           " (init bz i8 [1 5] [0 0 0 0 0]) (init ys f32 [] [0.05]) (init yz u8 [] [100])\n"
-                           " (node q quantize_linear (xq) (x xs xz)) (node dx dequantize_linear (xd) (xq xs xz))\n"
-                           " (node db dequantize_linear (bd) (b bs bz)) (node m matmul (y) (xd bd))\n"
-                           " (node qy quantize_linear (yq) (y ys yz)) (output yq))";
+  const std::string text =
+      "(graph qmm (input x f32 [2 3 8])\n"
+      " (init xs f32 [] [0.03]) (init xz i8 [] [-3])\n"
+      " (init b i8 [8 5] [" +
+      b_values + "]) (init bs f32 [1 5] [" + b_scales +
+      "])\n"
+      " (init bz i8 [1 5] [0 0 0 0 0]) (init ys f32 [] [0.05]) (init yz u8 [] [100])\n"
+      " (node q quantize_linear (xq) (x xs xz)) (node dx dequantize_linear (xd) (xq xs xz))\n"
+      " (node db dequantize_linear (bd) (b bs bz)) (node m matmul (y) (xd bd))\n"
+      " (node qy quantize_linear (yq) (y ys yz)) (output yq))";
   auto g = read_sat(text, "qmm.sat");
   REQUIRE(g);
   const std::vector<Tensor> inputs{random_input({2, 3, 8}, 11)};
