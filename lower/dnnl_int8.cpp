@@ -11,6 +11,7 @@
 // where the float result lies within an ulp of a half. (The matrix product
 // likewise, with no bias and its scales per column.)
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 
 #include "lower/library_calls.hpp"
 
@@ -46,7 +47,7 @@ memory zero_point(const dnnl::engine& engine, std::int32_t v) {
   return m;
 }
 
-struct QConvState {
+struct Int8State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   dnnl::primitive prim;
@@ -54,12 +55,36 @@ struct QConvState {
   std::optional<dnnl::reorder> to_src;
 };
 
+// The constant s8 weights laid out as `have`, reordered now into the
+// primitive's layout `want`.
+void pack_weights(Int8State& st, const memory::desc& want, const memory::desc& have, const std::uint8_t* data) {
+  memory user(have, st.engine, const_cast<std::uint8_t*>(data));
+  st.weights = memory(want, st.engine);
+  dnnl::reorder(user, st.weights).execute(st.stream, user, st.weights);
+}
+
+// One run: this run's source and result bound (the source reordered first
+// where the step needs it), the zero points and the bias with them.
+void run_int8(Int8State& p, const RunContext& ctx, BufferId src, std::size_t src_offset, BufferId out) {
+  p.user_src.set_data_handle(ctx.at<std::uint8_t>(src) + src_offset);
+  p.dst.set_data_handle(ctx.at<std::uint8_t>(out));
+  if (p.to_src) p.to_src->execute(p.stream, p.user_src, p.src);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.src},
+                                       {DNNL_ARG_WEIGHTS, p.weights},
+                                       {DNNL_ARG_DST, p.dst},
+                                       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p.src_zero},
+                                       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, p.dst_zero}};
+  if (p.bias) args.emplace(DNNL_ARG_BIAS, p.bias);
+  p.prim.execute(p.stream, args);
+  p.stream.wait();
+}
+
 }  // namespace
 
 LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out,
                             std::vector<std::shared_ptr<void>>& keep) {
   const ConvSpec& spec = q.conv;
-  auto st = std::make_shared<QConvState>();
+  auto st = std::make_shared<Int8State>();
   std::vector<std::int64_t> wd = spec.w_dims;
   if (spec.group > 1) {
     wd.insert(wd.begin(), spec.group);
@@ -85,9 +110,7 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
   // The constants, in the primitive's layouts, now.
   std::vector<std::int64_t> w_strides(wd.size(), 1);
   for (std::size_t i = wd.size() - 1; i-- > 0;) w_strides[i] = w_strides[i + 1] * wd[i + 1];
-  memory wsrc(memory::desc(as_dims(wd), dt::s8, as_dims(w_strides)), st->engine, const_cast<std::uint8_t*>(w.bytes()));
-  st->weights = memory(pd.weights_desc(), st->engine);
-  dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
+  pack_weights(*st, pd.weights_desc(), memory::desc(as_dims(wd), dt::s8, as_dims(w_strides)), w.bytes());
   if (!q.bias.empty()) {
     st->bias = memory(bias_md, st->engine);
     std::copy(q.bias.begin(), q.bias.end(), static_cast<float*>(st->bias.get_data_handle()));
@@ -114,21 +137,9 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
             (st->to_src ? " (src reordered)" : "");
   s.reads = {x.buffer};
   s.writes = {out};
-  QConvState* p = st.get();
+  Int8State* p = st.get();
   const std::size_t x_offset = static_cast<std::size_t>(x.offset);
-  s.run = [p, xb = x.buffer, x_offset, out](const RunContext& ctx) {
-    p->user_src.set_data_handle(ctx.at<std::uint8_t>(xb) + x_offset);
-    p->dst.set_data_handle(ctx.at<std::uint8_t>(out));
-    if (p->to_src) p->to_src->execute(p->stream, p->user_src, p->src);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p->src},
-                                         {DNNL_ARG_WEIGHTS, p->weights},
-                                         {DNNL_ARG_DST, p->dst},
-                                         {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p->src_zero},
-                                         {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, p->dst_zero}};
-    if (p->bias) args.emplace(DNNL_ARG_BIAS, p->bias);
-    p->prim.execute(p->stream, args);
-    p->stream.wait();
-  };
+  s.run = [p, xb = x.buffer, x_offset, out](const RunContext& ctx) { run_int8(*p, ctx, xb, x_offset, out); };
   return r;
 }
 
@@ -137,7 +148,7 @@ std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const
   // Rows of a (its batch folded in) times b [K N], both row-major.
   if (!a.contiguous() || b.dims().size() != 2) return std::nullopt;
   const std::int64_t K = b.dims()[0], N = b.dims()[1], M = ir::numel(a.dims) / K;
-  auto st = std::make_shared<QConvState>();
+  auto st = std::make_shared<Int8State>();
   const memory::desc a_md({M, K}, int8_type(q.x_type), {K, 1}), y_md({M, N}, int8_type(q.y_type), {N, 1});
   dnnl::matmul::desc desc(a_md, memory::desc({K, N}, dt::s8, memory::format_tag::any), y_md);
   dnnl::primitive_attr attr;
@@ -146,13 +157,11 @@ std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const
   attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
   dnnl::matmul::primitive_desc pd(desc, attr, st->engine);
   st->prim = dnnl::matmul(pd);
-  memory bsrc(memory::desc({K, N}, dt::s8, {N, 1}), st->engine, const_cast<std::uint8_t*>(b.bytes()));
-  st->weights = memory(pd.weights_desc(), st->engine);
-  dnnl::reorder(bsrc, st->weights).execute(st->stream, bsrc, st->weights);
+  pack_weights(*st, pd.weights_desc(), memory::desc({K, N}, dt::s8, {N, 1}), b.bytes());
   st->src_zero = zero_point(st->engine, q.x_zero);
   st->dst_zero = zero_point(st->engine, q.y_zero);
   st->stream.wait();
-  st->src = memory(a_md, st->engine, nullptr);
+  st->user_src = st->src = memory(a_md, st->engine, nullptr);
   st->dst = memory(y_md, st->engine, nullptr);
   keep.push_back(st);
   Step s;
@@ -161,18 +170,9 @@ std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const
             (q.x_type == ir::DType::U8 ? "u8" : "s8") + " * s8";
   s.reads = {a.buffer};
   s.writes = {out};
-  QConvState* p = st.get();
+  Int8State* p = st.get();
   const std::size_t a_offset = static_cast<std::size_t>(a.offset);
-  s.run = [p, ab = a.buffer, a_offset, out](const RunContext& ctx) {
-    p->src.set_data_handle(ctx.at<std::uint8_t>(ab) + a_offset);
-    p->dst.set_data_handle(ctx.at<std::uint8_t>(out));
-    p->prim.execute(p->stream, {{DNNL_ARG_SRC, p->src},
-                                {DNNL_ARG_WEIGHTS, p->weights},
-                                {DNNL_ARG_DST, p->dst},
-                                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p->src_zero},
-                                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, p->dst_zero}});
-    p->stream.wait();
-  };
+  s.run = [p, ab = a.buffer, a_offset, out](const RunContext& ctx) { run_int8(*p, ctx, ab, a_offset, out); };
   return s;
 }
 

@@ -82,19 +82,29 @@ bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector
   return false;
 }
 
-bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out) {
+namespace {
+
+// A convolution node's geometry as the libraries take it: the op's own
+// window (explicit pads or auto_pad), the end padding exact for `out`.
+ConvSpec conv_spec(const ir::Node& n, const Dims& x, const Dims& w, const Dims& out, ir::WindowGeometry& win) {
   ConvSpec spec;
-  spec.x_dims = in[0]->dims;
-  spec.w_dims = in[1]->dims;
+  spec.x_dims = x;
+  spec.w_dims = w;
   spec.out_dims = out;
-  // The op's own window geometry (explicit pads or auto_pad).
-  const ir::WindowGeometry win = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
-                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
+  win = ir::window_geometry(n.attrs, Dims(x.begin() + 2, x.end()), Dims(w.begin() + 2, w.end()), false);
   spec.strides = win.strides;
   spec.dilations = win.dilations;
   spec.pads_begin = win.pads_begin;
   spec.group = n.attrs.i("group", 1);
-  spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  spec.pads_end = exact_end_padding(x, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  return spec;
+}
+
+}  // namespace
+
+bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out) {
+  ir::WindowGeometry win;
+  ConvSpec spec = conv_spec(n, in[0]->dims, in[1]->dims, out, win);
   // cuDNN takes symmetric padding only. The exact right padding computed
   // above may be smaller than the left one and still give the same result
   // (a last window that does not reach it): then the symmetric one does
@@ -140,17 +150,8 @@ bool Lowerer::lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims
       ys->numel() != 1 || yz->numel() != 1 || w->dtype() != DType::I8)
     return false;
   QConvSpec q;
-  ConvSpec& spec = q.conv;
-  spec.x_dims = in[0]->dims;
-  spec.w_dims = in[3]->dims;
-  spec.out_dims = out;
-  const ir::WindowGeometry win = ir::window_geometry(n.attrs, Dims(spec.x_dims.begin() + 2, spec.x_dims.end()),
-                                                     Dims(spec.w_dims.begin() + 2, spec.w_dims.end()), false);
-  spec.strides = win.strides;
-  spec.dilations = win.dilations;
-  spec.pads_begin = win.pads_begin;
-  spec.group = n.attrs.i("group", 1);
-  spec.pads_end = exact_end_padding(spec.x_dims, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  ir::WindowGeometry win;
+  q.conv = conv_spec(n, in[0]->dims, in[3]->dims, out, win);
   q.x_type = in[0]->dtype;
   q.y_type = yz->dtype();
   q.x_zero = static_cast<std::int32_t>(xz->at_int(0));
