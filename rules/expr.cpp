@@ -240,7 +240,7 @@ void register_generic(BuiltinRegistry& r) {
                   std::vector<Number> out;
                   for (const Value& v : a) {
                     auto l = ctx.as_list(v);
-                    if (!l) return std::nullopt;
+                    if (!l || static_cast<std::int64_t>(out.size() + l->size()) > kMaxListLength) return std::nullopt;
                     out.insert(out.end(), l->begin(), l->end());
                   }
                   return Value::of_list(std::move(out));
@@ -253,7 +253,7 @@ void register_generic(BuiltinRegistry& r) {
                 }});
   r.add(Builtin{"range", 1, 1, "[0 1 ... n-1]", [](EvalContext& ctx, Args a) -> Result {
                   auto n = ctx.as_number(a[0]);
-                  if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > (1 << 20)) return std::nullopt;
+                  if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > kMaxListLength) return std::nullopt;
                   std::vector<Number> out;
                   for (std::int64_t i = 0; i < n->as_int(); ++i) out.emplace_back(i);
                   return Value::of_list(std::move(out));

@@ -82,6 +82,12 @@ struct EvalContext {
   std::optional<std::vector<Number>> as_list(const Value& v) const;
 };
 
+// The longest list a built-in makes (range, concat, perm-of, ...): a rule
+// whose binding would be longer does not fire, so a binding that feeds
+// itself through saturation (:let (?l (concat ?l ?l))) stops growing there
+// instead of exhausting memory.
+constexpr std::int64_t kMaxListLength = 1 << 20;
+
 struct Builtin {
   std::string name;
   int min_args = 0;

@@ -196,7 +196,7 @@ void register_tensor_builtins(BuiltinRegistry& r) {
                 [](EvalContext& ctx, Args a) -> Result {
                   auto p = ints_of(ctx, a[0]);
                   auto n = ctx.as_number(a[1]);
-                  if (!p || !n || !n->is_int()) return std::nullopt;
+                  if (!p || !n || !n->is_int() || n->as_int() < 0 || n->as_int() > kMaxListLength) return std::nullopt;
                   if (p->empty()) {
                     for (std::int64_t i = n->as_int(); i-- > 0;) p->push_back(i);
                   }

@@ -68,6 +68,10 @@ TEST_CASE("list built-ins") {
   CHECK(show(eval(g, "(sum [1 2 3])")) == "6");
   CHECK(show(eval(g, "(prod [2 3 4])")) == "24");
   CHECK(show(eval(g, "(list 1 2)")) == "[1 2]");
+  // No list past kMaxListLength (2^20): the rule does not fire, memory stays small.
+  CHECK(show(eval(g, "(len (concat (range 1048576) [1]))")) == "(fails)");
+  CHECK(show(eval(g, "(len (concat (range 524288) (range 524288)))")) == "1048576");
+  CHECK(show(eval(g, "(range 1048577)")) == "(fails)");
 }
 
 TEST_CASE("variables resolve through literals and constant folding") {
