@@ -46,7 +46,7 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
     queued[n] = false;
     const auto& node = p.nodes[n];
     double c = node.cost;
-    for (std::uint32_t k : node.children) c += best[k];
+    for (std::uint32_t k : node.children) c = cost_sum(c, best[k]);
     const std::uint32_t cls = node.cls;
     // Only strictly cheaper: with costs >= 0, a strict improvement never
     // closes a cycle, while switching between equal costs could (a

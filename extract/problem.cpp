@@ -228,12 +228,12 @@ double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& ch
   bool ok = walk(p, choice, [&](std::uint32_t c) {
     const auto& n = p.nodes[static_cast<std::size_t>(choice[c])];
     double s = n.cost;
-    for (std::uint32_t k : n.children) s += cost[k];
+    for (std::uint32_t k : n.children) s = cost_sum(s, cost[k]);
     cost[c] = s;
   });
   if (!ok) return kInfinity;
   double total = 0;
-  for (std::uint32_t r : p.roots) total += cost[r];
+  for (std::uint32_t r : p.roots) total = cost_sum(total, cost[r]);
   return total;
 }
 

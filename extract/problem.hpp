@@ -21,6 +21,16 @@ namespace saturn::extract {
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// a + b, where finite costs stay finite: a tree cost pays a shared subterm
+// once per use, so a chain of 1,100 ops each using its operand twice costs
+// 2^1100 units, past double's range. Saturated to the largest double, it
+// still outranks every program that fits and is never taken for infinity
+// (a program the target cannot run).
+inline double cost_sum(double a, double b) {
+  const double s = a + b;
+  return s == kInfinity && a != kInfinity && b != kInfinity ? std::numeric_limits<double>::max() : s;
+}
+
 // How the lowering fuses a node with its consumer (docs/cost-model.md): an
 // elementwise result used once, by an elementwise op of the same size or by
 // a reduction, is never stored; the consumer's kernel computes it. A fused

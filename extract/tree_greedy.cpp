@@ -2,6 +2,8 @@
 
 #include "extract/extractors.hpp"
 
+#include <unordered_map>
+
 namespace saturn::extract {
 
 double ast_size(Op) { return 1.0; }
@@ -28,6 +30,10 @@ std::optional<egraph::Term> TreeGreedyExtractor::extract(EClassId id) const {
     std::size_t next = 0;
     std::vector<std::uint32_t> kids;
   };
+  // A class used twice is built once and shared (Term's children may
+  // repeat): a chain whose ops use their operand twice is as many nodes as
+  // it has classes, not 2^depth.
+  std::unordered_map<EClassId, std::uint32_t> built;
   std::vector<Frame> stack{Frame{g_.find(id), 0, {}}};
   std::uint32_t last = 0;
   while (!stack.empty()) {
@@ -36,10 +42,14 @@ std::optional<egraph::Term> TreeGreedyExtractor::extract(EClassId id) const {
     auto kids = g_.children(best);
     if (f.next < kids.size()) {
       EClassId k = g_.find(kids[f.next++]);
-      stack.push_back(Frame{k, 0, {}});
+      if (auto it = built.find(k); it != built.end())
+        f.kids.push_back(it->second);
+      else
+        stack.push_back(Frame{k, 0, {}});
       continue;
     }
     last = t.push(g_.op(best), std::move(f.kids));
+    built.emplace(f.cls, last);
     stack.pop_back();
     if (!stack.empty()) stack.back().kids.push_back(last);
   }

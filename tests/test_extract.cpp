@@ -1,5 +1,6 @@
 // Tree-cost greedy extraction.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "extract/tree_greedy.hpp"
 #include "helpers.hpp"
@@ -69,4 +70,17 @@ TEST_CASE("shared subterms are paid per use (tree cost)") {
   auto t = ex.extract(root);
   REQUIRE(t);
   CHECK(t->tree_size() == 7.0);
+}
+
+TEST_CASE("a tree cost past double's range saturates - the term is still extracted") {
+  // x, (+ x x), (+ (+ x x) (+ x x)), ...: 1100 levels cost 2^1100 as a tree.
+  EGraph g;
+  EClassId c = g.add(Op::symbol("x"), {});
+  for (int i = 0; i < 1100; ++i) c = g.add(Op::symbol("+"), {c, c});
+  g.rebuild();
+  TreeGreedyExtractor ex(g);
+  CHECK(ex.cost(c) == std::numeric_limits<double>::max());
+  auto t = ex.extract(c);
+  REQUIRE(t);
+  CHECK(t->nodes.size() == 1101);  // (one node per level: the term shares its subterms)
 }

@@ -7,14 +7,14 @@
 
 #include "bench/models.hpp"
 #include "helpers.hpp"
-#include "random_graphs.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "lower/lowering.hpp"
+#include "pipeline/optimize.hpp"
+#include "random_graphs.hpp"
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 #include "runtime/interp.hpp"
-#include "pipeline/optimize.hpp"
 
 using namespace saturn;
 namespace fs = std::filesystem;
@@ -402,7 +402,7 @@ TEST_CASE("tensor built-ins", "[opt][builtins]") {
   CHECK(eval("(perm-inverse [1 2 0])") == "[2 0 1]");
   CHECK(eval("(perm-identity? (perm-compose [1 2 0] (perm-inverse [1 2 0])))") == "true");
   CHECK(eval("(perm-of [] 3)") == "[2 1 0]");
-  CHECK(eval("(perm-of [] 1099511627776)") == "fail");  // (no list of 2^40 elements: kMaxListLength)
+  CHECK(eval("(perm-of [] 1099511627776)") == "fail");      // (no list of 2^40 elements: kMaxListLength)
   CHECK(eval("(perm-compose [0 0 1] [0 1 2])") == "fail");  // not a permutation
   CHECK(eval("(swap-last 4)") == "[0 1 3 2]");
   CHECK(eval("(axes-from -2 4)") == "[2 3]");
