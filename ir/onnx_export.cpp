@@ -291,17 +291,24 @@ void Exporter::node(const Node& n) {
     if (def->relu_epilogue) emit("Relu", n, {y}, n.outputs);
     return;
   }
-  if (op == "qconv" || op == "quantized_conv") {
-    // DequantizeLinear of x and w, Conv, QuantizeLinear.
+  if (const OpDef* def = OpRegistry::get().find(n.op); def && def->semantics().rfind("quantized_", 0) == 0) {
+    // quantized_conv / quantized_matmul (and their int8 calls): what they
+    // are defined as, DequantizeLinear of both operands, the product,
+    // QuantizeLinear.
     const std::string& y = n.outputs[0];
     Node dx{n.name, "dequantize_linear", {n.inputs[0], n.inputs[1], n.inputs[2]}, {y + "__x"}, {}, ""};
     Node dw{n.name, "dequantize_linear", {n.inputs[3], n.inputs[4], n.inputs[5]}, {y + "__w"}, {}, ""};
-    Node conv{n.name, "conv", {dx.outputs[0], dw.outputs[0]}, {y + "__conv"}, n.attrs, ""};
-    if (n.inputs.size() > 8 && !n.inputs[8].empty()) conv.inputs.push_back(n.inputs[8]);
-    Node q{n.name, "quantize_linear", {conv.outputs[0], n.inputs[6], n.inputs[7]}, {y}, {}, ""};
+    Node product{n.name,
+                 def->semantics().substr(std::string("quantized_").size()),
+                 {dx.outputs[0], dw.outputs[0]},
+                 {y + "__product"},
+                 n.attrs,
+                 ""};
+    if (n.inputs.size() > 8 && !n.inputs[8].empty()) product.inputs.push_back(n.inputs[8]);
+    Node q{n.name, "quantize_linear", {product.outputs[0], n.inputs[6], n.inputs[7]}, {y}, {}, ""};
     quantization(dx, false, types_.at(n.inputs[0]));
     quantization(dw, false, types_.at(n.inputs[3]));
-    node(conv);
+    node(product);
     quantization(q, true, ValueType{dtype_of(n.inputs[1]), types_.at(y).shape});
     return;
   }

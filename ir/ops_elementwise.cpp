@@ -221,7 +221,8 @@ double round_to(DType t, double v) {
 // to x's shape (the importer reshapes a per-axis or blocked scale so: see
 // docs/onnx.md), the zero point being of the quantized type.
 Shape quant_operands(Inputs in, const char* op, DType quantized) {
-  if (!is_float(in[1].type.dtype) || is_minifloat(in[1].type.dtype))
+  const DType scale = in[1].type.dtype;
+  if (scale != DType::F32 && scale != DType::F16 && scale != DType::BF16)
     shape_error(std::string(op) + ": the scale must be f32, f16 or bf16, got " + dtype_name(in[1].type.dtype));
   if (in[2].type.dtype != quantized)
     shape_error(std::string(op) + ": the zero point is " + dtype_name(in[2].type.dtype) + ", the quantized value " +

@@ -79,7 +79,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
                            std::vector<std::shared_ptr<void>>& keep);
 
-// An int8 convolution (dnnl.qconv, lower/dnnl_qconv.cpp): u8 or s8 x with
+// An int8 convolution (dnnl.qconv, lower/dnnl_int8.cpp): u8 or s8 x with
 // one zero point, constant s8 weights [O, I/G, k...] without one, per-channel
 // output scales (x_scale w_scale / y_scale) and a bias in accumulator units
 // (b / (x_scale w_scale)), the result u8 or s8 with its zero point, written
@@ -92,7 +92,7 @@ struct QConvSpec {
 };
 LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out,
                             std::vector<std::shared_ptr<void>>& keep);
-// An int8 matrix product (dnnl.qmatmul): a [..., M, K] u8 or s8 (row-major,
+// An int8 matrix product (dnnl.qmatmul, lower/dnnl_int8.cpp): a [..., M, K] u8 or s8 (row-major,
 // its batch folded into M) with one zero point, a constant s8 b [K, N]
 // without one, output scales per column or one, the result row-major;
 // nullopt for other layouts.

@@ -85,18 +85,22 @@ bool Lowerer::lower_library(const ir::Node& n, const ir::OpDef& def, std::vector
 namespace {
 
 // A convolution node's geometry as the libraries take it: the op's own
-// window (explicit pads or auto_pad), the end padding exact for `out`.
-ConvSpec conv_spec(const ir::Node& n, const Dims& x, const Dims& w, const Dims& out, ir::WindowGeometry& win) {
+// window (explicit pads or auto_pad; also in `window` when asked), the end
+// padding exact for `out`.
+ConvSpec conv_spec(const ir::Node& n, const Dims& x, const Dims& w, const Dims& out,
+                   ir::WindowGeometry* window = nullptr) {
   ConvSpec spec;
   spec.x_dims = x;
   spec.w_dims = w;
   spec.out_dims = out;
-  win = ir::window_geometry(n.attrs, Dims(x.begin() + 2, x.end()), Dims(w.begin() + 2, w.end()), false);
+  const ir::WindowGeometry win =
+      ir::window_geometry(n.attrs, Dims(x.begin() + 2, x.end()), Dims(w.begin() + 2, w.end()), false);
   spec.strides = win.strides;
   spec.dilations = win.dilations;
   spec.pads_begin = win.pads_begin;
   spec.group = n.attrs.i("group", 1);
   spec.pads_end = exact_end_padding(x, out, win.kernel, win.strides, win.dilations, win.pads_begin);
+  if (window) *window = win;
   return spec;
 }
 
@@ -104,7 +108,7 @@ ConvSpec conv_spec(const ir::Node& n, const Dims& x, const Dims& w, const Dims& 
 
 bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out) {
   ir::WindowGeometry win;
-  ConvSpec spec = conv_spec(n, in[0]->dims, in[1]->dims, out, win);
+  ConvSpec spec = conv_spec(n, in[0]->dims, in[1]->dims, out, &win);
   // cuDNN takes symmetric padding only. The exact right padding computed
   // above may be smaller than the left one and still give the same result
   // (a last window that does not reach it): then the symmetric one does
@@ -150,8 +154,7 @@ bool Lowerer::lower_qconv(const ir::Node& n, std::vector<Value*>& in, const Dims
       ys->numel() != 1 || yz->numel() != 1 || w->dtype() != DType::I8)
     return false;
   QConvSpec q;
-  ir::WindowGeometry win;
-  q.conv = conv_spec(n, in[0]->dims, in[3]->dims, out, win);
+  q.conv = conv_spec(n, in[0]->dims, in[3]->dims, out);
   q.x_type = in[0]->dtype;
   q.y_type = yz->dtype();
   q.x_zero = static_cast<std::int32_t>(xz->at_int(0));

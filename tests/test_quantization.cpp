@@ -116,6 +116,20 @@ Expected<pipeline::OptimizeResult> optimize_for_cpu(const Graph& g) {
   return pipeline::optimize(g, o);
 }
 
+// The optimized graph written as ONNX (an int8 call as the QDQ composition
+// it stands for) and read back computes what it computes.
+void check_export(const Graph& g, const std::vector<Tensor>& inputs) {
+  auto bytes = export_onnx_bytes(g);
+  if (!bytes) FAIL(bytes.error().to_string());
+  auto back = import_onnx_bytes(*bytes, "exported.onnx");
+  if (!back) FAIL(back.error().to_string());
+  auto want = runtime::interpret(g, inputs);
+  auto got = runtime::interpret(*back, inputs);
+  REQUIRE(want);
+  REQUIRE(got);
+  CHECK(values((*got)[0]) == values((*want)[0]));
+}
+
 int count_op(const Graph& g, const std::string& op) {
   return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; }));
 }
@@ -193,6 +207,7 @@ TEST_CASE("a QDQ convolution optimizes into one oneDNN int8 convolution - within
   const std::vector<Tensor> got = run_cpu(opt->graph, inputs, &int8);
   CHECK(int8 == 1);
   CHECK(steps_apart(got[0], (*want)[0], 0.04) <= 1.0001);
+  check_export(opt->graph, inputs);
   // As written: the float convolution between the quantizations, no int8 call.
   const std::vector<Tensor> direct = run_cpu(*g, inputs, &int8);
   CHECK(int8 == 0);
@@ -249,6 +264,7 @@ TEST_CASE("a QDQ matrix product optimizes into oneDNN's int8 matmul - s8 rows - 
   if (!got) FAIL(got.error().to_string());
   REQUIRE((*got)[0].dtype() == DType::U8);
   CHECK(steps_apart((*got)[0], (*want)[0], 1) <= 1);  // (the result is the quantized u8 itself)
+  check_export(opt->graph, inputs);
 }
 
 TEST_CASE("a CNN quantized by ONNX Runtime runs in int8 on the CPU - within one step of ONNX Runtime's output") {
