@@ -7,6 +7,8 @@
 // exception reaches the CLI.
 #pragma once
 
+#include <exception>
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -34,6 +36,17 @@ struct Diagnostic {
 struct DiagnosticError {
   Diagnostic diag;
 };
+
+// A std::exception that escapes a reader's checks: running out of memory is
+// the input's size (a user can act on it); anything else is a check Saturn
+// lacks, said as such so that it is reported, not mistaken for the input's
+// fault (a library's text like "vector::_M_range_check" names nothing).
+inline Diagnostic stray_exception(SourceLoc where, const std::exception& e, const std::string& what_was_read) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return Diagnostic{std::move(where), what_was_read + " does not fit in memory"};
+  return Diagnostic{std::move(where), "internal error reading " + what_was_read + " (" + e.what() +
+                                          "): a check Saturn lacks; please report it with this file"};
+}
 
 template <class T>
 class Expected {

@@ -1364,7 +1364,7 @@ Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& s
   } catch (const DiagnosticError& e) {
     return e.diag;
   } catch (const std::exception& e) {
-    return Diagnostic{SourceLoc{source, 0, 0}, std::string("invalid model: ") + e.what()};
+    return stray_exception(SourceLoc{source, 0, 0}, e, "the model");
   }
 }
 
@@ -1430,7 +1430,7 @@ Expected<Tensor> read_tensor_pb(const std::string& path) {
   } catch (const DiagnosticError& e) {
     return e.diag;
   } catch (const std::exception& e) {
-    return Diagnostic{SourceLoc{path, 0, 0}, std::string("invalid tensor: ") + e.what()};
+    return stray_exception(SourceLoc{path, 0, 0}, e, "the tensor");
   }
 }
 

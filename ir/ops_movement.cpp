@@ -421,9 +421,10 @@ void register_movement_ops(OpRegistry& r) {
     // The sliding windows of convolution and pooling as one strided view:
     // conv and pools are defined from it (rulesets/decompose.rules), and it
     // from reshape/expand/slice/transpose.
-    OpDef d = make("windows", OpKind::Composite, 1, 1,
-                   "sliding windows over the trailing len(`kernel_shape`) axes: [lead..., i...] to [lead..., o..., "
-                   "k...], o = (i - (k-1) dilation - 1) / stride + 1 (no padding: pad first)");
+    OpDef d =
+        make("windows", OpKind::Composite, 1, 1,
+             "sliding windows over the trailing len(`kernel_shape`) axes: [lead..., i...] to [lead..., o..., "
+             "k...], o = (i - (k-1) dilation - 1) / stride + 1, or 0 where no window fits (no padding: pad first)");
     struct Geometry {
       std::vector<std::int64_t> kernel, strides, dilations, out;
       std::size_t lead = 0;
@@ -442,8 +443,9 @@ void register_movement_ops(OpRegistry& r) {
         if (g.kernel[j] <= 0 || g.strides[j] <= 0 || g.dilations[j] <= 0)
           shape_error("windows: kernel, strides and dilations must be positive");
         std::int64_t ext = (g.kernel[j] - 1) * g.dilations[j] + 1, i = dims[g.lead + j];
-        if (i < ext) shape_error("windows: the window is larger than the input");
-        g.out.push_back((i - ext) / g.strides[j] + 1);
+        // As many windows as fit: none in an axis shorter than one (an empty
+        // axis, whose convolution or pooling has an empty result too).
+        g.out.push_back(i < ext ? 0 : (i - ext) / g.strides[j] + 1);
       }
       return g;
     };

@@ -31,6 +31,7 @@ WindowGeometry window_geometry(const Attrs& a, const std::vector<std::int64_t>& 
   w.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
   w.pads_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
   for (std::size_t i = 0; i < n; ++i) {
+    if (w.kernel[i] <= 0) shape_error("kernel dims must be positive, got " + std::to_string(w.kernel[i]));
     if (w.strides[i] <= 0 || w.dilations[i] <= 0) shape_error("strides and dilations must be positive");
     std::int64_t ext = (w.kernel[i] - 1) * w.dilations[i] + 1;
     if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
@@ -147,6 +148,8 @@ ConvTransposeGeometry conv_transpose_geometry(const Attrs& a, const std::vector<
     shape_error("conv_transpose: output_shape has " + std::to_string(oshape.size()) + " entries for " +
                 std::to_string(n) + " spatial dims");
   for (std::size_t i = 0; i < n; ++i) {
+    if (g.kernel[i] <= 0)
+      shape_error("conv_transpose: kernel dims must be positive, got " + std::to_string(g.kernel[i]));
     std::int64_t full = g.strides[i] * (xd[i + 2] - 1) + outpad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
     std::int64_t target = -1;
     if (!oshape.empty())

@@ -166,12 +166,19 @@ void arg_reduction(OpRegistry& r, const char* name, bool is_max) {
   OpDef d;
   d.name = name;
   d.doc = "index of the largest/smallest element along `axis` (first one, or last with select_last_index)";
-  d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+  d.infer = [name](const Attrs& a, Inputs in, std::size_t) {
     auto rank = static_cast<std::int64_t>(in[0].type.shape.size());
     std::vector<bool> red(in[0].type.shape.size(), false);
     // (ONNX gives a scalar no axis: its kernel would have none to walk.)
-    red[static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank))] = true;
-    return std::vector<ValueType>{{DType::I64, reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0)}};
+    const auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), rank));
+    red[axis] = true;
+    Shape out = reduced_shape(in[0].type.shape, red, a.i("keepdims", 1) != 0);
+    // An empty axis has no index to give (ONNX Runtime refuses it too),
+    // unless the result has no element to give one for.
+    if (in[0].type.shape[axis].is_static() && in[0].type.shape[axis].value() == 0 &&
+        !(is_static(out) && numel(static_dims(out)) == 0))
+      shape_error(std::string(name) + " over an empty axis (dim 0) has no index to give");
+    return std::vector<ValueType>{{DType::I64, std::move(out)}};
   };
   d.eval = [is_max](const Attrs& a, Args x, Given, std::size_t) {
     auto rank = static_cast<std::int64_t>(x[0].rank());

@@ -331,7 +331,7 @@ Expected<Graph> read_sat(std::string_view text, const std::string& path) {
   } catch (const DiagnosticError& e) {
     return e.diag;
   } catch (const std::exception& e) {
-    return Diagnostic{SourceLoc{path, 0, 0}, std::string("invalid graph: ") + e.what()};
+    return stray_exception(SourceLoc{path, 0, 0}, e, "the graph");
   }
 }
 

@@ -163,7 +163,10 @@ Sym select_by_index(const Sym& index, std::int64_t n, const std::function<Sym(st
                                 std::to_string(n)};
     return element(i < 0 ? i + n : i);
   }
-  if (n == 0) throw SymbolicUnsupported{op + ": a symbolic index into an empty axis"};
+  if (n == 0) {  // no index is in range: no input reaches this element
+    ctx.require(ctx.constant(0));
+    return ctx.constant(0);
+  }
   const double size = static_cast<double>(n);
   ctx.require(index >= -size);
   ctx.require(index < size);
@@ -201,6 +204,10 @@ Sym SymContext::make(SymOp op, SymId a, SymId b, SymId c) {
     case SymOp::Max:  // -inf is max's identity, NaN included (it propagates NaN)
       if (ca && x == -std::numeric_limits<double>::infinity()) return Sym(this, b);
       if (cb && y == -std::numeric_limits<double>::infinity()) return Sym(this, a);
+      break;
+    case SymOp::Log:  // log 0 = -inf exactly (a reduction over nothing: log of the empty sum)
+    case SymOp::Log2:
+      if (ca && x == 0) return constant(-std::numeric_limits<double>::infinity());
       break;
     case SymOp::Neg:
       if (ca) return constant(-x);

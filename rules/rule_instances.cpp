@@ -20,14 +20,15 @@ namespace {
 
 using Dims = std::vector<std::int64_t>;
 
-// Every shape of rank 0..max_rank with dims in 1..max_dim, smallest first.
-std::vector<Dims> all_shapes(int max_rank, int max_dim) {
+// Every shape of rank 0..max_rank with dims in min_dim..max_dim, smallest
+// first.
+std::vector<Dims> all_shapes(int max_rank, int min_dim, int max_dim) {
   std::vector<Dims> out{{}};
   std::vector<Dims> level{{}};
   for (int r = 1; r <= max_rank; ++r) {
     std::vector<Dims> next;
     for (const Dims& s : level)
-      for (int d = 1; d <= max_dim; ++d) {
+      for (int d = min_dim; d <= max_dim; ++d) {
         Dims t = s;
         t.push_back(d);
         next.push_back(std::move(t));
@@ -38,9 +39,15 @@ std::vector<Dims> all_shapes(int max_rank, int max_dim) {
   return out;
 }
 
-// Every shape of rank 0..max_rank whose dims multiply to `total`.
-std::vector<Dims> shapes_with_numel(std::int64_t total, int max_rank) {
+// Every shape of rank 0..max_rank whose dims multiply to `total` (for 0:
+// those of all_shapes with an empty dim).
+std::vector<Dims> shapes_with_numel(std::int64_t total, int max_rank, int max_dim) {
   std::vector<Dims> out;
+  if (total == 0) {
+    for (Dims& s : all_shapes(max_rank, 0, max_dim))
+      if (std::find(s.begin(), s.end(), 0) != s.end()) out.push_back(std::move(s));
+    return out;
+  }
   Dims cur;
   auto go = [&](auto& self, std::int64_t left) -> void {
     if (left == 1) out.push_back(cur);
@@ -184,7 +191,7 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
     out.push_back(list_op({1, 1}));
   } else if (key == "reshape.shape") {
     const std::int64_t total = ir::numel(dims);
-    for (const Dims& s : shapes_with_numel(total, opt.max_rank)) {
+    for (const Dims& s : shapes_with_numel(total, opt.max_rank, opt.max_dim)) {
       out.push_back(list_op(s));
       if (s.empty()) continue;
       Dims m = s;  // -1: inferred
@@ -197,7 +204,7 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
       }
     }
   } else if (n == "shape") {
-    for (const Dims& s : all_shapes(opt.max_rank, opt.max_dim)) out.push_back(list_op(s));
+    for (const Dims& s : all_shapes(opt.max_rank, opt.min_dim, opt.max_dim)) out.push_back(list_op(s));
   } else if (n == "kernel_shape" && operands.size() >= 2 && operands[1]) {  // conv: the weights' spatial dims
     const ir::Shape& w = operands[1]->type.shape;
     if (w.size() > 2 && ir::is_static(w)) {
@@ -273,7 +280,7 @@ class Enumerator {
   Enumerator(const egraph::Rewrite& rule, const std::string& source, const InstanceOptions& opt, RuleInstances& out)
       : rule_(rule), opt_(opt), out_(out), rng_(opt.seed) {
     out_.analysis = &out_.graph.add_analysis<TensorAnalysis>();
-    shapes_ = all_shapes(opt.max_rank, opt.max_dim);
+    shapes_ = all_shapes(opt.max_rank, opt.min_dim, opt.max_dim);
     // Which constants each variable a value guard reads ranges over (and,
     // for a guard on the element type, which types).
     static const std::regex kValueGuard(
@@ -508,7 +515,7 @@ class Enumerator {
       if (ranks.empty()) return out_.graph.add(TensorOps::get().none);
       auto r = *std::next(ranks.begin(), static_cast<std::ptrdiff_t>(
                                              std::uniform_int_distribution<std::size_t>(0, ranks.size() - 1)(rng_)));
-      std::uniform_int_distribution<std::int64_t> dim(1, opt_.max_dim);
+      std::uniform_int_distribution<std::int64_t> dim(opt_.min_dim, opt_.max_dim);
       for (std::size_t i = 0; i < r; ++i) shape.push_back(dim(rng_));
     }
     auto cands = tensor_classes(v, shape);

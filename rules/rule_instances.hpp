@@ -28,6 +28,7 @@
 namespace saturn::rules {
 
 struct InstanceOptions {
+  int min_dim = 1;  // 0: empty tensors too (verify's second pass)
   int max_dim = 3;
   int max_rank = 4;
   std::size_t max_instances = 256;

@@ -879,65 +879,73 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   }
 
   SymContext ctx;
-  SymbolicEvaluator sym(inst, ctx);
   z3::context z;
   std::optional<Obligation> first_obligation;
-  std::size_t rejected = 0, unknown = 0, structural = 0;
+  std::size_t rejected = 0, unknown = 0, structural = 0, empty_checked = 0;
   std::string unknown_why;
   bool timed_out = false;
   egraph::Matches matches;
 
-  bool settled = false;
-  for (const auto& instance : inst.instances) {
-    if (settled) break;
-    if (elapsed_s() > opt.rule_time_limit_s) {
-      timed_out = true;
-      break;
-    }
+  // Checks the rule on every instance of `in` (with empty_only, those that
+  // bind an empty tensor); false when it settled the verdict (refuted, or
+  // undecided for an :unverified rule).
+  auto check = [&](RuleInstances& in, bool empty_only) {
+    SymbolicEvaluator sym(in, ctx);
     const std::size_t nroots = rule.lhs().size();
-    std::span<const EClassId> roots(instance.data(), nroots);
-    matches.data.clear();
-    rule.search_at(inst.graph, roots, matches);
-    for (std::size_t m = 0; m < matches.size() && !settled; ++m) {
-      auto rhs = rule.instantiate(inst.graph, matches.bindings(m));
-      inst.graph.rebuild();
-      if (!rhs) {
-        ++rejected;
+    for (const auto& instance : in.instances) {
+      if (elapsed_s() > opt.rule_time_limit_s) {
+        timed_out = true;
+        return true;
+      }
+      if (empty_only &&
+          std::none_of(instance.begin() + static_cast<std::ptrdiff_t>(nroots), instance.end(), [&](EClassId c) {
+            const TensorInfo& d = in.analysis->data(in.graph.find(c));
+            return d.kind == TensorInfo::Kind::Tensor && ir::is_static(d.type.shape) &&
+                   ir::numel(ir::static_dims(d.type.shape)) == 0;
+          }))
         continue;
-      }
-      // `cex` holds what the proof found (values); the instance is added here.
-      auto refute = [&](std::string what, Counterexample cex = {}) {
-        v.status = VerifyStatus::Refuted;
-        auto names = rule.var_names();
-        auto b = matches.bindings(m);
-        for (std::size_t k = 0; k < b.size(); ++k) cex.bindings.emplace_back(names[k], describe_class(inst, b[k]));
-        for (std::size_t i = 0; i < nroots; ++i) {
-          if (i) {
-            cex.lhs_term += "  ";
-            cex.rhs_term += "  ";
+      std::span<const EClassId> roots(instance.data(), nroots);
+      matches.data.clear();
+      rule.search_at(in.graph, roots, matches);
+      for (std::size_t m = 0; m < matches.size(); ++m) {
+        auto rhs = rule.instantiate(in.graph, matches.bindings(m));
+        in.graph.rebuild();
+        if (!rhs) {
+          ++rejected;
+          continue;
+        }
+        // `cex` holds what the proof found (values); the instance is added here.
+        auto refute = [&](std::string what, Counterexample cex = {}) {
+          v.status = VerifyStatus::Refuted;
+          auto names = rule.var_names();
+          auto b = matches.bindings(m);
+          for (std::size_t k = 0; k < b.size(); ++k) cex.bindings.emplace_back(names[k], describe_class(in, b[k]));
+          for (std::size_t i = 0; i < nroots; ++i) {
+            if (i) {
+              cex.lhs_term += "  ";
+              cex.rhs_term += "  ";
+            }
+            cex.lhs_term += term_of(in, roots[i]);
+            cex.rhs_term += term_of(in, (*rhs)[i]);
           }
-          cex.lhs_term += term_of(inst, roots[i]);
-          cex.rhs_term += term_of(inst, (*rhs)[i]);
+          cex.what = std::move(what);
+          v.counterexample = std::move(cex);
+        };
+        for (std::size_t i = 0; i < nroots && v.status != VerifyStatus::Refuted; ++i) {
+          const TensorInfo& l = in.analysis->data(in.graph.find(roots[i]));
+          const TensorInfo& r = in.analysis->data(in.graph.find((*rhs)[i]));
+          if (r.kind != TensorInfo::Kind::Tensor) {
+            refute("the right-hand side does not type-check: " +
+                   (r.kind == TensorInfo::Kind::Invalid ? r.error : std::string("it is not a tensor")));
+          } else if (r.type.dtype != l.type.dtype || r.type.shape != l.type.shape) {
+            refute(std::string("the sides have different types: ") + ir::dtype_name(l.type.dtype) +
+                   ir::to_string(l.type.shape) + " => " + ir::dtype_name(r.type.dtype) + ir::to_string(r.type.shape));
+          }
         }
-        cex.what = std::move(what);
-        v.counterexample = std::move(cex);
-      };
-      for (std::size_t i = 0; i < nroots && v.status != VerifyStatus::Refuted; ++i) {
-        const TensorInfo& l = inst.analysis->data(inst.graph.find(roots[i]));
-        const TensorInfo& r = inst.analysis->data(inst.graph.find((*rhs)[i]));
-        if (r.kind != TensorInfo::Kind::Tensor) {
-          refute("the right-hand side does not type-check: " +
-                 (r.kind == TensorInfo::Kind::Invalid ? r.error : std::string("it is not a tensor")));
-        } else if (r.type.dtype != l.type.dtype || r.type.shape != l.type.shape) {
-          refute(std::string("the sides have different types: ") + ir::dtype_name(l.type.dtype) +
-                 ir::to_string(l.type.shape) + " => " + ir::dtype_name(r.type.dtype) + ir::to_string(r.type.shape));
-        }
-      }
-      if (v.status == VerifyStatus::Refuted) return finish();
-      Obligation ob;
-      try {
+        if (v.status == VerifyStatus::Refuted) return false;
+        Obligation ob;
         for (std::size_t i = 0; i < nroots; ++i) {
-          if (inst.graph.find(roots[i]) == inst.graph.find((*rhs)[i])) continue;  // the very same term
+          if (in.graph.find(roots[i]) == in.graph.find((*rhs)[i])) continue;  // the very same term
           const SymTensor& L = sym.eval(roots[i]);
           const SymTensor& R = sym.eval((*rhs)[i]);
           if (i == 0) ob.dims = L.dims();
@@ -951,36 +959,57 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
             }
           if (!ob.elements.empty()) break;  // one side at a time, so element indices read against its shape
         }
-      } catch (const ir::SymbolicUnsupported& e) {
-        v.status = VerifyStatus::Unknown;
-        v.reason = "no symbolic semantics: " + e.message;
-        return finish();
-      }
-      ++v.shapes_checked;
-      if (ob.elements.empty()) {
-        ++structural;
-        continue;
-      }
-      if (!first_obligation || ob.elements.size() < first_obligation->elements.size()) {
-        first_obligation = ob;  // the smallest, for the float32 question: one element of it
-        first_obligation->elements.resize(1);
-        first_obligation->lhs.resize(1);
-        first_obligation->rhs.resize(1);
-      }
-      QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
-      if (q.outcome == Outcome::Differ) {
-        for (auto& [name, value] : q.cex.inputs) value.dtype = sym.input_type(name);
-        std::string what = q.cex.what;  // (not read from q.cex in the same call that moves it)
-        refute(std::move(what), std::move(q.cex));
-        return finish();
-      }
-      if (q.outcome == Outcome::Unknown) {
-        ++unknown;
-        if (unknown_why.empty()) unknown_why = q.why;
-        if (info.unverified) settled = true;  // it says why it cannot be proved: one undecided instance settles it
+        ++v.shapes_checked;
+        if (empty_only) ++empty_checked;
+        if (ob.elements.empty()) {
+          ++structural;
+          continue;
+        }
+        if (!first_obligation || ob.elements.size() < first_obligation->elements.size()) {
+          first_obligation = ob;  // the smallest, for the float32 question: one element of it
+          first_obligation->elements.resize(1);
+          first_obligation->lhs.resize(1);
+          first_obligation->rhs.resize(1);
+        }
+        QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
+        if (q.outcome == Outcome::Differ) {
+          for (auto& [name, value] : q.cex.inputs) value.dtype = sym.input_type(name);
+          std::string what = q.cex.what;  // (not read from q.cex in the same call that moves it)
+          refute(std::move(what), std::move(q.cex));
+          return false;
+        }
+        if (q.outcome == Outcome::Unknown) {
+          ++unknown;
+          if (unknown_why.empty()) unknown_why = q.why;
+          if (info.unverified) return false;  // it says why it cannot be proved: one undecided instance settles it
+        }
       }
     }
+    return true;
+  };
+  try {
+    bool go_on = check(inst, false);
+    // Empty tensors (a dim of 0) are legal everywhere and break rules that
+    // count elements (reshape's 0 and -1, a mean, a reduction's identity):
+    // once the rule holds on the instances above, it is checked again on
+    // instances that bind an empty tensor.
+    if (go_on && !timed_out && !unknown && v.shapes_checked > 0) {
+      InstanceOptions empty = io;
+      empty.min_dim = 0;
+      empty.max_instances = std::max<std::size_t>(io.max_instances / 4, 16);
+      empty.time_limit_s = io.time_limit_s / 2;
+      auto with_empty = enumerate_instances(rule, info.source, empty);
+      if (with_empty.unsupported.empty()) {
+        with_empty.graph.rebuild();
+        check(with_empty, true);
+      }
+    }
+  } catch (const ir::SymbolicUnsupported& e) {
+    v.status = VerifyStatus::Unknown;
+    v.reason = "no symbolic semantics: " + e.message;
+    return finish();
   }
+  if (v.status == VerifyStatus::Refuted) return finish();
 
   std::string tensors, attrs;
   for (const auto& t : inst.tensor_vars) tensors += (tensors.empty() ? "" : " ") + t;
@@ -991,6 +1020,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
                (v.exhaustive ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
                              : "sampled (enumeration budget reached)") +
                (rejected ? ", " + std::to_string(rejected) + " turned down by the guard" : "") +
+               (empty_checked ? ", " + std::to_string(empty_checked) + " more with an empty tensor" : "") +
                (timed_out ? ", stopped at the time limit" : "") +
                (inst.timed_out ? ", instance building stopped at its share of the time limit" : "");
   if (unknown) {

@@ -396,6 +396,29 @@ TEST_CASE("reductions and arg-reductions") {
   CHECK(run("argmax", {f32({3}, {5, 1, 5})}, am)[0].at_int(0) == 2);
 }
 
+TEST_CASE("empty tensors - a reduction over nothing is its identity - an arg-reduction has no index to give") {
+  Attrs a;
+  a.set("axes", std::vector<std::int64_t>{1});
+  a.set("keepdims", std::int64_t{0});
+  const Tensor empty = f32({2, 0}, {});
+  CHECK(values(run("reduce_sum", {empty}, a)[0]) == std::vector<double>{0, 0});
+  CHECK(values(run("reduce_max", {empty}, a)[0]) == std::vector<double>(2, -INFINITY));
+  CHECK(values(run("reduce_log_sum_exp", {empty}, a)[0]) == std::vector<double>(2, -INFINITY));
+  Attrs am;
+  am.set("axis", std::int64_t{1});
+  CHECK(shape_error_of("argmax", {{DType::F32, shape_of({2, 0})}}, am) ==
+        "argmax over an empty axis (dim 0) has no index to give");
+  // Nothing to give an index for: an empty result.
+  CHECK(run("argmin", {f32({0, 0}, {})}, am)[0].dims() == std::vector<std::int64_t>{0, 1});
+  // A window that does not fit leaves no window; a kernel dim of 0 is no kernel.
+  Attrs w;
+  w.set("kernel_shape", std::vector<std::int64_t>{2});
+  CHECK(run("windows", {f32({3, 0}, {})}, w)[0].dims() == std::vector<std::int64_t>{3, 0, 2});
+  CHECK(run("windows", {f32({1, 1}, {7})}, w)[0].dims() == std::vector<std::int64_t>{1, 0, 2});
+  CHECK(shape_error_of("conv", {{DType::F32, shape_of({1, 2, 5})}, {DType::F32, shape_of({1, 2, 0})}}) ==
+        "kernel dims must be positive, got 0");
+}
+
 TEST_CASE(
     "einsum rejects an ellipsis operand with fewer axes than letters - and instance_norm a scale of the wrong shape") {
   Attrs a;

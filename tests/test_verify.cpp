@@ -102,6 +102,19 @@ TEST_CASE("wrong rules are refuted with a counterexample") {
     REQUIRE(v.status == VerifyStatus::Refuted);
     values_differ(*v.counterexample);
   }
+  SECTION("a reshape that holds except for empty tensors") {
+    // With allowzero 0, an empty dim in the computed shape copies the
+    // operand's dim instead: x [0 3 3] flattened at 0 is [1 0], which
+    // reshape with allowzero 0 reads as [1 3]. Only an empty tensor shows it.
+    auto v = verify_one(
+        "(rule flatten-copying-zeros (flatten ?x ?axis) => (reshape ?x ?s 0)"
+        " :let (?s (result-shape flatten ?x ?axis)))");
+    REQUIRE(v.status == VerifyStatus::Refuted);
+    REQUIRE(v.counterexample);
+    CHECK(v.counterexample->what.find("does not type-check") != std::string::npos);
+    const std::string x = binding(*v.counterexample, "?x");
+    CHECK((x.find("[0") != std::string::npos || x.find(" 0") != std::string::npos));  // a dim of 0
+  }
   SECTION("a guard that lets one value too many through") {
     // leaky_relu(x) = max(x, alpha x) needs alpha <= 1: without it, alpha = 1.5 refutes it.
     auto v = verify_one(
@@ -128,6 +141,21 @@ TEST_CASE("true rules with tricky guards are proved") {
     INFO(r.rule << ": " << status_name(r.status) << " " << r.reason);
     CHECK(r.status == VerifyStatus::Proved);
     CHECK(r.shapes_checked > 0);
+  }
+}
+
+TEST_CASE("proved rules are checked on empty tensors too") {
+  // The literal shape (allowzero 1) holds with empty dims; the log of the
+  // empty sum is -inf as the reduction over nothing is.
+  auto v = verify_text(R"(
+    (rule flatten-literal (flatten ?x ?axis) => (reshape ?x ?s 1) :let (?s (result-shape flatten ?x ?axis)))
+    (rule lse (reduce_log_sum_exp ?x ?axes ?k) => (log (reduce_sum (exp ?x) ?axes ?k)))
+  )");
+  REQUIRE(v.size() == 2);
+  for (const RuleVerdict& r : v) {
+    INFO(r.rule << ": " << status_name(r.status) << " " << r.reason << " " << r.coverage);
+    CHECK(r.status == VerifyStatus::Proved);
+    CHECK(r.coverage.find("with an empty tensor") != std::string::npos);
   }
 }
 

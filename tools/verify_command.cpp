@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 void add_verify_command(CLI::App& app, VerifyCommandOptions& o) {
   auto* cmd = app.add_subcommand("verify", "Prove rules with Z3, or show a counterexample.");
   cmd->add_option("rules", o.rules, "Rule files, or folders of .rules files")->required();
-  cmd->add_option("--max-dim", o.verify.instances.max_dim, "Largest dimension tried (every dim in 1..N)")
+  cmd->add_option("--max-dim", o.verify.instances.max_dim,
+                  "Largest dimension tried (every dim in 1..N, then 0..N for empty tensors)")
       ->check(non_negative())
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
