@@ -119,6 +119,8 @@ int arity(SymOp op) {
 }
 }  // namespace
 
+int sym_op_arity(SymOp op) { return arity(op); }
+
 std::size_t SymContext::NodeHash::operator()(const SymNode& n) const {
   std::uint64_t bits = 0;
   std::memcpy(&bits, &n.value, sizeof bits);

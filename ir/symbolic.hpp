@@ -60,6 +60,8 @@ enum class SymOp : std::uint8_t {
   IntPow,  // integers: int_power(a, b)
 };
 const char* sym_op_name(SymOp op);
+// How many operands (a, b, c in order) a node of `op` reads.
+int sym_op_arity(SymOp op);
 // Functions a prover sees as uninterpreted (with axioms).
 bool sym_op_is_function(SymOp op);
 // Integer division, remainder and power: undefined for a zero divisor (or 0

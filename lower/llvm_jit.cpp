@@ -7,18 +7,23 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 
 namespace saturn::lower {
@@ -644,6 +649,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
 struct KernelJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // a TargetMachine per compiling thread
   std::string cpu, features;
   int modules = 0;
 };
@@ -670,6 +676,7 @@ Expected<std::shared_ptr<KernelJit>> KernelJit::create() {
   k->impl_->cpu = (*tm)->getTargetCPU().str();
   k->impl_->features = (*tm)->getTargetFeatureString().str();
   k->impl_->tm = std::move(*tm);
+  k->impl_->jtmb = std::move(*jtmb);
   k->impl_->jit = std::move(*jit);
   return k;
 }
@@ -678,49 +685,124 @@ KernelJit::~KernelJit() = default;
 
 std::string KernelJit::target_description() const { return impl_->cpu + " " + impl_->features; }
 
+namespace {
+
+// Kernels per module: below twice this, one module on this thread.
+constexpr std::size_t kKernelsPerModule = 16;
+
+// One module of distinct kernels, compiled to an object file on its own
+// thread (its own LLVMContext and TargetMachine: nothing LLVM keeps is
+// shared between threads).
+struct ModuleJob {
+  std::vector<const LoopKernel*> kernels;  // named
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  std::string ir;  // the optimized IR, when kept
+  std::optional<Diagnostic> failure;
+  std::exception_ptr thrown;  // a code generator's logic_error (check_kernel_types), rethrown on the caller's thread
+};
+
+void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const std::string& cpu,
+                  const std::string& features, const std::string& name, bool keep_ir) {
+  try {
+    auto tm = jtmb.createTargetMachine();
+    if (!tm) {
+      job.failure = jit_error("creating a target machine", tm.takeError());
+      return;
+    }
+    llvm::LLVMContext ctx;
+    llvm::Module m(name, ctx);
+    m.setDataLayout((*tm)->createDataLayout());
+    m.setTargetTriple((*tm)->getTargetTriple().str());
+    for (const LoopKernel* k : job.kernels) emit_kernel(m, *k, cpu, features);
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (llvm::verifyModule(m, &es)) {
+      job.failure = jit_failure("generated IR is invalid: " + es.str());
+      return;
+    }
+    {
+      llvm::LoopAnalysisManager lam;
+      llvm::FunctionAnalysisManager fam;
+      llvm::CGSCCAnalysisManager cgam;
+      llvm::ModuleAnalysisManager mam;
+      llvm::PassBuilder pb(tm->get());
+      pb.registerModuleAnalyses(mam);
+      pb.registerCGSCCAnalyses(cgam);
+      pb.registerFunctionAnalyses(fam);
+      pb.registerLoopAnalyses(lam);
+      pb.crossRegisterProxies(lam, fam, cgam, mam);
+      llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      mpm.run(m, mam);
+    }
+    if (keep_ir) {
+      llvm::raw_string_ostream os(job.ir);
+      m.print(os, nullptr);
+    }
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if ((*tm)->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile)) {
+      job.failure = jit_failure("the target cannot emit object files");
+      return;
+    }
+    codegen.run(m);
+    job.object = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), name);
+  } catch (...) {
+    job.thrown = std::current_exception();
+  }
+}
+
+}  // namespace
+
 Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>& kernels) {
   if (kernels.empty()) return std::vector<KernelFn>{};
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = std::make_unique<llvm::Module>("saturn_kernels_" + std::to_string(impl_->modules++), *ctx);
-  m->setDataLayout(impl_->tm->createDataLayout());
-  m->setTargetTriple(impl_->tm->getTargetTriple().str());
+  const int module = impl_->modules++;
+  // Kernels that differ only in their buffers share one function.
   std::vector<std::string> names;
+  std::unordered_map<std::string, std::size_t> by_signature;
+  std::vector<LoopKernel> distinct;
   for (const LoopKernel& k : kernels) {
-    LoopKernel named = k;
-    named.name = "k" + std::to_string(impl_->modules) + "_" + std::to_string(names.size());
-    emit_kernel(*m, named, impl_->cpu, impl_->features);
-    names.push_back(named.name);
+    auto [it, fresh] = by_signature.try_emplace(kernel_signature(k), distinct.size());
+    if (fresh) {
+      distinct.push_back(k);
+      distinct.back().name = "k" + std::to_string(module) + "_" + std::to_string(it->second);
+    }
+    names.push_back(distinct[it->second].name);
   }
-  std::string err;
-  llvm::raw_string_ostream es(err);
-  if (llvm::verifyModule(*m, &es)) return jit_failure("generated IR is invalid: " + es.str());
-
+  // Compiling is most of a big model's start-up: the distinct kernels are
+  // spread over a module per hardware thread (round robin: neighbours are
+  // alike in size), each compiled on its own thread.
+  const std::size_t threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<ModuleJob> jobs(std::clamp<std::size_t>(distinct.size() / kKernelsPerModule, 1, threads));
+  for (std::size_t i = 0; i < distinct.size(); ++i) jobs[i % jobs.size()].kernels.push_back(&distinct[i]);
   {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(impl_->tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(*m, mam);
+    std::vector<std::jthread> workers;
+    for (std::size_t j = 1; j < jobs.size(); ++j)
+      workers.emplace_back([&, j] {
+        build_module(jobs[j], *impl_->jtmb, impl_->cpu, impl_->features,
+                     "saturn_kernels_" + std::to_string(module) + "_" + std::to_string(j), keep_ir);
+      });
+    build_module(jobs[0], *impl_->jtmb, impl_->cpu, impl_->features, "saturn_kernels_" + std::to_string(module) + "_0",
+                 keep_ir);
   }
-  if (keep_ir) {
-    last_ir_.clear();
-    llvm::raw_string_ostream os(last_ir_);
-    m->print(os, nullptr);
+  if (keep_ir) last_ir_.clear();
+  for (ModuleJob& job : jobs) {
+    if (job.thrown) std::rethrow_exception(job.thrown);
+    if (job.failure) return *job.failure;
+    if (keep_ir) last_ir_ += job.ir;
+    if (auto e = impl_->jit->addObjectFile(std::move(job.object)))
+      return jit_error("adding the object file", std::move(e));
   }
-  if (auto e = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    return jit_error("adding the module", std::move(e));
   std::vector<KernelFn> fns;
+  std::unordered_map<std::string, KernelFn> found;
   for (const std::string& n : names) {
-    auto addr = impl_->jit->lookup(n);
-    if (!addr) return jit_error("looking up " + n, addr.takeError());
-    fns.push_back(addr->toPtr<KernelFn>());
+    auto f = found.find(n);
+    if (f == found.end()) {
+      auto addr = impl_->jit->lookup(n);
+      if (!addr) return jit_error("looking up " + n, addr.takeError());
+      f = found.emplace(n, addr->toPtr<KernelFn>()).first;
+    }
+    fns.push_back(f->second);
   }
   return fns;
 }

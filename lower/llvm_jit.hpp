@@ -6,7 +6,7 @@
 // over the result's last dimension, and reduction loops innermost. Strides
 // and extents are compile-time constants (shapes are static), leaves are
 // `noalias` (the memory planner only shares storage between a result and an
-// operand read at the same element, see plan_memory), and the module is
+// operand read at the same element, see plan_memory), and each module is
 // optimized at O3 for the host CPU (AVX-512 or AVX2, whatever LLVM detects).
 // exp, tanh and erf are expanded inline as polynomials so that loops over
 // them vectorize; rarer functions (log, sin, pow, ...) call the C library.
@@ -34,8 +34,10 @@ class KernelJit {
   KernelJit(const KernelJit&) = delete;
   KernelJit& operator=(const KernelJit&) = delete;
 
-  // Compiles all kernels in one module (one optimization run); the result
-  // holds one function per kernel, valid while this object lives.
+  // Compiles the kernels, one function for kernels alike but for their
+  // buffers (kernel_signature), in a module per hardware thread compiled in
+  // parallel; the result holds one function per kernel, valid while this
+  // object lives.
   Expected<std::vector<KernelFn>> compile(const std::vector<LoopKernel>& kernels);
   // The host CPU and features LLVM generates code for ("znver4 +avx512f ...").
   std::string target_description() const;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 namespace saturn::lower {
@@ -178,6 +179,66 @@ void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers) {
       throw std::logic_error(k.name + ": reads elements [" + std::to_string(lo) + ", " + std::to_string(hi) + "] of '" +
                              b.name + "', which has " + std::to_string(n));
   }
+}
+
+std::string kernel_signature(const LoopKernel& k) {
+  std::string sig;
+  auto put = [&sig](auto v) { sig.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto ints = [&](const std::vector<std::int64_t>& v) {
+    put(v.size());
+    for (auto x : v) put(x);
+  };
+  ints(k.dims);
+  ints(k.red_dims);
+  put(k.reduce);
+  put(k.out_dtype);
+  put(k.compute);
+  put(k.fault >= 0);
+  put(k.leaves.size());
+  for (const Leaf& l : k.leaves) {
+    put(l.offset);
+    put(l.dtype);
+    ints(l.strides);
+  }
+  // The expression DAGs of body and post, nodes numbered in the order first
+  // reached; a variable by what it reads (its leaf, or the accumulator), a
+  // division by its fault bit.
+  std::map<ir::SymId, std::size_t> number;
+  std::map<ir::SymId, std::size_t> leaf;
+  for (std::size_t i = 0; i < k.leaf_vars.size(); ++i) leaf.emplace(k.leaf_vars[i], i);
+  const ir::SymContext& ctx = *k.ctx;
+  std::vector<std::pair<ir::SymId, bool>> todo;  // (node, children done)
+  for (ir::SymId root : {k.body, k.reduce == ReduceKind::None ? k.body : k.post}) {
+    todo.push_back({root, false});
+    while (!todo.empty()) {
+      auto [id, done] = todo.back();
+      todo.pop_back();
+      if (number.count(id)) continue;
+      const ir::SymNode& n = ctx.node(id);
+      const int arity = ir::sym_op_arity(n.op);
+      if (!done) {
+        todo.push_back({id, true});
+        const ir::SymId kids[] = {n.a, n.b, n.c};
+        for (int i = arity; i-- > 0;)
+          if (!number.count(kids[i])) todo.push_back({kids[i], false});
+        continue;
+      }
+      number.emplace(id, number.size());
+      put(n.op);
+      if (n.op == ir::SymOp::Const) put(n.value);
+      if (n.op == ir::SymOp::Var) {
+        auto l = leaf.find(id);
+        put(l == leaf.end() ? (id == k.acc_var ? std::int64_t{-1} : std::int64_t{-2})
+                            : static_cast<std::int64_t>(l->second));
+        put(ctx.var_integral(id));
+      }
+      const ir::SymId kids[] = {n.a, n.b, n.c};
+      for (int i = 0; i < arity; ++i) put(number.at(kids[i]));
+      if (auto bit = k.fault_bits.find(id); bit != k.fault_bits.end()) put(bit->second);
+    }
+    put(number.at(root));
+  }
+  return sig;
 }
 
 }  // namespace saturn::lower

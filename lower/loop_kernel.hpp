@@ -126,6 +126,11 @@ void simplify_iteration_space(LoopKernel& k);
 // last (the vectorized one).
 std::int64_t kernel_rows(const LoopKernel& k);
 
+// Everything the generated code of `k` depends on, as text: two kernels
+// with one signature compile to the same function (they differ only in
+// the buffers passed to it), so a code generator compiles it once: the
+// repeated blocks of a model (its layers) cost one compile.
+std::string kernel_signature(const LoopKernel& k);
 // Throws std::logic_error when a leaf would read outside its buffer.
 void check_bounds(const LoopKernel& k, const std::vector<Buffer>& buffers);
 

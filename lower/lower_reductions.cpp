@@ -38,6 +38,7 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   std::vector<bool> red(full.size(), n.attrs.ints("axes").empty());
   for (auto a : n.attrs.ints("axes"))
     red[static_cast<std::size_t>(ir::normalize_axis(a, static_cast<std::int64_t>(full.size())))] = true;
+  if (n.op == "reduce_log_sum_exp") read_in_several_kernels(x);
   const int ops = 1 + (x.pending && x.dims == out ? x.ops : 0);
   ir::Sym xs(ctx_.get(), expr_over(x, full));
   ir::Sym acc(ctx_.get(), acc_);
@@ -77,6 +78,7 @@ bool Lowerer::lower_softmax(const ir::Node& n, Value& x) {
   std::vector<bool> red(full.size(), false);
   red[static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", -1), static_cast<std::int64_t>(full.size())))] =
       true;
+  read_in_several_kernels(x);
   const int ops = 1 + (x.pending ? x.ops : 0);
   SymId xs = expr_over(x, full);
   ir::Sym acc(ctx_.get(), acc_);
@@ -124,6 +126,7 @@ bool Lowerer::lower_norm(const ir::Node& n, std::vector<Value*>& in, const std::
       red[d] = true;
       count *= full[d];
     }
+    read_in_several_kernels(x);
     ir::Sym xs(ctx_.get(), expr_over(x, full));
     ir::Sym acc(ctx_.get(), acc_);
     Value mean =
@@ -151,6 +154,7 @@ bool Lowerer::lower_norm(const ir::Node& n, std::vector<Value*>& in, const std::
     std::vector<bool> red(full.size(), true);
     red[0] = red[1] = false;
     const auto count = static_cast<double>(ir::numel(full) / (full[0] * full[1]));
+    read_in_several_kernels(x);
     ir::Sym xs(ctx_.get(), expr_over(x, full));
     ir::Sym acc(ctx_.get(), acc_);
     Value mean = reduce(xs.id(), full, red, ReduceKind::Sum, (acc / count).id(), 1, "instance_norm mean");

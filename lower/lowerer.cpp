@@ -300,8 +300,12 @@ void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, cons
   for (Value* x : in)
     if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
   v.label.append(n.op);
-  if (!o_.fuse || uses_[n.outputs[result]] > 1) store(v);
+  if (!o_.fuse || uses_[n.outputs[result]] > 1 || v.ops >= kMaxFusedOps) store(v);
   values_[n.outputs[result]] = std::move(v);
+}
+
+void Lowerer::read_in_several_kernels(Value& x) {
+  if (x.pending && x.ops > kMaxRecomputedOps) store(x);
 }
 
 std::string Lowerer::where() const { return o_.target == LoweringTarget::Cuda ? "cuda" : "cpu"; }

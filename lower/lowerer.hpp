@@ -121,8 +121,22 @@ class Lowerer {
   // reduce(expr over `full`) along `reduced`, keeping them as size 1.
   Value reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post, int ops,
                const std::string& what, DType dtype = DType::F32, DType compute = DType::F32);
+  // A pending operand that one node reads in several kernels (softmax's
+  // max, sum and result; a norm's mean, variance and result) is recomputed
+  // in each: cheap for a few ops. But the node's pending result holds it
+  // again, so a chain of such nodes would nest every earlier one in each
+  // kernel (work and code quadratic in the chain's length): past
+  // kMaxRecomputedOps it is stored first.
+  static constexpr int kMaxRecomputedOps = 4;
+  void read_in_several_kernels(Value& x);
+  // A kernel's code grows with its expression, and LLVM's instruction
+  // selection is superlinear in a block's size: a pending value of
+  // kMaxFusedOps graph ops is stored, so a chain of any length compiles in
+  // time linear in it.
+  static constexpr int kMaxFusedOps = 256;
   // Result `result` of n is the pending expression s (over values of dims
-  // `out`), computed in `compute`; stored at once when used twice.
+  // `out`), computed in `compute`; stored at once when used twice, or when
+  // it holds kMaxFusedOps ops.
   void set_pending(const ir::Node& n, const std::vector<Value*>& in, const Dims& out, DType dtype, SymId s, int ops,
                    std::size_t result = 0, DType compute = DType::F32);
   void lower_node(std::size_t index);

@@ -313,7 +313,7 @@ TEST_CASE("products with an empty dimension run optimized on cpu as on interp - 
   }
 }
 
-TEST_CASE("a 20000-op elementwise chain compiles on cpu into one kernel - without exhausting the stack") {
+TEST_CASE("a 20000-op elementwise chain compiles on cpu in kernels of 256 ops - without exhausting the stack") {
   auto dir = fs::temp_directory_path() / ("saturn-long-chain-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   {
@@ -336,5 +336,7 @@ TEST_CASE("a 20000-op elementwise chain compiles on cpu into one kernel - withou
   auto cpu = run_saturn("run " + model + " --target cpu --no-opt --check " + (dir / "want" / "output_0.pb").string());
   INFO(cpu.err);
   CHECK(cpu.status == 0);
-  CHECK(cpu.err.find("1 generated kernels for 20000 ops") != std::string::npos);
+  // (LLVM's instruction selection is superlinear in a kernel's size; the
+  // 79 kernels are one function, compiled once.)
+  CHECK(cpu.err.find("79 generated kernels for 20000 ops") != std::string::npos);
 }

@@ -233,6 +233,31 @@ TEST_CASE("Concat is block copies of any element type - along every axis - of vi
   }
 }
 
+TEST_CASE("Chains of softmax and layer_norm stay linear - kernels read few values - repeated kernels compile once") {
+  // Each softmax reads its operand in three kernels; a pending operand
+  // recomputed in each would nest every earlier softmax in each kernel.
+  for (const char* op : {"softmax", "layer_norm"}) {
+    INFO(op);
+    models::GraphBuilder b("chain");
+    std::string t = b.input("x", {3, 16});
+    for (int i = 0; i < 60; ++i) t = std::string(op) == "softmax" ? b.op("softmax", {t}) : b.layer_norm(t, 16);
+    auto p = check_against_interpreter(b.finish({t}), 1e-4, 1e-5);
+    std::size_t most = 0;
+    for (const lower::LoopKernel& k : *p->kernels) most = std::max(most, k.leaves.size());
+    CHECK(most <= 32);  // bounded, whatever the length (nesting all: 60 softmaxes, 120 leaves)
+    // The kernels repeat: LLVM compiles each distinct one once.
+    CHECK(static_cast<int>(p->kernels->size()) > 100);
+    CHECK(std::count(p->ir_text.begin(), p->ir_text.end(), '\n') < 20000);
+  }
+  // A long elementwise chain: kernels of at most kMaxFusedOps ops.
+  models::GraphBuilder b("long");
+  std::string t = b.input("x", {4, 8});
+  for (int i = 0; i < 1000; ++i) t = b.op(i % 2 ? "sin" : "neg", {t});
+  auto p = check_against_interpreter(b.finish({t}));
+  CHECK(p->fused_ops == 1000);
+  CHECK(p->fused_kernels == 4);  // 256 + 256 + 256 + 232
+}
+
 TEST_CASE("Reductions along every axis, softmax and layer_norm match the interpreter") {
   const Dims dims = {3, 5, 7};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l2"}) {

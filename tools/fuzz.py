@@ -17,10 +17,11 @@ parser. Each failing input is kept and printed with the end of its stderr.
   tools/fuzz.py classes [-n N] [--seed S]
       random instances of the bad-input classes a fuzzing campaign found
       (deep nesting, wrapped element counts, INT64_MIN / -1, long fused
-      chains, wrong-kind attributes, single assignment, out-of-range
-      integers, bad dimensions, bad numeric flags, devices and directories
-      as files, huge .npy shapes, unknown auto_pad / Gelu strings, negative
-      pads): each must end in its documented status
+      chains, long chains of softmax (each read in several kernels),
+      wrong-kind attributes, single assignment, out-of-range integers, bad
+      dimensions, bad numeric flags, devices and directories as files, huge
+      .npy shapes, unknown auto_pad / Gelu strings, negative pads): each
+      must end in its documented status
       with its message, never a signal, a hang or an internal error
 """
 import argparse
@@ -93,6 +94,9 @@ def bad_input_case(rng):
     chain = "\n".join(f"  (node n{i} sin (v{i}) ({'x' if i == 0 else f'v{i - 1}'}))"
                        for i in range(rng.randint(15000, 25000)))
     last = chain.rsplit("(v", 1)[1].split(")")[0]
+    deep_nodes = rng.randint(2000, 4000)  # nodes a kernel reads in several passes: softmax, layer_norm
+    unfused = "\n".join(f"  (node n{i} {rng.choice(['softmax', 'log_softmax'])} (u{i}) ({'x' if i == 0 else f'u{i - 1}'}))"
+                         for i in range(deep_nodes))
     cases = [
         ({"deep.rules": deep(n).encode()}, ["verify", "{deep.rules}"], {2}, "nested deeper than 1000"),
         ({"r.rules": rule.encode(), "deep.terms": (deep(n, "(neg ", ")") + "\n").encode()},
@@ -108,6 +112,8 @@ def bad_input_case(rng):
          "more than 2^48 elements"),
         ({"chain.sat": sat(chain + f"\n  (output v{last})").encode(), "x.npy": x4},
          ["run", "{chain.sat}", "--target", "cpu", "--no-opt", "--inputs", "{x.npy}"], {0}, ""),
+        ({"unfused.sat": sat(unfused + f"\n  (output u{deep_nodes - 1})").encode(), "x.npy": x4},
+         ["run", "{unfused.sat}", "--target", "cpu", "--no-opt", "--inputs", "{x.npy}"], {0}, ""),
         ({"twice.sat": sat("  (node a relu (y) (x))\n  (node b neg (y) (x))\n  (output y)").encode()},
          ["run", "{twice.sat}"], {2}, "is already defined"),
         ({"i8.sat": sat(f"  (init w i8 [1] [{rng.choice([128, 300, -129, 1 << 40])}])\n  (output w)").encode()},

@@ -9,7 +9,17 @@ NaN. Not part of the test suite (minutes); tests/random_graphs.hpp runs a
 fixed sample of the elementwise family in CI. Each disagreement is printed with the folder that holds its graph and inputs.
 
   tools/fuzz_targets.py [--family elementwise|movement|nn] [-n N] [--seed S] [--keep DIR] [--opt] [--finite]
+                        [--against ort]
                         [--target cpu|cuda]
+
+--against ort runs each graph (written as .onnx by `saturn opt
+--no-default-rules -o`) with ONNX Runtime (all graph optimizations, 2
+threads) and with `saturn run --target T` as users run it (optimized), and
+compares their outputs: a result that differs on a model both accept is a
+disagreement; a model ONNX Runtime refuses is skipped, one Saturn refuses is
+counted. Its graphs keep to what ONNX defines the same way everywhere
+(finite inputs, no integer division, no float cast to a type that cannot
+hold the value). Needs onnxruntime (pip).
 
 --opt runs on the target what `saturn opt --target T` made of each graph
 (the shipped rules, that target's cost model), against the interpreter on the graph
@@ -46,6 +56,16 @@ FLOATS = ["f16", "f32", "f64"]
 
 
 FINITE = False  # --finite
+ORT = False  # --against ort: only what ONNX defines alike everywhere
+
+
+def cast_targets(t):
+    """The types a value of type t may be cast to: with ORT, a float only
+    to types that hold every value a random graph computes (a C cast of an
+    out-of-range float is undefined behaviour in ONNX Runtime's kernels)."""
+    if ORT and t in FLOATS:
+        return ["i32", "i64"] + FLOATS + ["bool"]
+    return INTS + FLOATS + ["bool"]
 
 
 def values(t, shape, rng):
@@ -73,8 +93,11 @@ def elementwise(r, lines, cur):
     o = f"v{len(lines)}"
     kind = r.random()
     if kind < 0.45:
-        op = r.choice(["add", "sub", "mul", "max", "min", "div", "mod"] + (["pow"] if t in INTS else []))
-        attr = " :fmod 1" if op == "mod" and r.random() < 0.5 else ""
+        ops = ["add", "sub", "mul", "max", "min"]
+        if not (ORT and t in INTS):  # (ONNX Runtime's integer division by zero traps)
+            ops += ["div", "mod"]
+        op = r.choice(ops + (["pow"] if t in INTS and not ORT else []))
+        attr = " :fmod 1" if op == "mod" and (r.random() < 0.5 or (ORT and t in FLOATS)) else ""
         lines.append(f"  (node n{len(lines)} {op} ({o}) ({x} {y}){attr})")
         cur[o] = (t, shape)
     elif kind < 0.6:
@@ -87,7 +110,7 @@ def elementwise(r, lines, cur):
         lines.append(f"  (node n{len(lines)} where ({o}) ({c} {x} {y}))")
         cur[o] = (t, shape)
     else:
-        to = r.choice(INTS + FLOATS + ["bool"])
+        to = r.choice(cast_targets(t))
         lines.append(f"  (node n{len(lines)} cast ({o}) ({x}) :to \"{to}\")")
         cur[o] = (to, shape)
     return o
@@ -158,7 +181,7 @@ def movement(r, lines, cur):
         lines.append(f"  (node {n} {r.choice(['softmax', 'log_softmax'])} ({o}) ({x}) :axis {ax})")
         cur[o] = (t, sh[:])
     else:
-        to = r.choice(INTS + FLOATS + ["bool"])
+        to = r.choice(cast_targets(t))
         lines.append(f"  (node {n} cast ({o}) ({x}) :to \"{to}\")")
         cur[o] = (to, sh[:])
     return o
@@ -330,12 +353,52 @@ def disagreement(folder, inputs, tol, optimize, target="cpu"):
         b = numpy_helper.to_array(onnx.load_tensor(os.path.join(oc, os.path.basename(f))))
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"{os.path.basename(f)}: {a.dtype}{a.shape} (interp) / {b.dtype}{b.shape} ({target})"
-        rtol = max(tol, 1e-3) if a.dtype == np.float16 else tol
-        same = (np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=tol, equal_nan=True)
-                if a.dtype.kind == "f" else np.array_equal(a, b))
-        if not same:
+        if not same_values(a, b, tol):
             return f"{os.path.basename(f)} differs"
     return None
+
+
+def same_values(a, b, tol):
+    """Whether b (computed) matches a (the reference): integers and bools
+    exactly, floats to tol (f16: 1e-3 at least), NaN for NaN."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind != "f":
+        return np.array_equal(a, b)
+    rtol = max(tol, 1e-3) if a.dtype == np.float16 else tol
+    return np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=tol, equal_nan=True)
+
+
+def against_ort(folder, inputs, tol, target):
+    """(kind, why): kind is "agree", "differ", "ort refuses" or "saturn
+    refuses"; the graph as .onnx run by ONNX Runtime and by `saturn run`."""
+    import onnxruntime as ort
+    model = os.path.join(folder, "g.onnx")
+    p = subprocess.run([SATURN, "opt", os.path.join(folder, "g.sat"), "--no-default-rules", "-q", "-o", model],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        return "differ", f"writing the graph as .onnx: exit {p.returncode}: {p.stderr.strip()[-300:]}"
+    feeds = {os.path.splitext(os.path.basename(f))[0]: np.load(f) for f in inputs}
+    try:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = 2
+        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        want = sess.run(None, {i.name: feeds[i.name] for i in sess.get_inputs()})
+    except Exception as e:  # (a type or attribute ONNX Runtime has no kernel for)
+        return "ort refuses", str(e).splitlines()[0][:200]
+    out = os.path.join(folder, "out_ort_" + target)
+    p = subprocess.run([SATURN, "run", model, "--target", target, "--inputs", *inputs, "-o", out],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode == 2:
+        return "saturn refuses", p.stderr.strip().splitlines()[-1][:300] if p.stderr.strip() else ""
+    if p.returncode:
+        return "differ", f"saturn exit {p.returncode}: {p.stderr.strip()[-300:]}"
+    for k, a in enumerate(want):
+        b = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, f"output_{k}.pb")))
+        if not same_values(np.asarray(a), b, tol):
+            return "differ", f"output {k}: {np.asarray(a).dtype}{np.asarray(a).shape} (ort) / {b.dtype}{b.shape} (saturn)"
+    return "agree", ""
 
 
 def main():
@@ -349,11 +412,26 @@ def main():
     ap.add_argument("--finite", action="store_true",
                     help="no infinities, NaN or integer extremes among the inputs (rules exact only over the reals, "
                          "such as x*0 => 0, differ on those)")
+    ap.add_argument("--against", choices=["ort"], help="compare with ONNX Runtime instead of the interpreter")
     args = ap.parse_args()
-    global FINITE
-    FINITE = args.finite
+    global FINITE, ORT
+    ORT = args.against == "ort"
+    FINITE = args.finite or ORT
     root = args.keep or tempfile.mkdtemp(prefix="saturn-fuzz-targets-")
     bad = 0
+    if ORT:
+        counts = {}
+        for seed in range(args.seed, args.seed + args.n):
+            folder = os.path.join(root, f"{args.family}-{seed}")
+            kind, why = against_ort(folder, make_case(seed, args.family, folder), 1e-3, args.target)
+            counts[kind] = counts.get(kind, 0) + 1
+            if kind != "agree":
+                print(f"{folder}: {kind}: {why}")
+        bad = counts.get("differ", 0)
+        print(f"{args.n} {args.family} graphs on {args.target} against ONNX Runtime: " +
+              ", ".join(f"{counts.get(k, 0)} {k}" for k in ["agree", "differ", "ort refuses", "saturn refuses"]) +
+              f" ({root})")
+        return 1 if bad else 0
     for seed in range(args.seed, args.seed + args.n):
         folder = os.path.join(root, f"{args.family}-{seed}")
         # (Library calls sum in another order than the interpreter.)
