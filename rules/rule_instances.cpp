@@ -39,8 +39,10 @@ std::vector<Dims> all_shapes(int max_rank, int min_dim, int max_dim) {
   return out;
 }
 
-// Every shape of rank 0..max_rank whose dims multiply to `total` (for 0:
-// those of all_shapes with an empty dim).
+// Every shape of rank 0..max_rank whose dims multiply to `total`, each dim
+// at most max_dim but the last (so [total] is one); for 0, those of
+// all_shapes with an empty dim. (Every factorization would cost time
+// quadratic in `total` past --max-dim 8 --max-rank 6.)
 std::vector<Dims> shapes_with_numel(std::int64_t total, int max_rank, int max_dim) {
   std::vector<Dims> out;
   if (total == 0) {
@@ -52,12 +54,17 @@ std::vector<Dims> shapes_with_numel(std::int64_t total, int max_rank, int max_di
   auto go = [&](auto& self, std::int64_t left) -> void {
     if (left == 1) out.push_back(cur);
     if (static_cast<int>(cur.size()) == max_rank) return;
-    for (std::int64_t d = 1; d <= left; ++d)
+    for (std::int64_t d = 1; d <= std::min<std::int64_t>(left, max_dim); ++d)
       if (left % d == 0) {
         cur.push_back(d);
         self(self, left / d);
         cur.pop_back();
       }
+    if (left > max_dim) {
+      cur.push_back(left);
+      out.push_back(cur);
+      cur.pop_back();
+    }
   };
   if (total > 0) go(go, total);
   return out;
@@ -558,8 +565,10 @@ class Enumerator {
   }
 
   // Builds steps [s, end); false when the step budget ran out.
+  // (Every 16th call: one step may build thousands of attribute values,
+  // a reshape's target shapes past --max-dim 8.)
   bool out_of_time() {
-    if ((++clock_checks_ & 1023) != 0) return out_.timed_out;
+    if ((++clock_checks_ & 15) != 0) return out_.timed_out;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > opt_.time_limit_s)
       out_.timed_out = true;
     return out_.timed_out;

@@ -56,3 +56,20 @@ TEST_CASE("a wrong rule exits 1 with a counterexample and bad input exits 2") {
   CHECK(m.err.find("malformed.rules:1:") != std::string::npos);
   CHECK(run_cli("verify " + (dir / "missing.rules").string()).status == 2);
 }
+
+TEST_CASE("the largest bounds end at the time limit - a reshape's targets are not every factorization") {
+  // --max-dim 8 --max-rank 6 makes operands of up to 8^6 elements, whose
+  // factorizations took minutes and gigabytes to list; the rule's time
+  // limit bounds building its instances too.
+  auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify_bounds";
+  std::filesystem::create_directories(dir);
+  auto rules = (dir / "reshape.rules").string();
+  std::ofstream(rules) << "(rule reshape-reshape (reshape (reshape ?x ?s1 ?z1) ?s2 ?z2) => (reshape ?x ?s2 ?z2)\n"
+                          "  :if (or (= ?z2 1) (not (contains ?s2 0))))\n";
+  auto r = run_cli("verify " + rules + " --json --max-dim 8 --max-rank 6 --max-instances 1000000 --rule-time-limit 3");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  CHECK(j["status"] == "proved");
+  CHECK(j["time_ms"].get<double>() < 30000);
+}
