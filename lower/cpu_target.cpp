@@ -1,8 +1,9 @@
-// The CPU target: loop kernels compiled by LLVM into one module
-// (lower/llvm_jit), products through OpenBLAS or oneDNN's packed matmul,
-// convolution and pooling through oneDNN (lower/library_calls), copies as
-// host loops (lower/host_steps). A kernel that only transposes f32
-// elements becomes a oneDNN reorder, several times faster.
+// The CPU target: loop kernels compiled by LLVM (lower/llvm_jit: kernels
+// alike once, modules in parallel), products through OpenBLAS or oneDNN's
+// packed matmul, convolution and pooling through oneDNN
+// (lower/library_calls), copies as host loops (lower/host_steps). A kernel
+// that only transposes f32 elements becomes a oneDNN reorder, several times
+// faster.
 #include <algorithm>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
@@ -123,7 +124,7 @@ class CpuTarget final : public Target {
 };
 
 void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::size_t>& kernel_steps) {
-  // Every loop kernel in one module.
+  // Every loop kernel in one compile.
   auto jit = KernelJit::create();
   if (!jit) throw DiagnosticError{jit.error()};
   (*jit)->keep_ir = keep_ir_;
