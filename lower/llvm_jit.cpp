@@ -648,7 +648,6 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
 
 struct KernelJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> tm;
   std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // a TargetMachine per compiling thread
   std::string cpu, features;
   int modules = 0;
@@ -675,7 +674,6 @@ Expected<std::shared_ptr<KernelJit>> KernelJit::create() {
   k->impl_ = std::make_unique<Impl>();
   k->impl_->cpu = (*tm)->getTargetCPU().str();
   k->impl_->features = (*tm)->getTargetFeatureString().str();
-  k->impl_->tm = std::move(*tm);
   k->impl_->jtmb = std::move(*jtmb);
   k->impl_->jit = std::move(*jit);
   return k;
@@ -758,7 +756,7 @@ Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>
   if (kernels.empty()) return std::vector<KernelFn>{};
   const int module = impl_->modules++;
   // Kernels that differ only in their buffers share one function.
-  std::vector<std::string> names;
+  std::vector<std::size_t> which;  // each kernel's distinct one
   std::unordered_map<std::string, std::size_t> by_signature;
   std::vector<LoopKernel> distinct;
   for (const LoopKernel& k : kernels) {
@@ -767,7 +765,7 @@ Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>
       distinct.push_back(k);
       distinct.back().name = "k" + std::to_string(module) + "_" + std::to_string(it->second);
     }
-    names.push_back(distinct[it->second].name);
+    which.push_back(it->second);
   }
   // Compiling is most of a big model's start-up: the distinct kernels are
   // spread over a module per hardware thread (round robin: neighbours are
@@ -793,17 +791,14 @@ Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>
     if (auto e = impl_->jit->addObjectFile(std::move(job.object)))
       return jit_error("adding the object file", std::move(e));
   }
-  std::vector<KernelFn> fns;
-  std::unordered_map<std::string, KernelFn> found;
-  for (const std::string& n : names) {
-    auto f = found.find(n);
-    if (f == found.end()) {
-      auto addr = impl_->jit->lookup(n);
-      if (!addr) return jit_error("looking up " + n, addr.takeError());
-      f = found.emplace(n, addr->toPtr<KernelFn>()).first;
-    }
-    fns.push_back(f->second);
+  std::vector<KernelFn> compiled;
+  for (const LoopKernel& k : distinct) {
+    auto addr = impl_->jit->lookup(k.name);
+    if (!addr) return jit_error("looking up " + k.name, addr.takeError());
+    compiled.push_back(addr->toPtr<KernelFn>());
   }
+  std::vector<KernelFn> fns;
+  for (std::size_t d : which) fns.push_back(compiled[d]);
   return fns;
 }
 

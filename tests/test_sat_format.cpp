@@ -1,6 +1,8 @@
 // The .sat text format: reading, writing, exact round trips, errors.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <new>
+#include <stdexcept>
 
 #include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
@@ -160,4 +162,14 @@ TEST_CASE("an attribute the op does not declare is an error naming it - a misspe
   REQUIRE_FALSE(none);
   CHECK(none.error().message == "op 'relu' has no attribute 'alpha' (it takes none)");
   CHECK(read_sat("(graph g (input x f32 [4]) (node r leaky_relu (y) (x) :alpha 0.5) (output y))", "c.sat"));
+}
+
+TEST_CASE("an exception a reader's checks let through names the file - memory as such - the rest as Saturn's bug") {
+  using saturn::SourceLoc;
+  const auto oom = saturn::stray_exception(SourceLoc{"m.sat", 0, 0}, std::bad_alloc(), "the graph");
+  CHECK(oom.to_string() == "m.sat: error: the graph does not fit in memory");
+  const auto bug =
+      saturn::stray_exception(SourceLoc{"m.onnx", 0, 0}, std::out_of_range("vector::_M_range_check"), "the model");
+  CHECK(bug.to_string().rfind("m.onnx: error: internal error reading the model (vector::_M_range_check)", 0) == 0);
+  CHECK(bug.message.find("please report it") != std::string::npos);
 }
