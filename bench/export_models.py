@@ -7,8 +7,13 @@ so a benchmark can check what Saturn computes before timing it:
 
     DIR/NAME.onnx  DIR/NAME.input.npy  DIR/NAME.torch.npy
 
-Usage: bench/export_models.py DIR [NAME...]   (needs python3-torch and
-python3-torchvision; a model already exported is kept).
+Usage: bench/export_models.py DIR [--levels K] [NAME...]   (needs
+python3-torch and python3-torchvision; a model already exported is kept).
+--levels K draws every weight from K values per tensor (its initial spread
+times -(K-1)/2 .. (K-1)/2), and the input too, so that the models
+compress about 32/log2(K) times:
+what a GPU machine that takes 64 MiB with the checkout needs
+(tools/gpu_bundle.sh --models DIR). Timing does not depend on the values.
 """
 import os
 import sys
@@ -57,14 +62,29 @@ MODELS = {
 }
 
 
-def export(name, out_dir):
+def few_levels(model, levels):
+    """Every parameter that varies drawn from `levels` values symmetric
+    about 0, in steps of its own spread (constant ones, such as a norm's
+    initial scale, compress as they are)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            step = float(p.std()) if p.numel() > 1 else 0.0
+            if step > 0:
+                p.copy_((torch.randint(0, levels, p.shape).to(p.dtype) - (levels - 1) / 2) * step)
+
+
+def export(name, out_dir, levels=0):
     path = os.path.join(out_dir, name + ".onnx")
     if os.path.exists(path):
         return
     torch.manual_seed(0)
     make, shape = MODELS[name]
     model = make().eval()
+    if levels:
+        few_levels(model, levels)
     x = torch.randn(*shape)
+    if levels:
+        x = torch.randint(0, levels, shape).float() - (levels - 1) / 2
     with torch.no_grad():
         y = model(x)
     # Exported with gradients on: with them off, PyTorch's transformer layers
@@ -82,11 +102,16 @@ def main():
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    names = sys.argv[2:] or list(MODELS)
+    args = sys.argv[2:]
+    levels = 0
+    if args[:1] == ["--levels"]:
+        levels = int(args[1])
+        args = args[2:]
+    names = args or list(MODELS)
     for n in names:
         if n not in MODELS:
             sys.exit(f"export_models.py: unknown model '{n}' (known: {', '.join(MODELS)})")
-        export(n, out_dir)
+        export(n, out_dir, levels)
 
 
 if __name__ == "__main__":

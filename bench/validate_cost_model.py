@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Does the CPU cost model rank programs as they measure?
+"""Does the cost model rank programs as they measure?
 
 For each model, several candidate programs: the model as written, and what
-`saturn opt --target cpu` extracts with only the library and fusion rulesets,
+`saturn opt --target T` extracts with only the library and fusion rulesets,
 with every ruleset but TASO's, and with every ruleset (tree-greedy and
 dag-greedy). Each is modeled (`saturn opt --json`: cost_before / cost_after)
 and measured (`saturn run --no-opt --bench`, the program exactly as
-extracted; distinct programs only, in interleaved rounds). Prints per model the Spearman rank correlation of modeled against
+extracted; distinct programs only, in interleaved rounds; on cuda the
+device time of the steps, `device_median_ms`, which is what the model
+prices: the host-device copies at the borders are not a program's). Prints per model the Spearman rank correlation of modeled against
 measured latency and each candidate's modeled/measured ratio, then the pooled
 figures: Spearman over every (model, candidate) and the share of candidates
 modeled within 25% of what they measure (docs/cost-model.md).
 
-  python3 bench/validate_cost_model.py /work/models [--rounds 3] [--runs 5] [--threads 2]
+  python3 bench/validate_cost_model.py /work/models [--target cpu|cuda] [--rounds 3] [--runs 5] [--threads 2]
 
 The cost model prices with this machine's calibration cache when there is
 one (`saturn calibrate MODEL...` fills it); --no-calibration in both
@@ -32,17 +34,21 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RULES = os.path.join(ROOT, "rulesets")
 ALL = sorted(f for f in os.listdir(RULES) if f.endswith(".rules"))
-LIBRARY = ["blas.rules", "dnnl.rules", "fusion.rules"]
+# Each target's library rulesets; the other target's are never loaded.
+LIBRARY = {"cpu": ["blas.rules", "dnnl.rules"], "cuda": ["cublas.rules", "cudnn.rules"]}
 
-# name -> extra `saturn opt` arguments (None: the model as written)
-CANDIDATES = {
-    "written": None,
-    "library+fusion": ["--no-default-rules", "--rules"] + [os.path.join(RULES, f) for f in LIBRARY],
-    "no-taso": ["--no-default-rules", "--rules"]
-    + [os.path.join(RULES, f) for f in ALL if f not in ("taso.rules", "cublas.rules", "cudnn.rules")],
-    "all/tree-greedy": ["--extractor", "tree-greedy"],
-    "all/dag-greedy": [],
-}
+
+def candidates(target):
+    """name -> extra `saturn opt` arguments (None: the model as written)."""
+    other = LIBRARY["cuda" if target == "cpu" else "cpu"]
+    rules = lambda files: ["--no-default-rules", "--rules"] + [os.path.join(RULES, f) for f in files]
+    return {
+        "written": None,
+        "library+fusion": rules(LIBRARY[target] + ["fusion.rules"]),
+        "no-taso": rules([f for f in ALL if f != "taso.rules" and f not in other]),
+        "all/tree-greedy": ["--extractor", "tree-greedy"],
+        "all/dag-greedy": [],
+    }
 
 
 def ranks(xs):
@@ -82,7 +88,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the median of their medians)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per round")
     ap.add_argument("--written-runs", type=int, default=1, help="timed runs per round of the (slow) model as written")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="cpu target: threads")
+    ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", nargs="*", help="model names")
     args = ap.parse_args()
     names = sorted(f[:-5] for f in os.listdir(args.models) if f.endswith(".onnx"))
@@ -97,13 +104,13 @@ def main():
         # Distinct programs only: candidates that extract the same program
         # are one point (measuring it twice would only rank noise).
         programs = {}  # text -> [path, modeled ms, candidate names]
-        for i, (cand, extra) in enumerate(CANDIDATES.items()):
+        for i, (cand, extra) in enumerate(candidates(args.target).items()):
             if extra is None:
-                report = run_json([args.saturn, "opt", model, "--target", "cpu", "--json"])
+                report = run_json([args.saturn, "opt", model, "--target", args.target, "--json"])
                 programs["written"] = [model, report["cost_before"] / 1e3, [cand]]
                 continue
             path = os.path.join(tmp, f"{name}.{i}.sat")
-            report = run_json([args.saturn, "opt", model, "--target", "cpu", "--json", "-o", path] + extra)
+            report = run_json([args.saturn, "opt", model, "--target", args.target, "--json", "-o", path] + extra)
             text = open(path).read()
             if text in programs:
                 programs[text][2].append(cand)
@@ -116,10 +123,11 @@ def main():
                 j = (k + r) % len(progs)  # each round starts elsewhere
                 path = progs[j][0]
                 written = path == model
-                out = run_json([args.saturn, "run", path, "--target", "cpu", "--no-opt", "--threads",
-                                str(args.threads), "--inputs", inputs, "--bench",
-                                str(args.written_runs if written else args.runs), "--json"])
-                medians[j].append(out["median_ms"])
+                threads = ["--threads", str(args.threads)] if args.target == "cpu" else []
+                out = run_json([args.saturn, "run", path, "--target", args.target, "--no-opt"] + threads +
+                               ["--inputs", inputs, "--bench", str(args.written_runs if written else args.runs),
+                                "--json"])
+                medians[j].append(out["device_median_ms"] if args.target == "cuda" else out["median_ms"])
         mod, meas = [], []
         for (path, modeled, cands), ms in zip(progs, medians):
             measured = sorted(ms)[len(ms) // 2]

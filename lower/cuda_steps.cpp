@@ -4,13 +4,17 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <thread>
+#include <unordered_map>
 
-#include "lower/cuda_codegen.hpp"
 #include "device/cuda_compiler.hpp"
 #include "device/cuda_driver.hpp"
+#include "lower/cuda_codegen.hpp"
 
 namespace saturn::lower {
 
@@ -130,14 +134,14 @@ struct CudaSteps {
 
   std::string arch;
   device::CudaCompiler compiler;
-  std::vector<std::string> ptx, names;  // per kernel
+  std::vector<std::string> ptx, names;  // per module (per distinct kernel source)
   std::vector<std::unique_ptr<cu::Module>> modules;
-  std::vector<cu::Function> functions;
+  std::vector<cu::Function> functions;  // per module
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
 
   // The device state, made on the first run (a context is current then).
-  const cu::Function& function(std::size_t k) {
+  const cu::Function& function(std::size_t m) {
     if (functions.size() != ptx.size()) {
       modules.clear();
       functions.clear();
@@ -146,7 +150,7 @@ struct CudaSteps {
         functions.push_back(modules.back()->function(names[i]));
       }
     }
-    return functions[k];
+    return functions[m];
   }
   cublasHandle_t blas(const cu::Stream& s) {
     if (!cublas) {
@@ -170,29 +174,56 @@ std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch) { return std
 
 void set_cuda_kernel_steps(const std::shared_ptr<CudaSteps>& cs, const std::vector<LoopKernel>& kernels,
                            const std::vector<Step*>& steps) {
-  cs->ptx.clear();
+  // Every kernel is named alike (index 0: each is its own module), so that
+  // kernels that come out identical (a model's repeated layers) are one
+  // source: compiled once and loaded once. The distinct sources compile in
+  // parallel, one NVRTC program each, as NVRTC allows.
+  std::vector<CudaKernelSource> sources;
+  std::unordered_map<std::string, std::size_t> module_by_source;
+  std::vector<std::size_t> module_of;
+  for (const LoopKernel& kernel : kernels) {
+    CudaKernelSource src = cuda_kernel_source(kernel, 0);
+    auto [it, fresh] = module_by_source.emplace(src.source, sources.size());
+    module_of.push_back(it->second);
+    if (fresh) sources.push_back(std::move(src));
+  }
+  cs->ptx.assign(sources.size(), "");
   cs->names.clear();
+  for (const CudaKernelSource& src : sources) cs->names.push_back(src.name);
+  std::vector<std::optional<Diagnostic>> failed(sources.size());
+  std::atomic<std::size_t> next{0};
+  const auto compile = [&] {
+    for (std::size_t i; (i = next++) < sources.size();) {
+      auto ptx = cs->compiler.ptx(sources[i].source, sources[i].name, cs->arch);
+      if (ptx)
+        cs->ptx[i] = std::move(*ptx);
+      else
+        failed[i] = ptx.error();
+    }
+  };
+  const std::size_t workers = std::min<std::size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(compile);
+  compile();
+  for (std::thread& t : pool) t.join();
+  for (const auto& f : failed)
+    if (f) throw DiagnosticError{*f};
   for (std::size_t k = 0; k < kernels.size(); ++k) {
-    CudaKernelSource src = cuda_kernel_source(kernels[k], static_cast<int>(k));
-    auto ptx = cs->compiler.ptx(src.source, src.name, cs->arch);
-    if (!ptx) throw DiagnosticError{ptx.error()};
-    cs->ptx.push_back(std::move(*ptx));
-    cs->names.push_back(src.name);
     std::vector<BufferId> args;
     for (const Leaf& l : kernels[k].leaves) args.push_back(l.buffer);
     const BufferId fault = kernels[k].fault;
     if (fault >= 0) args.push_back(fault);
     args.push_back(kernels[k].out);
-    const std::int64_t grid = src.grid;
-    const int block = src.block;
+    const std::int64_t grid = sources[module_of[k]].grid;
+    const int block = sources[module_of[k]].block;
     // A kernel dividing integers clears its fault flag, runs, and reads the
     // flag back (a synchronization, as the gathers' index check).
-    steps[k]->run = [cs, k, args, grid, block, fault, errors = kernels[k].fault_errors,
+    steps[k]->run = [cs, m = module_of[k], args, grid, block, fault, errors = kernels[k].fault_errors,
                      values = std::vector<std::uint64_t>(args.size())](const RunContext& ctx) mutable {
       for (std::size_t i = 0; i < args.size(); ++i) values[i] = device_address(ctx, args[i]);
       const cu::Stream& stream = stream_of(ctx);
       if (fault >= 0) cu::fill_zero(device_address(ctx, fault), 4, stream);
-      cs->function(k).launch(grid, block, values, stream);
+      cs->function(m).launch(grid, block, values, stream);
       if (fault < 0) return;
       std::uint32_t bad = 0;
       cu::copy_to_host(&bad, device_address(ctx, fault), sizeof bad, stream);

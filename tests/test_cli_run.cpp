@@ -340,3 +340,31 @@ TEST_CASE("a 20000-op elementwise chain compiles on cpu in kernels of 256 ops - 
   // 79 kernels are one function, compiled once.)
   CHECK(cpu.err.find("79 generated kernels for 20000 ops") != std::string::npos);
 }
+
+TEST_CASE("run --bench without --inputs times seeded inputs of the declared types - a symbolic shape says why not") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  auto first = run_saturn("run " + dir + "mlp.onnx --target cpu --bench 2 --json");
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const auto a = nlohmann::json::parse(first.out);
+  CHECK(a.at("inputs") == "seeded random");
+  CHECK(a.at("ms").size() == 2);
+  // Seeded: the same values, so the same outputs, run after run.
+  const std::string out = (fs::temp_directory_path() / ("saturn-seeded-" + std::to_string(::getpid()))).string();
+  REQUIRE(run_saturn("run " + dir + "mlp.onnx --target interp --bench 1 -o " + out + "/a").status == 0);
+  auto again = run_saturn("run " + dir + "mlp.onnx --target cpu --bench 1 --check " + out + "/a/output_0.pb");
+  INFO(again.err);
+  CHECK(again.status == 0);
+  CHECK_THAT(again.err, Catch::Contains("inputs: seeded random values"));
+  // Without --bench (or --profile) the inputs are still the user's to give.
+  auto none = run_saturn("run " + dir + "mlp.onnx --target cpu");
+  CHECK(none.status == 2);
+  CHECK_THAT(none.err, Catch::Contains("takes 1 inputs, given 0"));
+  auto sat = fs::temp_directory_path() / ("saturn-sym-" + std::to_string(::getpid()) + ".sat");
+  std::ofstream(sat) << "(graph g\n  (input x f32 [N 3])\n  (node n relu (y) (x))\n  (output y))\n";
+  auto sym = run_saturn("run " + sat.string() + " --target cpu --bench 2");
+  CHECK(sym.status == 2);
+  CHECK_THAT(sym.err, Catch::Contains("--bench: input 'x' has shape [N 3]; give --inputs"));
+  fs::remove(sat);
+  fs::remove_all(out);
+}

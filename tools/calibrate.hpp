@@ -1,7 +1,7 @@
 // Measured prices for the cost model (extract/calibration.hpp): the flags
 // saturn opt and saturn run share, the measuring of timed ops as one-node
-// programs on the CPU target, and `saturn calibrate`, which fills the
-// cache for models ahead of time.
+// programs on the target (the CPU, or the GPU's device time on cuda), and
+// `saturn calibrate`, which fills the cache for models ahead of time.
 //
 // By default a command prices with the cache when one exists for this
 // machine and measures nothing: measuring takes seconds and makes the
@@ -35,9 +35,9 @@ void add_calibration_flags(CLI::App& cmd, CalibrationFlags& f);
 // A calibration loaded for a command, saved back when it measured.
 class CalibrationSession {
  public:
-  // nullptr (no session) for --no-calibration or a target this build cannot
-  // measure on (cuda); an error for a malformed cache file or --calibrate
-  // on such a target.
+  // nullptr (no session) for --no-calibration or a target this machine
+  // cannot measure on (cuda without a driver or device); an error for a
+  // malformed cache file or --calibrate on such a target.
   static Expected<std::unique_ptr<CalibrationSession>> open(const CalibrationFlags& f, const std::string& target,
                                                             int threads);
   // Points `oo` at the calibration (and the measuring, with --calibrate).
@@ -53,6 +53,7 @@ class CalibrationSession {
   extract::Calibration cal_;
   std::string path_;
   CalibrationFlags flags_;
+  std::string target_;
   int threads_ = 0;
   std::size_t loaded_ = 0;
 };
@@ -62,15 +63,16 @@ class CalibrationSession {
 Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipeline::OptimizeOptions oo,
                                                        const CalibrationFlags& f, int threads);
 
-// "AMD Ryzen 9 7950X 16-Core Processor, 2 threads": what a calibration file
-// is valid for.
-std::string machine_id(int threads);
+// What a calibration file is valid for: "AMD Ryzen 9 7950X 16-Core
+// Processor, 2 threads" on cpu, "NVIDIA H100 80GB HBM3, cuda" (device 0) on
+// cuda; an error when the target has no device here.
+Expected<std::string> machine_id(const std::string& target, int threads);
 
 // Times each op as a one-node program (operands random, weights constant)
-// on the CPU target: a warm-up, then 3 to 15 runs (about 0.1 s), the median.
+// on the target: a warm-up, then 3 to 15 runs (about 0.1 s), the median.
 // Returns the report's "calibration" fields.
 nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
-                                 int threads, double budget_s);
+                                 const std::string& target, int threads, double budget_s);
 
 struct CalibrateOptions {
   std::vector<std::string> models;

@@ -8,6 +8,9 @@
 #include <iostream>
 #include <sstream>
 
+#ifdef SATURN_HAVE_CUDA
+#include "device/cuda_driver.hpp"
+#endif
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 
@@ -18,6 +21,16 @@ bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
 int bad_input(const std::string& message) {
   std::cerr << "saturn: " << (message.find("error:") == std::string::npos ? "error: " : "") << message << "\n";
   return kBadInput;
+}
+
+std::optional<std::string> cuda_unavailable() {
+#ifdef SATURN_HAVE_CUDA
+  auto driver = device::cuda::CudaDriver::get();
+  if (!driver) return driver.error().message;
+  return std::nullopt;
+#else
+  return "this build has no cuda target: the CUDA toolkit was not found when it was configured";
+#endif
 }
 
 Expected<ir::Graph> read_model(const std::string& path) {

@@ -42,6 +42,10 @@ int bad_input(const std::string& message);
 // A model file: `.sat` text, else ONNX.
 Expected<ir::Graph> read_model(const std::string& path);
 
+// Why the cuda target cannot run here (no CUDA toolkit at configure time,
+// no driver, no device), or nothing when it can.
+std::optional<std::string> cuda_unavailable();
+
 // The shipped .rules files for `target` (rule_files_for over
 // shipped_rulesets_dir); nullopt after reporting (bad_input) when that
 // folder holds none. `saturn opt` and the optimization `saturn run` does.

@@ -4,12 +4,27 @@
 # build's Debian packages: test_cuda_device, bench_cuda and saturn from
 # build/, every shared library they load that is neither glibc's, the C++
 # runtime's nor CUDA's (LLVM, oneDNN, OpenBLAS, Z3, protobuf, ...), and the
-# ONNX test data. Writes .gpu-bundle/ (ignored, about 60 MB); copy the
-# checkout with it to the GPU machine and run tools/gpu_run.sh there.
-# Usage: tools/gpu_bundle.sh (after a build with the CUDA target)
+# ONNX test data. Writes .gpu-bundle/ (ignored, about 61 MB: a device
+# machine takes 64 MiB with the checkout, hence xz's x86 filter and its
+# strongest preset, about 3 minutes); copy the checkout with it to the GPU
+# machine and run tools/gpu_run.sh there. bench_cuda comes only with
+# --bench (the bench and profile stages need it): 1.2 MB more. --models DIR
+# packs DIR's .onnx and .input.npy for the validate stage (export them with
+# bench/export_models.py --levels 2: five small models take 1.4 MB).
+# Usage: tools/gpu_bundle.sh [--bench] [--models DIR] (after a build with
+# the CUDA target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bins=(build/tests/test_cuda_device build/bench/bench_cuda build/tools/saturn)
+bins=(build/tests/test_cuda_device build/tools/saturn)
+models=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bench) bins+=(build/bench/bench_cuda) ;;
+    --models) models=$2; shift ;;
+    *) echo "gpu_bundle: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build with the CUDA toolkit first" >&2; exit 2; }
 done
@@ -25,10 +40,13 @@ ldd "${bins[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | whi
 done
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle
-tar -C "$stage" -cf - bin lib | xz -T0 -6 >.gpu-bundle/saturn.tar.xz
+tar -C "$stage" -cf - bin lib | xz -T1 --x86 --lzma2=preset=9e,dict=128MiB >.gpu-bundle/saturn.tar.xz
 if [ -d "$onnx" ]; then
   tar -C "$(dirname "$onnx")" -cf - "$(basename "$onnx")" | xz -T0 -6 >.gpu-bundle/onnx-tests.tar.xz
 else
   echo "gpu_bundle: no ONNX test data at $onnx: the device conformance test will not run" >&2
+fi
+if [ -n "$models" ]; then
+  (cd "$models" && tar -cf - *.onnx *.input.npy) | xz -T0 -9e >.gpu-bundle/models.tar.xz
 fi
 du -sh .gpu-bundle

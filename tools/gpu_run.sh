@@ -6,11 +6,17 @@
 #   tests     each test case of test_cuda_device but the conformance one, one
 #             process each (a crash loses one case)
 #   conf      the ONNX backend conformance cases on the CUDA target
-#   bench     bench/bench_cuda.sh (needs a CUDA build of torch)
-#   profile   bench_cuda --profile (PROFILE_ONLY=NAME for one workload)
+#   bench     bench/bench_cuda.sh (needs a CUDA build of torch, and a
+#             bundle made with --bench)
+#   profile   bench_cuda --profile (PROFILE_ONLY=NAME for one workload;
+#             a bundle made with --bench)
 #   fuzz      tools/fuzz_targets.py --target cuda, each family and nn --opt,
 #             in parallel (FUZZ_N graphs each; needs numpy and onnx)
 #   sanitize  test_cuda_device under compute-sanitizer's memcheck
+#   roofline  the memory rate and per-kernel time the cuda cost model assumes
+#   validate  saturn calibrate --target cuda, then bench/validate_cost_model.py
+#             --target cuda, on the .onnx models in $MODELS (default: those
+#             tools/gpu_bundle.sh --models packed)
 # BUDGET (seconds, default 540) bounds the whole run: each stage gets what
 # is left. Usage: tools/gpu_run.sh STAGE...
 set -u
@@ -44,7 +50,8 @@ for name in libcudnn.so.9 libcublas.so.13 libnvrtc.so.13; do
   echo "$name: ${found:-not found}"
   [ -n "$found" ] && libs="$libs:$(dirname "$found")"
 done
-export SATURN_SOURCE_DIR=$PWD SATURN_RULESETS=$PWD/rulesets SATURN_ONNX_TESTS=$root/onnx-tests
+export SATURN_SOURCE_DIR=$PWD SATURN_RULESETS=$PWD/rulesets SATURN_ONNX_TESTS=$root/onnx-tests \
+  SATURN_BIN=$PWD/build/tools/saturn
 # Stand-ins at the build's paths, for bench_cuda.sh and fuzz_targets.py.
 mkdir -p build/tests build/bench build/tools
 for b in tests/test_cuda_device bench/bench_cuda tools/saturn; do
@@ -66,9 +73,33 @@ for stage in "$@"; do
       done <"$root/cases" >"$out/tests.log" 2>&1
       grep -E "^----|^exit |test cases" "$out/tests.log" ;;
     conf)
-      timeout "$(left 300)" build/tests/test_cuda_device "ONNX backend conformance on the CUDA target" >"$out/conf.log" 2>&1
-      echo "exit $?"
+      # CONF_SHARDS processes side by side (default 8): most of the time is
+      # NVRTC compiling each case's kernels on the CPU.
+      n=${CONF_SHARDS:-8}
+      for k in $(seq 0 $((n - 1))); do
+        SATURN_TEST_SHARD=$k/$n timeout "$(left 300)" build/tests/test_cuda_device \
+          "ONNX backend conformance on the CUDA target" >"$root/conf.$k.log" 2>&1 &
+      done
+      wait
+      cat "$root"/conf.*.log >"$out/conf.log"
       grep -E "CUDA conformance|FAILED|test cases" "$out/conf.log" | head -40 ;;
+    validate)
+      # The cuda cost model against the device (bench/validate_cost_model.py
+      # --target cuda), after saturn calibrate --target cuda fills the cache
+      # for the models.
+      export SATURN_CACHE_DIR=$root/cache
+      models=${MODELS:-$root/models}
+      if [ -z "${MODELS:-}" ]; then
+        mkdir -p "$models"
+        tar -C "$models" -xJf .gpu-bundle/models.tar.xz
+      fi
+      timeout "$(left 200)" build/tools/saturn calibrate --target cuda "$models"/*.onnx >"$out/calibrate.log" 2>&1
+      echo "calibrate exit $?"
+      tail -20 "$out/calibrate.log"
+      timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda \
+        --rounds "${ROUNDS:-3}" --runs "${RUNS:-10}" >"$out/validate.log" 2>&1
+      echo "validate exit $?"
+      cat "$out/validate.log" ;;
     bench)
       SATURN_NO_BUILD=1 timeout "$(left 300)" bash bench/bench_cuda.sh "${RUNS:-30}" >"$out/bench.log" 2>&1
       echo "exit $?"
@@ -96,6 +127,26 @@ for stage in "$@"; do
         build/tests/test_cuda_device '~"ONNX backend conformance on the CUDA target"' >"$out/memcheck.log" 2>&1
       echo "exit $?"
       grep -E "ERROR SUMMARY|test cases" "$out/memcheck.log" ;;
+    roofline)
+      # What the cuda cost model's roofline assumes (extract/cost_model.cpp):
+      # a streaming add over 2 x 64 MiB (memory GB/s) and 64 unfused ReLUs of
+      # 256 elements back to back (microseconds per kernel), device time.
+      {
+        echo "(graph stream (input a f32 [16777216]) (input b f32 [16777216]) (node n add (y) (a b)) (output y))"
+      } >"$root/stream.sat"
+      {
+        echo "(graph launches (input x0 f32 [256])"
+        for i in $(seq 0 63); do echo "(node n$i relu (x$((i + 1))) (x$i))"; done
+        echo "(output x64))"
+      } >"$root/launches.sat"
+      python3 -c "import numpy as np; np.save('$root/big.npy', np.ones(1 << 24, np.float32)); np.save('$root/small.npy', np.ones(256, np.float32))"
+      for g in stream launches; do
+        inputs="$root/big.npy $root/big.npy" extra=
+        [ $g = launches ] && inputs="$root/small.npy" extra=--no-fuse
+        timeout "$(left 60)" build/tools/saturn run "$root/$g.sat" --target cuda --no-opt $extra --inputs $inputs \
+          --bench 50 --json >"$root/$g.json" 2>"$out/$g.err"
+        python3 -c "import json; j = json.load(open('$root/$g.json')); print('$g: device median', j['device_median_ms'], 'ms, host', j['median_ms'], 'ms')"
+      done | tee "$out/roofline.log" ;;
     *) echo "gpu_run: no stage '$stage'" >&2 ;;
   esac
 done

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "ir/npy.hpp"
 #include "ir/onnx_import.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "tools/cli_common.hpp"
+#ifdef SATURN_HAVE_CUDA
+#include "runtime/cuda_executor.hpp"
+#endif
 
 namespace saturn::cli {
 
@@ -62,6 +66,22 @@ ir::Tensor random_tensor(const ir::ValueType& type, std::uint32_t seed) {
 double Latency::median_ms() const { return ms.empty() ? 0 : sorted(ms)[ms.size() / 2]; }
 double Latency::min_ms() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
 
+Expected<std::vector<ir::Tensor>> seeded_inputs(const ir::Graph& g, const std::string& flag) {
+  std::vector<ir::Tensor> inputs;
+  std::uint32_t seed = 1;
+  for (const ir::GraphValue& in : g.inputs) {
+    if (!ir::is_static(in.type.shape)) {
+      Diagnostic d;
+      d.loc.file = g.source;
+      d.message =
+          flag + ": input '" + in.name + "' has shape " + ir::to_string(in.type.shape) + "; give --inputs to run it";
+      return d;
+    }
+    inputs.push_back(random_tensor(in.type, seed++));
+  }
+  return inputs;
+}
+
 Expected<Latency> time_runs(const TimedRun& run, int runs) {
   Latency l;
   if (auto w = run(); !w) return w.error();
@@ -89,6 +109,61 @@ Expected<std::pair<Latency, Latency>> time_interleaved(const TimedRun& a, const 
   return l;
 }
 
+namespace {
+
+// The device time of the last run, where the executor has one (cuda).
+template <class Executor>
+std::optional<double> last_device_ms(const Executor& e) {
+  if constexpr (requires { e.device_ms(); })
+    return e.device_ms();
+  else
+    return std::nullopt;
+}
+
+// Runs both programs once (checked to agree), then times them interleaved:
+// fills `m` and returns whether the optimized one is kept.
+template <class Executor>
+Expected<bool> compare_programs(Executor& as_written, Executor& opt, const std::vector<ir::Tensor>& inputs, int runs,
+                                nlohmann::json& m) {
+  auto want = as_written.run(inputs);
+  if (!want) return want.error();
+  auto got = opt.run(inputs);
+  if (!got) return got.error();
+  const std::string mismatch = first_mismatch(*got, *want);
+  const bool agree = mismatch.empty();
+  std::vector<ir::Tensor> out_a, out_b;  // timed runs write here (no allocation per run)
+  Latency device_a, device_b;            // cuda: the steps on the device, without the border copies
+  const auto timed_run = [&](Executor& e, std::vector<ir::Tensor>& out, Latency& device) {
+    return [&e, &out, &device, &inputs]() -> Expected<bool> {
+      auto r = e.run_into(inputs, out);
+      if (auto d = last_device_ms(e)) device.ms.push_back(*d);
+      return r;
+    };
+  };
+  auto times = time_interleaved(timed_run(as_written, out_a, device_a), timed_run(opt, out_b, device_b), runs);
+  if (!times) return times.error();
+  const Latency& a = times->first;
+  const Latency& b = times->second;
+  const bool keep = agree && b.median_ms() <= a.median_ms();
+  m.update({{"runs", runs},
+            {"written_ms", a.median_ms()},
+            {"written_min_ms", a.min_ms()},
+            {"optimized_ms", b.median_ms()},
+            {"optimized_min_ms", b.min_ms()},
+            {"speedup", a.median_ms() / std::max(b.median_ms(), 1e-9)},
+            {"outputs_agree", agree},
+            {"outputs_mismatch", mismatch},
+            {"kept", keep ? "optimized" : "written"}});
+  if (!device_a.ms.empty()) {
+    // (The warm-ups' times are in these too: one each, against `runs`.)
+    m["written_device_ms"] = device_a.median_ms();
+    m["optimized_device_ms"] = device_b.median_ms();
+  }
+  return keep;
+}
+
+}  // namespace
+
 Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph& optimized, const MeasureOptions& o,
                                        nlohmann::json& report) {
   std::vector<ir::Tensor> inputs;
@@ -98,50 +173,31 @@ Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph
     inputs.push_back(std::move(*t));
   }
   if (inputs.empty()) {
-    std::uint32_t seed = 1;
-    for (const ir::GraphValue& in : written.inputs) {
-      if (!ir::is_static(in.type.shape)) {
-        Diagnostic d;
-        d.loc.file = written.source;
-        d.message = "--measure: input '" + in.name + "' has shape " + ir::to_string(in.type.shape) +
-                    "; give --inputs to measure it";
-        return d;
-      }
-      inputs.push_back(random_tensor(in.type, seed++));
-    }
+    auto seeded = seeded_inputs(written, "--measure");
+    if (!seeded) return seeded.error();
+    inputs = std::move(*seeded);
   }
   inputs = ir::runtime_inputs(written, inputs);
+  if (o.target == "cuda") {
+#ifdef SATURN_HAVE_CUDA
+    auto as_written = runtime::CudaExecutor::create(written);
+    if (!as_written) return as_written.error();
+    auto opt = runtime::CudaExecutor::create(optimized);
+    if (!opt) return opt.error();
+    report["measured"] = {{"target", "cuda"}, {"device", (*opt)->device().name}};
+    return compare_programs(**as_written, **opt, inputs, o.runs, report["measured"]);
+#else
+    return Diagnostic{SourceLoc{}, "--measure: this build has no cuda target"};
+#endif
+  }
   runtime::CpuExecutorOptions co;
   co.threads = o.threads;
   auto as_written = runtime::CpuExecutor::create(written, co);
   if (!as_written) return as_written.error();
   auto opt = runtime::CpuExecutor::create(optimized, co);
   if (!opt) return opt.error();
-  auto want = (*as_written)->run(inputs);
-  if (!want) return want.error();
-  auto got = (*opt)->run(inputs);
-  if (!got) return got.error();
-  const std::string mismatch = first_mismatch(*got, *want);
-  const bool agree = mismatch.empty();
-  std::vector<ir::Tensor> out_a, out_b;  // timed runs write here (no allocation per run)
-  auto times = time_interleaved([&] { return (*as_written)->run_into(inputs, out_a); },
-                                [&] { return (*opt)->run_into(inputs, out_b); }, o.runs);
-  if (!times) return times.error();
-  const Latency& a = times->first;
-  const Latency& b = times->second;
-  const bool keep = agree && b.median_ms() <= a.median_ms();
-  report["measured"] = {{"target", "cpu"},
-                        {"threads", (*opt)->threads()},
-                        {"runs", o.runs},
-                        {"written_ms", a.median_ms()},
-                        {"written_min_ms", a.min_ms()},
-                        {"optimized_ms", b.median_ms()},
-                        {"optimized_min_ms", b.min_ms()},
-                        {"speedup", a.median_ms() / std::max(b.median_ms(), 1e-9)},
-                        {"outputs_agree", agree},
-                        {"outputs_mismatch", mismatch},
-                        {"kept", keep ? "optimized" : "written"}};
-  return keep;
+  report["measured"] = {{"target", "cpu"}, {"threads", (*opt)->threads()}};
+  return compare_programs(**as_written, **opt, inputs, o.runs, report["measured"]);
 }
 
 }  // namespace saturn::cli

@@ -36,14 +36,19 @@ Expected<std::pair<Latency, Latency>> time_interleaved(const TimedRun& a, const 
 // table) come from --inputs.
 ir::Tensor random_tensor(const ir::ValueType& type, std::uint32_t seed);
 
+// One seeded random_tensor per graph input, in order (seeds 1, 2, ...), or
+// an error naming `flag` and the first input whose shape is symbolic.
+Expected<std::vector<ir::Tensor>> seeded_inputs(const ir::Graph& g, const std::string& flag);
+
 struct MeasureOptions {
+  std::string target = "cpu";  // cpu or cuda
   int runs = 20;
   int threads = 0;                  // the CPU executor's (0: the free CPUs)
   std::vector<std::string> inputs;  // tensor files in graph-input order; empty: seeded random values
 };
 
-// Runs the model as written and the optimized program on the CPU target
-// on the same inputs, checks that they compute the same outputs (to 1e-3 of
+// Runs the model as written and the optimized program on the target (cpu
+// or cuda) on the same inputs, checks that they compute the same outputs (to 1e-3 of
 // each output's largest magnitude: compare_tensors), and times them interleaved. Fills
 // report["measured"] (docs/cli.md) and returns whether the optimized
 // program is kept: not when it measured slower (median), nor when its

@@ -43,7 +43,7 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print the report as JSON on stdout");
   cmd->add_flag("--measure", o.measure,
-                "cpu target: run the model as written and the optimized program, report both measured latencies, "
+                "Run the model as written and the optimized program on the target, report both measured latencies, "
                 "and keep the written model when the optimized one measured slower");
   cmd->add_option("--measure-runs", o.measuring.runs, "--measure: timed runs of each (interleaved)")
       ->check(non_negative())
@@ -71,8 +71,8 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 int run_opt(const OptOptions& o) {
   if (!o.out.empty() && !has_suffix(o.out, ".onnx") && !has_suffix(o.out, ".sat"))
     return bad_input("-o: the optimized model must be a .onnx or .sat file, got '" + o.out + "'");
-  if (o.measure && o.pipeline.target != "cpu")
-    return bad_input("--measure runs on the cpu target only in this build (--target " + o.pipeline.target + ")");
+  if (o.measure && o.pipeline.target == "cuda")  // before any work
+    if (auto why = cuda_unavailable()) return bad_input("--measure on the cuda target: " + *why);
   OptimizeOptions oo = o.pipeline;
   if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = default_memory_limit_mb();
   oo.saturation.progress = !o.quiet && stderr_is_terminal();
@@ -98,7 +98,9 @@ int run_opt(const OptOptions& o) {
   nlohmann::json& report = res->report;
   report["model"] = o.model;
   if (o.measure && !res->unsound) {
-    auto keep = measure_against_written(*graph, res->graph, o.measuring, report);
+    MeasureOptions mo = o.measuring;
+    mo.target = oo.target;
+    auto keep = measure_against_written(*graph, res->graph, mo, report);
     if (!keep) return bad_input(keep.error().to_string());
     if (!*keep) res->graph = *graph;  // never a program slower than the one measured
   }
