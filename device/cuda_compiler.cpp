@@ -1,8 +1,15 @@
 #include "device/cuda_compiler.hpp"
 
 #include <nvrtc.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <memory>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 namespace saturn::device {
@@ -14,6 +21,15 @@ Diagnostic nvrtc_error(const std::string& what, nvrtcResult r, const std::string
   d.message = what + ": " + nvrtcGetErrorString(r);
   if (!log.empty()) d.message.append("\n").append(log);
   return d;
+}
+
+// The disk cache's file for a key (the key holds NVRTC's version too).
+std::filesystem::path disk_file(const std::string& dir, const std::string& key) {
+  std::uint64_t fnv = 1469598103934665603ull;
+  for (unsigned char c : key) fnv = (fnv ^ c) * 1099511628211ull;
+  std::ostringstream name;
+  name << "ptx-" << std::hex << fnv << "-" << std::hash<std::string>{}(key) << ".ptx";
+  return std::filesystem::path(dir) / name.str();
 }
 
 }  // namespace
@@ -31,6 +47,19 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
     if (auto it = cache_.find(key); it != cache_.end()) {
       ++hits_;
       return it->second;
+    }
+  }
+  std::filesystem::path on_disk;
+  if (!disk_.empty()) {
+    on_disk = disk_file(disk_, version() + "\n" + key);
+    if (std::ifstream f(on_disk, std::ios::binary); f) {
+      std::string text((std::istreambuf_iterator<char>(f)), {});
+      if (f.good() || f.eof()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++disk_hits_;
+        cache_.emplace(std::move(key), text);
+        return text;
+      }
     }
   }
   nvrtcProgram prog = nullptr;
@@ -53,6 +82,24 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
   std::string text(n, '\0');
   if (nvrtcResult e = nvrtcGetPTX(prog, text.data()); e != NVRTC_SUCCESS) return nvrtc_error("nvrtcGetPTX", e);
   while (!text.empty() && text.back() == '\0') text.pop_back();
+  if (!on_disk.empty()) {
+    // Written whole under a name of this process and thread, then renamed:
+    // a reader never sees half a file.
+    std::error_code ec;
+    std::filesystem::create_directories(on_disk.parent_path(), ec);
+    std::ostringstream tmp_name;
+    tmp_name << on_disk.string() << ".tmp" << ::getpid() << "-" << std::this_thread::get_id();
+    const std::filesystem::path tmp = tmp_name.str();
+    bool written = false;
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      f.write(text.data(), static_cast<std::streamsize>(text.size()));
+      f.close();
+      written = !f.fail();
+    }
+    if (written) std::filesystem::rename(tmp, on_disk, ec);
+    std::filesystem::remove(tmp, ec);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   ++compiled_;
   cache_.emplace(std::move(key), text);

@@ -1,11 +1,11 @@
 #include "extract/calibration.hpp"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ir/cache_dir.hpp"
 #include "ir/sat_format.hpp"
 
 namespace saturn::extract {
@@ -61,17 +61,7 @@ std::string op_signature(const ir::OpDef& def, const ir::Attrs& attrs, std::span
 }
 
 std::string Calibration::default_path(const std::string& target, const std::string& machine) {
-  namespace fs = std::filesystem;
-  fs::path dir;
-  if (const char* d = std::getenv("SATURN_CACHE_DIR"); d && *d)
-    dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = fs::path(x) / "saturn";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = fs::path(h) / ".cache" / "saturn";
-  else
-    dir = fs::temp_directory_path() / "saturn";
-  return (dir / ("calibration-" + target + "-" + short_hash(machine) + ".json")).string();
+  return (ir::cache_dir() / ("calibration-" + target + "-" + short_hash(machine) + ".json")).string();
 }
 
 Expected<Calibration> Calibration::load(const std::string& path, const std::string& target,

@@ -124,7 +124,7 @@ std::uint64_t device_address(const RunContext& ctx, BufferId b, std::int64_t off
 }  // namespace
 
 struct CudaSteps {
-  explicit CudaSteps(std::string a) : arch(std::move(a)) {}
+  CudaSteps(std::string a, std::string disk) : arch(std::move(a)), compiler(std::move(disk)) {}
   ~CudaSteps() {
     if (cublas) cublasDestroy(cublas);
     if (cudnn) cudnnDestroy(cudnn);
@@ -168,7 +168,9 @@ struct CudaSteps {
   }
 };
 
-std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch) { return std::make_shared<CudaSteps>(arch); }
+std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch, const std::string& kernel_cache_dir) {
+  return std::make_shared<CudaSteps>(arch, kernel_cache_dir);
+}
 
 // ---------------------------------------------------------------- kernels
 

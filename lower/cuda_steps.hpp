@@ -65,7 +65,9 @@ struct CudaSteps;  // what a CUDA program's steps share (cuda_steps.cpp)
 // Made by the lowering for each CUDA program; `arch` is NVRTC's virtual
 // architecture for the kernels ("compute_90"): the device's when there is
 // one, else compute_80 (PTX runs on later GPUs through the driver's JIT).
-std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch);
+// A non-empty `kernel_cache_dir` keeps the compiled kernels there for the
+// next run (device/cuda_compiler.hpp).
+std::shared_ptr<CudaSteps> make_cuda_steps(const std::string& arch, const std::string& kernel_cache_dir = "");
 
 // Compiles every kernel to PTX now and sets the run of steps[i] (the Kernel
 // step of kernels[i]) to launch it. Throws DiagnosticError naming the kernel

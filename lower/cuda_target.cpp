@@ -25,7 +25,7 @@ class CudaTarget final : public Target {
     traits_.dilated_pooling = false;
     traits_.half_pooling_kernel = true;
     const std::string arch = o.cuda_arch.empty() ? "compute_80" : o.cuda_arch;
-    cuda_ = make_cuda_steps(arch);
+    cuda_ = make_cuda_steps(arch, o.kernel_cache_dir);
     p_.target_cpu = "cuda " + arch;
   }
   const TargetTraits& traits() const override { return traits_; }

@@ -29,6 +29,9 @@ struct LoweringOptions {
   // names its device's; empty, compute_80, PTX that later GPUs run through
   // the driver's JIT. (Lowering never asks the driver.)
   std::string cuda_arch;
+  // The CUDA target's compiled kernels kept on disk in this folder for the
+  // next run (device/cuda_compiler.hpp); empty: in this process only.
+  std::string kernel_cache_dir;
 };
 
 // Needs static shapes (import specializes symbolic dimensions to the given

@@ -15,9 +15,9 @@
 #include <limits>
 
 #include "bench/models.hpp"
-#include "lower/lowering.hpp"
-#include "lower/cuda_codegen.hpp"
 #include "device/cuda_compiler.hpp"
+#include "lower/cuda_codegen.hpp"
+#include "lower/lowering.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_graphs.hpp"
 
@@ -725,6 +725,37 @@ TEST_CASE("NVRTC errors name the kernel and carry the log - and the cache compil
   CHECK(c.compiled() == 2);
   CHECK(c.cache_hits() == 1);
   CHECK(device::CudaCompiler::version().find('.') != std::string::npos);
+}
+
+TEST_CASE("The compiler's disk cache gives the next process the same PTX without NVRTC - per architecture") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("saturn-ptx-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string src = "extern \"C\" __global__ void twice(float* p) { p[threadIdx.x] *= 2.0f; }";
+  std::string first;
+  {
+    device::CudaCompiler c(dir.string());
+    auto ptx = c.ptx(src, "twice", "compute_90");
+    REQUIRE(ptx);
+    first = *ptx;
+    CHECK(c.compiled() == 1);
+    CHECK(c.disk_hits() == 0);
+  }
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".ptx";
+  CHECK(files == 1);
+  device::CudaCompiler next(dir.string());  // as a later run would
+  auto again = next.ptx(src, "twice", "compute_90");
+  REQUIRE(again);
+  CHECK(*again == first);
+  CHECK(next.compiled() == 0);
+  CHECK(next.disk_hits() == 1);
+  REQUIRE(next.ptx(src, "twice", "compute_80"));  // another architecture is another file
+  CHECK(next.compiled() == 1);
+  // A folder that cannot be written only makes compiling slower.
+  device::CudaCompiler nowhere("/proc/saturn-cannot-write-here");
+  CHECK(nowhere.ptx(src, "twice", "compute_90"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("Gather kernels copy the rows the indices pick and flag indices out of range - on the host emulator") {

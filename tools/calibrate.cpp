@@ -111,7 +111,9 @@ Expected<double> time_on_cpu(const ir::Graph& g, int threads) {
 // program's borders, which a value inside a program never makes.
 Expected<double> time_on_cuda(const ir::Graph& g) {
 #ifdef SATURN_HAVE_CUDA
-  auto exec = runtime::CudaExecutor::create(g);
+  runtime::CudaExecutorOptions co;
+  co.lowering = cuda_lowering_options();
+  auto exec = runtime::CudaExecutor::create(g, co);
   if (!exec) return exec.error();
   const std::vector<ir::Tensor> inputs = random_inputs(g);
   std::vector<ir::Tensor> out;

@@ -11,6 +11,7 @@
 #ifdef SATURN_HAVE_CUDA
 #include "device/cuda_driver.hpp"
 #endif
+#include "ir/cache_dir.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 
@@ -31,6 +32,13 @@ std::optional<std::string> cuda_unavailable() {
 #else
   return "this build has no cuda target: the CUDA toolkit was not found when it was configured";
 #endif
+}
+
+lower::LoweringOptions cuda_lowering_options() {
+  lower::LoweringOptions o;
+  o.target = lower::LoweringTarget::Cuda;
+  o.kernel_cache_dir = (ir::cache_dir() / "kernels").string();
+  return o;
 }
 
 Expected<ir::Graph> read_model(const std::string& path) {

@@ -7,6 +7,7 @@
 
 #include "ir/graph.hpp"
 #include "ir/tensor.hpp"
+#include "lower/lowering.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
 
@@ -45,6 +46,10 @@ Expected<ir::Graph> read_model(const std::string& path);
 // Why the cuda target cannot run here (no CUDA toolkit at configure time,
 // no driver, no device), or nothing when it can.
 std::optional<std::string> cuda_unavailable();
+
+// The cuda target's lowering options for a command: its compiled kernels
+// kept in the cache folder (ir/cache_dir.hpp, kernels/) for the next run.
+lower::LoweringOptions cuda_lowering_options();
 
 // The shipped .rules files for `target` (rule_files_for over
 // shipped_rulesets_dir); nullopt after reporting (bad_input) when that

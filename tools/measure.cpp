@@ -180,9 +180,11 @@ Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph
   inputs = ir::runtime_inputs(written, inputs);
   if (o.target == "cuda") {
 #ifdef SATURN_HAVE_CUDA
-    auto as_written = runtime::CudaExecutor::create(written);
+    runtime::CudaExecutorOptions co;
+    co.lowering = cuda_lowering_options();
+    auto as_written = runtime::CudaExecutor::create(written, co);
     if (!as_written) return as_written.error();
-    auto opt = runtime::CudaExecutor::create(optimized);
+    auto opt = runtime::CudaExecutor::create(optimized, co);
     if (!opt) return opt.error();
     report["measured"] = {{"target", "cuda"}, {"device", (*opt)->device().name}};
     return compare_programs(**as_written, **opt, inputs, o.runs, report["measured"]);

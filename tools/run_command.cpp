@@ -186,6 +186,7 @@ int run_model(const RunOptions& o) {
   std::unique_ptr<runtime::CudaExecutor> gpu;
   if (o.target == "cuda") {
     runtime::CudaExecutorOptions co;
+    co.lowering = cuda_lowering_options();
     co.lowering.fuse = !o.no_fuse;
     auto made = runtime::CudaExecutor::create(*g, co);
     if (!made) return bad_input(made.error().to_string());
