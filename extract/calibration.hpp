@@ -21,7 +21,7 @@
 namespace saturn::extract {
 
 struct Calibration {
-  static constexpr int kFormat = 4;  // bumped when what a signature or a measurement means changes
+  static constexpr int kFormat = 5;  // bumped when what a signature or a measurement means changes
   std::string target;
   std::string machine;               // CPU model, threads (pipeline's machine_id)
   std::map<std::string, double> us;  // signature -> median measured microseconds

@@ -43,6 +43,12 @@ struct TargetSpec {
   // Plain ops whose kernel reaches less than loop_gflops (a window op run
   // by a scalar host loop): op name -> the fraction of it they reach.
   std::map<std::string, double> loop_efficiency;
+  // An op that moves at most cache_bytes (its operands and result) finds
+  // them in the last-level cache, read at cache_gbytes_per_s: in a
+  // program, an activation is mostly read right after it was written.
+  // 0: no such cache level priced.
+  double cache_bytes = 0;
+  double cache_gbytes_per_s = 0;
 };
 
 class CostModel {

@@ -211,3 +211,21 @@ TEST_CASE("calibration files: written and read back - another machine's ignored 
   CHECK(extract::Calibration::default_path("cpu", "a") != extract::Calibration::default_path("cpu", "b"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("an op that moves little enough is priced at the cache's rate - a larger one at memory's") {
+  // 1 GB/s from memory, 10 GB/s for ops moving at most 100 KB: relu of
+  // 10,000 f32 elements moves 80 KB (8 us at 10 GB/s), of 100,000 elements
+  // 800 KB (800 us at 1 GB/s); 1 us of overhead each, arithmetic far below.
+  extract::TargetSpec spec{"cached", 1e6, 1, 1, 1, 1, 1, {}, {}, {}};
+  spec.cache_bytes = 100e3;
+  spec.cache_gbytes_per_s = 10;
+  const extract::CostModel cached(spec);
+  const ir::OpDef& relu = *ir::OpRegistry::get().find("relu");
+  const ir::ValueType small{ir::DType::F32, {ir::Dim::of(10000)}};
+  const ir::ValueType large{ir::DType::F32, {ir::Dim::of(100000)}};
+  CHECK(cached.price(relu, {}, std::vector<ir::ValueType>{small}, small, false).cost == Approx(9));
+  CHECK(cached.price(relu, {}, std::vector<ir::ValueType>{large}, large, false).cost == Approx(801));
+  // The shipped CPU model knows a cache; the CUDA one prices memory alone.
+  CHECK(extract::CostModel::for_target("cpu")->spec().cache_bytes > 0);
+  CHECK(extract::CostModel::for_target("cuda")->spec().cache_bytes == 0);
+}

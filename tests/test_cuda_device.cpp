@@ -485,8 +485,9 @@ TEST_CASE("saturn calibrate - opt --measure and run --bench measure on the devic
   CHECK(measured > 3);
   CHECK(c["models"][0]["failed"].empty());
   CHECK(c["entries"].get<int>() == measured);
-  auto saved = nlohmann::json::parse(std::ifstream(cache));
-  for (const auto& [sig, us] : saved["us"].items()) {
+  const auto saved = nlohmann::json::parse(std::ifstream(cache));
+  REQUIRE(saved.at("entries").size() == static_cast<std::size_t>(measured));
+  for (const auto& [sig, us] : saved.at("entries").items()) {
     INFO(sig);
     CHECK(us.get<double>() > 0);
     CHECK(us.get<double>() < 1e5);  // well under 0.1 s for a small model's op
