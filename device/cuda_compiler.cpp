@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "ir/cache_dir.hpp"
+
 namespace saturn::device {
 
 namespace {
@@ -25,10 +27,8 @@ Diagnostic nvrtc_error(const std::string& what, nvrtcResult r, const std::string
 
 // The disk cache's file for a key (the key holds NVRTC's version too).
 std::filesystem::path disk_file(const std::string& dir, const std::string& key) {
-  std::uint64_t fnv = 1469598103934665603ull;
-  for (unsigned char c : key) fnv = (fnv ^ c) * 1099511628211ull;
   std::ostringstream name;
-  name << "ptx-" << std::hex << fnv << "-" << std::hash<std::string>{}(key) << ".ptx";
+  name << "ptx-" << std::hex << ir::stable_hash(key) << "-" << std::hash<std::string>{}(key) << ".ptx";
   return std::filesystem::path(dir) / name.str();
 }
 

@@ -14,12 +14,10 @@ namespace {
 
 std::string type_text(const ir::ValueType& t) { return std::string(ir::dtype_name(t.dtype)) + ir::to_string(t.shape); }
 
-// FNV-1a, so that a machine's description makes a short file name.
+// A machine's description as a short file name.
 std::string short_hash(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   std::ostringstream o;
-  o << std::hex << (h & 0xffffffffffull);
+  o << std::hex << (ir::stable_hash(s) & 0xffffffffffull);
   return o.str();
 }
 

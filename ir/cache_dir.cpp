@@ -12,4 +12,10 @@ std::filesystem::path cache_dir() {
   return fs::temp_directory_path() / "saturn";
 }
 
+std::uint64_t stable_hash(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace saturn::ir

@@ -5,10 +5,16 @@
 // cannot be written is only slower.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <string_view>
 
 namespace saturn::ir {
 
 std::filesystem::path cache_dir();
+
+// FNV-1a of `s`: the same in every build and process, so that what a cache
+// file is for can be its name.
+std::uint64_t stable_hash(std::string_view s);
 
 }  // namespace saturn::ir

@@ -37,7 +37,7 @@ constexpr const char* kLayoutPrefix = "calibrate.layout.";
 // interleaved calibrations.)
 std::string in_library_layout(ir::Graph& g, const std::string& name, const ir::ValueType& t) {
   const std::size_t rank = t.shape.size();
-  const std::int64_t channels = t.shape[1].c == 0 ? t.shape[1].k : 1;
+  const std::int64_t channels = ir::static_dims(t.shape)[1];  // (timed ops have static shapes)
   std::vector<std::int64_t> w_dims(rank, 1);
   w_dims[0] = channels;
   ir::Tensor ones(t.dtype, w_dims);
@@ -94,9 +94,9 @@ ir::Graph one_node_graph(const extract::TimedOp& op, const std::string& target, 
   return g;
 }
 
-// Median microseconds of `runs_of`'s measure over 3 to 15 timed runs (about
-// 0.1 s) after a warm-up: `run` runs the program once and returns what it
-// spent in its own steps, in milliseconds.
+// Median microseconds over 3 to 15 timed runs (about 0.1 s) after a
+// warm-up: `run` runs the program once and returns the milliseconds it
+// spent in its own steps.
 Expected<double> median_us(const std::function<Expected<double>()>& run) {
   if (auto w = run(); !w) return w.error();  // warm-up
   Latency own;
@@ -113,13 +113,6 @@ Expected<double> median_us(const std::function<Expected<double>()>& run) {
   return own.median_ms() * 1e3;
 }
 
-std::vector<ir::Tensor> random_inputs(const ir::Graph& g) {
-  std::vector<ir::Tensor> inputs;
-  std::uint32_t seed = 1;
-  for (const ir::GraphValue& in : g.inputs) inputs.push_back(random_tensor(in.type, seed++));
-  return inputs;
-}
-
 // Median microseconds a run of `g` spends in its own steps on the CPU
 // target: without the copies into the caller's output tensors (a graph
 // output's; a value inside a program is not copied), or an error.
@@ -129,7 +122,8 @@ Expected<double> time_on_cpu(const ir::Graph& g, int threads) {
   co.profile = true;
   auto exec = runtime::CpuExecutor::create(g, co);
   if (!exec) return exec.error();
-  const std::vector<ir::Tensor> inputs = random_inputs(g);
+  auto inputs = seeded_inputs(g, "calibrate");
+  if (!inputs) return inputs.error();
   std::vector<ir::Tensor> out;
   const lower::Program& program = (*exec)->program();
   const auto& steps = program.steps;
@@ -138,7 +132,7 @@ Expected<double> time_on_cpu(const ir::Graph& g, int threads) {
     for (lower::BufferId b : steps[s].writes)
       layout_step[s] = layout_step[s] || program.buffers[static_cast<std::size_t>(b)].name.rfind(kLayoutPrefix, 0) == 0;
   return median_us([&]() -> Expected<double> {
-    auto r = (*exec)->run_into(inputs, out);
+    auto r = (*exec)->run_into(*inputs, out);
     if (!r) return r.error();
     double ms = 0;
     for (std::size_t s = 0; s < steps.size(); ++s)
@@ -156,10 +150,11 @@ Expected<double> time_on_cuda(const ir::Graph& g) {
   co.lowering = cuda_lowering_options();
   auto exec = runtime::CudaExecutor::create(g, co);
   if (!exec) return exec.error();
-  const std::vector<ir::Tensor> inputs = random_inputs(g);
+  auto inputs = seeded_inputs(g, "calibrate");
+  if (!inputs) return inputs.error();
   std::vector<ir::Tensor> out;
   return median_us([&]() -> Expected<double> {
-    auto r = (*exec)->run_into(inputs, out);
+    auto r = (*exec)->run_into(*inputs, out);
     if (!r) return r.error();
     return (*exec)->device_ms();
   });

@@ -35,8 +35,7 @@ std::optional<std::string> cuda_unavailable() {
 }
 
 lower::LoweringOptions cuda_lowering_options() {
-  lower::LoweringOptions o;
-  o.target = lower::LoweringTarget::Cuda;
+  lower::LoweringOptions o;  // (compile_cuda sets the target)
   o.kernel_cache_dir = (ir::cache_dir() / "kernels").string();
   return o;
 }
