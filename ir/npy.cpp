@@ -86,7 +86,7 @@ Expected<Tensor> read_npy(const std::string& path) {
   if (data.size() - body != n * dtype_size(*dt))
     return fail("holds " + std::to_string(data.size() - body) + " bytes of data, its shape needs " +
                 std::to_string(n * dtype_size(*dt)));
-  Tensor t(*dt, dims);
+  Tensor t = Tensor::uninitialized(*dt, dims);
   std::memcpy(t.bytes(), data.data() + body, t.nbytes());
   return t;
 }

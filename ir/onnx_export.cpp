@@ -275,20 +275,40 @@ void Exporter::node(const Node& n) {
     for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
     return m;
   }();
-  if (const OpDef* def = OpRegistry::get().find(n.op); def && (def->sum_epilogue || def->relu_epilogue)) {
-    // A fused epilogue (conv_add_relu): the convolution, then Add, then Relu.
+  if (const OpDef* def = OpRegistry::get().find(n.op);
+      def && (def->sum_epilogue || def->activation != Activation::None)) {
+    // A fused epilogue (conv_add_relu): the convolution, then Add, then the
+    // activation, each written as the composite op it is.
     Node conv = n;
     conv.op = def->library_of;
     conv.inputs.resize(std::min<std::size_t>(n.inputs.size(), 3));
+    conv.attrs = Attrs{};
+    for (const auto& [k, v] : n.attrs.all())
+      if (k != "min" && k != "max") conv.attrs.set(k, v);
     conv.outputs = {n.outputs[0] + "__conv"};
     node(conv);
     std::string y = conv.outputs[0];
+    const bool act = def->activation != Activation::None;
     if (def->sum_epilogue) {
-      const std::string sum = def->relu_epilogue ? n.outputs[0] + "__add" : n.outputs[0];
+      const std::string sum = act ? n.outputs[0] + "__add" : n.outputs[0];
       emit("Add", n, {y, n.inputs.at(3)}, {sum});
       y = sum;
     }
-    if (def->relu_epilogue) emit("Relu", n, {y}, n.outputs);
+    switch (def->activation) {
+      case Activation::None:
+        break;
+      case Activation::Relu:
+        emit("Relu", n, {y}, n.outputs);
+        break;
+      case Activation::Clip: {  // (the bounds as clip writes them)
+        const std::string& out = n.outputs[0];
+        const DType t = dtype_of(out);
+        std::string lo = n.attrs.has("min") ? constant(Tensor::scalar(t, n.attrs.f("min", 0)), out) : std::string();
+        std::string hi = n.attrs.has("max") ? constant(Tensor::scalar(t, n.attrs.f("max", 0)), out) : std::string();
+        emit("Clip", n, {y, lo, hi}, n.outputs);
+        break;
+      }
+    }
     return;
   }
   if (const OpDef* def = OpRegistry::get().find(n.op); def && def->semantics().rfind("quantized_", 0) == 0) {
@@ -410,21 +430,34 @@ Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const s
   return true;
 }
 
-Expected<std::string> export_onnx_bytes(const Graph& g) {
+namespace {
+
+Expected<onnx::ModelProto> export_model(const Graph& g) {
   auto types = infer_types(g);
   if (!types) return types.error();
   try {
-    return Exporter(g, *types).run().SerializeAsString();
+    return Exporter(g, *types).run();
   } catch (const DiagnosticError& e) {
     return e.diag;
+  } catch (const std::exception& e) {
+    return stray_exception(SourceLoc{g.source, 0, 0}, e, "the exported graph");
   }
 }
 
+}  // namespace
+
+Expected<std::string> export_onnx_bytes(const Graph& g) {
+  auto model = export_model(g);
+  if (!model) return model.error();
+  return model->SerializeAsString();
+}
+
 Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
-  auto bytes = export_onnx_bytes(g);
-  if (!bytes) return bytes.error();
+  auto model = export_model(g);
+  if (!model) return model.error();
+  // Streamed: a model's bytes are not held twice (vit_b_32 writes 350 MB).
   std::ofstream out(path, std::ios::binary);
-  if (!out.write(bytes->data(), static_cast<std::streamsize>(bytes->size())))
+  if (!out || !model->SerializeToOstream(&out) || !out.flush())
     return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
   return true;
 }

@@ -99,6 +99,9 @@ inline AttrSpec attr_ints(std::string n) { return {std::move(n), AttrType::Ints,
 inline AttrSpec attr_reals(std::string n) { return {std::move(n), AttrType::Reals, std::nullopt, {}}; }
 inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Tensor, std::nullopt, {}}; }
 
+// The activation a fused library call applies to its result.
+enum class Activation : std::uint8_t { None, Relu, Clip };
+
 struct OpDef {
   std::string name;
   OpKind kind = OpKind::Composite;
@@ -152,11 +155,12 @@ struct OpDef {
   double unit_work = 1;
   // A library call (kind Library): the composite op whose semantics it has
   // ("matmul" for blas.matmul and cublas.matmul), and the epilogue it
-  // fuses: a fourth operand added to the result (dnnl.conv_add), then a
-  // ReLU (dnnl.conv_relu, dnnl.conv_add_relu).
+  // fuses: a fourth operand added to the result (dnnl.conv_add), then an
+  // activation (dnnl.conv_relu, dnnl.conv_add_relu, dnnl.conv_clip with
+  // clip's min and max attributes).
   std::string library_of;
   bool sum_epilogue = false;
-  bool relu_epilogue = false;
+  Activation activation = Activation::None;
   // The op this one computes: itself, or the composite a library call
   // stands for. The lowering dispatches on it.
   const std::string& semantics() const { return library_of.empty() ? name : library_of; }

@@ -178,14 +178,11 @@ void register_movement_ops(OpRegistry& r) {
       auto p = perm_of(a, x[0].rank());
       std::vector<std::int64_t> od;
       for (auto v : p) od.push_back(x[0].dims()[static_cast<std::size_t>(v)]);
-      Tensor out(x[0].dtype(), od);
+      Tensor out = Tensor::uninitialized(x[0].dtype(), od);
       auto is = x[0].strides();
-      for (std::size_t i = 0; i < out.numel(); ++i) {
-        auto c = unflatten(static_cast<std::int64_t>(i), od);
-        std::int64_t off = 0;
-        for (std::size_t k = 0; k < p.size(); ++k) off += c[k] * is[static_cast<std::size_t>(p[k])];
-        copy_elem(out, i, x[0], static_cast<std::size_t>(off));
-      }
+      std::vector<std::int64_t> os;
+      for (auto v : p) os.push_back(is[static_cast<std::size_t>(v)]);
+      copy_strided(x[0].bytes(), dtype_size(x[0].dtype()), od, os, 0, out.bytes());
       return std::vector<Tensor>{std::move(out)};
     };
     r.add(std::move(d));
@@ -331,12 +328,8 @@ void register_movement_ops(OpRegistry& r) {
       for (auto s : sizes_of(a, x[0].dims()[axis], outs)) {
         auto od = x[0].dims();
         od[axis] = s;
-        Tensor out(x[0].dtype(), od);
-        for (std::size_t i = 0; i < out.numel(); ++i) {
-          auto c = unflatten(static_cast<std::int64_t>(i), od);
-          c[axis] += base;
-          copy_elem(out, i, x[0], static_cast<std::size_t>(flat(c, is)));
-        }
+        Tensor out = Tensor::uninitialized(x[0].dtype(), od);
+        copy_strided(x[0].bytes(), dtype_size(x[0].dtype()), od, is, base * is[axis], out.bytes());
         base += s;
         res.push_back(std::move(out));
       }

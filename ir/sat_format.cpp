@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "ir/sexpr.hpp"
 
@@ -85,32 +86,70 @@ std::string attr_text(const AttrValue& v) {
       v);
 }
 
-std::string write_sat(const Graph& g) {
-  std::ostringstream o;
-  o << "(graph " << name_text(g.name.empty() ? "main" : g.name) << "\n";
+namespace {
+
+// The graph's text; init_values gives each initializer's values form.
+template <typename InitValues>
+std::string graph_text(const Graph& g, InitValues init_values) {
+  std::string o = "(graph " + name_text(g.name.empty() ? "main" : g.name) + "\n";
   for (const GraphValue& in : g.inputs) {
-    o << "  (input " << name_text(in.name) << " " << dtype_name(in.type.dtype) << " [";
-    for (std::size_t i = 0; i < in.type.shape.size(); ++i) o << (i ? " " : "") << in.type.shape[i].to_string();
-    o << "])\n";
+    o += "  (input " + name_text(in.name) + " " + dtype_name(in.type.dtype) + " [";
+    for (std::size_t i = 0; i < in.type.shape.size(); ++i) o += (i ? " " : "") + in.type.shape[i].to_string();
+    o += "])\n";
   }
-  for (const auto& [name, t] : g.initializers)
-    o << "  (init " << name_text(name) << " " << dtype_name(t.dtype()) << " " << dims_text(t.dims()) << " "
-      << values_text(t) << ")\n";
+  for (const auto& [name, t] : g.initializers) {
+    o += "  (init " + name_text(name) + " " + dtype_name(t.dtype()) + " " + dims_text(t.dims()) + " ";
+    o += init_values(t);
+    o += ")\n";
+  }
   for (const Node& n : g.nodes) {
-    o << "  (node " << (n.name.empty() ? std::string("\"\"") : name_text(n.name)) << " " << n.op << " (";
+    o += "  (node " + (n.name.empty() ? std::string("\"\"") : name_text(n.name)) + " " + n.op + " (";
     for (std::size_t i = 0; i < n.outputs.size(); ++i)
-      o << (i ? " " : "") << (n.outputs[i].empty() ? "\"\"" : name_text(n.outputs[i]));
-    o << ") (";
+      o += (i ? " " : "") + (n.outputs[i].empty() ? std::string("\"\"") : name_text(n.outputs[i]));
+    o += ") (";
     for (std::size_t i = 0; i < n.inputs.size(); ++i)
-      o << (i ? " " : "") << (n.inputs[i].empty() ? "\"\"" : name_text(n.inputs[i]));
-    o << ")";
-    for (const auto& [k, v] : n.attrs.all()) o << " :" << k << " " << attr_text(v);
-    o << ")\n";
+      o += (i ? " " : "") + (n.inputs[i].empty() ? std::string("\"\"") : name_text(n.inputs[i]));
+    o += ")";
+    for (const auto& [k, v] : n.attrs.all()) o += " :" + k + " " + attr_text(v);
+    o += ")\n";
   }
-  o << "  (output";
-  for (const std::string& out : g.outputs) o << " " << name_text(out);
-  o << "))\n";
-  return o.str();
+  o += "  (output";
+  for (const std::string& out : g.outputs) o += " " + name_text(out);
+  return o + "))\n";
+}
+
+constexpr std::size_t kDataAlignment = 64;
+
+}  // namespace
+
+std::string write_sat(const Graph& g) {
+  return graph_text(g, [](const Tensor& t) { return values_text(t); });
+}
+
+Expected<bool> write_sat_file(const Graph& g, const std::string& path, const SatFileOptions& options) {
+  const std::string data_path = path + ".data";
+  const std::string data_name = std::filesystem::path(data_path).filename().string();
+  std::ofstream data;
+  std::size_t offset = 0;
+  bool data_failed = false;
+  const std::string text = graph_text(g, [&](const Tensor& t) {
+    if (t.nbytes() <= options.external_above) return values_text(t);
+    if (!data.is_open()) data.open(data_path, std::ios::binary | std::ios::trunc);
+    const std::size_t at = offset;
+    const std::size_t end = at + t.nbytes();
+    static const char zeros[kDataAlignment] = {};
+    data.write(reinterpret_cast<const char*>(t.bytes()), static_cast<std::streamsize>(t.nbytes()));
+    offset = (end + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+    data.write(zeros, static_cast<std::streamsize>(offset - end));
+    data_failed |= !data;
+    return "(data " + name_text(data_name) + " " + std::to_string(at) + ")";
+  });
+  if (data.is_open()) data.close();
+  if (data_failed || (data.is_open() && !data)) return Diagnostic{SourceLoc{data_path, 0, 0}, "cannot write file"};
+  std::ofstream f(path, std::ios::binary);
+  if (!f.write(text.data(), static_cast<std::streamsize>(text.size())) || !f.flush())
+    return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
+  return true;
 }
 
 namespace {
@@ -208,13 +247,38 @@ Dim dim_of(const SExpr& e) {
   return Dim::symbol(sym, c, k);
 }
 
-Tensor tensor_of(DType t, const SExpr& dims, const SExpr& values) {
+// (data FILE OFFSET): the tensor's bytes in FILE (relative to the .sat's
+// folder) from OFFSET.
+Tensor tensor_from_data(DType t, std::vector<std::int64_t> dims, const SExpr& values, const std::string& sat_path) {
+  if (values.items.size() != 3) fail_at(values.loc, "expected (data FILE OFFSET)");
+  const std::string file = name_of(values.items[1], "a data file name");
+  const std::int64_t offset = int_of(values.items[2]);
+  if (offset < 0) fail_at(values.items[2].loc, "negative offset");
+  const auto where = std::filesystem::path(sat_path).parent_path() / file;
+  Tensor out = Tensor::uninitialized(t, std::move(dims));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(where, ec);
+  if (ec) fail_at(values.items[1].loc, "cannot open the data file '" + where.string() + "'");
+  if (static_cast<std::uintmax_t>(offset) > size || size - static_cast<std::uintmax_t>(offset) < out.nbytes())
+    fail_at(values.loc, "the data file '" + where.string() + "' holds " + std::to_string(size) +
+                            " bytes; the tensor needs " + std::to_string(out.nbytes()) + " from offset " +
+                            std::to_string(offset));
+  std::ifstream in(where, std::ios::binary);
+  in.seekg(offset);
+  if (!in || !in.read(reinterpret_cast<char*>(out.bytes()), static_cast<std::streamsize>(out.nbytes())))
+    fail_at(values.items[1].loc, "cannot read the data file '" + where.string() + "'");
+  return out;
+}
+
+Tensor tensor_of(DType t, const SExpr& dims, const SExpr& values, const std::string& sat_path = "") {
   auto d = ints_of(dims);
   for (auto x : d)
     if (x < 0) fail_at(dims.loc, "negative dimension");
-  if (values.kind != SExpr::Kind::Bracket) fail_at(values.loc, "expected the values [...]");
   const auto count = checked_numel(d);
   if (!count) fail_at(dims.loc, "shape " + dims.to_string() + " has more than 2^48 elements");
+  if (values.is_list() && !values.items.empty() && values.items[0].is_atom("data"))
+    return tensor_from_data(t, std::move(d), values, sat_path);
+  if (values.kind != SExpr::Kind::Bracket) fail_at(values.loc, "expected the values [...] or (data FILE OFFSET)");
   const auto n = static_cast<std::size_t>(*count);
   if (values.items.size() != n)
     fail_at(values.loc, "expected " + std::to_string(n) + " values for shape " + dims.to_string() + ", found " +
@@ -275,7 +339,7 @@ Graph graph_of(const SExpr& top, const std::string& path) {
       g.declared_inputs.push_back(g.inputs.back().name);
     } else if (head == "init") {
       if (f.items.size() != 5) fail_at(f.loc, "expected (init NAME TYPE [DIMS] [VALUES])");
-      g.initializers[declare(f.items[1], "a name")] = tensor_of(dtype_of(f.items[2]), f.items[3], f.items[4]);
+      g.initializers[declare(f.items[1], "a name")] = tensor_of(dtype_of(f.items[2]), f.items[3], f.items[4], path);
     } else if (head == "node") {
       if (f.items.size() < 5 || !f.items[3].is_list() || !f.items[4].is_list())
         fail_at(f.loc, "expected (node NAME OP (OUTPUTS) (INPUTS) :ATTR VALUE ...)");

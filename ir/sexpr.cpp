@@ -173,6 +173,19 @@ Expected<std::string> read_file(const std::string& path) {
     return Diagnostic{SourceLoc{path, 0, 0}, "is not a regular file"};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Diagnostic{SourceLoc{path, 0, 0}, "cannot open file"};
+  if (kind == std::filesystem::file_type::regular) {
+    // One read of the whole file: a stream copy grows its buffer by doubling
+    // and copies it again at the end (a third of `saturn opt`'s time on a
+    // 350 MB model).
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec) {
+      std::string bytes(size, '\0');
+      in.read(bytes.data(), static_cast<std::streamsize>(size));
+      if (in.bad() || static_cast<std::uintmax_t>(in.gcount()) != size)
+        return Diagnostic{SourceLoc{path, 0, 0}, "cannot read file"};
+      return bytes;
+    }
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Diagnostic{SourceLoc{path, 0, 0}, "cannot read file"};

@@ -10,7 +10,13 @@
 
 namespace saturn::ir {
 
-Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::move(dims)) {
+Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : Tensor(t, std::move(dims), /*zero_fill=*/true) {}
+
+Tensor Tensor::uninitialized(DType t, std::vector<std::int64_t> dims) {
+  return Tensor(t, std::move(dims), /*zero_fill=*/false);
+}
+
+Tensor::Tensor(DType t, std::vector<std::int64_t> dims, bool zero_fill) : dtype_(t), dims_(std::move(dims)) {
   for (auto d : dims_)
     if (d < 0) throw std::invalid_argument("negative dimension");
   // Callers check shapes first (checked_numel); a wrapped count here would
@@ -18,7 +24,17 @@ Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : dtype_(t), dims_(std::
   const auto count = checked_numel(dims_);
   if (!count) throw std::length_error("a tensor of more than 2^48 elements");
   numel_ = static_cast<std::size_t>(*count);
-  bytes_.assign(numel_ * dtype_size(t), 0);
+  nbytes_ = numel_ * dtype_size(t);
+  // From new[] (malloc's 16-byte alignment, which kernels reading f64 or
+  // i64 rely on), not make_shared's block behind the counts.
+  data_ =
+      zero_fill ? std::make_unique<std::uint8_t[]>(nbytes_) : std::make_unique_for_overwrite<std::uint8_t[]>(nbytes_);
+}
+
+void Tensor::unshare() {
+  auto own = std::make_unique_for_overwrite<std::uint8_t[]>(nbytes_);
+  std::memcpy(own.get(), data_.get(), nbytes_);
+  data_ = std::move(own);
 }
 
 namespace {
@@ -45,7 +61,7 @@ void store(std::uint8_t* p, std::size_t i, T v) {
 }  // namespace
 
 double Tensor::at(std::size_t i) const {
-  const std::uint8_t* p = bytes_.data();
+  const std::uint8_t* p = data_.get();
   switch (dtype_) {
     case DType::F32:
       return load<float>(p, i);
@@ -64,7 +80,7 @@ double Tensor::at(std::size_t i) const {
 }
 
 std::int64_t Tensor::at_int(std::size_t i) const {
-  const std::uint8_t* p = bytes_.data();
+  const std::uint8_t* p = data_.get();
   switch (dtype_) {
     case DType::I64:
       return load<std::int64_t>(p, i);
@@ -94,7 +110,7 @@ std::int64_t Tensor::at_int(std::size_t i) const {
 }
 
 void Tensor::set(std::size_t i, double v) {
-  std::uint8_t* p = bytes_.data();
+  std::uint8_t* p = bytes();
   switch (dtype_) {
     case DType::F32:
       store<float>(p, i, static_cast<float>(v));
@@ -130,13 +146,13 @@ void Tensor::set(std::size_t i, double v) {
 
 void Tensor::set_unsaturated(std::size_t i, double v) {
   if (is_minifloat(dtype_))
-    bytes_[i] = minifloat_code(dtype_, v, /*saturate=*/false);
+    bytes()[i] = minifloat_code(dtype_, v, /*saturate=*/false);
   else
     set(i, v);
 }
 
 void Tensor::set_int(std::size_t i, std::int64_t v) {
-  std::uint8_t* p = bytes_.data();
+  std::uint8_t* p = bytes();
   switch (dtype_) {
     case DType::I64:
       store<std::int64_t>(p, i, v);
@@ -226,6 +242,60 @@ std::string Tensor::summary() const {
     s += std::to_string(dims_[i]);
   }
   return s + ']';
+}
+
+namespace {
+
+// The innermost dimension with the element size known, so that the copy of
+// a weight's transpose is a loop of loads and stores.
+template <typename Element>
+void copy_row(const std::uint8_t* src, std::int64_t stride, std::int64_t n, std::uint8_t* dst) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    Element e;
+    std::memcpy(&e, src + i * stride * static_cast<std::int64_t>(sizeof(Element)), sizeof(Element));
+    std::memcpy(dst + i * static_cast<std::int64_t>(sizeof(Element)), &e, sizeof(Element));
+  }
+}
+
+}  // namespace
+
+void copy_strided(const std::uint8_t* base, std::size_t esize, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::int64_t>& strides, std::int64_t offset, std::uint8_t* dst) {
+  for (auto d : dims)
+    if (d == 0) return;
+  const std::size_t r = dims.size();
+  const std::int64_t inner = r ? dims[r - 1] : 1;
+  const std::int64_t step = r ? strides[r - 1] : 0;
+  const std::int64_t rows = r ? checked_numel(dims).value_or(0) / inner : 1;
+  std::vector<std::int64_t> idx(r, 0);
+  const auto es = static_cast<std::int64_t>(esize);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const std::uint8_t* src = base + offset * es;
+    switch (esize) {
+      case 1:
+        copy_row<std::uint8_t>(src, step, inner, dst);
+        break;
+      case 2:
+        copy_row<std::uint16_t>(src, step, inner, dst);
+        break;
+      case 4:
+        copy_row<std::uint32_t>(src, step, inner, dst);
+        break;
+      case 8:
+        copy_row<std::uint64_t>(src, step, inner, dst);
+        break;
+      default:
+        for (std::int64_t i = 0; i < inner; ++i) std::memcpy(dst + i * es, src + i * step * es, esize);
+    }
+    dst += inner * es;
+    // The next row: an odometer over every dimension but the innermost.
+    for (std::size_t d = r > 0 ? r - 1 : 0; d-- > 0;) {
+      offset += strides[d];
+      if (++idx[d] < dims[d]) break;
+      offset -= strides[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
 }
 
 }  // namespace saturn::ir

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,14 +18,21 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType t, std::vector<std::int64_t> dims);  // zero-filled
+  // For a tensor every byte of which is written next (a copy from a file,
+  // a permutation): skips the zero fill.
+  static Tensor uninitialized(DType t, std::vector<std::int64_t> dims);
 
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& dims() const { return dims_; }
   std::size_t rank() const { return dims_.size(); }
   std::size_t numel() const { return numel_; }
-  std::size_t nbytes() const { return bytes_.size(); }
-  const std::uint8_t* bytes() const { return bytes_.data(); }
-  std::uint8_t* bytes() { return bytes_.data(); }
+  std::size_t nbytes() const { return nbytes_; }
+  const std::uint8_t* bytes() const { return data_.get(); }
+  // Writable bytes: a tensor shared with a copy gets its own first.
+  std::uint8_t* bytes() {
+    if (data_.use_count() > 1) unshare();
+    return data_.get();
+  }
 
   // Element i (row-major) as a double / as an integer (a u64 as its bits).
   double at(std::size_t i) const;
@@ -50,10 +58,23 @@ class Tensor {
   std::string summary() const;  // "f32[2 3]"
 
  private:
+  Tensor(DType t, std::vector<std::int64_t> dims, bool zero_fill);
+  void unshare();
+
   DType dtype_ = DType::F32;
   std::vector<std::int64_t> dims_;
   std::size_t numel_ = 1;
-  std::vector<std::uint8_t> bytes_;
+  // Copies share the values until one is written (a model's weights pass
+  // through the importer, the e-graph, the extracted graph and the exporter
+  // without being copied).
+  std::shared_ptr<std::uint8_t[]> data_;
+  std::size_t nbytes_ = 0;
 };
+
+// Copies the elements of a strided view into dst, in row-major order: the
+// element at index (i0, i1, ...) is base's element offset + sum(ik *
+// strides[k]) (strides in elements, 0 for a broadcast dimension).
+void copy_strided(const std::uint8_t* base, std::size_t esize, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::int64_t>& strides, std::int64_t offset, std::uint8_t* dst);
 
 }  // namespace saturn::ir

@@ -20,7 +20,10 @@ using ir::DType;
 
 class CpuTarget final : public Target {
  public:
-  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir) { traits_.name = "cpu"; }
+  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir) {
+    traits_.name = "cpu";
+    traits_.conv_clip_epilogue = true;
+  }
   const TargetTraits& traits() const override { return traits_; }
 
   Step block_copy(const BlockCopy& c, const std::string& label) override { return make_host_block_copy_step(c, label); }

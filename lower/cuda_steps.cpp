@@ -458,13 +458,16 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
                                                 const View* skip, BufferId out) {
   if (spec.x_dims.size() < 3 || spec.x_dims.size() > 5 || spec.pads_begin != spec.pads_end) return std::nullopt;
   if (skip && !skip->whole()) return std::nullopt;  // the residual is read as y's own layout
+  // (cuDNN's fused call takes a ReLU only; no cuda rule makes other epilogues.)
+  if (spec.activation != ir::Activation::None && spec.activation != ir::Activation::Relu) return std::nullopt;
   auto st = std::make_shared<ConvState>();
   const bool lift = spec.x_dims.size() == 3;
   st->spec = lift ? with_unit_height(spec) : spec;
   st->x_strides = tidy_strides(lift ? with_unit_height(x) : x);
   Step s;
   s.kind = StepKind::Conv;
-  s.label = std::string("cudnn conv") + (bias ? "+bias" : "") + (spec.sum ? "+sum" : "") + (spec.relu ? "+relu" : "");
+  s.label = std::string("cudnn conv") + (bias ? "+bias" : "") + (spec.sum ? "+sum" : "") +
+            (spec.activation == ir::Activation::Relu ? "+relu" : "");
   s.reads = {x.buffer, w};
   if (bias) s.reads.push_back(*bias);
   if (skip) s.reads.push_back(skip->buffer);
@@ -482,7 +485,7 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
     // With a ReLU: one fused call, y = relu(conv(x) + bias + z), z the
     // residual (or zeros). Without: the convolution accumulating into the
     // residual, then the bias.
-    const bool fused = sp.relu;
+    const bool fused = sp.activation == ir::Activation::Relu;
     st->make(h);
     const std::uint64_t y = device_address(ctx, out);
     // The residual is accumulated into y: copied there first, unless the

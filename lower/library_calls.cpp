@@ -145,15 +145,16 @@ bool same_layout(const memory::desc& a, const memory::desc& b) {
   return true;
 }
 
-// oneDNN's ReLU post-op is max(x, 0) in the vector unit's sense: a NaN
-// becomes 0, where relu (the reference, numpy.maximum, cuDNN with
-// CUDNN_PROPAGATE_NAN) keeps it. A convolution's result can only be NaN
-// where an operand holds a NaN or an infinity, or where a sum overflows: the
-// step bounds its operands' magnitudes first (one read of the source, and of
-// the residual and run-time weights when there are some) and, when a NaN
-// cannot be excluded, runs `unfused` (the same primitive and layouts, no
-// ReLU) and a NaN-keeping ReLU after it.
-struct NanKeepingRelu {
+// oneDNN's activation post-ops compute in the vector unit's sense: ReLU's
+// max(x, 0) and clip's max and min turn a NaN into 0 or a bound, where the
+// reference's relu and clip (numpy, cuDNN with CUDNN_PROPAGATE_NAN) keep it.
+// A convolution's result can only be NaN where an operand holds a NaN or an
+// infinity, or where a sum overflows: the step bounds its operands' magnitudes first (one read of
+// the source, and of the residual and run-time weights when there are some)
+// and, when a NaN cannot be excluded, runs `unfused` (the same primitive
+// and layouts, no activation) and the activation as the reference computes
+// it after it.
+struct NanKeepingActivation {
   dnnl::primitive unfused;
   double taps = 0;                     // products summed into a result element
   float weight_max = 0, bias_max = 0;  // constants' magnitudes (run-time ones are scanned)
@@ -170,7 +171,9 @@ struct DnnlState {
   memory user_src, user_dst, user_skip, user_weights;
   std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst, to_weights;
   std::optional<View> run_weights, run_bias;  // operands read at every run
-  std::optional<NanKeepingRelu> relu_guard;   // with a ReLU post-op
+  std::optional<NanKeepingActivation> guard;  // with an activation post-op
+  ir::Activation activation = ir::Activation::None;
+  float clip_min = 0, clip_max = 0;
 };
 
 std::string dims_text(const std::vector<std::int64_t>& d) {
@@ -315,7 +318,7 @@ float as_magnitude(std::int32_t bits) { return std::bit_cast<float>(bits); }
 // result a sum of `taps` products can reach (with the bias and the residual)
 // far from overflowing. (Half of FLT_MAX: rounding grows a sum of
 // thousands of terms by well under a percent.)
-bool relu_sees_no_nan(const DnnlState& p, const NanKeepingRelu& g, const RunContext& ctx, bool sum) {
+bool result_is_finite(const DnnlState& p, const NanKeepingActivation& g, const RunContext& ctx, bool sum) {
   const std::int32_t x = max_magnitude(ctx, p.src);
   const std::int32_t w = p.run_weights ? max_magnitude(ctx, p.weights) : std::bit_cast<std::int32_t>(g.weight_max);
   const std::int32_t b = p.run_bias ? max_magnitude(ctx, p.bias) : std::bit_cast<std::int32_t>(g.bias_max);
@@ -326,11 +329,21 @@ bool relu_sees_no_nan(const DnnlState& p, const NanKeepingRelu& g, const RunCont
   return bound < std::numeric_limits<float>::max() / 2;
 }
 
-// relu as the reference's max(x, 0): NaN (and -0) kept.
-void keep_nan_relu(const memory& m) {
+// The activation as the reference computes it, over a result that may hold
+// NaN: relu's max(x, 0) and clip's bounds keep it (and -0).
+void reference_activation(const DnnlState& p, const memory& m) {
   float* y = static_cast<float*>(m.get_data_handle());
   const std::size_t n = m.get_desc().get_size() / sizeof(float);
-  for (std::size_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
+  switch (p.activation) {
+    case ir::Activation::None:
+      return;
+    case ir::Activation::Relu:
+      for (std::size_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
+      return;
+    case ir::Activation::Clip:
+      for (std::size_t i = 0; i < n; ++i) y[i] = y[i] < p.clip_min ? p.clip_min : y[i] > p.clip_max ? p.clip_max : y[i];
+      return;
+  }
 }
 
 // Runs `prim` with src/dst (plus `extra` arguments) bound to this run's
@@ -351,11 +364,11 @@ void run_primitive(DnnlState& p, const RunContext& ctx, const View& x, BufferId 
   }
   args.emplace(DNNL_ARG_SRC, p.src);
   args.emplace(DNNL_ARG_DST, p.dst);
-  if (p.relu_guard) p.stream.wait();  // (the reorders' results are scanned)
-  if (p.relu_guard && !relu_sees_no_nan(p, *p.relu_guard, ctx, skip != nullptr)) {
-    p.relu_guard->unfused.execute(p.stream, args);
+  if (p.guard) p.stream.wait();  // (the reorders' results are scanned)
+  if (p.guard && !result_is_finite(p, *p.guard, ctx, skip != nullptr)) {
+    p.guard->unfused.execute(p.stream, args);
     p.stream.wait();
-    keep_nan_relu(p.dst);
+    reference_activation(p, p.dst);
   } else {
     p.prim.execute(p.stream, args);
   }
@@ -410,14 +423,36 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
 namespace {
 
 // The post-ops a convolution (direct or transposed) takes: the residual sum,
-// then a ReLU.
+// then the activation.
 dnnl::primitive_attr epilogue_attr(const ConvSpec& spec) {
   dnnl::primitive_attr attr;
   dnnl::post_ops po;
   if (spec.sum) po.append_sum(1.0f);
-  if (spec.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  switch (spec.activation) {
+    case ir::Activation::None:
+      break;
+    case ir::Activation::Relu:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      break;
+    case ir::Activation::Clip:  // oneDNN's bounds are floats, as the result's elements
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(spec.clip_min),
+                        static_cast<float>(spec.clip_max));
+      break;
+  }
   attr.set_post_ops(po);
   return attr;
+}
+
+const char* activation_label(ir::Activation a) {
+  switch (a) {
+    case ir::Activation::Relu:
+      return " +relu";
+    case ir::Activation::Clip:
+      return " +clip";
+    case ir::Activation::None:
+      break;
+  }
+  return "";
 }
 
 // The step of a convolution primitive already made in `st` (`pd` its
@@ -443,7 +478,7 @@ LibraryStep convolution_step(std::shared_ptr<DnnlState> st, const PrimitiveDesc&
   Step& s = r.step;
   s.kind = StepKind::Conv;
   s.label = "oneDNN " + what + " " + dims_text(spec.x_dims) + " * " + dims_text(spec.w_dims) +
-            (spec.sum ? " +sum" : "") + (spec.relu ? " +relu" : "") + (st->to_src ? " (src reordered)" : "") +
+            (spec.sum ? " +sum" : "") + activation_label(spec.activation) + (st->to_src ? " (src reordered)" : "") +
             (st->from_dst ? " (dst reordered)" : "") + (st->run_weights ? " (weights at run time)" : "");
   s.reads = {x.buffer};
   if (skip_view) s.reads.push_back(skip_view->buffer);
@@ -481,20 +516,23 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
   st->prim = dnnl::convolution_forward(pd);
   LibraryStep r = convolution_step(st, pd, "conv", spec, x, w, bias, user_w, bias_md, skip, out, keep);
-  if (spec.relu) {
-    // The same convolution in the layouts chosen above, without the ReLU.
+  if (spec.activation != ir::Activation::None) {
+    // The same convolution in the layouts chosen above, without the activation.
     ConvSpec no_relu = spec;
-    no_relu.relu = false;
+    no_relu.activation = ir::Activation::None;
     dnnl::convolution_forward::desc same(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                          pd.src_desc(), pd.weights_desc(), bias_md, pd.dst_desc(),
                                          to_dims(spec.strides), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
-    NanKeepingRelu g;
+    NanKeepingActivation g;
     g.unfused = dnnl::convolution_forward({same, epilogue_attr(no_relu), st->engine});
     g.taps = static_cast<double>(ir::numel(spec.w_dims) / spec.w_dims[0]);
     const RunContext now;
     if (!st->run_weights) g.weight_max = as_magnitude(max_magnitude(now, st->weights));
     if (bias && !st->run_bias) g.bias_max = as_magnitude(max_magnitude(now, st->bias));
-    st->relu_guard = std::move(g);
+    st->guard = std::move(g);
+    st->activation = spec.activation;
+    st->clip_min = static_cast<float>(spec.clip_min);
+    st->clip_max = static_cast<float>(spec.clip_max);
   }
   return r;
 }

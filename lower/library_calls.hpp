@@ -5,10 +5,12 @@
 // run's buffer addresses and calls the library.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ir/op.hpp"
 #include "lower/program.hpp"
 #include "lower/view.hpp"
 
@@ -64,8 +66,10 @@ struct ConvSpec {
   std::vector<std::int64_t> x_dims, w_dims, out_dims;
   std::vector<std::int64_t> strides, dilations, pads_begin, pads_end;
   std::int64_t group = 1;
-  bool relu = false;
   bool sum = false;
+  // The activation after the sum; a clip's bounds (infinite when absent).
+  ir::Activation activation = ir::Activation::None;
+  double clip_min = -HUGE_VAL, clip_max = HUGE_VAL;
 };
 // A weight or bias operand of a library step: `view` (dense) into a
 // constant (the Weight buffer's tensor), read once when the step is made and
@@ -108,7 +112,7 @@ std::optional<Step> make_qmatmul_step(const QMatmulSpec& q, const View& a, const
 // `spec` as for make_conv_step but w_dims are ONNX's [C, M/G, k...] and the
 // pads are the transposed op's (the result's position o takes input i at tap
 // k where o = i stride - pads_begin + k dilation; pads_end may be negative,
-// from output_padding). relu and sum are not used (lower_convolution plans
+// from output_padding). The activation and sum are not used (lower_convolution plans
 // no epilogue for it: oneDNN 2.6 runs it several times slower with one).
 LibraryStep make_conv_transpose_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                      const std::optional<LibraryOperand>& bias, BufferId out,

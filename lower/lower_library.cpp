@@ -109,6 +109,9 @@ ConvSpec conv_spec(const ir::Node& n, const Dims& x, const Dims& w, const Dims& 
 bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Value*>& in, const Dims& out) {
   ir::WindowGeometry win;
   ConvSpec spec = conv_spec(n, in[0]->dims, in[1]->dims, out, &win);
+  spec.activation = def.activation;
+  spec.clip_min = n.attrs.f("min", -HUGE_VAL);
+  spec.clip_max = n.attrs.f("max", HUGE_VAL);
   // cuDNN takes symmetric padding only. The exact right padding computed
   // above may be smaller than the left one and still give the same result
   // (a last window that does not reach it): then the symmetric one does
@@ -129,9 +132,9 @@ bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Va
     spec.x_dims = padded.dims;
     std::fill(spec.pads_begin.begin(), spec.pads_begin.end(), 0);
     std::fill(spec.pads_end.begin(), spec.pads_end.end(), 0);
-    return lower_convolution(n, false, spec, padded, *in[1], bias, skip, def.relu_epilogue);
+    return lower_convolution(n, false, spec, padded, *in[1], bias, skip);
   }
-  return lower_convolution(n, false, spec, *in[0], *in[1], bias, skip, def.relu_epilogue);
+  return lower_convolution(n, false, spec, *in[0], *in[1], bias, skip);
 }
 
 const ir::Tensor* Lowerer::constant_of(const Value* v) const {
@@ -221,7 +224,7 @@ bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, c
   for (std::size_t i = 0; i < g.begin.size(); ++i)  // what is left of the full result past `out`
     spec.pads_end.push_back((spec.x_dims[2 + i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
                             g.begin[i] - out[2 + i]);
-  if (lower_convolution(n, true, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr, false)) return true;
+  if (lower_convolution(n, true, spec, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr)) return true;
   if (!target_->traits().symmetric_padding_only) return false;  // (a geometry the library lacks: the reference)
   // cuDNN crops both sides of the full result alike. Otherwise (one-sided
   // pads, SAME with an odd kernel - stride): the full result unpadded, with
@@ -234,7 +237,7 @@ bool Lowerer::lower_conv_transpose(const ir::Node& n, std::vector<Value*>& in, c
     full.pads_begin[i] = full.pads_end[i] = 0;
     start[2 + i] = g.begin[i];
   }
-  if (!lower_convolution(n, true, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr, false)) return false;
+  if (!lower_convolution(n, true, full, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, nullptr)) return false;
   Value& v = values_.at(n.outputs[0]);
   v.view = v.view.sliced(start, Dims(out.size(), 1), out);
   v.dims = out;
@@ -278,8 +281,7 @@ bool Lowerer::lower_library_pool(const ir::Node& n, Value& x, const Dims& out) {
 }
 
 bool Lowerer::lower_convolution(const ir::Node& n, bool transposed, ConvSpec spec, Value& x_value, Value& w_value,
-                                Value* bias_value, Value* skip, bool relu) {
-  spec.relu = relu;
+                                Value* bias_value, Value* skip) {
   spec.sum = skip != nullptr;
   const View x = dense(x_value);
   std::optional<View> skip_view;

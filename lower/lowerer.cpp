@@ -33,18 +33,7 @@ bool library(const ir::Node& n) {
 
 // Copies the elements of a view, row-major, into dst.
 void copy_view(const std::uint8_t* base, std::size_t esize, const View& v, std::uint8_t* dst) {
-  const std::int64_t n = ir::numel(v.dims);
-  std::vector<std::int64_t> idx(v.dims.size(), 0);
-  std::int64_t off = v.offset;
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::memcpy(dst + static_cast<std::size_t>(i) * esize, base + static_cast<std::size_t>(off) * esize, esize);
-    for (std::size_t d = v.dims.size(); d-- > 0;) {
-      off += v.strides[d];
-      if (++idx[d] < v.dims[d]) break;
-      off -= v.strides[d] * v.dims[d];
-      idx[d] = 0;
-    }
-  }
+  ir::copy_strided(base, esize, v.dims, v.strides, v.offset, dst);
 }
 
 // The `given` flags of an op kernel's call (a bool array: std::vector<bool>
@@ -310,11 +299,36 @@ void Lowerer::read_in_several_kernels(Value& x) {
 
 std::string Lowerer::where() const { return o_.target == LoweringTarget::Cuda ? "cuda" : "cpu"; }
 
+// A convolution whose clip epilogue the target's library cannot take
+// (cuDNN's fused call takes a ReLU only) becomes the library convolution
+// and the clip after it, in the graph being lowered (its own copy), so
+// that the clip is typed, lowered and fused like any other.
+void Lowerer::split_unfusable_epilogues() {
+  if (target_->traits().conv_clip_epilogue) return;
+  std::vector<ir::Node> nodes;
+  for (ir::Node& n : graph_->nodes) {
+    const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+    if (!def || def->activation != ir::Activation::Clip || n.outputs.empty()) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    ir::Node conv = n, clip{n.name, "clip", {n.outputs[0] + " before clip"}, n.outputs, {}, n.source_op};
+    conv.op = n.op.substr(0, n.op.find('.')) + ".conv";
+    conv.outputs = {clip.inputs[0]};
+    conv.attrs = {};
+    for (const auto& [k, v] : n.attrs.all()) (k == "min" || k == "max" ? clip.attrs : conv.attrs).set(k, v);
+    nodes.push_back(std::move(conv));
+    nodes.push_back(std::move(clip));
+  }
+  graph_->nodes = std::move(nodes);
+}
+
 Expected<std::shared_ptr<Program>> Lowerer::run() {
   auto t0 = std::chrono::steady_clock::now();
   std::optional<Diagnostic> failure;
   try {
     target_ = o_.target == LoweringTarget::Cuda ? make_cuda_target(*p_, o_) : make_cpu_target(*p_, o_);
+    split_unfusable_epilogues();
     auto types = ir::infer_types(*graph_);
     if (!types) throw DiagnosticError{types.error()};
     types_ = std::move(*types);

@@ -149,6 +149,7 @@ class Lowerer {
   bool fold_constant(const ir::Node& n, const ir::OpDef& def);
   void lower_reference(const ir::Node& n, const std::vector<ir::ValueType>& out_types);
   void lower_outputs();
+  void split_unfusable_epilogues();
 
   // ---- lower_elementwise.cpp
   // An elementwise op (or comparison, logic, where, cast) as a pending
@@ -256,7 +257,7 @@ class Lowerer {
   // (the sum post-op) and then a ReLU when its op says so. False: the
   // library does not take this geometry.
   bool lower_convolution(const ir::Node& n, bool transposed, ConvSpec spec, Value& x_value, Value& w_value,
-                         Value* bias_value, Value* skip, bool relu);
+                         Value* bias_value, Value* skip);
   // A weight or bias operand of a convolution: a whole constant, read once
   // when lowering; otherwise read at every run, dense (or row-major where
   // the target's library reads it so).

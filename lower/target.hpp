@@ -53,6 +53,9 @@ struct TargetTraits {
   // The pooling kernel of lower/host_steps or cuda_codegen takes f16 /
   // bf16 values; otherwise they run the reference kernel.
   bool half_pooling_kernel = false;
+  // A library convolution takes clip as an epilogue (oneDNN's eltwise
+  // post-op); otherwise the clip of dnnl.conv_clip is a kernel after it.
+  bool conv_clip_epilogue = false;
 };
 
 class Target {

@@ -305,7 +305,7 @@ std::string summarize(const nlohmann::json& r) {
       << r["egraph"]["iterations"] << " iterations, " << r["phases"]["saturate"]["stop_reason"].get<std::string>()
       << "\n";
   s << "  time:";
-  for (const char* name : {"import", "saturate", "extract", "export"})
+  for (const char* name : {"read", "import", "saturate", "extract", "export"})
     if (r["phases"].contains(name)) s << " " << name << " " << r["phases"][name]["time_ms"].get<double>() << " ms";
   s << "\n";
   std::vector<std::pair<std::size_t, std::string>> fired;

@@ -3,9 +3,9 @@
 // renamed to its library op (blas.matmul, dnnl.conv, cudnn.max_pool, ...),
 // as matmul-blas, conv-dnnl and their cuda twins rewrite it (the same
 // guards), then a library convolution's only use by an add of a value of
-// its result's type, or by a relu, fused into it (conv-add-dnnl,
-// conv-relu-dnnl, conv-add-relu-dnnl; of an add of two convolutions, the
-// later one takes it), without saturating. Lowering tests compile both
+// its result's type, or by a relu (or on the CPU an f32 clip), fused into
+// it (conv-add-dnnl, conv-relu-dnnl, conv-add-relu-dnnl, conv-clip-dnnl; of
+// an add of two convolutions, the later one takes it), without saturating. Lowering tests compile both
 // forms: the graph as written runs Saturn's loop nests, this one the
 // libraries.
 #pragma once
@@ -45,7 +45,8 @@ inline ir::Graph as_library_calls(ir::Graph g, const std::string& target) {
   std::map<std::string, std::size_t> producer;
   // Node n becomes `op` over the inputs of the convolution computing
   // value v (its only use), plus `skip`.
-  auto take = [&](ir::Node& n, const std::string& v, const std::string& op, const std::string& skip) {
+  auto take = [&](ir::Node& n, const std::string& v, const std::string& op, const std::string& skip,
+                  const ir::Attrs& more = {}) {
     auto p = producer.find(v);
     if (p == producer.end() || uses[v] != 1) return false;
     const ir::Node& conv = g.nodes[p->second];
@@ -53,6 +54,7 @@ inline ir::Graph as_library_calls(ir::Graph g, const std::string& target) {
     ir::Node fused = conv;
     fused.op = conv.op == dnn + "conv_add" ? dnn + "conv_add_relu" : op;
     fused.outputs = n.outputs;
+    for (const auto& [k, a] : more.all()) fused.attrs.set(k, a);
     if (!skip.empty()) {
       fused.inputs.resize(3);
       fused.inputs.push_back(skip);
@@ -76,6 +78,9 @@ inline ir::Graph as_library_calls(ir::Graph g, const std::string& target) {
       }
     } else if (n.op == "relu" && n.inputs.size() == 1) {
       take(n, n.inputs[0], dnn + "conv_relu", "");
+    } else if (!cuda && n.op == "clip" && n.inputs.size() == 1 && types->at(n.inputs[0]).dtype == ir::DType::F32 &&
+               producer.count(n.inputs[0]) && g.nodes[producer.at(n.inputs[0])].op == dnn + "conv") {
+      take(n, n.inputs[0], dnn + "conv_clip", "", n.attrs);
     }
     for (const std::string& o : n.outputs) producer[o] = i;
   }

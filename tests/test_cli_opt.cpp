@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "ir/onnx_import.hpp"
+#include "ir/tensor.hpp"
 
 using saturn::test::run_cli;
 using saturn::test::source_dir;
@@ -276,4 +278,45 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
   CHECK(hurried["models"][0]["measured"] == 1);  // the budget is checked before each op
   CHECK(hurried["entries"] == 1);
   CHECK(hurried["models"][0]["modeled_ops"].get<int>() == measured - 1);
+}
+
+TEST_CASE("opt -o X.sat puts weights over 64 KiB in X.sat.data - --inline-weights keeps them in the text") {
+  // A product by a [200 200] weight (160 KB) and a small bias.
+  auto model = temp("big.sat"), input = temp("x.pb");
+  {
+    std::ofstream f(model);
+    f << "(graph big (input x f32 [2 200]) (init w f32 [200 200] [";
+    for (int i = 0; i < 200 * 200; ++i) f << (i ? " " : "") << (i % 17) * 0.125 - 1;
+    f << "]) (init b f32 [200] [";
+    for (int i = 0; i < 200; ++i) f << (i ? " " : "") << i * 0.5;
+    f << "]) (node mm matmul (y) (x w)) (node add add (z) (y b)) (output z))\n";
+  }
+  saturn::ir::Tensor x(saturn::ir::DType::F32, {2, 200});
+  for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i % 7) - 3);
+  REQUIRE(saturn::ir::write_tensor_pb(x, input.string()));
+  auto split = temp("split.sat"), whole = temp("whole.sat"), ref = temp("ref");
+  REQUIRE(
+      run_cli("run " + model.string() + " --target interp --inputs " + input.string() + " -o " + ref.string()).status ==
+      0);
+  auto r = run_cli("opt " + model.string() + " --target cpu -q -o " + split.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const fs::path data = split.string() + ".data";
+  REQUIRE(fs::exists(data));
+  CHECK(fs::file_size(data) == 160000);  // the weight (a multiple of 64 bytes); the bias stays in the text
+  REQUIRE(run_cli("opt " + model.string() + " --target cpu -q --inline-weights -o " + whole.string()).status == 0);
+  CHECK_FALSE(fs::exists(whole.string() + ".data"));
+  CHECK(fs::file_size(whole) > fs::file_size(split) + 100000);
+  // Both run, with the outputs of the model as written.
+  for (const auto& sat : {split, whole}) {
+    auto run = run_cli("run " + sat.string() + " --target cpu --no-opt --inputs " + input.string() + " --check " +
+                       (ref / "output_0.pb").string());
+    INFO(sat << ": " << run.err);
+    CHECK(run.status == 0);
+  }
+  // The data file goes with the .sat: moved alone, the .sat says which file it lacks.
+  fs::rename(data, data.string() + ".moved");
+  auto lost = run_cli("run " + split.string() + " --target cpu --no-opt --inputs " + input.string());
+  CHECK(lost.status == 2);
+  CHECK_THAT(lost.err, Catch::Contains("cannot open the data file") && Catch::Contains("split.sat.data"));
 }

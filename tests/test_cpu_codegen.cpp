@@ -1766,6 +1766,31 @@ TEST_CASE("oneDNN max pooling and relu keep NaN and -inf - as the reference") {
   CHECK(steps_with(*q2, "oneDNN max pool") == 1);  // (oneDNN refuses these average pools)
 }
 
+TEST_CASE("A clip fused into a oneDNN convolution keeps NaN - and its bounds") {
+  // oneDNN's clip post-op is max and min in the vector unit's sense, which
+  // turn a NaN into a bound.
+  models::GraphBuilder b("conv_clip_nan");
+  std::string x = b.input("x", {1, 3, 6, 7});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  ir::Attrs relu6, above;
+  relu6.set("min", 0.0);
+  relu6.set("max", 6.0);
+  above.set("min", -0.25);  // no max
+  const ir::Graph g =
+      b.finish({b.op("clip", {b.op("conv", {x, b.weight({4, 3, 3, 3}, 2.0), b.weight({4}, 0.5)}, pads)}, relu6),
+                b.op("clip", {b.op("conv", {x, b.weight({4, 3, 3, 3}, 2.0)}, pads)}, above)});
+  auto check_with = [&](std::uint32_t seed, std::vector<std::pair<std::size_t, float>> special) {
+    ir::Tensor in = random_tensor({1, 3, 6, 7}, seed);
+    for (auto [i, v] : special) in.set(i, v);
+    auto p = check_against_interpreter(g, {in}, 1e-5, 1e-5);
+    CHECK(steps_with(*p, "+clip") == 2);
+    CHECK(steps_with(*p, "clip") == 2);  // no clip of its own
+  };
+  SECTION("finite operands - both bounds reached") { check_with(1, {}); }
+  SECTION("a NaN in the source") { check_with(2, {{17, NAN}}); }
+  SECTION("infinities in the source") { check_with(3, {{40, INFINITY}, {41, -INFINITY}}); }
+}
+
 TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
   // oneDNN's ReLU post-op maps NaN to 0; found by tools/fuzz_targets.py --family nn.
   models::GraphBuilder b("conv_relu_nan");

@@ -69,3 +69,46 @@ TEST_CASE("tensors store and convert every dtype") {
   CHECK(Tensor::of_ints(DType::I32, {2}, {7, 8}).summary() == "i32[2]");
   CHECK_THROWS(Tensor(DType::F32, {-1}));
 }
+
+TEST_CASE("a tensor's copies share its values until one is written") {
+  Tensor a = Tensor::of_doubles(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor b = a;
+  CHECK(static_cast<const Tensor&>(a).bytes() == b.bytes());  // shared, not copied
+  a.set(0, 10);                                               // a gets its own first
+  CHECK(a.at(0) == 10);
+  CHECK(b.at(0) == 1);
+  CHECK(static_cast<const Tensor&>(a).bytes() != b.bytes());
+  Tensor c = b;
+  c.bytes()[0] = 0xff;  // writable bytes unshare too
+  CHECK(b.at(0) == 1);
+  Tensor r = b.reshaped({3, 2});
+  r.set_int(5, 7);
+  CHECK(b.at(5) == 6);
+  CHECK(r.at(5) == 7);
+  Tensor u = Tensor::uninitialized(DType::I64, {3});
+  CHECK(u.nbytes() == 24);
+  CHECK(reinterpret_cast<std::uintptr_t>(u.bytes()) % 16 == 0);  // what f64 and i64 kernels read
+  CHECK(Tensor().nbytes() == 0);
+}
+
+TEST_CASE("copy_strided gathers a strided view - permuted, offset, broadcast") {
+  const Tensor t = Tensor::of_doubles(DType::F32, {2, 3}, {0, 1, 2, 3, 4, 5});
+  auto gather = [&](std::vector<std::int64_t> dims, std::vector<std::int64_t> strides, std::int64_t offset) {
+    Tensor out = Tensor::uninitialized(DType::F32, dims);
+    copy_strided(t.bytes(), 4, dims, strides, offset, out.bytes());
+    std::vector<double> v;
+    for (std::size_t i = 0; i < out.numel(); ++i) v.push_back(out.at(i));
+    return v;
+  };
+  CHECK(gather({3, 2}, {1, 3}, 0) == std::vector<double>{0, 3, 1, 4, 2, 5});  // the transpose
+  CHECK(gather({2, 2}, {3, 1}, 1) == std::vector<double>{1, 2, 4, 5});        // a slice
+  CHECK(gather({2, 2, 3}, {0, 3, 1}, 0) == std::vector<double>{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5});
+  CHECK(gather({3}, {-1}, 5) == std::vector<double>{5, 4, 3});
+  CHECK(gather({}, {}, 4) == std::vector<double>{4});
+  CHECK(gather({0, 3}, {3, 1}, 0).empty());
+  // Element sizes without a fast path (a 3-byte element) copy byte for byte.
+  const std::uint8_t bytes[] = {1, 2, 3, 4, 5, 6};
+  std::uint8_t out[6] = {};
+  copy_strided(bytes, 3, {2}, {-1}, 1, out);
+  CHECK(std::vector<int>(out, out + 6) == std::vector<int>{4, 5, 6, 1, 2, 3});
+}

@@ -667,3 +667,22 @@ TEST_CASE("a fused conv_add takes a fourth operand of exactly the convolution's 
   auto s = run("dnnl.conv_add", {xt, wt, bt, skip});
   CHECK(values(s[0]) == std::vector<double>{-7.5, -2.5, 7.5, -11.5});
 }
+
+TEST_CASE("a fused conv_clip is clip(conv(...)) with clip's bounds - either may be absent") {
+  Tensor xt = f32({1, 1, 2, 2}, {1, -2, 3, NAN}), wt = f32({1, 1, 1, 1}, {2}), bt = f32({1}, {0.5});
+  Attrs both, low, none;
+  both.set("min", 0.0);
+  both.set("max", 6.0);
+  low.set("min", 1.0);
+  // conv: 2.5, -3.5, 6.5, NaN
+  auto r = run("dnnl.conv_clip", {xt, wt, bt}, both);
+  CHECK(values(r[0])[0] == 2.5);
+  CHECK(values(r[0])[1] == 0);
+  CHECK(values(r[0])[2] == 6);
+  CHECK(std::isnan(values(r[0])[3]));  // clip's max and min keep a NaN
+  auto l = run("dnnl.conv_clip", {xt, wt, bt}, low);
+  CHECK(values(l[0])[1] == 1);
+  CHECK(values(l[0])[2] == 6.5);
+  auto n = run("dnnl.conv_clip", {xt, wt, bt}, none);
+  CHECK(values(n[0])[1] == -3.5);
+}

@@ -116,6 +116,36 @@ TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal pro
   }
 }
 
+TEST_CASE("a ReLU6 after a convolution becomes oneDNN's clip post-op - and computes the same", "[opt][e2e]") {
+  // MobileNetV2's block: a 1x1 expansion and a depthwise 3x3, each followed
+  // by clip(0, 6).
+  models::GraphBuilder b("relu6");
+  std::string x = b.input("x", {1, 8, 14, 14});
+  ir::Attrs relu6;
+  relu6.set("min", 0.0);
+  relu6.set("max", 6.0);
+  ir::Attrs depthwise;
+  depthwise.set("group", std::int64_t{32});
+  depthwise.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  std::string e = b.op("clip", {b.op("conv", {x, b.weight({32, 8, 1, 1}, 0.5), b.weight({32}, 0.1)})}, relu6);
+  std::string d =
+      b.op("clip", {b.op("conv", {e, b.weight({32, 1, 3, 3}, 0.5), b.weight({32}, 0.1)}, depthwise)}, relu6);
+  const ir::Graph g = b.finish({d});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  CHECK(ops.value("dnnl.conv_clip", 0) == 2);
+  CHECK_FALSE(ops.contains("clip"));
+  check_same_outputs(g, res->graph, 3);
+  // Written as ONNX, the call is the Conv and Clip it stands for.
+  auto bytes = ir::export_onnx_bytes(res->graph);
+  REQUIRE(bytes);
+  auto back = ir::import_onnx_bytes(*bytes, "relu6");
+  if (!back) FAIL(back.error().to_string());
+  check_same_outputs(g, *back, 4);
+  for (const ir::Node& n : back->nodes) CHECK(n.op != "dnnl.conv_clip");
+}
+
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
   auto res = pipeline::optimize(cnn, shipped("cpu"));

@@ -1,10 +1,15 @@
 // The .sat text format: reading, writing, exact round trips, errors.
+#include <unistd.h>
 #include <catch2/catch.hpp>
+
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <new>
 #include <stdexcept>
 
 #include "ir/sat_format.hpp"
+#include "ir/sexpr.hpp"
 #include "runtime/interp.hpp"
 
 using namespace saturn;
@@ -172,4 +177,63 @@ TEST_CASE("an exception a reader's checks let through names the file - memory as
       saturn::stray_exception(SourceLoc{"m.onnx", 0, 0}, std::out_of_range("vector::_M_range_check"), "the model");
   CHECK(bug.to_string().rfind("m.onnx: error: internal error reading the model (vector::_M_range_check)", 0) == 0);
   CHECK(bug.message.find("please report it") != std::string::npos);
+}
+
+TEST_CASE("large weights go to a data file beside the .sat - and read back bit for bit") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("saturn-sat-data-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Graph g;
+  g.name = "data";
+  g.inputs.push_back(GraphValue{"x", ValueType{DType::F32, shape_of({2, 3})}});
+  Tensor big(DType::F32, {3, 40}), odd(DType::I64, {7}), small(DType::F32, {2});
+  for (std::size_t i = 0; i < big.numel(); ++i) big.set(i, 0.1 * static_cast<double>(i) - 3);
+  big.set(5, NAN);
+  for (std::size_t i = 0; i < odd.numel(); ++i) odd.set_int(i, -static_cast<std::int64_t>(i) * 1000003);
+  small.set(0, 1.5);
+  g.initializers = {{"big", big}, {"odd", odd}, {"small", small}};
+  g.nodes.push_back(Node{"mm", "matmul", {"x", "big"}, {"y"}, {}, ""});
+  g.outputs = {"y", "odd", "small"};
+  const std::string path = (dir / "m.sat").string();
+  SatFileOptions o;
+  o.external_above = 16;  // bytes: big and odd go out, small stays in the text
+  REQUIRE(write_sat_file(g, path, o));
+  const std::string text = *read_file(path);
+  CHECK(text.find("(init big f32 [3 40] (data m.sat.data 0))") != std::string::npos);
+  CHECK(text.find("(init odd i64 [7] (data m.sat.data 512))") != std::string::npos);  // aligned to 64
+  CHECK(text.find("(init small f32 [2] [1.5 0.0])") != std::string::npos);
+  CHECK(fs::file_size(dir / "m.sat.data") == 512 + 64);
+  auto back = read_sat_file(path);
+  if (!back) FAIL(back.error().to_string());
+  for (const char* name : {"big", "odd", "small"}) {
+    const Tensor &a = g.initializers.at(name), &b = back->initializers.at(name);
+    CHECK(a.dims() == b.dims());
+    CHECK(a.dtype() == b.dtype());
+    CHECK(std::memcmp(a.bytes(), b.bytes(), a.nbytes()) == 0);
+  }
+  // Every value in the text when asked (the same text as write_sat).
+  o.external_above = SIZE_MAX;
+  REQUIRE(write_sat_file(g, (dir / "inline.sat").string(), o));
+  CHECK(*read_file((dir / "inline.sat").string()) == write_sat(g));
+  CHECK_FALSE(fs::exists(dir / "inline.sat.data"));
+
+  SECTION("a data file that is missing or too short is an error at its place") {
+    fs::resize_file(dir / "m.sat.data", 100);
+    auto short_file = read_sat_file(path);
+    REQUIRE_FALSE(short_file);
+    CHECK(short_file.error().to_string().find("m.sat.data' holds 100 bytes; the tensor needs 480 from offset 0") !=
+          std::string::npos);
+    CHECK(short_file.error().loc.line == 3);
+    fs::remove(dir / "m.sat.data");
+    auto missing = read_sat_file(path);
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().to_string().find("cannot open the data file") != std::string::npos);
+    auto negative = read_sat("(graph g (init w f32 [2] (data w.bin -8)) (output w))", (dir / "n.sat").string());
+    REQUIRE_FALSE(negative);
+    CHECK(negative.error().to_string().find("n.sat:1:38: error: negative offset") != std::string::npos);
+    auto malformed = read_sat("(graph g (init w f32 [2] (data w.bin)) (output w))", (dir / "n.sat").string());
+    REQUIRE_FALSE(malformed);
+    CHECK(malformed.error().to_string().find("expected (data FILE OFFSET)") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }

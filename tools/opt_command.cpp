@@ -32,6 +32,8 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
   cmd->add_option("--rules", o.rules, "More rule files or folders of .rules files (after the shipped ones)");
   cmd->add_flag("--no-default-rules", o.no_default_rules, "Do not load the shipped rulesets/");
   cmd->add_option("-o,--output", o.out, "Write the optimized model (.onnx or .sat)");
+  cmd->add_flag("--inline-weights", o.inline_weights,
+                "A .sat output keeps every weight in its text (by default weights over 64 KiB go to OUT.data)");
   cmd->add_option("--report", o.report, "Write the report as JSON");
   cmd->add_option("--extractor", o.pipeline.extractor, std::string("Extractor: ") + extract::kExtractorNames)
       ->capture_default_str();
@@ -91,11 +93,15 @@ int run_opt(const OptOptions& o) {
       return bad_input("--rules: no such file or folder '" + r + "'");
     }
   }
+  const auto read_start = std::chrono::steady_clock::now();
   auto graph = read_model(o.model);
   if (!graph) return bad_input(graph.error().to_string());
+  const double read_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - read_start).count();
   auto res = optimize_calibrated(*graph, oo, o.calibration, o.measuring.threads);
   if (!res) return bad_input(res.error().to_string());
   nlohmann::json& report = res->report;
+  report["phases"]["read"] = {{"time_ms", read_ms}, {"stop_reason", "done"}};
   report["model"] = o.model;
   if (o.measure && !res->unsound) {
     MeasureOptions mo = o.measuring;
@@ -107,9 +113,10 @@ int run_opt(const OptOptions& o) {
   if (!res->unsound && !o.out.empty()) {
     auto t = std::chrono::steady_clock::now();
     if (has_suffix(o.out, ".sat")) {
-      std::ofstream f(o.out, std::ios::binary);
-      f << ir::write_sat(res->graph);
-      if (!f) return bad_input("cannot write " + o.out);
+      ir::SatFileOptions so;
+      if (o.inline_weights) so.external_above = SIZE_MAX;
+      auto w = ir::write_sat_file(res->graph, o.out, so);
+      if (!w) return bad_input(w.error().to_string());
     } else {
       auto w = ir::export_onnx_file(res->graph, o.out);
       if (!w) return bad_input(w.error().to_string());

@@ -22,6 +22,7 @@ struct OptOptions {
   std::vector<std::string> rules;  // files or directories, after the shipped ones
   bool no_default_rules = false;
   std::string out;
+  bool inline_weights = false;  // a .sat output keeps large weights in its text, not in OUT.data
   std::string report;
   bool json = false;
   bool quiet = false;
