@@ -48,8 +48,8 @@ void register_library_ops(OpRegistry& r) {
   // clip (ReLU6 of mobile networks) as a oneDNN post-op. The skip operand
   // comes fourth and has the convolution's result type. (oneDNN 2.6's swish
   // post-op, SiLU, measured slower than the convolution followed by Saturn's
-  // sigmoid-mul kernel: 0.54 ms against 0.46 for efficientnet_b0's
-  // 16->96-channel 1x1 convolution at 112x112.)
+  // sigmoid-mul kernel: over efficientnet_b0's 17 1x1 and 16 depthwise
+  // convolutions 3.07 ms against 2.85 and 1.40 against 1.20.)
   struct Fused {
     const char* name;
     bool sum;
