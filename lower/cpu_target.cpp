@@ -127,6 +127,7 @@ class CpuTarget final : public Target {
 };
 
 void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::size_t>& kernel_steps) {
+  for (LoopKernel& k : kernels) reduce_by_columns(k);
   // Every loop kernel in one compile.
   auto jit = KernelJit::create();
   if (!jit) throw DiagnosticError{jit.error()};

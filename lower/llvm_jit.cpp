@@ -558,6 +558,57 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           base[l] = b.CreateAdd(base[l], b.CreateMul(idx, b.getInt64(k.leaves[l].strides[d])));
     }
     llvm::Value* out_row = b.CreateMul(row, b.getInt64(inner));
+    if (k.reduce != ReduceKind::None && inner > 1) {
+      // A column reduction (reduce_by_columns): a vector of `inner`
+      // accumulators, each reduced in the same order as one row's, the
+      // reduction loops outside and the contiguous elements inside.
+      llvm::AllocaInst* accs = nullptr;
+      {
+        llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
+        accs = eb.CreateAlloca(ct, eb.getInt64(inner));
+      }
+      auto acc_at = [&](llvm::Value* i) { return b.CreateInBoundsGEP(ct, accs, i); };
+      emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.init",
+                [&](llvm::Value* i) { b.CreateStore(ex.c(reduce_init(k.reduce)), acc_at(i)); });
+      std::vector<llvm::Value*> jv;
+      std::function<void(std::size_t)> nest = [&](std::size_t level) {
+        if (level < k.red_dims.size()) {
+          emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
+            jv.push_back(j);
+            nest(level + 1);
+            jv.pop_back();
+          });
+          return;
+        }
+        emit_loop(b, b.getInt64(0), b.getInt64(inner), "c", [&](llvm::Value* i) {
+          llvm::Value* v = ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
+            const std::size_t l = leaf_of.at(var);
+            llvm::Value* off = base[l];
+            if (k.leaves[l].strides[rank - 1] != 0)
+              off = b.CreateAdd(off, b.CreateMul(i, b.getInt64(k.leaves[l].strides[rank - 1])));
+            for (std::size_t d = 0; d < jv.size(); ++d)
+              if (k.leaves[l].strides[rank + d] != 0)
+                off = b.CreateAdd(off, b.CreateMul(jv[d], b.getInt64(k.leaves[l].strides[rank + d])));
+            llvm::Type* t = leaf_type[l];
+            return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off)), k.leaves[l].dtype, ct);
+          });
+          llvm::Value* a = b.CreateLoad(ct, acc_at(i));
+          llvm::Value* r = k.reduce == ReduceKind::Sum    ? b.CreateFAdd(a, v)
+                           : k.reduce == ReduceKind::Prod ? b.CreateFMul(a, v)
+                           : k.reduce == ReduceKind::Max  ? ex.max_nan(a, v)
+                                                          : ex.min_nan(a, v);
+          b.CreateStore(r, acc_at(i));
+        });
+      };
+      nest(0);
+      emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.post", [&](llvm::Value* i) {
+        llvm::Value* total = b.CreateLoad(ct, acc_at(i));
+        llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
+        b.CreateStore(from_compute(b, res, k.out_dtype, out_type),
+                      b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i)));
+      });
+      return;
+    }
     emit_loop(b, b.getInt64(0), b.getInt64(inner), "i", [&](llvm::Value* i) {
       auto offsets_at = [&](const std::vector<llvm::Value*>& extra, std::size_t first) {
         std::vector<llvm::Value*> off(nleaves);

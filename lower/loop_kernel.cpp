@@ -155,6 +155,36 @@ void simplify_iteration_space(LoopKernel& k) {
   }
 }
 
+void reduce_by_columns(LoopKernel& k) {
+  const std::size_t rank = k.dims.size();
+  if (k.reduce == ReduceKind::None || k.red_dims.empty() || rank < 2 || k.dims.back() != 1 || k.fault >= 0 ||
+      !ir::is_float(k.compute))
+    return;
+  const std::int64_t kept = k.dims[rank - 2];
+  bool along_kept = false;
+  for (const Leaf& l : k.leaves) {
+    const std::int64_t s = l.strides[rank - 2];
+    if (s != 0 && s != 1) return;
+    // (A leaf contiguous along the reduction reads as it is.)
+    if (s == 1 && l.strides.back() != 1) along_kept = true;
+    if (s == 0 && l.strides.back() == 1) return;
+  }
+  if (!along_kept) return;
+  std::int64_t block = 0;
+  for (std::int64_t b : {64, 32, 16, 8})
+    if (kept % b == 0) {
+      block = b;
+      break;
+    }
+  if (!block) return;
+  k.dims[rank - 2] = kept / block;
+  k.dims[rank - 1] = block;
+  for (Leaf& l : k.leaves) {
+    l.strides[rank - 1] = l.strides[rank - 2];
+    l.strides[rank - 2] *= block;
+  }
+}
+
 std::int64_t kernel_rows(const LoopKernel& k) {
   std::int64_t r = 1;
   for (std::size_t i = 0; i + 1 < k.dims.size(); ++i) r *= k.dims[i];

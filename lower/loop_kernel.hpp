@@ -84,6 +84,16 @@ std::string fault_message(const std::vector<std::string>& fault_errors, std::uin
 // kernel cannot have (the code generators call it before emitting).
 void check_kernel_types(const LoopKernel& k);
 
+// A float reduction whose operands are contiguous along the result's
+// innermost dimension but not along the reduction (a global average pool
+// over channels-last data, as oneDNN leaves it) reads a cache line for one
+// element per row. Here the result's innermost dimension becomes the
+// inner loop, in blocks of 8 to 64 elements (rows of their own, so that
+// threads share them out), each reduced as a vector of accumulators
+// (llvm_jit's column reductions); the other kernels are left as they are.
+// For the CPU target, whose code generator takes both forms.
+void reduce_by_columns(LoopKernel& k);
+
 enum class ReduceKind { None, Sum, Max, Min, Prod };
 
 // The accumulator's start: 0, -inf, +inf or 1 (what an empty reduction gives).

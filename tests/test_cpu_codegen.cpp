@@ -139,6 +139,35 @@ TEST_CASE("A chain of 8 elementwise ops is one kernel that reads its input once"
   CHECK((p->ir_text.find("<16 x float>") != std::string::npos || p->ir_text.find("<8 x float>") != std::string::npos));
 }
 
+TEST_CASE("A reduction over channels-last data reduces by columns - vectorized - NaN kept") {
+  // A global average pool of NHWC data seen as NCHW (as oneDNN leaves it):
+  // the kept channels are contiguous, the reduced H and W are not.
+  for (std::int64_t channels : {64, 24, 12}) {
+    INFO(channels << " channels");
+    models::GraphBuilder b("pool_nhwc");
+    std::string x = b.input("x", {2, 5, 7, channels});
+    ir::Attrs perm = models::ints_attr("perm", {0, 3, 1, 2});
+    std::string nchw = b.op("transpose", {x}, perm);
+    auto over = [&](const char* op) {
+      ir::Attrs a = models::ints_attr("axes", {2, 3});
+      a.set("keepdims", std::int64_t{1});
+      return b.op(op, {nchw}, a);
+    };
+    const ir::Graph g = b.finish({over("reduce_mean"), over("reduce_max"), over("reduce_min"), over("reduce_sum")});
+    ir::Tensor in = random_tensor({2, 5, 7, channels}, 3, -3, 3);
+    in.set(5, NAN);  // one channel's max, min, sum and mean are NaN
+    auto p = check_against_interpreter(g, {in});
+    // Blocks of 8 to 64 channels: the column loops (c.post, after the
+    // accumulators) in the code, vector loads of contiguous channels where
+    // the block has 16; 12 channels keep a row per result.
+    const bool columns = channels % 8 == 0;
+    CHECK((p->ir_text.find("c.post") != std::string::npos) == columns);
+    if (channels % 16 == 0)  // (AVX-512 or AVX2 lanes)
+      CHECK((p->ir_text.find("load <16 x float>") != std::string::npos ||
+             p->ir_text.find("load <8 x float>") != std::string::npos));
+  }
+}
+
 TEST_CASE("Transposed and expanded operands are read in place") {
   models::GraphBuilder b("views");
   std::string x = b.input("x", {5, 3, 7});
