@@ -229,3 +229,27 @@ TEST_CASE("an op that moves little enough is priced at the cache's rate - a larg
   CHECK(extract::CostModel::for_target("cpu")->spec().cache_bytes > 0);
   CHECK(extract::CostModel::for_target("cuda")->spec().cache_bytes == 0);
 }
+
+TEST_CASE("a windows left as it is is priced as the reference loop the lowering runs - never as a copy") {
+  // The CPU lowering reads windows' movement-op form (windows-def) in
+  // place, but runs a windows node itself by its reference kernel:
+  // squeezenet1_1's three took 22-102 ms once the extractor, pricing them
+  // as a copy, kept them instead of oneDNN's pooling.
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  const ir::OpDef* windows = ir::OpRegistry::get().find("windows");
+  const ir::OpDef* pool = ir::OpRegistry::get().find("dnnl.max_pool");
+  REQUIRE(windows);
+  REQUIRE(pool);
+  ir::Attrs w;
+  w.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  w.set("strides", std::vector<std::int64_t>{2, 2});
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 64, 111, 111})};
+  const ir::ValueType taps{ir::DType::F32, ir::shape_of({1, 64, 55, 55, 3, 3})};
+  const ir::ValueType pooled{ir::DType::F32, ir::shape_of({1, 64, 55, 55})};
+  CHECK(cpu->timed(*windows));  // (calibration measures it, as it does the pooling loop)
+  const double as_windows = cpu->cost(*windows, w, std::vector<ir::ValueType>{x}, taps, false);
+  const double as_pool = cpu->cost(*pool, w, std::vector<ir::ValueType>{x}, pooled, false);
+  CHECK(as_windows > 1000);  // us: 1.7 M taps at the pooling loop's 0.26 GFLOP/s
+  CHECK(as_windows > 20 * as_pool);
+}
