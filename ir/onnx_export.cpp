@@ -87,6 +87,14 @@ class Exporter {
     *gp_->add_initializer() = tensor_proto(t, name);
     return name;
   }
+  // Clip of x (element type t) to the bounds given as attributes, written
+  // as ONNX's optional operands.
+  void clip(const Node& n, const std::string& x, DType t, const Attrs& bounds, const std::vector<std::string>& outs) {
+    const std::string& y = outs[0];
+    std::string lo = bounds.has("min") ? constant(Tensor::scalar(t, bounds.f("min", 0)), y) : std::string();
+    std::string hi = bounds.has("max") ? constant(Tensor::scalar(t, bounds.f("max", 0)), y) : std::string();
+    emit("Clip", n, {x, lo, hi}, outs);
+  }
   std::string ints(const std::vector<std::int64_t>& v, const std::string& hint) {
     return constant(Tensor::of_ints(DType::I64, {static_cast<std::int64_t>(v.size())}, v), hint);
   }
@@ -279,12 +287,11 @@ void Exporter::node(const Node& n) {
       def && (def->sum_epilogue || def->activation != Activation::None)) {
     // A fused epilogue (conv_add_relu): the convolution, then Add, then the
     // activation, each written as the composite op it is.
+    const EpilogueAttrs attrs = split_epilogue_attrs(def->activation, n.attrs);
     Node conv = n;
     conv.op = def->library_of;
     conv.inputs.resize(std::min<std::size_t>(n.inputs.size(), 3));
-    conv.attrs = Attrs{};
-    for (const auto& [k, v] : n.attrs.all())
-      if (k != "min" && k != "max") conv.attrs.set(k, v);
+    conv.attrs = attrs.conv;
     conv.outputs = {n.outputs[0] + "__conv"};
     node(conv);
     std::string y = conv.outputs[0];
@@ -300,14 +307,9 @@ void Exporter::node(const Node& n) {
       case Activation::Relu:
         emit("Relu", n, {y}, n.outputs);
         break;
-      case Activation::Clip: {  // (the bounds as clip writes them)
-        const std::string& out = n.outputs[0];
-        const DType t = dtype_of(out);
-        std::string lo = n.attrs.has("min") ? constant(Tensor::scalar(t, n.attrs.f("min", 0)), out) : std::string();
-        std::string hi = n.attrs.has("max") ? constant(Tensor::scalar(t, n.attrs.f("max", 0)), out) : std::string();
-        emit("Clip", n, {y, lo, hi}, n.outputs);
+      case Activation::Clip:  // (y, an intermediate, has the result's type)
+        clip(n, y, dtype_of(n.outputs[0]), attrs.activation, n.outputs);
         break;
-      }
     }
     return;
   }
@@ -359,10 +361,7 @@ void Exporter::node(const Node& n) {
     attr(p, "to", std::int64_t{dtype_to_onnx(*dtype_from_name(n.attrs.s("to", "f32")))});
     if (op == "cast_unsaturated") attr(p, "saturate", std::int64_t{0});
   } else if (op == "clip") {
-    DType t = dtype_of(x);
-    std::string lo = n.attrs.has("min") ? constant(Tensor::scalar(t, n.attrs.f("min", 0)), y) : std::string();
-    std::string hi = n.attrs.has("max") ? constant(Tensor::scalar(t, n.attrs.f("max", 0)), y) : std::string();
-    emit("Clip", n, {x, lo, hi}, {y});
+    clip(n, x, dtype_of(x), n.attrs, {y});
   } else if (op.rfind("reduce_", 0) == 0) {
     static const std::unordered_map<std::string, std::string> names = {{"reduce_sum", "ReduceSum"},
                                                                        {"reduce_max", "ReduceMax"},

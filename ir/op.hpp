@@ -102,6 +102,13 @@ inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Ten
 // The activation a fused library call applies to its result.
 enum class Activation : std::uint8_t { None, Relu, Clip };
 
+// A fused call's attributes (dnnl.conv_clip's): the convolution's, and its
+// activation's (clip's min and max, those given).
+struct EpilogueAttrs {
+  Attrs conv, activation;
+};
+EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs);
+
 struct OpDef {
   std::string name;
   OpKind kind = OpKind::Composite;

@@ -4,7 +4,23 @@
 // models read them from here like any other op.
 #include "ir/op.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 namespace saturn::ir {
+
+namespace {
+const char* const kClipAttrs[] = {"min", "max"};
+}  // namespace
+
+EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs) {
+  EpilogueAttrs s;
+  for (const auto& [k, v] : attrs.all()) {
+    const bool bound = std::find(std::begin(kClipAttrs), std::end(kClipAttrs), k) != std::end(kClipAttrs);
+    (activation == Activation::Clip && bound ? s.activation : s.conv).set(k, v);
+  }
+  return s;
+}
 
 void register_library_ops(OpRegistry& r) {
   struct Call {
@@ -82,10 +98,8 @@ void register_library_ops(OpRegistry& r) {
     d.activation = f.activation;
     d.sum_epilogue = f.sum;
     d.doc = f.doc;
-    if (f.activation == Activation::Clip) {
-      d.attrs.push_back(attr_real("min"));
-      d.attrs.push_back(attr_real("max"));
-    }
+    if (f.activation == Activation::Clip)
+      for (const char* bound : kClipAttrs) d.attrs.push_back(attr_real(bound));
     auto conv_infer = conv->infer;
     auto conv_work = conv->flops;
     if (f.sum) {
@@ -108,20 +122,8 @@ void register_library_ops(OpRegistry& r) {
     const Activation act = f.activation;
     auto epilogue = [sum, act](const Attrs& a, auto out, auto x, auto kernel) {
       if (sum) out = kernel("add", Attrs{}, std::vector{out[0], x[3]});
-      switch (act) {
-        case Activation::None:
-          break;
-        case Activation::Relu:
-          out = kernel("relu", Attrs{}, std::vector{out[0]});
-          break;
-        case Activation::Clip: {
-          Attrs bounds;
-          if (a.has("min")) bounds.set("min", a.f("min", 0.0));
-          if (a.has("max")) bounds.set("max", a.f("max", 0.0));
-          out = kernel("clip", bounds, std::vector{out[0]});
-          break;
-        }
-      }
+      if (act == Activation::Relu) out = kernel("relu", Attrs{}, std::vector{out[0]});
+      if (act == Activation::Clip) out = kernel("clip", split_epilogue_attrs(act, a).activation, std::vector{out[0]});
       return out;
     };
     auto conv_eval = conv->eval;

@@ -144,8 +144,14 @@ Expected<bool> write_sat_file(const Graph& g, const std::string& path, const Sat
     data_failed |= !data;
     return "(data " + name_text(data_name) + " " + std::to_string(at) + ")";
   });
-  if (data.is_open()) data.close();
-  if (data_failed || (data.is_open() && !data)) return Diagnostic{SourceLoc{data_path, 0, 0}, "cannot write file"};
+  std::error_code ec;
+  if (data.is_open()) {
+    data.close();
+    data_failed |= data.fail();
+  } else {
+    std::filesystem::remove(data_path, ec);  // a data file of an earlier write would look like this one's
+  }
+  if (data_failed) return Diagnostic{SourceLoc{data_path, 0, 0}, "cannot write file"};
   std::ofstream f(path, std::ios::binary);
   if (!f.write(text.data(), static_cast<std::streamsize>(text.size())) || !f.flush())
     return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};

@@ -558,124 +558,99 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           base[l] = b.CreateAdd(base[l], b.CreateMul(idx, b.getInt64(k.leaves[l].strides[d])));
     }
     llvm::Value* out_row = b.CreateMul(row, b.getInt64(inner));
+    // Each leaf's element offset at inner index i and reduction indices
+    // `extra` (strides from `first` on).
+    auto offsets_at = [&](llvm::Value* i, const std::vector<llvm::Value*>& extra, std::size_t first) {
+      std::vector<llvm::Value*> off(nleaves);
+      for (std::size_t l = 0; l < nleaves; ++l) {
+        off[l] = base[l];
+        if (rank && k.leaves[l].strides[rank - 1] != 0)
+          off[l] = b.CreateAdd(off[l], b.CreateMul(i, b.getInt64(k.leaves[l].strides[rank - 1])));
+        for (std::size_t j = 0; j < extra.size(); ++j)
+          if (k.leaves[l].strides[first + j] != 0)
+            off[l] = b.CreateAdd(off[l], b.CreateMul(extra[j], b.getInt64(k.leaves[l].strides[first + j])));
+      }
+      return off;
+    };
+    auto body_at = [&](const std::vector<llvm::Value*>& off) {
+      return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
+        std::size_t l = leaf_of.at(var);
+        llvm::Type* t = leaf_type[l];
+        return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype, ct);
+      });
+    };
+    // One step of the reduction: the accumulator at `acc` combined with v;
+    // `lanes`: sums reassociable, so that the vectorizer can split one
+    // accumulator into lanes (a column reduction's are lanes already, and
+    // keep the reference's order).
+    auto accumulate = [&](llvm::Value* acc, llvm::Value* v, bool lanes) {
+      llvm::Value* a = b.CreateLoad(ct, acc);
+      llvm::Value* r = nullptr;
+      if (k.reduce == ReduceKind::Sum || k.reduce == ReduceKind::Prod) {
+        r = k.reduce == ReduceKind::Sum ? b.CreateFAdd(a, v) : b.CreateFMul(a, v);
+        if (lanes) {
+          llvm::FastMathFlags fm;
+          fm.setAllowReassoc();
+          llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fm);
+        }
+      } else {
+        r = k.reduce == ReduceKind::Max ? ex.max_nan(a, v) : ex.min_nan(a, v);
+      }
+      b.CreateStore(r, acc);
+    };
+    // The reduction loops around `inside`, their indices in jv.
+    std::vector<llvm::Value*> jv;
+    std::function<void(std::size_t, const std::function<void()>&)> nest = [&](std::size_t level,
+                                                                              const std::function<void()>& inside) {
+      if (level == k.red_dims.size()) return inside();
+      emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
+        jv.push_back(j);
+        nest(level + 1, inside);
+        jv.pop_back();
+      });
+    };
+    auto store_result = [&](llvm::Value* i, llvm::Value* total) {
+      llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
+      b.CreateStore(from_compute(b, res, k.out_dtype, out_type),
+                    b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i)));
+    };
+    auto new_accumulators = [&](std::int64_t n) {
+      llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
+      return eb.CreateAlloca(ct, eb.getInt64(n));  // promoted to registers by SROA
+    };
     if (k.reduce != ReduceKind::None && inner > 1) {
       // A column reduction (reduce_by_columns): a vector of `inner`
       // accumulators, each reduced in the same order as one row's, the
       // reduction loops outside and the contiguous elements inside.
-      llvm::AllocaInst* accs = nullptr;
-      {
-        llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
-        accs = eb.CreateAlloca(ct, eb.getInt64(inner));
-      }
+      llvm::AllocaInst* accs = new_accumulators(inner);
       auto acc_at = [&](llvm::Value* i) { return b.CreateInBoundsGEP(ct, accs, i); };
       emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.init",
                 [&](llvm::Value* i) { b.CreateStore(ex.c(reduce_init(k.reduce)), acc_at(i)); });
-      std::vector<llvm::Value*> jv;
-      std::function<void(std::size_t)> nest = [&](std::size_t level) {
-        if (level < k.red_dims.size()) {
-          emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
-            jv.push_back(j);
-            nest(level + 1);
-            jv.pop_back();
-          });
-          return;
-        }
-        emit_loop(b, b.getInt64(0), b.getInt64(inner), "c", [&](llvm::Value* i) {
-          llvm::Value* v = ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
-            const std::size_t l = leaf_of.at(var);
-            llvm::Value* off = base[l];
-            if (k.leaves[l].strides[rank - 1] != 0)
-              off = b.CreateAdd(off, b.CreateMul(i, b.getInt64(k.leaves[l].strides[rank - 1])));
-            for (std::size_t d = 0; d < jv.size(); ++d)
-              if (k.leaves[l].strides[rank + d] != 0)
-                off = b.CreateAdd(off, b.CreateMul(jv[d], b.getInt64(k.leaves[l].strides[rank + d])));
-            llvm::Type* t = leaf_type[l];
-            return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off)), k.leaves[l].dtype, ct);
-          });
-          llvm::Value* a = b.CreateLoad(ct, acc_at(i));
-          llvm::Value* r = k.reduce == ReduceKind::Sum    ? b.CreateFAdd(a, v)
-                           : k.reduce == ReduceKind::Prod ? b.CreateFMul(a, v)
-                           : k.reduce == ReduceKind::Max  ? ex.max_nan(a, v)
-                                                          : ex.min_nan(a, v);
-          b.CreateStore(r, acc_at(i));
-        });
-      };
-      nest(0);
-      emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.post", [&](llvm::Value* i) {
-        llvm::Value* total = b.CreateLoad(ct, acc_at(i));
-        llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
-        b.CreateStore(from_compute(b, res, k.out_dtype, out_type),
-                      b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i)));
+      nest(0, [&] {
+        emit_loop(b, b.getInt64(0), b.getInt64(inner), "c",
+                  [&](llvm::Value* i) { accumulate(acc_at(i), body_at(offsets_at(i, jv, rank)), false); });
       });
+      emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.post",
+                [&](llvm::Value* i) { store_result(i, b.CreateLoad(ct, acc_at(i))); });
       return;
     }
     emit_loop(b, b.getInt64(0), b.getInt64(inner), "i", [&](llvm::Value* i) {
-      auto offsets_at = [&](const std::vector<llvm::Value*>& extra, std::size_t first) {
-        std::vector<llvm::Value*> off(nleaves);
-        for (std::size_t l = 0; l < nleaves; ++l) {
-          off[l] = base[l];
-          if (rank && k.leaves[l].strides[rank - 1] != 0)
-            off[l] = b.CreateAdd(off[l], b.CreateMul(i, b.getInt64(k.leaves[l].strides[rank - 1])));
-          for (std::size_t j = 0; j < extra.size(); ++j)
-            if (k.leaves[l].strides[first + j] != 0)
-              off[l] = b.CreateAdd(off[l], b.CreateMul(extra[j], b.getInt64(k.leaves[l].strides[first + j])));
-        }
-        return off;
-      };
-      auto body_at = [&](const std::vector<llvm::Value*>& off) {
-        return ex.emit(k.body, [&](ir::SymId var) -> llvm::Value* {
-          std::size_t l = leaf_of.at(var);
-          llvm::Type* t = leaf_type[l];
-          return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype, ct);
-        });
-      };
       llvm::Value* dst = b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i));
       if (k.reduce == ReduceKind::None) {
         if (copy) {  // the element as it is, of any type
-          const std::vector<llvm::Value*> off = offsets_at({}, rank);
+          const std::vector<llvm::Value*> off = offsets_at(i, {}, rank);
           b.CreateStore(b.CreateLoad(out_type, b.CreateInBoundsGEP(out_type, leaf_ptr[0], off[0])), dst);
         } else {
-          b.CreateStore(from_compute(b, body_at(offsets_at({}, rank)), k.out_dtype, out_type), dst);
+          b.CreateStore(from_compute(b, body_at(offsets_at(i, {}, rank)), k.out_dtype, out_type), dst);
           if (llvm::Value* bad = ex.fault()) set_fault(b, bad, fault, k.name);
         }
         return;
       }
-      // Reduction: an accumulator in memory (promoted to a register by
-      // SROA), summed with reassociation allowed so the vectorizer can split
-      // it into lanes.
-      llvm::AllocaInst* acc = nullptr;
-      {
-        llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
-        acc = eb.CreateAlloca(ct);
-      }
+      // Reduction: one accumulator for the element.
+      llvm::AllocaInst* acc = new_accumulators(1);
       b.CreateStore(ex.c(reduce_init(k.reduce)), acc);
-      std::vector<llvm::Value*> jv;
-      std::function<void(std::size_t)> nest = [&](std::size_t level) {
-        if (level == k.red_dims.size()) {
-          llvm::Value* v = body_at(offsets_at(jv, rank));
-          llvm::Value* a = b.CreateLoad(ct, acc);
-          llvm::Value* r = nullptr;
-          if (k.reduce == ReduceKind::Sum || k.reduce == ReduceKind::Prod) {
-            llvm::FastMathFlags fm;
-            fm.setAllowReassoc();
-            r = k.reduce == ReduceKind::Sum ? b.CreateFAdd(a, v) : b.CreateFMul(a, v);
-            llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fm);
-          } else {
-            r = k.reduce == ReduceKind::Max ? ex.max_nan(a, v) : ex.min_nan(a, v);
-          }
-          b.CreateStore(r, acc);
-          return;
-        }
-        emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
-          jv.push_back(j);
-          nest(level + 1);
-          jv.pop_back();
-        });
-      };
-      nest(0);
-      llvm::Value* total = b.CreateLoad(ct, acc);
-      llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
-      b.CreateStore(from_compute(b, res, k.out_dtype, out_type), dst);
+      nest(0, [&] { accumulate(acc, body_at(offsets_at(i, jv, rank)), true); });
+      store_result(i, b.CreateLoad(ct, acc));
     });
   });
   b.CreateRetVoid();

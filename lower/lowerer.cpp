@@ -312,11 +312,12 @@ void Lowerer::split_unfusable_epilogues() {
       nodes.push_back(std::move(n));
       continue;
     }
-    ir::Node conv = n, clip{n.name, "clip", {n.outputs[0] + " before clip"}, n.outputs, {}, n.source_op};
+    ir::EpilogueAttrs attrs = ir::split_epilogue_attrs(def->activation, n.attrs);
+    ir::Node conv = n,
+             clip{n.name, "clip", {n.outputs[0] + " before clip"}, n.outputs, std::move(attrs.activation), n.source_op};
     conv.op = n.op.substr(0, n.op.find('.')) + ".conv";
     conv.outputs = {clip.inputs[0]};
-    conv.attrs = {};
-    for (const auto& [k, v] : n.attrs.all()) (k == "min" || k == "max" ? clip.attrs : conv.attrs).set(k, v);
+    conv.attrs = std::move(attrs.conv);
     nodes.push_back(std::move(conv));
     nodes.push_back(std::move(clip));
   }

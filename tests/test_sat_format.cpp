@@ -216,6 +216,11 @@ TEST_CASE("large weights go to a data file beside the .sat - and read back bit f
   REQUIRE(write_sat_file(g, (dir / "inline.sat").string(), o));
   CHECK(*read_file((dir / "inline.sat").string()) == write_sat(g));
   CHECK_FALSE(fs::exists(dir / "inline.sat.data"));
+  // Written again without a data file, a .sat leaves none of its earlier write behind.
+  REQUIRE(write_sat_file(g, (dir / "again.sat").string(), SatFileOptions{16}));
+  REQUIRE(fs::exists(dir / "again.sat.data"));
+  REQUIRE(write_sat_file(g, (dir / "again.sat").string(), o));
+  CHECK_FALSE(fs::exists(dir / "again.sat.data"));
 
   SECTION("a data file that is missing or too short is an error at its place") {
     fs::resize_file(dir / "m.sat.data", 100);
