@@ -77,7 +77,8 @@ Expected<Calibration> Calibration::load(const std::string& path, const std::stri
   }
   if (!j.is_object() || !j.contains("entries") || !j["entries"].is_object())
     return error_at(path, "calibration file has no \"entries\" object (delete it to start over)");
-  if (j.value("format", 0) != kFormat || j.value("target", "") != target || j.value("machine", "") != machine)
+  if (machine.empty()) c.machine = j.value("machine", "");
+  if (j.value("format", 0) != kFormat || j.value("target", "") != target || j.value("machine", "") != c.machine)
     return c;  // another machine's or another version's measurements
   for (const auto& [sig, us] : j["entries"].items()) {
     if (!us.is_number() || us.get<double>() < 0)

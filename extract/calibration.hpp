@@ -35,7 +35,9 @@ struct Calibration {
   // $XDG_CACHE_HOME/saturn, else $HOME/.cache/saturn.
   static std::string default_path(const std::string& target, const std::string& machine);
   // A missing file is an empty calibration; a malformed one an error naming it;
-  // one for another target, machine or format is ignored (empty).
+  // one for another target, machine or format is ignored (empty). An empty
+  // `machine` takes the file's own (pricing for a machine that is not this
+  // one: a GPU's measurements on a build machine without it).
   static Expected<Calibration> load(const std::string& path, const std::string& target, const std::string& machine);
   // Writes the whole table (creating the folder), atomically: a temporary file renamed.
   Expected<bool> save(const std::string& path) const;

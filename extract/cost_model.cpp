@@ -51,29 +51,41 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     return CostModel(cpu);
   }
   if (name == "cuda") {
-    // Measured on an NVIDIA H100 80GB HBM3 (tools/gpu_run.sh roofline,
-    // device time, medians of 50): a streaming add over 2 x 64 MiB at
-    // 2.5 TB/s, 64 back-to-back kernels of 256 elements at 3.2 us each. A
-    // kernel is still priced 4 us, as a library call is: a cuBLAS call's
-    // own overhead is not measured yet, and at 3.2 against 4 the model moved
-    // small products (an MLP's 64x1024x10) from cuBLAS to plain loop nests
-    // whose rate is not measured either. The rates are datasheet figures
-    // derated (67 TFLOP/s FP32, cuBLAS and cuDNN at 75% of it; plain
-    // generated loop nests for contractions at 5 TFLOP/s): `saturn
-    // calibrate --target cuda` measures the library calls and loop nests at
-    // a model's shapes, which replaces them.
+    // Measured on an NVIDIA H100 80GB HBM3 (tools/gpu_run.sh roofline and
+    // validate, device time): a streaming add over 2 x 64 MiB at 2.5 TB/s,
+    // 64 back-to-back kernels of 256 elements at 3.2 us each (4 used).
+    // From `saturn calibrate --target cuda` of eight models (1089 ops, all
+    // in plain float32: no TF32), 2026-11-26: cuBLAS at 5.9 TFLOP/s on a
+    // 128x1024x256 product and 7 us for a small one; Saturn's own loop nests
+    // for products and convolutions at 400-640 GFLOP/s on the large ones
+    // (450 used); cuDNN, with the algorithm it measures fastest, at 1.6-3.7
+    // TFLOP/s on resnet18's convolutions, and 25-45 us a call on models of
+    // small ones (mobilenet_v2, squeezenet1_1, shufflenet_v2_x1_0: whole
+    // programs' device time over their calls), where Saturn's loops take
+    // 4-15 us: 30 us used. A fused product-and-sum (a convolution written as
+    // windows, mul and reduce_sum) ran at 0.48 TFLOP/s counting its
+    // additions (resnet18: [1 128 128 28 28 3 3] summed in 0.24 ms), where
+    // the elementwise rate had priced it 30 times cheaper and the extractor
+    // chose it over cuDNN. `saturn calibrate --target cuda` measures the
+    // library calls and loop nests at a model's shapes, which replaces these.
     // The quantized products and a `windows` left as it is run their
     // reference kernel on the host there.
-    return CostModel(TargetSpec{"cuda",
-                                30000,
-                                5000,
-                                50000,
-                                2500,
-                                4.0,
-                                4.0,
-                                {"cublas.", "cudnn."},
-                                {},
-                                {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}, {"windows", 1e-5}}});
+    TargetSpec cuda{"cuda",
+                    30000,
+                    450,
+                    6000,
+                    2500,
+                    4.0,
+                    7.0,
+                    {"cublas.", "cudnn."},
+                    {{"cudnn.conv", 0.5},
+                     {"cudnn.conv_relu", 0.5},
+                     {"cudnn.conv_add", 0.5},
+                     {"cudnn.conv_add_relu", 0.5},
+                     {"cudnn.conv_transpose", 0.5}},
+                    {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}, {"windows", 1e-5}, {"reduce_sum", 0.016}}};
+    cuda.library_call_us = {{"cudnn.", 30.0}};
+    return CostModel(cuda);
   }
   return std::nullopt;
 }
@@ -144,7 +156,10 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     if (!runs_library(name)) return {kInfinity, {}};
     double gflops = spec_.library_gflops;
     if (auto it = spec_.library_efficiency.find(name); it != spec_.library_efficiency.end()) gflops *= it->second;
-    return {std::max(work / (gflops * 1e3), bytes / per_us) + spec_.call_overhead_us, {}};
+    double call_us = spec_.call_overhead_us;
+    for (const auto& [prefix, us] : spec_.library_call_us)
+      if (name.rfind(prefix, 0) == 0) call_us = us;
+    return {std::max(work / (gflops * 1e3), bytes / per_us) + call_us, {}};
   }
   if (def.view) return {0.01, {}};
   if (name == "const" || name == "fill") return {0.0, {}};

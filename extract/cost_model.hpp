@@ -49,6 +49,9 @@ struct TargetSpec {
   // 0: no such cache level priced.
   double cache_bytes = 0;
   double cache_gbytes_per_s = 0;
+  // Library calls whose fixed cost is not call_overhead_us: op-name prefix
+  // ("cudnn.") -> microseconds per call.
+  std::map<std::string, double> library_call_us = {};
 };
 
 class CostModel {

@@ -5,21 +5,126 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
 #include "device/cuda_compiler.hpp"
 #include "device/cuda_driver.hpp"
+#include "device/runtime_library.hpp"
 #include "lower/cuda_codegen.hpp"
 
 namespace saturn::lower {
 
 namespace cu = device::cuda;
 using Dims = std::vector<std::int64_t>;
+
+namespace {
+
+// cuBLAS and cuDNN, opened when a program first calls them
+// (device/runtime_library.hpp): calls are written rt::cudnnCreate(...).
+#define SATURN_CUBLAS_FUNCTIONS(X) \
+  X(cublasCreate)                  \
+  X(cublasDestroy)                 \
+  X(cublasGetStatusString)         \
+  X(cublasSetMathMode)             \
+  X(cublasSetStream)               \
+  X(cublasSgemm)                   \
+  X(cublasSgemmStridedBatched)
+#define SATURN_CUDNN_FUNCTIONS(X)                 \
+  X(cudnnAddTensor)                               \
+  X(cudnnConvolutionBackwardData)                 \
+  X(cudnnConvolutionBiasActivationForward)        \
+  X(cudnnConvolutionForward)                      \
+  X(cudnnCreate)                                  \
+  X(cudnnCreateActivationDescriptor)              \
+  X(cudnnCreateConvolutionDescriptor)             \
+  X(cudnnCreateFilterDescriptor)                  \
+  X(cudnnCreatePoolingDescriptor)                 \
+  X(cudnnCreateTensorDescriptor)                  \
+  X(cudnnDestroy)                                 \
+  X(cudnnDestroyActivationDescriptor)             \
+  X(cudnnDestroyConvolutionDescriptor)            \
+  X(cudnnDestroyFilterDescriptor)                 \
+  X(cudnnDestroyPoolingDescriptor)                \
+  X(cudnnDestroyTensorDescriptor)                 \
+  X(cudnnFindConvolutionBackwardDataAlgorithm)    \
+  X(cudnnFindConvolutionForwardAlgorithm)         \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)  \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)       \
+  X(cudnnGetConvolutionForwardWorkspaceSize)      \
+  X(cudnnGetErrorString)                          \
+  X(cudnnPoolingForward)                          \
+  X(cudnnSetActivationDescriptor)                 \
+  X(cudnnSetConvolutionGroupCount)                \
+  X(cudnnSetConvolutionMathType)                  \
+  X(cudnnSetConvolutionNdDescriptor)              \
+  X(cudnnSetFilterNdDescriptor)                   \
+  X(cudnnSetPoolingNdDescriptor)                  \
+  X(cudnnSetStream)                               \
+  X(cudnnSetTensorNdDescriptor)
+
+// cuBLAS's header overloads these two in C++ (a cudaDataType compute type,
+// for older code): the table holds the C entry points.
+using CublasGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                        const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                                        const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+using CublasGemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                                      int, const void*, const void*, cudaDataType, int, long long,
+                                                      const void*, cudaDataType, int, long long, const void*, void*,
+                                                      cudaDataType, int, long long, int, cublasComputeType_t,
+                                                      cublasGemmAlgo_t);
+
+struct CublasApi {
+  SATURN_CUBLAS_FUNCTIONS(SATURN_RUNTIME_ENTRY)
+  CublasGemmEx cublasGemmEx = nullptr;
+  CublasGemmStridedBatchedEx cublasGemmStridedBatchedEx = nullptr;
+};
+struct CudnnApi {
+  SATURN_CUDNN_FUNCTIONS(SATURN_RUNTIME_ENTRY)
+};
+
+const CublasApi& cublas_table() {
+  static const CublasApi api = [] {
+    CublasApi api;
+    const auto& lib = cu::RuntimeLibrary::open("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR),
+                                               "cuBLAS " + std::to_string(CUBLAS_VER_MAJOR));
+    SATURN_CUBLAS_FUNCTIONS(SATURN_RUNTIME_RESOLVE)
+    api.cublasGemmEx = reinterpret_cast<CublasGemmEx>(lib.symbol("cublasGemmEx"));
+    api.cublasGemmStridedBatchedEx =
+        reinterpret_cast<CublasGemmStridedBatchedEx>(lib.symbol("cublasGemmStridedBatchedEx"));
+    return api;
+  }();
+  return api;
+}
+
+const CudnnApi& cudnn_table() {
+  static const CudnnApi api = [] {
+    CudnnApi api;
+    const auto& lib =
+        cu::RuntimeLibrary::open("libcudnn.so." + std::to_string(CUDNN_MAJOR), "cuDNN " + std::to_string(CUDNN_MAJOR));
+    SATURN_CUDNN_FUNCTIONS(SATURN_RUNTIME_RESOLVE)
+    return api;
+  }();
+  return api;
+}
+
+namespace rt {
+#define SATURN_CUBLAS_FORWARD(f) SATURN_RUNTIME_FORWARD(cublas_table, f)
+#define SATURN_CUDNN_FORWARD(f) SATURN_RUNTIME_FORWARD(cudnn_table, f)
+SATURN_CUBLAS_FUNCTIONS(SATURN_CUBLAS_FORWARD)
+SATURN_CUBLAS_FORWARD(cublasGemmEx)
+SATURN_CUBLAS_FORWARD(cublasGemmStridedBatchedEx)
+SATURN_CUDNN_FUNCTIONS(SATURN_CUDNN_FORWARD)
+}  // namespace rt
+
+}  // namespace
 
 // ---------------------------------------------------------------- cuBLAS mapping
 
@@ -106,11 +211,11 @@ namespace {
 }
 
 void check_cublas(cublasStatus_t s, const char* call) {
-  if (s != CUBLAS_STATUS_SUCCESS) library_error(call, cublasGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) library_error(call, rt::cublasGetStatusString(s));
 }
 
 void check_cudnn(cudnnStatus_t s, const char* call) {
-  if (s != CUDNN_STATUS_SUCCESS) library_error(call, cudnnGetErrorString(s));
+  if (s != CUDNN_STATUS_SUCCESS) library_error(call, rt::cudnnGetErrorString(s));
 }
 
 const cu::Stream& stream_of(const RunContext& ctx) { return *static_cast<const cu::Stream*>(ctx.stream); }
@@ -126,8 +231,8 @@ std::uint64_t device_address(const RunContext& ctx, BufferId b, std::int64_t off
 struct CudaSteps {
   CudaSteps(std::string a, std::string disk) : arch(std::move(a)), compiler(std::move(disk)) {}
   ~CudaSteps() {
-    if (cublas) cublasDestroy(cublas);
-    if (cudnn) cudnnDestroy(cudnn);
+    if (cublas) rt::cublasDestroy(cublas);
+    if (cudnn) rt::cudnnDestroy(cudnn);
   }
   CudaSteps(const CudaSteps&) = delete;
   CudaSteps& operator=(const CudaSteps&) = delete;
@@ -154,16 +259,16 @@ struct CudaSteps {
   }
   cublasHandle_t blas(const cu::Stream& s) {
     if (!cublas) {
-      check_cublas(cublasCreate(&cublas), "cublasCreate");
+      check_cublas(rt::cublasCreate(&cublas), "cublasCreate");
       // Plain float32 products (no TF32): the results the reference gives.
-      check_cublas(cublasSetMathMode(cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+      check_cublas(rt::cublasSetMathMode(cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
     }
-    check_cublas(cublasSetStream(cublas, static_cast<cudaStream_t>(s.handle())), "cublasSetStream");
+    check_cublas(rt::cublasSetStream(cublas, static_cast<cudaStream_t>(s.handle())), "cublasSetStream");
     return cublas;
   }
   cudnnHandle_t dnn(const cu::Stream& s) {
-    if (!cudnn) check_cudnn(cudnnCreate(&cudnn), "cudnnCreate");
-    check_cudnn(cudnnSetStream(cudnn, static_cast<cudaStream_t>(s.handle())), "cudnnSetStream");
+    if (!cudnn) check_cudnn(rt::cudnnCreate(&cudnn), "cudnnCreate");
+    check_cudnn(rt::cudnnSetStream(cudnn, static_cast<cudaStream_t>(s.handle())), "cudnnSetStream");
     return cudnn;
   }
 };
@@ -295,23 +400,23 @@ Step make_cublas_gemm_step(const std::shared_ptr<CudaSteps>& cs, const CublasGem
       const cudaDataType_t type = g.operands == ir::DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
       const cudaDataType_t c_type = g.result == ir::DType::F32 ? CUDA_R_32F : type;
       if (g.batch == 1)
-        check_cublas(cublasGemmEx(h, ta, tb, m, n, k, &alpha, A, type, lda, B, type, ldb, &beta, C, c_type, ldc,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        check_cublas(rt::cublasGemmEx(h, ta, tb, m, n, k, &alpha, A, type, lda, B, type, ldb, &beta, C, c_type, ldc,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                      "cublasGemmEx");
       else
-        check_cublas(cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, A, type, lda, g.stride_a, B, type, ldb,
-                                                g.stride_b, &beta, C, c_type, ldc, g.stride_c,
-                                                static_cast<int>(g.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        check_cublas(rt::cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, A, type, lda, g.stride_a, B, type, ldb,
+                                                    g.stride_b, &beta, C, c_type, ldc, g.stride_c,
+                                                    static_cast<int>(g.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                      "cublasGemmStridedBatchedEx");
       return;
     }
     const auto *fa = static_cast<const float*>(A), *fb = static_cast<const float*>(B);
     auto* fc = static_cast<float*>(C);
     if (g.batch == 1) {
-      check_cublas(cublasSgemm(h, ta, tb, m, n, k, &alpha, fa, lda, fb, ldb, &beta, fc, ldc), "cublasSgemm");
+      check_cublas(rt::cublasSgemm(h, ta, tb, m, n, k, &alpha, fa, lda, fb, ldb, &beta, fc, ldc), "cublasSgemm");
     } else {
-      check_cublas(cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, fa, lda, g.stride_a, fb, ldb, g.stride_b,
-                                             &beta, fc, ldc, g.stride_c, static_cast<int>(g.batch)),
+      check_cublas(rt::cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, fa, lda, g.stride_a, fb, ldb, g.stride_b,
+                                                 &beta, fc, ldc, g.stride_c, static_cast<int>(g.batch)),
                    "cublasSgemmStridedBatched");
     }
   };
@@ -326,12 +431,12 @@ namespace {
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   TensorDesc(const Dims& dims, const Dims& strides) {
-    check_cudnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+    check_cudnn(rt::cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
     std::vector<int> di(dims.begin(), dims.end()), si(strides.begin(), strides.end());
-    check_cudnn(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(di.size()), di.data(), si.data()),
+    check_cudnn(rt::cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(di.size()), di.data(), si.data()),
                 "cudnnSetTensorNdDescriptor");
   }
-  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  ~TensorDesc() { rt::cudnnDestroyTensorDescriptor(d); }
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
 };
@@ -370,6 +475,11 @@ Dims tidy_strides(const View& v) {
   return s;
 }
 
+bool measure_algorithms() {
+  const char* e = std::getenv("SATURN_CUDNN_ALGO");
+  return !(e && std::string_view(e) == "heuristic");
+}
+
 // What one convolution keeps between runs: descriptors, the algorithm and
 // its workspace, made on the first run. A transposed one is cuDNN's
 // backward-data convolution: the same filter and convolution descriptors,
@@ -386,9 +496,9 @@ struct ConvState {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   std::unique_ptr<cu::DeviceBuffer> workspace, zero_bias;
   ~ConvState() {
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (act) cudnnDestroyActivationDescriptor(act);
+    if (w) rt::cudnnDestroyFilterDescriptor(w);
+    if (conv) rt::cudnnDestroyConvolutionDescriptor(conv);
+    if (act) rt::cudnnDestroyActivationDescriptor(act);
   }
 
   void make(cudnnHandle_t h) {
@@ -399,24 +509,25 @@ struct ConvState {
     Dims bias_dims(xd.size(), 1);
     bias_dims[1] = transposed ? spec.w_dims[1] * spec.group : spec.w_dims[0];
     bias = std::make_unique<TensorDesc>(bias_dims, row_major_strides(bias_dims));
-    check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    check_cudnn(rt::cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     const std::vector<int> wd = ints(spec.w_dims), pad = ints(spec.pads_begin), stride = ints(spec.strides),
                            dil = ints(spec.dilations);
     check_cudnn(
-        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(wd.size()), wd.data()),
+        rt::cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(wd.size()), wd.data()),
         "cudnnSetFilterNdDescriptor");
-    check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
-    check_cudnn(cudnnSetConvolutionNdDescriptor(conv, static_cast<int>(pad.size()), pad.data(), stride.data(),
-                                                dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    check_cudnn(rt::cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    check_cudnn(rt::cudnnSetConvolutionNdDescriptor(conv, static_cast<int>(pad.size()), pad.data(), stride.data(),
+                                                    dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                 "cudnnSetConvolutionNdDescriptor");
-    check_cudnn(cudnnSetConvolutionGroupCount(conv, static_cast<int>(spec.group)), "cudnnSetConvolutionGroupCount");
+    check_cudnn(rt::cudnnSetConvolutionGroupCount(conv, static_cast<int>(spec.group)), "cudnnSetConvolutionGroupCount");
     // Plain float32 (no TF32 tensor cores): the results the reference gives.
-    check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
-    check_cudnn(cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor");
-    check_cudnn(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+    check_cudnn(rt::cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    check_cudnn(rt::cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor");
+    check_cudnn(rt::cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
                 "cudnnSetActivationDescriptor");
-    // The fastest algorithm the heuristic expects that stays in plain
-    // float32 math.
+    // The fastest algorithm that stays in plain float32 math, as cuDNN
+    // measures them at these shapes on the first run (or, with
+    // SATURN_CUDNN_ALGO=heuristic, as its heuristic expects).
     auto plain = [](const auto& perf) {
       return perf.status == CUDNN_STATUS_SUCCESS && perf.mathType != CUDNN_TENSOR_OP_MATH &&
              perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
@@ -425,27 +536,35 @@ struct ConvState {
     int found = 0;
     if (transposed) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w, x->d, conv, y->d, 8, &found, perf),
-                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      if (measure_algorithms())
+        check_cudnn(rt::cudnnFindConvolutionBackwardDataAlgorithm(h, w, x->d, conv, y->d, 8, &found, perf),
+                    "cudnnFindConvolutionBackwardDataAlgorithm");
+      else
+        check_cudnn(rt::cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w, x->d, conv, y->d, 8, &found, perf),
+                    "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       for (int i = 0; i < found; ++i)
         if (plain(perf[i])) {
           bwd_algo = perf[i].algo;
           break;
         }
-      check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w, x->d, conv, y->d, bwd_algo, &bytes),
+      check_cudnn(rt::cudnnGetConvolutionBackwardDataWorkspaceSize(h, w, x->d, conv, y->d, bwd_algo, &bytes),
                   "cudnnGetConvolutionBackwardDataWorkspaceSize");
       workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
       return;
     }
     cudnnConvolutionFwdAlgoPerf_t perf[8];
-    check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, x->d, w, conv, y->d, 8, &found, perf),
-                "cudnnGetConvolutionForwardAlgorithm_v7");
+    if (measure_algorithms())
+      check_cudnn(rt::cudnnFindConvolutionForwardAlgorithm(h, x->d, w, conv, y->d, 8, &found, perf),
+                  "cudnnFindConvolutionForwardAlgorithm");
+    else
+      check_cudnn(rt::cudnnGetConvolutionForwardAlgorithm_v7(h, x->d, w, conv, y->d, 8, &found, perf),
+                  "cudnnGetConvolutionForwardAlgorithm_v7");
     for (int i = 0; i < found; ++i)
       if (plain(perf[i])) {
         algo = perf[i].algo;
         break;
       }
-    check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(h, x->d, w, conv, y->d, algo, &bytes),
+    check_cudnn(rt::cudnnGetConvolutionForwardWorkspaceSize(h, x->d, w, conv, y->d, algo, &bytes),
                 "cudnnGetConvolutionForwardWorkspaceSize");
     workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
   }
@@ -513,17 +632,17 @@ std::optional<LibraryStep> make_cudnn_conv_step(const std::shared_ptr<CudaSteps>
         bias_ptr = reinterpret_cast<const void*>(st->zero_bias->address());
       }
       check_cudnn(
-          cudnnConvolutionBiasActivationForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
-                                                &z_scale, st->y->d, Y, st->bias->d, bias_ptr, st->act, st->y->d, Y),
+          rt::cudnnConvolutionBiasActivationForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
+                                                    &z_scale, st->y->d, Y, st->bias->d, bias_ptr, st->act, st->y->d, Y),
           "cudnnConvolutionBiasActivationForward");
       return;
     }
-    check_cudnn(cudnnConvolutionForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
-                                        skip_buffer ? &one : &zero, st->y->d, Y),
+    check_cudnn(rt::cudnnConvolutionForward(h, &one, st->x->d, X, st->w, W, st->conv, st->algo, ws, ws_bytes,
+                                            skip_buffer ? &one : &zero, st->y->d, Y),
                 "cudnnConvolutionForward");
     if (bias)
-      check_cudnn(cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)), &one,
-                                 st->y->d, Y),
+      check_cudnn(rt::cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)),
+                                     &one, st->y->d, Y),
                   "cudnnAddTensor");
   };
   return LibraryStep{std::move(s), row_major_strides(spec.out_dims)};
@@ -559,14 +678,14 @@ std::optional<LibraryStep> make_cudnn_conv_transpose_step(const std::shared_ptr<
     st->make(h);
     void* Y = reinterpret_cast<void*>(device_address(ctx, out));
     const float one = 1.0f, zero = 0.0f;
-    check_cudnn(cudnnConvolutionBackwardData(h, &one, st->w, reinterpret_cast<const void*>(device_address(ctx, w)),
-                                             st->x->d, reinterpret_cast<const void*>(device_address(ctx, xb, x_off)),
-                                             st->conv, st->bwd_algo, reinterpret_cast<void*>(st->workspace->address()),
-                                             st->workspace->bytes(), &zero, st->y->d, Y),
+    check_cudnn(rt::cudnnConvolutionBackwardData(
+                    h, &one, st->w, reinterpret_cast<const void*>(device_address(ctx, w)), st->x->d,
+                    reinterpret_cast<const void*>(device_address(ctx, xb, x_off)), st->conv, st->bwd_algo,
+                    reinterpret_cast<void*>(st->workspace->address()), st->workspace->bytes(), &zero, st->y->d, Y),
                 "cudnnConvolutionBackwardData");
     if (bias)
-      check_cudnn(cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)), &one,
-                                 st->y->d, Y),
+      check_cudnn(rt::cudnnAddTensor(h, &one, st->bias->d, reinterpret_cast<const void*>(device_address(ctx, *bias)),
+                                     &one, st->y->d, Y),
                   "cudnnAddTensor");
   };
   return LibraryStep{std::move(s), row_major_strides(spec.out_dims)};
@@ -580,19 +699,19 @@ struct PoolState {
   std::unique_ptr<TensorDesc> x, y;
   cudnnPoolingDescriptor_t pool = nullptr;
   ~PoolState() {
-    if (pool) cudnnDestroyPoolingDescriptor(pool);
+    if (pool) rt::cudnnDestroyPoolingDescriptor(pool);
   }
   void make() {
     if (pool) return;
     x = std::make_unique<TensorDesc>(spec.x_dims, x_strides);
     y = std::make_unique<TensorDesc>(spec.out_dims, row_major_strides(spec.out_dims));
-    check_cudnn(cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
+    check_cudnn(rt::cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
     const cudnnPoolingMode_t mode = spec.max                 ? CUDNN_POOLING_MAX_DETERMINISTIC
                                     : spec.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     const std::vector<int> window = ints(spec.kernel), pad = ints(spec.pads_begin), stride = ints(spec.strides);
-    check_cudnn(cudnnSetPoolingNdDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(window.size()),
-                                            window.data(), pad.data(), stride.data()),
+    check_cudnn(rt::cudnnSetPoolingNdDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(window.size()),
+                                                window.data(), pad.data(), stride.data()),
                 "cudnnSetPoolingNdDescriptor");
   }
 };
@@ -620,10 +739,10 @@ std::optional<LibraryStep> make_cudnn_pool_step(const std::shared_ptr<CudaSteps>
     cudnnHandle_t h = cs->dnn(stream_of(ctx));
     st->make();
     const float one = 1.0f, zero = 0.0f;
-    check_cudnn(
-        cudnnPoolingForward(h, st->pool, &one, st->x->d, reinterpret_cast<const void*>(device_address(ctx, xb, x_off)),
-                            &zero, st->y->d, reinterpret_cast<void*>(device_address(ctx, out))),
-        "cudnnPoolingForward");
+    check_cudnn(rt::cudnnPoolingForward(h, st->pool, &one, st->x->d,
+                                        reinterpret_cast<const void*>(device_address(ctx, xb, x_off)), &zero, st->y->d,
+                                        reinterpret_cast<void*>(device_address(ctx, out))),
+                "cudnnPoolingForward");
     if (fix && fix->elements > 0)
       fix->launch({device_address(ctx, xb, x_off), device_address(ctx, out)}, stream_of(ctx));
   };

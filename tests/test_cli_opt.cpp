@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "extract/calibration.hpp"
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/tensor.hpp"
@@ -270,6 +271,19 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
     CHECK_THAT(cuda.err, Catch::Contains("--calibrate on the cuda target: "));
     // Not asked to measure, opt prices with the roofline.
     CHECK(run_cli("opt " + model + " --target cuda").status == 0);
+    // ... or with the measurements of a GPU elsewhere, when a file is named.
+    const fs::path gpu = temp("gpu-calibration.json");
+    {
+      std::ofstream(gpu) << R"({"format": )" << saturn::extract::Calibration::kFormat
+                         << R"(, "target": "cuda", "machine": "Test GPU, cuda", "entries": {"matmul": 1.0}})";
+    }
+    auto priced = run_cli("opt " + model + " --target cuda --json --calibration-file " + gpu.string());
+    INFO(priced.err);
+    REQUIRE(priced.status == 0);
+    CHECK(nlohmann::json::parse(priced.out)["calibration"]["entries"] == 1);
+    auto missing = run_cli("opt " + model + " --target cuda --calibration-file " + temp("none.json").string());
+    CHECK(missing.status == 2);
+    CHECK_THAT(missing.err, Catch::Contains("no such calibration file"));
   }
   // A budget that runs out is reported; what was measured is kept.
   fs::remove(cache);

@@ -198,6 +198,14 @@ TEST_CASE("calibration files: written and read back - another machine's ignored 
   auto other = extract::Calibration::load(path, "cpu", "test CPU, 1 thread");
   REQUIRE(other);
   CHECK(other->us.empty());
+  // No machine given: the file's own (pricing for a machine that is not this one).
+  auto theirs = extract::Calibration::load(path, "cpu", "");
+  REQUIRE(theirs);
+  CHECK(theirs->machine == "test CPU, 2 threads");
+  CHECK(theirs->us == c.us);
+  auto other_target = extract::Calibration::load(path, "cuda", "");
+  REQUIRE(other_target);
+  CHECK(other_target->us.empty());
   auto none = extract::Calibration::load((dir / "missing.json").string(), "cpu", "x");
   REQUIRE(none);
   CHECK(none->us.empty());

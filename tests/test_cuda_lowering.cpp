@@ -215,9 +215,12 @@ TEST_CASE(
     CHECK(count(*p, lower::StepKind::Conv, "+relu") >= 1);  // conv + ReLU fused into one cuDNN call
   }
   {
+    // A 4x64 batch: its products are cheaper as Saturn's kernels than as
+    // cuBLAS calls (7 us each, measured on an H100; docs/cost-model.md).
     auto p = lower_for_cuda(optimized("mlp"));
     CHECK(p->reference_ops.empty());
-    CHECK(count(*p, lower::StepKind::Gemm, "cublas sgemm") == 3);
+    CHECK(p->library_calls <= 1);
+    CHECK(count(*p, lower::StepKind::Kernel) >= 2);
   }
 }
 

@@ -172,9 +172,12 @@ TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+rel
   CHECK((*program)->library_calls == 3);
   CHECK((*program)->fused_kernels == 3);  // bias (+ ReLU) per layer
 
+  // On cuda the two large products are cuBLAS calls; the last (64x1024 by
+  // 1024x10) is cheaper as Saturn's kernel than a 7 us call (measured on an
+  // H100, docs/cost-model.md).
   auto gpu = pipeline::optimize(mlp, shipped("cuda"));
   REQUIRE(gpu);
-  CHECK(calls(gpu->report["ops_after"], "cublas") == 3);
+  CHECK(calls(gpu->report["ops_after"], "cublas") == 2);
 }
 
 TEST_CASE("transposed convolutions: a tiling one becomes a GEMM - others a library call - never a conv", "[opt][e2e]") {
@@ -213,7 +216,11 @@ TEST_CASE("transposed convolutions: a tiling one becomes a GEMM - others a libra
     check_same_outputs(g, cpu->graph, 7);
     auto gpu = pipeline::optimize(g, shipped("cuda"));
     REQUIRE(gpu);
-    CHECK(gpu->report["ops_after"].value("cudnn.conv_transpose", 0) == 1);
+    // On cuda a cuDNN call costs 30 us (measured on an H100): these small
+    // ones stay Saturn's kernel or become a cuBLAS product, but never the
+    // zero-spread convolution either.
+    CHECK_FALSE(gpu->report["ops_after"].contains("conv"));
+    CHECK_FALSE(gpu->report["ops_after"].contains("cudnn.conv"));
     check_same_outputs(g, gpu->graph, 8);
   }
 }

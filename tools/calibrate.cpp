@@ -222,10 +222,17 @@ Expected<std::unique_ptr<CalibrationSession>> CalibrationSession::open(const Cal
   if (f.no_calibration) return std::unique_ptr<CalibrationSession>();
   auto machine = machine_id(target, threads);
   if (!machine) {
-    // No device to measure on: the roofline prices, unless measuring was asked for.
+    // No device to measure on: the roofline prices, unless measuring was asked for
+    // or a calibration file was named (another machine's measurements: the
+    // file says which machine it prices).
     if (f.calibrate)
       return Diagnostic{SourceLoc{}, "--calibrate on the " + target + " target: " + machine.error().message};
-    return std::unique_ptr<CalibrationSession>();
+    if (f.file.empty()) return std::unique_ptr<CalibrationSession>();
+    if (!std::filesystem::is_regular_file(f.file))
+      return Diagnostic{SourceLoc{f.file, 0, 0}, "no such calibration file (and no " + target +
+                                                     " device here to measure one on: " + machine.error().message +
+                                                     ")"};
+    machine = std::string();
   }
   auto s = std::make_unique<CalibrationSession>();
   s->flags_ = f;

@@ -9,8 +9,10 @@
 # strongest preset, about 3 minutes); copy the checkout with it to the GPU
 # machine and run tools/gpu_run.sh there. bench_cuda comes only with
 # --bench (the bench and profile stages need it): 1.2 MB more. --models DIR
-# packs DIR's .onnx and .input.npy for the validate stage (export them with
-# bench/export_models.py --levels 2: five small models take 1.4 MB).
+# packs DIR's .onnx and .input.npy for the validate and check stages (export
+# them with bench/export_models.py --levels 2: five small models take 1.4
+# MB), with each model's outputs on this machine's cpu target as
+# M.expected.pb (what the check stage compares the cuda target's with).
 # Usage: tools/gpu_bundle.sh [--bench] [--models DIR] (after a build with
 # the CUDA target)
 set -euo pipefail
@@ -47,6 +49,15 @@ else
   echo "gpu_bundle: no ONNX test data at $onnx: the device conformance test will not run" >&2
 fi
 if [ -n "$models" ]; then
-  (cd "$models" && tar -cf - *.onnx *.input.npy) | xz -T0 -9e >.gpu-bundle/models.tar.xz
+  expected=$(mktemp -d)
+  for m in "$models"/*.onnx; do
+    n=$(basename "$m" .onnx)
+    build/tools/saturn run "$m" --target cpu --inputs "$models/$n.input.npy" -o "$expected/$n" >/dev/null ||
+      { echo "gpu_bundle: $m does not run on the cpu target" >&2; exit 2; }
+    cp "$expected/$n/output_0.pb" "$expected/$n.expected.pb"
+  done
+  tar -cf - -C "$models" $(cd "$models" && echo *.onnx *.input.npy) -C "$expected" $(cd "$expected" && echo *.expected.pb) |
+    xz -T0 -9e >.gpu-bundle/models.tar.xz
+  rm -rf "$expected"
 fi
 du -sh .gpu-bundle

@@ -16,7 +16,12 @@
 #   roofline  the memory rate and per-kernel time the cuda cost model assumes
 #   validate  saturn calibrate --target cuda, then bench/validate_cost_model.py
 #             --target cuda, on the .onnx models in $MODELS (default: those
-#             tools/gpu_bundle.sh --models packed)
+#             tools/gpu_bundle.sh --models packed; ONLY="NAME..." for some
+#             of them, CALIBRATION_BUDGET seconds of calibration, default 120)
+#   check     each packed model on the cuda target, optimized and as written
+#             (--no-opt), against its outputs on the build machine's cpu
+#             target (M.expected.pb): max |cuda - cpu| / max |cpu| <= 1e-3
+#             (float32 throughout: no TF32 in cuBLAS or cuDNN)
 # BUDGET (seconds, default 540) bounds the whole run: each stage gets what
 # is left. Usage: tools/gpu_run.sh STAGE...
 set -u
@@ -93,13 +98,65 @@ for stage in "$@"; do
         mkdir -p "$models"
         tar -C "$models" -xJf .gpu-bundle/models.tar.xz
       fi
-      timeout "$(left 200)" build/tools/saturn calibrate --target cuda "$models"/*.onnx >"$out/calibrate.log" 2>&1
+      # ONLY="NAME..." validates those models alone; CALIBRATION_BUDGET
+      # (seconds, default 120) bounds the calibration.
+      files=("$models"/*.onnx) only=()
+      if [ -n "${ONLY:-}" ]; then
+        files=() only=(--only $ONLY)
+        for n in $ONLY; do files+=("$models/$n.onnx"); done
+      fi
+      timeout "$(left 400)" build/tools/saturn calibrate --target cuda --budget "${CALIBRATION_BUDGET:-120}" "${files[@]}" \
+        >"$out/calibrate.log" 2>&1
       echo "calibrate exit $?"
       tail -20 "$out/calibrate.log"
-      timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda \
+      timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda "${only[@]}" \
         --rounds "${ROUNDS:-3}" --runs "${RUNS:-10}" >"$out/validate.log" 2>&1
       echo "validate exit $?"
       cat "$out/validate.log" ;;
+    check)
+      models=${MODELS:-$root/models}
+      if [ -z "${MODELS:-}" ]; then
+        mkdir -p "$models"
+        tar -C "$models" -xJf .gpu-bundle/models.tar.xz
+      fi
+      rm -rf "$root/check"
+      for m in "$models"/*.onnx; do
+        n=$(basename "$m" .onnx)
+        for mode in opt no-opt; do
+          flag=
+          [ $mode = no-opt ] && flag=--no-opt
+          timeout "$(left 120)" build/tools/saturn run "$m" --target cuda $flag --inputs "$models/$n.input.npy" \
+            -o "$root/check/$n.$mode" >/dev/null 2>"$root/check.err" || { echo "$n $mode: exit $?"; tail -5 "$root/check.err"; }
+        done
+      done >"$out/check.log" 2>&1
+      python3 - "$models" "$root/check" >>"$out/check.log" 2>&1 <<'PY'
+import glob, os, sys
+import numpy as np
+from onnx import TensorProto, numpy_helper
+models, got = sys.argv[1:]
+def read(path):
+    t = TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t).astype(np.float64)
+bad = 0
+for exp in sorted(glob.glob(os.path.join(models, "*.expected.pb"))):
+    n = os.path.basename(exp)[: -len(".expected.pb")]
+    ref = read(exp)
+    for mode in ("opt", "no-opt"):
+        out = os.path.join(got, f"{n}.{mode}", "output_0.pb")
+        if not os.path.exists(out):
+            print(f"{n} {mode}: no output"); bad += 1; continue
+        y = read(out)
+        if y.shape != ref.shape:
+            print(f"{n} {mode}: shape {y.shape}, expected {ref.shape}"); bad += 1; continue
+        err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
+        ok = np.isfinite(err) and err <= 1e-3
+        bad += not ok
+        print(f"{n} {mode}: max |cuda - cpu| / max |cpu| = {err:.2e} {'ok' if ok else 'DIFFERS'}")
+print(f"check: {bad} differing")
+PY
+      cat "$out/check.log" ;;
     bench)
       SATURN_NO_BUILD=1 timeout "$(left 300)" bash bench/bench_cuda.sh "${RUNS:-30}" >"$out/bench.log" 2>&1
       echo "exit $?"
