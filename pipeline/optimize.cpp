@@ -11,6 +11,7 @@
 
 #include "extract/cost_model.hpp"
 #include "extract/extractors.hpp"
+#include "extract/problem_dot.hpp"
 #include "pipeline/saturate.hpp"
 #include "rules/rule_file.hpp"
 #include "rules/tensor_builtins.hpp"
@@ -229,6 +230,7 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
                        {"pricing_ms", problem_ms}, {"choosing_ms", choose_ms},
                        {"extractor", o.extractor}, {"passes", ex->passes}};
   res.graph = std::move(*optimized);
+  if (o.egraph_dot) res.egraph_dot = extract::problem_to_dot(problem, ex->choice);
   res.report["cost_before"] = finite_or_null(*cost_before);
   res.report["cost_after"] = finite_or_null(*cost_after);
   if (o.calibration) res.report["calibration"] = calibration;

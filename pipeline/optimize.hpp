@@ -30,12 +30,16 @@ struct OptimizeOptions {
   // the report's "calibration" fields: measured, failed, budget_hit, ...).
   extract::Calibration* calibration = nullptr;
   std::function<nlohmann::json(const std::map<std::string, extract::TimedOp>&, extract::Calibration&)> measure;
+  // Draw the saturated e-graph with the extracted program marked
+  // (OptimizeResult::egraph_dot).
+  bool egraph_dot = false;
 };
 
 struct OptimizeResult {
   ir::Graph graph;
-  nlohmann::json report;  // keys documented in docs/cli.md (saturn opt)
-  bool unsound = false;   // a rule merged classes of different types (report["error"] says which)
+  nlohmann::json report;   // keys documented in docs/cli.md (saturn opt)
+  bool unsound = false;    // a rule merged classes of different types (report["error"] says which)
+  std::string egraph_dot;  // Graphviz text (extract/problem_dot.hpp), when OptimizeOptions::egraph_dot
 };
 
 // Bad rules or a model the target cannot run are errors (exit status 2);

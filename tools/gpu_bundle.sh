@@ -13,16 +13,21 @@
 # them with bench/export_models.py --levels 2: five small models take 1.4
 # MB), with each model's outputs on this machine's cpu target as
 # M.expected.pb (what the check stage compares the cuda target's with).
-# Usage: tools/gpu_bundle.sh [--bench] [--models DIR] (after a build with
-# the CUDA target)
+# --no-conf leaves the ONNX test data out (7 MB; the conf stage needs it):
+# the eight models of docs/cost-model.md's validation take 5 MB, and the
+# bundle with them fits the device's 64 MiB only without it.
+# Usage: tools/gpu_bundle.sh [--bench] [--models DIR] [--no-conf] (after a
+# build with the CUDA target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bins=(build/tests/test_cuda_device build/tools/saturn)
 models=
+conf=1
 while [ $# -gt 0 ]; do
   case $1 in
     --bench) bins+=(build/bench/bench_cuda) ;;
     --models) models=$2; shift ;;
+    --no-conf) conf= ;;
     *) echo "gpu_bundle: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -43,7 +48,9 @@ done
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle
 tar -C "$stage" -cf - bin lib | xz -T1 --x86 --lzma2=preset=9e,dict=128MiB >.gpu-bundle/saturn.tar.xz
-if [ -d "$onnx" ]; then
+if [ -z "$conf" ]; then
+  :
+elif [ -d "$onnx" ]; then
   tar -C "$(dirname "$onnx")" -cf - "$(basename "$onnx")" | xz -T0 -6 >.gpu-bundle/onnx-tests.tar.xz
 else
   echo "gpu_bundle: no ONNX test data at $onnx: the device conformance test will not run" >&2

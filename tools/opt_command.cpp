@@ -18,6 +18,7 @@
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/dot_command.hpp"
 
 namespace saturn::cli {
 
@@ -35,6 +36,9 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
   cmd->add_flag("--inline-weights", o.inline_weights,
                 "A .sat output keeps every weight in its text (by default weights over 64 KiB go to OUT.data)");
   cmd->add_option("--report", o.report, "Write the report as JSON");
+  cmd->add_option("--dot", o.dot,
+                  "Draw the saturated e-graph, the extracted program marked: .dot or .gv (Graphviz text), .svg, .png "
+                  "or .pdf (needs Graphviz's dot)");
   cmd->add_option("--extractor", o.pipeline.extractor, std::string("Extractor: ") + extract::kExtractorNames)
       ->capture_default_str();
   add_saturation_flags(*cmd, o.pipeline.saturation, "Stop each rule phase after N iterations",
@@ -93,6 +97,8 @@ int run_opt(const OptOptions& o) {
       return bad_input("--rules: no such file or folder '" + r + "'");
     }
   }
+  if (!o.dot.empty() && !graphviz_name_ok(o.dot)) return kBadInput;
+  oo.egraph_dot = !o.dot.empty();
   const auto read_start = std::chrono::steady_clock::now();
   auto graph = read_model(o.model);
   if (!graph) return bad_input(graph.error().to_string());
@@ -124,6 +130,9 @@ int run_opt(const OptOptions& o) {
     report["phases"]["export"] = {
         {"time_ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count()},
         {"stop_reason", "done"}};
+  }
+  if (!o.dot.empty()) {
+    if (int status = write_graphviz(res->egraph_dot, o.dot); status != kOk) return status;
   }
   if (!o.report.empty()) {
     std::ofstream f(o.report);

@@ -24,6 +24,7 @@ struct OptOptions {
   std::string out;
   bool inline_weights = false;  // a .sat output keeps large weights in its text, not in OUT.data
   std::string report;
+  std::string dot;  // the saturated e-graph, the extracted program marked (.dot, .svg, ...)
   bool json = false;
   bool quiet = false;
   bool measure = false;  // time the model as written and the optimized program, keep the faster

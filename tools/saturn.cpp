@@ -5,6 +5,7 @@
 #include "runtime/thread_env.hpp"
 #include "tools/calibrate.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/dot_command.hpp"
 #include "tools/eqsat_command.hpp"
 #include "tools/extract_command.hpp"
 #include "tools/opt_command.hpp"
@@ -28,11 +29,8 @@ int main(int argc, char** argv) {
   add_verify_command(app, verify);
   CalibrateOptions calibrate;
   add_calibrate_command(app, calibrate);
-  // Verbs of docs/design.md that later work fills in; they answer clearly now.
-  {
-    auto* cmd = app.add_subcommand("dot", "Draw a model or an e-graph. (not available in this build yet)");
-    cmd->allow_extras();
-  }
+  DotOptions dot;
+  add_dot_command(app, dot);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -57,8 +55,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("extract")) return run_extract(ext);
     if (app.got_subcommand("verify")) return run_verify(verify);
     if (app.got_subcommand("calibrate")) return run_calibrate(calibrate);
-    for (auto* sub : app.get_subcommands())
-      return bad_input("'saturn " + sub->get_name() + "' is not available in this build yet");
+    if (app.got_subcommand("dot")) return run_dot(dot);
   } catch (const std::bad_alloc&) {
     // Saturation is what grows without a bound the model fixes.
     const bool saturates = app.got_subcommand("opt") || app.got_subcommand("eqsat");

@@ -17,6 +17,7 @@ packages=(
   ocl-icd-opencl-dev   # dnnl-config.cmake looks for OpenCL (only a Recommends)
   coinor-libcbc-dev    # saturn extract/opt --extractor ilp: CBC
   libboost-graph-dev   # graph algorithms (components, orders) for extraction and import
+  graphviz             # saturn dot -o X.svg/.png/.pdf (the text needs nothing)
 )
 
 missing=()
