@@ -59,13 +59,6 @@ Diagnostic nvrtc_error(const std::string& what, nvrtcResult r, const std::string
   return d;
 }
 
-// The disk cache's file for a key (the key holds NVRTC's version too).
-std::filesystem::path disk_file(const std::string& dir, const std::string& key) {
-  std::ostringstream name;
-  name << "ptx-" << std::hex << ir::stable_hash(key) << "-" << std::hash<std::string>{}(key) << ".ptx";
-  return std::filesystem::path(dir) / name.str();
-}
-
 }  // namespace
 
 std::string CudaCompiler::version() {
@@ -83,18 +76,12 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
       return it->second;
     }
   }
-  std::filesystem::path on_disk;
-  if (!disk_.empty()) {
-    on_disk = disk_file(disk_, version() + "\n" + key);
-    if (std::ifstream f(on_disk, std::ios::binary); f) {
-      std::string text((std::istreambuf_iterator<char>(f)), {});
-      if (f.good() || f.eof()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++disk_hits_;
-        cache_.emplace(std::move(key), text);
-        return text;
-      }
-    }
+  const std::string disk_key = disk_.enabled() ? version() + "\n" + key : std::string();
+  if (auto text = disk_.get(disk_key)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++disk_hits_;
+    cache_.emplace(std::move(key), *text);
+    return *text;
   }
   nvrtcProgram prog = nullptr;
   const std::string file = name + ".cu";
@@ -118,24 +105,7 @@ Expected<std::string> CudaCompiler::ptx(const std::string& source, const std::st
   std::string text(n, '\0');
   if (nvrtcResult e = rt::nvrtcGetPTX(prog, text.data()); e != NVRTC_SUCCESS) return nvrtc_error("nvrtcGetPTX", e);
   while (!text.empty() && text.back() == '\0') text.pop_back();
-  if (!on_disk.empty()) {
-    // Written whole under a name of this process and thread, then renamed:
-    // a reader never sees half a file.
-    std::error_code ec;
-    std::filesystem::create_directories(on_disk.parent_path(), ec);
-    std::ostringstream tmp_name;
-    tmp_name << on_disk.string() << ".tmp" << ::getpid() << "-" << std::this_thread::get_id();
-    const std::filesystem::path tmp = tmp_name.str();
-    bool written = false;
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(text.data(), static_cast<std::streamsize>(text.size()));
-      f.close();
-      written = !f.fail();
-    }
-    if (written) std::filesystem::rename(tmp, on_disk, ec);
-    std::filesystem::remove(tmp, ec);
-  }
+  disk_.put(disk_key, text);
   std::lock_guard<std::mutex> lock(mu_);
   ++compiled_;
   cache_.emplace(std::move(key), text);

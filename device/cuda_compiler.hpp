@@ -4,11 +4,10 @@
 // hash table over the whole source, so two sources whose hashes collide
 // are told apart instead of sharing one kernel's PTX.
 //
-// With a folder (`disk`), PTX also outlives the process: one file per
-// source, architecture and NVRTC version, named by two independent 64-bit
-// hashes of them, so that the next run of a model skips NVRTC (the
-// driver's own cache then skips its JIT). A folder that cannot be read or
-// written only makes compiling slower.
+// With a folder (`disk`), PTX also outlives the process (ir::DiskCache):
+// one file per source, architecture and NVRTC version, so that the next run
+// of a model skips NVRTC (the driver's own cache then skips its JIT). A
+// folder that cannot be read or written only makes compiling slower.
 //
 // Needs only the toolkit's NVRTC library, not a GPU or a driver: CI
 // compiles every generated kernel for sm_80 and sm_90 this way.
@@ -19,13 +18,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "ir/cache_dir.hpp"
 #include "ir/diagnostic.hpp"
 
 namespace saturn::device {
 
 class CudaCompiler {
  public:
-  explicit CudaCompiler(std::string disk = "") : disk_(std::move(disk)) {}
+  explicit CudaCompiler(const std::string& disk = "") : disk_(disk, "ptx-", ".ptx") {}
   // PTX for `arch` (a virtual architecture: "compute_90"); `name` (the
   // kernel's) only labels errors, which carry NVRTC's log.
   Expected<std::string> ptx(const std::string& source, const std::string& name, const std::string& arch);
@@ -38,7 +38,7 @@ class CudaCompiler {
  private:
   std::mutex mu_;
   std::unordered_map<std::string, std::string> cache_;  // arch + "\n" + source -> PTX
-  std::string disk_;
+  ir::DiskCache disk_;
   std::size_t compiled_ = 0, hits_ = 0, disk_hits_ = 0;
 };
 

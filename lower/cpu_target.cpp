@@ -20,7 +20,7 @@ using ir::DType;
 
 class CpuTarget final : public Target {
  public:
-  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir) {
+  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir), cache_dir_(o.kernel_cache_dir) {
     traits_.name = "cpu";
     traits_.conv_clip_epilogue = true;
   }
@@ -123,6 +123,7 @@ class CpuTarget final : public Target {
 
   Program& p_;
   bool keep_ir_ = false;
+  std::string cache_dir_;
   TargetTraits traits_;
 };
 
@@ -132,8 +133,10 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
   auto jit = KernelJit::create();
   if (!jit) throw DiagnosticError{jit.error()};
   (*jit)->keep_ir = keep_ir_;
+  (*jit)->cache_dir = cache_dir_;
   auto fns = (*jit)->compile(kernels);
   if (!fns) throw DiagnosticError{fns.error()};
+  p_.kernel_modules_cached = static_cast<int>((*jit)->cached_modules());
   p_.keep_alive.push_back(*jit);
   p_.ir_text = (*jit)->last_ir();
   p_.target_cpu = (*jit)->target_description();

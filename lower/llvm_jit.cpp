@@ -1,5 +1,6 @@
 #include "lower/llvm_jit.hpp"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -23,8 +24,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+
+#include "ir/cache_dir.hpp"
 
 namespace saturn::lower {
 
@@ -720,13 +724,18 @@ constexpr std::size_t kKernelsPerModule = 16;
 struct ModuleJob {
   std::vector<const LoopKernel*> kernels;  // named
   std::unique_ptr<llvm::MemoryBuffer> object;
-  std::string ir;  // the optimized IR, when kept
+  std::string ir;       // the optimized IR, when kept
+  bool cached = false;  // the object came from the disk cache
   std::optional<Diagnostic> failure;
   std::exception_ptr thrown;  // a code generator's logic_error (check_kernel_types), rethrown on the caller's thread
 };
 
+// What a cached object depends on besides its module's IR: bump it when
+// build_module's pipeline or code generation options change.
+constexpr const char* kObjectCacheFormat = "saturn object cache 1: O3, CGFT_ObjectFile";
+
 void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const std::string& cpu,
-                  const std::string& features, const std::string& name, bool keep_ir) {
+                  const std::string& features, const std::string& name, bool keep_ir, const ir::DiskCache& disk) {
   try {
     auto tm = jtmb.createTargetMachine();
     if (!tm) {
@@ -743,6 +752,18 @@ void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const
     if (llvm::verifyModule(m, &es)) {
       job.failure = jit_failure("generated IR is invalid: " + es.str());
       return;
+    }
+    std::string key;
+    if (disk.enabled() && !keep_ir) {
+      llvm::raw_string_ostream ks(key);
+      ks << kObjectCacheFormat << "\n" << LLVM_VERSION_STRING << "\n" << cpu << "\n" << features << "\n";
+      m.print(ks, nullptr);
+      ks.flush();
+      if (auto object = disk.get(key)) {
+        job.object = llvm::MemoryBuffer::getMemBufferCopy(*object, name);
+        job.cached = true;
+        return;
+      }
     }
     {
       llvm::LoopAnalysisManager lam;
@@ -771,6 +792,7 @@ void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const
     }
     codegen.run(m);
     job.object = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), name);
+    if (!key.empty()) disk.put(key, std::string_view(object.data(), object.size()));
   } catch (...) {
     job.thrown = std::current_exception();
   }
@@ -799,18 +821,21 @@ Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>
   const std::size_t threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   std::vector<ModuleJob> jobs(std::clamp<std::size_t>(distinct.size() / kKernelsPerModule, 1, threads));
   for (std::size_t i = 0; i < distinct.size(); ++i) jobs[i % jobs.size()].kernels.push_back(&distinct[i]);
+  const ir::DiskCache disk(cache_dir, "obj-", ".o");
   {
     std::vector<std::jthread> workers;
     for (std::size_t j = 1; j < jobs.size(); ++j)
       workers.emplace_back([&, j] {
         build_module(jobs[j], *impl_->jtmb, impl_->cpu, impl_->features,
-                     "saturn_kernels_" + std::to_string(module) + "_" + std::to_string(j), keep_ir);
+                     "saturn_kernels_" + std::to_string(module) + "_" + std::to_string(j), keep_ir, disk);
       });
     build_module(jobs[0], *impl_->jtmb, impl_->cpu, impl_->features, "saturn_kernels_" + std::to_string(module) + "_0",
-                 keep_ir);
+                 keep_ir, disk);
   }
   if (keep_ir) last_ir_.clear();
+  cached_modules_ = 0;
   for (ModuleJob& job : jobs) {
+    cached_modules_ += job.cached;
     if (job.thrown) std::rethrow_exception(job.thrown);
     if (job.failure) return *job.failure;
     if (keep_ir) last_ir_ += job.ir;

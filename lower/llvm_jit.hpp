@@ -44,12 +44,21 @@ class KernelJit {
   // The optimized IR of the last compile (for tests and `--dump-ir`).
   const std::string& last_ir() const { return last_ir_; }
   bool keep_ir = false;
+  // A folder keeping each module's object file for the next compile of the
+  // same kernels (ir::DiskCache, keyed by the module's unoptimized IR, the
+  // CPU, its features and LLVM's version): a hit skips LLVM's optimization
+  // and code generation, most of a big model's start-up. Empty: none.
+  // (Unused with keep_ir, which needs the optimized IR.)
+  std::string cache_dir;
+  // Modules of the last compile that came from cache_dir.
+  std::size_t cached_modules() const { return cached_modules_; }
 
  private:
   KernelJit() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string last_ir_;
+  std::size_t cached_modules_ = 0;
 };
 
 }  // namespace saturn::lower

@@ -29,8 +29,9 @@ struct LoweringOptions {
   // names its device's; empty, compute_80, PTX that later GPUs run through
   // the driver's JIT. (Lowering never asks the driver.)
   std::string cuda_arch;
-  // The CUDA target's compiled kernels kept on disk in this folder for the
-  // next run (device/cuda_compiler.hpp); empty: in this process only.
+  // Compiled kernels kept on disk in this folder for the next run: PTX on
+  // cuda (device/cuda_compiler.hpp), object files on cpu
+  // (lower/llvm_jit.hpp); empty: in this process only.
   std::string kernel_cache_dir;
 };
 

@@ -97,8 +97,9 @@ struct Program {
   int library_calls = 0;
   std::vector<std::string> reference_ops;
   double compile_ms = 0;
-  std::string target_cpu;  // what LLVM generated code for
-  std::string ir_text;     // the optimized LLVM IR, when LoweringOptions::keep_ir
+  int kernel_modules_cached = 0;  // cpu: LLVM modules read from LoweringOptions::kernel_cache_dir
+  std::string target_cpu;         // what LLVM generated code for
+  std::string ir_text;            // the optimized LLVM IR, when LoweringOptions::keep_ir
   // The loop kernels the Kernel steps run, in step order (what the CUDA
   // code generator and reports read).
   std::shared_ptr<const std::vector<LoopKernel>> kernels;

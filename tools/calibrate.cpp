@@ -147,7 +147,7 @@ Expected<double> time_on_cpu(const ir::Graph& g, int threads) {
 Expected<double> time_on_cuda(const ir::Graph& g) {
 #ifdef SATURN_HAVE_CUDA
   runtime::CudaExecutorOptions co;
-  co.lowering = cuda_lowering_options();
+  co.lowering = lowering_options();
   auto exec = runtime::CudaExecutor::create(g, co);
   if (!exec) return exec.error();
   auto inputs = seeded_inputs(g, "calibrate");

@@ -34,9 +34,9 @@ std::optional<std::string> cuda_unavailable() {
 #endif
 }
 
-lower::LoweringOptions cuda_lowering_options() {
-  lower::LoweringOptions o;  // (compile_cuda sets the target)
-  o.kernel_cache_dir = (ir::cache_dir() / "kernels").string();
+lower::LoweringOptions lowering_options(bool no_cache) {
+  lower::LoweringOptions o;  // (compile_cpu / compile_cuda set the target)
+  if (!no_cache) o.kernel_cache_dir = (ir::cache_dir() / "kernels").string();
   return o;
 }
 

@@ -47,9 +47,10 @@ Expected<ir::Graph> read_model(const std::string& path);
 // no driver, no device), or nothing when it can.
 std::optional<std::string> cuda_unavailable();
 
-// The cuda target's lowering options for a command: its compiled kernels
-// kept in the cache folder (ir/cache_dir.hpp, kernels/) for the next run.
-lower::LoweringOptions cuda_lowering_options();
+// A command's lowering options: the compiled kernels (PTX on cuda, object
+// files on cpu) kept in the cache folder (ir/cache_dir.hpp, kernels/) for
+// the next run, unless `no_cache`.
+lower::LoweringOptions lowering_options(bool no_cache = false);
 
 // The shipped .rules files for `target` (rule_files_for over
 // shipped_rulesets_dir); nullopt after reporting (bad_input) when that

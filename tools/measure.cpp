@@ -182,7 +182,7 @@ Expected<bool> measure_against_written(const ir::Graph& written, const ir::Graph
   if (o.target == "cuda") {
 #ifdef SATURN_HAVE_CUDA
     runtime::CudaExecutorOptions co;
-    co.lowering = cuda_lowering_options();
+    co.lowering = lowering_options();
     auto as_written = runtime::CudaExecutor::create(written, co);
     if (!as_written) return as_written.error();
     auto opt = runtime::CudaExecutor::create(optimized, co);

@@ -50,6 +50,9 @@ void add_run_command(CLI::App& app, RunOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
   cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
+  cmd->add_flag("--no-cache", o.no_cache,
+                "cpu and cuda targets: compile every kernel again (by default compiled kernels are kept in the cache "
+                "folder, kernels/, and the next run of the same kernels reads them)");
   add_calibration_flags(*cmd, o.calibration);
   cmd->add_flag("--no-opt", o.no_opt,
                 "cpu and cuda targets: run the graph as written (plain ops as Saturn's own loops, no library call "
@@ -68,6 +71,7 @@ void summarize_program(const lower::Program& p, nlohmann::json& summary) {
   summary["library_calls"] = p.library_calls;
   summary["reference_ops"] = p.reference_ops;
   summary["compile_ms"] = p.compile_ms;
+  summary["kernel_modules_cached"] = p.kernel_modules_cached;
 }
 
 // The runs --bench times: into outputs reused from run to run (no allocation).
@@ -165,6 +169,7 @@ int run_model(const RunOptions& o) {
   if (o.target == "cpu") {
     runtime::CpuExecutorOptions co;
     co.threads = o.threads;
+    co.lowering = lowering_options(o.no_cache);
     co.lowering.fuse = !o.no_fuse;
     auto made = runtime::CpuExecutor::create(*g, co);
     if (!made) return bad_input(made.error().to_string());
@@ -179,14 +184,18 @@ int run_model(const RunOptions& o) {
                 << " steps (" << p.fused_kernels << " generated kernels for " << p.fused_ops << " ops, "
                 << p.library_calls << " library calls, " << p.reference_ops.size() << " reference ops), arena "
                 << p.arena_bytes << " bytes (naive " << p.naive_bytes << ", liveness bound " << p.lower_bound_bytes
-                << "), compiled in " << p.compile_ms << " ms\n";
+                << "), compiled in " << p.compile_ms << " ms"
+                << (p.kernel_modules_cached
+                        ? " (" + std::to_string(p.kernel_modules_cached) + " kernel modules from the cache)"
+                        : std::string())
+                << "\n";
     }
   }
 #ifdef SATURN_HAVE_CUDA
   std::unique_ptr<runtime::CudaExecutor> gpu;
   if (o.target == "cuda") {
     runtime::CudaExecutorOptions co;
-    co.lowering = cuda_lowering_options();
+    co.lowering = lowering_options(o.no_cache);
     co.lowering.fuse = !o.no_fuse;
     auto made = runtime::CudaExecutor::create(*g, co);
     if (!made) return bad_input(made.error().to_string());

@@ -25,6 +25,7 @@ struct RunOptions {
   int threads = 0;               // cpu target: 0 = every free CPU (runtime::team_size)
   bool profile = false;          // cpu target: time each step of one run
   bool no_fuse = false;          // cpu target: one kernel per elementwise op
+  bool no_cache = false;         // compile every kernel again and keep none on disk
   bool no_opt = false;           // cpu and cuda targets: run the graph as written, not `saturn opt`'s program
   CalibrationFlags calibration;  // how the optimization prices (saturn opt's flags)
 };
