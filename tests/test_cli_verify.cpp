@@ -75,3 +75,31 @@ TEST_CASE("the largest bounds end at the time limit - a reshape's targets are no
   CHECK((j["status"] == "proved" || j["status"] == "unknown"));
   CHECK(j["time_ms"].get<double>() < 30000);
 }
+
+TEST_CASE("on a terminal verify shows how many rules are done - elsewhere nothing") {
+  auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify_progress";
+  std::filesystem::create_directories(dir);
+  auto rules = (dir / "two.rules").string();
+  std::ofstream(rules) << "(rule add-comm (add ?a ?b) => (add ?b ?a))\n(rule mul-comm (mul ?a ?b) => (mul ?b ?a))\n";
+  auto plain = run_cli("verify " + rules + " --jobs 1");
+  CHECK(plain.status == 0);
+  CHECK(plain.err.find("[verify]") == std::string::npos);
+  CHECK(plain.out.find("[verify]") == std::string::npos);
+  // util-linux's script gives the command a terminal (Debian: bsdutils, essential).
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    WARN("no `script` here: the terminal's progress line is not checked");
+    return;
+  }
+  auto out = (dir / "tty.txt").string();
+  const std::string cmd = "script -qec '" + saturn::test::saturn_bin() + " verify " + rules + " --jobs 1' /dev/null >" +
+                          out + " 2>&1 </dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  INFO(text);
+  CHECK(text.find("[verify] 1 of 2 rules") != std::string::npos);
+  // The progress line is cleared before what follows it.
+  CHECK(text.find("\r\033[K", text.rfind("[verify]")) != std::string::npos);
+  CHECK(text.find("2 rules: 2 proved") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -182,8 +183,11 @@ int run_verify(const VerifyCommandOptions& o) {
   std::vector<bool> done(jobs.size(), false);
   std::atomic<std::size_t> next{0};
   std::mutex mu;
-  std::size_t printed = 0;
+  std::size_t printed = 0, finished = 0;
+  // A progress line on a terminal: proofs of the shipped rules take minutes.
+  const bool progress = stderr_is_terminal();
   auto print_ready = [&] {  // in file order, as soon as the prefix is done
+    if (progress) std::cerr << "\r\033[K" << std::flush;
     while (printed < jobs.size() && done[printed]) {
       const rules::RuleVerdict& v = verdicts[printed++];
       if (o.json)
@@ -192,6 +196,11 @@ int run_verify(const VerifyCommandOptions& o) {
         std::cout << to_text(v);
       std::cout.flush();
     }
+    if (progress && finished < jobs.size()) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cerr << "[verify] " << finished << " of " << jobs.size() << " rules, " << std::fixed << std::setprecision(1)
+                << secs << " s" << std::flush;
+    }
   };
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
@@ -199,6 +208,7 @@ int run_verify(const VerifyCommandOptions& o) {
       std::lock_guard<std::mutex> lock(mu);
       verdicts[i] = std::move(v);
       done[i] = true;
+      ++finished;
       print_ready();
     }
   };
