@@ -2,16 +2,8 @@
 
 #include <cuda.h>
 #include <nvrtc.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
 #include <memory>
-#include <sstream>
-#include <thread>
-#include <vector>
 
 #include "device/runtime_library.hpp"
 #include "ir/cache_dir.hpp"

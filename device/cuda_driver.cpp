@@ -6,29 +6,29 @@
 #include <mutex>
 #include <optional>
 
+#include "device/runtime_library.hpp"
+
 namespace saturn::device::cuda {
 
 // The entry points Saturn uses. cuda.h maps some names to versioned
-// symbols (cuMemAlloc -> cuMemAlloc_v2); SATURN_CU_NAME expands the macro
-// before making it a string, so dlsym asks for the symbol the header means.
-#define SATURN_CU_STR2(x) #x
-#define SATURN_CU_NAME(x) SATURN_CU_STR2(x)
-#define SATURN_CU_ENTRY(x) decltype(&::x) x = nullptr;
-#define SATURN_CU_FUNCTIONS(X)                                                                                         \
-  X(cuInit)                                                                                                            \
-  X(cuDriverGetVersion)                                                                                                \
-  X(cuDeviceGetCount)                                                                                                  \
-  X(cuDeviceGet)                                                                                                       \
-  X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                           \
-      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) \
-          X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                 \
-              X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)           \
-                  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync)  \
+// symbols (cuMemAlloc -> cuMemAlloc_v2): SATURN_RUNTIME_NAME
+// (runtime_library.hpp) asks dlsym for the symbol the header means.
+#define SATURN_CU_FUNCTIONS(X)                                                                               \
+  X(cuInit)                                                                                                  \
+  X(cuDriverGetVersion)                                                                                      \
+  X(cuDeviceGetCount)                                                                                        \
+  X(cuDeviceGet)                                                                                             \
+  X(cuDeviceGetName)                                                                                         \
+  X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)       \
+      X(cuCtxSetCurrent) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)    \
+          X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)     \
+              X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) \
+                  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync)          \
                       X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpy2DAsync) X(cuMemsetD32Async)
 
 struct DriverApi {
   void* lib = nullptr;
-  SATURN_CU_FUNCTIONS(SATURN_CU_ENTRY)
+  SATURN_CU_FUNCTIONS(SATURN_RUNTIME_ENTRY)
   ~DriverApi() {
     if (lib) dlclose(lib);
   }
@@ -75,10 +75,11 @@ Expected<const CudaDriver*> CudaDriver::load(std::unique_ptr<CudaDriver>& keep) 
               .append(err ? err : "libcuda.so.1 not found")
               .append(")");
   }
-#define SATURN_CU_LOAD(x)                                                                                             \
-  if (why.empty()) {                                                                                                  \
-    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_CU_NAME(x)));                                        \
-    if (!a->x) why = std::string("the cuda target needs a newer NVIDIA driver: it lacks ").append(SATURN_CU_NAME(x)); \
+#define SATURN_CU_LOAD(x)                                                                                         \
+  if (why.empty()) {                                                                                              \
+    a->x = reinterpret_cast<decltype(&::x)>(dlsym(a->lib, SATURN_RUNTIME_NAME(x)));                               \
+    if (!a->x)                                                                                                    \
+      why = std::string("the cuda target needs a newer NVIDIA driver: it lacks ").append(SATURN_RUNTIME_NAME(x)); \
   }
   SATURN_CU_FUNCTIONS(SATURN_CU_LOAD)
 #undef SATURN_CU_LOAD

@@ -75,6 +75,14 @@ inline std::string numbered(const char* prefix, int i) {
   return s;
 }
 
+// `name` in a folder of the temporary directory for this test program and
+// process (`prefix` + pid), made if missing.
+inline std::filesystem::path temp_path(const char* prefix, const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / numbered(prefix, static_cast<int>(::getpid()));
+  std::filesystem::create_directories(d);
+  return d / name;
+}
+
 // (+ x1 (+ x2 (+ ... xn)))
 inline std::string sum_of_vars(int n) {
   std::string t = numbered("x", n);

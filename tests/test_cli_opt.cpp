@@ -14,11 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp(const std::string& name) {
-  auto d = fs::temp_directory_path() / saturn::test::numbered("saturn-cli-opt-", static_cast<int>(::getpid()));
-  fs::create_directories(d);
-  return d / name;
-}
+fs::path temp(const std::string& name) { return saturn::test::temp_path("saturn-cli-opt-", name); }
 
 }  // namespace
 

@@ -20,11 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp(const std::string& name) {
-  auto d = fs::temp_directory_path() / saturn::test::numbered("saturn-dot-", static_cast<int>(::getpid()));
-  fs::create_directories(d);
-  return d / name;
-}
+fs::path temp(const std::string& name) { return saturn::test::temp_path("saturn-dot-", name); }
 
 const char* kModel =
     "(graph small (input x f32 [2 3]) (init w f32 [3 4] [1 2 3 4 5 6 7 8 9 10 11 12])"

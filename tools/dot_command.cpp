@@ -100,16 +100,16 @@ bool graphviz_name_ok(const std::string& path) {
 }
 
 int write_graphviz(const std::string& text, const std::string& path) {
-  const std::optional<std::string> format = format_of(path);
-  if (!format) return bad_input(path + ": the picture's name ends in .dot, .gv, .svg, .png or .pdf");
-  const std::string source = format->empty() ? path : path + ".dot.tmp";
+  if (!graphviz_name_ok(path)) return kBadInput;
+  const std::string format = *format_of(path);
+  const std::string source = format.empty() ? path : path + ".dot.tmp";
   {
     std::ofstream f(source, std::ios::binary);
     f << text;
     if (!f.flush()) return bad_input(source + ": cannot write");
   }
-  if (format->empty()) return kOk;
-  auto failed = run_graphviz(*format, source, path);
+  if (format.empty()) return kOk;
+  auto failed = run_graphviz(format, source, path);
   std::error_code ec;
   std::filesystem::remove(source, ec);
   if (failed) return bad_input(*failed);
