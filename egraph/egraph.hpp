@@ -72,6 +72,8 @@ class EGraph {
   // Live (canonical) e-nodes: the hash-cons's size.
   std::size_t num_nodes() const { return hashcons_.size(); }
   std::size_t num_classes() const { return num_classes_; }
+  // Every id ever handed out (ids below it are valid arguments to find).
+  std::size_t num_ids() const { return uf_.size(); }
 
   // Canonical class ids in increasing order. Valid after rebuild().
   std::span<const EClassId> class_ids() const { return roots_; }

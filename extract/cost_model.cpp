@@ -178,7 +178,8 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   return p;
 }
 
-Expected<double> graph_cost(const ir::Graph& g, const CostModel& m) {
+Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<double>* node_costs) {
+  if (node_costs) node_costs->assign(g.nodes.size(), 0.0);
   auto types = ir::infer_types(g);
   if (!types) return types.error();
   // The graph as an extraction problem with one node per class: a class per
@@ -221,6 +222,7 @@ Expected<double> graph_cost(const ir::Graph& g, const CostModel& m) {
     if (first == n.outputs.end()) continue;
     NodePrice price = m.price(*def, n.attrs, in, types->at(*first), all_const, &facts);
     node.cost = price.cost;  // paid once, whatever the node's number of results
+    if (node_costs) (*node_costs)[static_cast<std::size_t>(&n - g.nodes.data())] = price.cost;
     node.fused = std::move(price.fused);
     p.fusion |= node.fused.role != FuseRole::None;
     for (const std::string& o : n.outputs) {

@@ -92,7 +92,9 @@ class CostModel {
 
 // Modeled cost of a whole graph: each node the outputs need once (dead
 // nodes are not run), fused chains priced as the lowering fuses them
-// (infinity when the target cannot run one of its nodes).
-Expected<double> graph_cost(const ir::Graph& g, const CostModel& m);
+// (infinity when the target cannot run one of its nodes). `node_costs`, when
+// given, gets each node's own price (as if run alone: a fused chain costs
+// less than its nodes' sum).
+Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<double>* node_costs = nullptr);
 
 }  // namespace saturn::extract

@@ -26,6 +26,24 @@ std::uint64_t stable_hash(std::string_view s) {
   return h;
 }
 
+std::uint64_t content_hash(std::string_view s) {
+  constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  std::uint64_t lane[4] = {1, 2, 3, 4};
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kMul;
+      lane[k] ^= lane[k] >> 29;
+    }
+  std::uint64_t h = stable_hash(s.substr(i));
+  for (std::uint64_t l : lane) h = (h ^ l) * kMul;
+  return h ^ n;
+}
+
 std::filesystem::path DiskCache::file(std::string_view key) const {
   std::ostringstream name;
   name << prefix_ << std::hex << stable_hash(key) << "-" << std::hash<std::string_view>{}(key) << ext_;
@@ -42,8 +60,14 @@ std::optional<std::string> DiskCache::get(std::string_view key) const {
   if (!f.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != key) return std::nullopt;
   std::uint64_t hash = 0;
   if (!f.read(reinterpret_cast<char*>(&hash), sizeof hash)) return std::nullopt;
-  std::string value((std::istreambuf_iterator<char>(f)), {});
-  if (f.bad() || stable_hash(value) != hash) return std::nullopt;  // damaged
+  const auto start = f.tellg();
+  f.seekg(0, std::ios::end);
+  const auto end = f.tellg();
+  if (start < 0 || end < start) return std::nullopt;
+  std::string value(static_cast<std::size_t>(end - start), '\0');
+  f.seekg(start);
+  if (!f.read(value.data(), static_cast<std::streamsize>(value.size())) || content_hash(value) != hash)
+    return std::nullopt;  // damaged
   return value;
 }
 
@@ -61,7 +85,7 @@ void DiskCache::put(std::string_view key, std::string_view value) const {
     const std::uint64_t size = key.size();
     f.write(reinterpret_cast<const char*>(&size), sizeof size);
     f.write(key.data(), static_cast<std::streamsize>(key.size()));
-    const std::uint64_t hash = stable_hash(value);
+    const std::uint64_t hash = content_hash(value);
     f.write(reinterpret_cast<const char*>(&hash), sizeof hash);
     f.write(value.data(), static_cast<std::streamsize>(value.size()));
     f.close();

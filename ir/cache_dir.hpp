@@ -18,6 +18,10 @@ std::filesystem::path cache_dir();
 // FNV-1a of `s`: the same in every build and process, so that what a cache
 // file is for can be its name.
 std::uint64_t stable_hash(std::string_view s);
+// A hash of large contents (a cache entry, a model's weights), also the
+// same everywhere: 8 bytes at a time in four independent lanes, several
+// times faster than stable_hash's byte-wise FNV (about 1 GB/s).
+std::uint64_t content_hash(std::string_view s);
 
 // A folder of entries, one file each, found by their key: compiled kernels
 // keyed by what they were compiled from. The file's name holds two hashes

@@ -27,7 +27,8 @@ std::string type_of(const std::map<std::string, ValueType>& types, const std::st
 
 }  // namespace
 
-std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types) {
+std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types,
+                         std::span<const bool> highlighted) {
   std::ostringstream o;
   o << "digraph " << dot_quoted(g.name.empty() ? "graph" : g.name) << " {\n"
     << "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];\n"
@@ -49,8 +50,12 @@ std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>&
     for (const std::string& in : node.inputs)
       if (g.initializers.count(in)) label += "\n" + in + ": " + type_of(types, in);
     o << "  " << id << " [label=" << dot_quoted(label);
-    if (!live[n]) o << ", style=\"rounded,dashed\", color=grey, fontcolor=grey";
-    o << "];\n";
+    if (!live[n])
+      o << ", style=\"rounded,dashed\", color=grey, fontcolor=grey";
+    else if (n < highlighted.size() && highlighted[n])
+      o << ", style=\"rounded,filled\", fillcolor=\"#ffd966\"";
+    // The id in the picture (an SVG element's <title>) names the node.
+    o << ", id=" << dot_quoted("node-" + std::to_string(n)) << "];\n";
     for (const std::string& out : node.outputs)
       if (!out.empty()) producer[out] = id;
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 
 #include "ir/graph.hpp"
@@ -16,8 +17,10 @@
 namespace saturn::ir {
 
 // `types`: every value's type (infer_types); a value missing there is
-// drawn without one.
-std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types);
+// drawn without one. Node n is filled when highlighted[n] (what `saturn opt
+// --html` marks as changed), and carries the id "node-n" (an SVG element id).
+std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types,
+                         std::span<const bool> highlighted = {});
 
 // A string as a Graphviz quoted string ("..." with ", \ and newlines
 // escaped the way dot reads them).

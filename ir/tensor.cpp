@@ -10,6 +10,16 @@
 
 namespace saturn::ir {
 
+std::size_t Tensor::element_count(const std::vector<std::int64_t>& dims) {
+  for (auto d : dims)
+    if (d < 0) throw std::invalid_argument("negative dimension");
+  // Callers check shapes first (checked_numel); a wrapped count here would
+  // allocate too little and be written past.
+  const auto count = checked_numel(dims);
+  if (!count) throw std::length_error("a tensor of more than 2^48 elements");
+  return static_cast<std::size_t>(*count);
+}
+
 Tensor::Tensor(DType t, std::vector<std::int64_t> dims) : Tensor(t, std::move(dims), /*zero_fill=*/true) {}
 
 Tensor Tensor::uninitialized(DType t, std::vector<std::int64_t> dims) {
@@ -17,13 +27,7 @@ Tensor Tensor::uninitialized(DType t, std::vector<std::int64_t> dims) {
 }
 
 Tensor::Tensor(DType t, std::vector<std::int64_t> dims, bool zero_fill) : dtype_(t), dims_(std::move(dims)) {
-  for (auto d : dims_)
-    if (d < 0) throw std::invalid_argument("negative dimension");
-  // Callers check shapes first (checked_numel); a wrapped count here would
-  // allocate too little and be written past.
-  const auto count = checked_numel(dims_);
-  if (!count) throw std::length_error("a tensor of more than 2^48 elements");
-  numel_ = static_cast<std::size_t>(*count);
+  numel_ = element_count(dims_);
   nbytes_ = numel_ * dtype_size(t);
   // From new[] (malloc's 16-byte alignment, which kernels reading f64 or
   // i64 rely on), not make_shared's block behind the counts.
@@ -31,10 +35,22 @@ Tensor::Tensor(DType t, std::vector<std::int64_t> dims, bool zero_fill) : dtype_
       zero_fill ? std::make_unique<std::uint8_t[]>(nbytes_) : std::make_unique_for_overwrite<std::uint8_t[]>(nbytes_);
 }
 
+Tensor Tensor::borrowed(DType t, std::vector<std::int64_t> dims, std::shared_ptr<std::uint8_t[]> data) {
+  Tensor r;
+  r.dtype_ = t;
+  r.dims_ = std::move(dims);
+  r.numel_ = element_count(r.dims_);
+  r.nbytes_ = r.numel_ * dtype_size(t);
+  r.data_ = std::move(data);
+  r.borrowed_ = true;
+  return r;
+}
+
 void Tensor::unshare() {
   auto own = std::make_unique_for_overwrite<std::uint8_t[]>(nbytes_);
   std::memcpy(own.get(), data_.get(), nbytes_);
   data_ = std::move(own);
+  borrowed_ = false;
 }
 
 namespace {

@@ -21,6 +21,15 @@ class Tensor {
   // For a tensor every byte of which is written next (a copy from a file,
   // a permutation): skips the zero fill.
   static Tensor uninitialized(DType t, std::vector<std::int64_t> dims);
+  // A tensor over memory it does not own (a NumPy array's): `data` keeps
+  // the owner alive and holds nbytes of row-major elements. It is read in
+  // place; the first write through bytes() copies it, so the owner's memory
+  // is never written.
+  static Tensor borrowed(DType t, std::vector<std::int64_t> dims, std::shared_ptr<std::uint8_t[]> data);
+  // The storage, shared (what a NumPy array made from this tensor keeps
+  // alive); sole_owner() says whether nothing else reads or writes it.
+  const std::shared_ptr<std::uint8_t[]>& storage() const { return data_; }
+  bool sole_owner() const { return !borrowed_ && data_.use_count() == 1; }
 
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& dims() const { return dims_; }
@@ -30,7 +39,7 @@ class Tensor {
   const std::uint8_t* bytes() const { return data_.get(); }
   // Writable bytes: a tensor shared with a copy gets its own first.
   std::uint8_t* bytes() {
-    if (data_.use_count() > 1) unshare();
+    if (borrowed_ || data_.use_count() > 1) unshare();
     return data_.get();
   }
 
@@ -60,6 +69,7 @@ class Tensor {
  private:
   Tensor(DType t, std::vector<std::int64_t> dims, bool zero_fill);
   void unshare();
+  static std::size_t element_count(const std::vector<std::int64_t>& dims);  // throws on a negative or huge one
 
   DType dtype_ = DType::F32;
   std::vector<std::int64_t> dims_;
@@ -69,6 +79,7 @@ class Tensor {
   // without being copied).
   std::shared_ptr<std::uint8_t[]> data_;
   std::size_t nbytes_ = 0;
+  bool borrowed_ = false;  // data_ is someone else's memory: copied before a write
 };
 
 // Copies the elements of a strided view into dst, in row-major order: the

@@ -224,7 +224,8 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
     return problem.node_ids[static_cast<std::size_t>(ex->choice[problem.class_index(eg.find(c))])];
   });
   if (!optimized) return optimized.error();
-  auto cost_after = extract::graph_cost(*optimized, *model);
+  std::vector<double> node_costs;
+  auto cost_after = extract::graph_cost(*optimized, *model, &node_costs);
   if (!cost_after) return fail("internal: the extracted graph does not type-check: " + cost_after.error().to_string());
   phases["extract"] = {{"time_ms", ms_since(t)},   {"stop_reason", ex->budget_hit ? "time_limit" : "done"},
                        {"pricing_ms", problem_ms}, {"choosing_ms", choose_ms},
@@ -236,6 +237,9 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   if (o.calibration) res.report["calibration"] = calibration;
   res.report["speedup"] = finite_or_null(*cost_before / std::max(*cost_after, 1e-9));
   res.report["nodes_after"] = res.graph.nodes.size();
+  nlohmann::json per_node = nlohmann::json::array();
+  for (double c : node_costs) per_node.push_back(finite_or_null(c));
+  res.report["node_costs_after"] = std::move(per_node);
   res.report["ops_after"] = ops_of(res.graph);
   res.report["egraph"] = {{"enodes_start", enodes_start},
                           {"enodes", eg.num_nodes()},

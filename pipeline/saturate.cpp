@@ -45,6 +45,14 @@ SaturateResult saturate(egraph::EGraph& g, std::vector<rules::Phase>& phases, co
                          {"apply_ms", rep.apply_ms()},
                          {"rebuild_ms", rep.rebuild_ms()}};
     if (!rep.stop_message.empty()) pj["stop_message"] = rep.stop_message;
+    // The e-graph's size after each iteration (the growth `saturn opt --html` plots).
+    nlohmann::json enodes = nlohmann::json::array(), eclasses = nlohmann::json::array();
+    for (const IterationReport& it : rep.iterations) {
+      enodes.push_back(it.enodes);
+      eclasses.push_back(it.eclasses);
+    }
+    pj["enodes"] = std::move(enodes);
+    pj["eclasses"] = std::move(eclasses);
     res.phases.push_back(std::move(pj));
     for (const RuleReport& r : rep.rules) {  // a rule in several phases: its counts summed
       nlohmann::json& j = res.rules[r.name];

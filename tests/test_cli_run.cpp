@@ -263,6 +263,39 @@ TEST_CASE("run on a compiled target runs the optimized program - --no-opt the gr
   fs::remove_all(out);
 }
 
+TEST_CASE("a second run of the same model reads the optimized graph and kernels from the cache - --no-cache does not") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  const std::string model = dir + "resnet_small.onnx --target cpu --json --inputs " + dir + "resnet_small.input.pb";
+  const fs::path cache = saturn::test::temp_path("saturn-run-cache", "cache");
+  fs::remove_all(cache);
+  const char* before = std::getenv("SATURN_CACHE_DIR");
+  const std::string kept = before ? before : "";
+  setenv("SATURN_CACHE_DIR", cache.c_str(), 1);  // the child processes' cache folder
+  auto summary = [&](const std::string& extra) {
+    auto r = run_saturn("run " + model + extra);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  };
+  const auto first = summary(" -o " + (cache / "first").string());
+  const auto second = summary(" --check " + (cache / "first" / "output_0.pb").string() + " --rtol 0 --atol 0");
+  const auto off = summary(" --no-cache");
+  if (before)
+    setenv("SATURN_CACHE_DIR", kept.c_str(), 1);
+  else
+    unsetenv("SATURN_CACHE_DIR");
+  CHECK(first.at("opt_cache") == "miss");
+  CHECK(first.at("kernel_modules_cached") == 0);
+  CHECK(second.at("opt_cache") == "hit");  // and its outputs are bit for bit the first run's (--check above)
+  CHECK(second.at("kernel_modules_cached").get<int>() > 0);
+  CHECK(second.at("nodes_after") == first.at("nodes_after"));
+  CHECK(second.at("library_calls") == first.at("library_calls"));
+  CHECK(second.at("kernels") == first.at("kernels"));
+  CHECK(off.at("opt_cache") == "off");
+  CHECK(off.at("kernel_modules_cached") == 0);
+  fs::remove_all(cache.parent_path());
+}
+
 TEST_CASE("run on a compiled target with rules that do not load or no rules at all exits 2 naming the place") {
   const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
   const fs::path rules = fs::temp_directory_path() / ("saturn-run-rules-" + std::to_string(::getpid()));

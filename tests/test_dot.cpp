@@ -39,10 +39,10 @@ TEST_CASE("a model is drawn with its values' types - weights in their nodes - de
   INFO(dot);
   CHECK(dot.rfind("digraph \"small\" {", 0) == 0);
   CHECK(contains(dot, R"(in0 [shape=ellipse, style=filled, fillcolor="#dbe9f6", label="x\nf32[2 3]"];)"));
-  CHECK(contains(dot, R"(n0 [label="matmul\nmm\nw: f32[3 4]"];)"));  // the weight in its node, not an edge
+  CHECK(contains(dot, R"(n0 [label="matmul\nmm\nw: f32[3 4]", id="node-0"];)"));  // the weight in its node, not an edge
   CHECK(contains(dot, R"(in0 -> n0 [label="f32[2 3]"];)"));
   CHECK(contains(dot, R"(n0 -> n1 [label="f32[2 4]"];)"));
-  CHECK(contains(dot, R"(n2 [label="neg\ndead", style="rounded,dashed", color=grey, fontcolor=grey];)"));
+  CHECK(contains(dot, R"(n2 [label="neg\ndead", style="rounded,dashed", color=grey, fontcolor=grey, id="node-2"];)"));
   // Two edges into one node: numbered by operand.
   CHECK(contains(dot, R"(n1 -> n3 [label="f32[2 4]", headlabel="0"];)"));
   CHECK(contains(dot, R"(n1 -> n3 [label="f32[2 4]", headlabel="1"];)"));
@@ -50,6 +50,12 @@ TEST_CASE("a model is drawn with its values' types - weights in their nodes - de
   CHECK(contains(dot, "n3 -> out0;"));
   CHECK_FALSE(contains(dot, "-> n0 [label=\"f32[3 4]\""));
   CHECK(ir::dot_quoted("a\"b\\c\nd") == R"("a\"b\\c\nd")");
+  // Highlighted nodes are filled (a dead one stays dashed).
+  const bool marked[] = {false, true, true, false};
+  const std::string lit = ir::graph_to_dot(*g, *types, marked);
+  CHECK(contains(lit, R"(n1 [label="relu\nr", style="rounded,filled", fillcolor="#ffd966", id="node-1"];)"));
+  CHECK(contains(lit, R"(n2 [label="neg\ndead", style="rounded,dashed")"));
+  CHECK(contains(lit, R"(n0 [label="matmul\nmm\nw: f32[3 4]", id="node-0"];)"));
 }
 
 TEST_CASE("an e-graph is drawn with classes as clusters - the extracted program marked - cycles drawn") {

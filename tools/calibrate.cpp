@@ -264,11 +264,12 @@ Expected<bool> CalibrationSession::save_if_changed() {
 }
 
 Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipeline::OptimizeOptions oo,
-                                                       const CalibrationFlags& f, int threads) {
+                                                       const CalibrationFlags& f, int threads,
+                                                       const pipeline::OptimizeCache* cache) {
   auto session = CalibrationSession::open(f, oo.target, threads);
   if (!session) return session.error();
   if (*session) (*session)->attach(oo);
-  auto res = pipeline::optimize(g, oo);
+  auto res = cache ? pipeline::optimize_cached(g, oo, *cache) : pipeline::optimize(g, oo);
   if (res && *session)
     if (auto saved = (*session)->save_if_changed(); !saved) return saved.error();
   return res;

@@ -16,6 +16,7 @@
 
 #include "extract/calibration.hpp"
 #include "pipeline/optimize.hpp"
+#include "pipeline/optimize_cache.hpp"
 
 namespace CLI {
 class App;
@@ -59,9 +60,12 @@ class CalibrationSession {
 };
 
 // pipeline::optimize with the calibration the flags name (measuring with
-// --calibrate, saving what it measured).
+// --calibrate, saving what it measured), through `cache` when given (the
+// optimized graph of the same model, rules, options and prices is reused:
+// pipeline/optimize_cache.hpp).
 Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipeline::OptimizeOptions oo,
-                                                       const CalibrationFlags& f, int threads);
+                                                       const CalibrationFlags& f, int threads,
+                                                       const pipeline::OptimizeCache* cache = nullptr);
 
 // What a calibration file is valid for: "AMD Ryzen 9 7950X 16-Core
 // Processor, 2 threads" on cpu, "NVIDIA H100 80GB HBM3, cuda" (device 0) on

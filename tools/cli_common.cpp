@@ -40,6 +40,10 @@ lower::LoweringOptions lowering_options(bool no_cache) {
   return o;
 }
 
+pipeline::OptimizeCache optimize_cache(bool no_cache) {
+  return pipeline::OptimizeCache(no_cache ? std::filesystem::path() : ir::cache_dir() / "optimized");
+}
+
 Expected<ir::Graph> read_model(const std::string& path) {
   const bool sat = path.size() >= 4 && path.compare(path.size() - 4, 4, ".sat") == 0;
   return sat ? ir::read_sat_file(path) : ir::import_onnx_file(path);

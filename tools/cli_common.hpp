@@ -9,11 +9,13 @@
 #include "ir/tensor.hpp"
 #include "lower/lowering.hpp"
 #include "pipeline/optimize.hpp"
+#include "pipeline/optimize_cache.hpp"
 #include "pipeline/saturate.hpp"
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace saturn::cli {
 
@@ -51,6 +53,9 @@ std::optional<std::string> cuda_unavailable();
 // files on cpu) kept in the cache folder (ir/cache_dir.hpp, kernels/) for
 // the next run, unless `no_cache`.
 lower::LoweringOptions lowering_options(bool no_cache = false);
+// The optimized graphs kept for the next run (the cache folder's
+// optimized/, pipeline/optimize_cache.hpp); none kept when `no_cache`.
+pipeline::OptimizeCache optimize_cache(bool no_cache = false);
 
 // The shipped .rules files for `target` (rule_files_for over
 // shipped_rulesets_dir); nullopt after reporting (bad_input) when that

@@ -116,6 +116,28 @@ int write_graphviz(const std::string& text, const std::string& path) {
   return kOk;
 }
 
+std::optional<std::string> render_svg(const std::string& text) {
+  const auto base = std::filesystem::temp_directory_path() /
+                    ("saturn-svg-" + std::to_string(::getpid()) + "-" + std::to_string(std::hash<std::string>{}(text)));
+  const std::string source = base.string() + ".dot", out = base.string() + ".svg";
+  {
+    std::ofstream f(source, std::ios::binary);
+    f << text;
+    if (!f.flush()) return std::nullopt;
+  }
+  auto failed = run_graphviz("svg", source, out);
+  std::string svg;
+  if (!failed) {
+    std::ifstream f(out, std::ios::binary);
+    svg.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::error_code ec;
+  std::filesystem::remove(source, ec);
+  std::filesystem::remove(out, ec);
+  if (failed || svg.empty()) return std::nullopt;
+  return svg;
+}
+
 int run_dot(const DotOptions& o) {
   if (!o.out.empty() && !graphviz_name_ok(o.out)) return kBadInput;
   std::string text;

@@ -6,6 +6,7 @@
 // Graphviz's `dot` on it.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace CLI {
@@ -29,5 +30,8 @@ bool graphviz_name_ok(const std::string& path);
 // Writes Graphviz text to `path`: as it is (.dot, .gv), or drawn by
 // Graphviz's dot (.svg, .png, .pdf). kOk, or bad_input saying what failed.
 int write_graphviz(const std::string& text, const std::string& path);
+// Graphviz text drawn as SVG by Graphviz's dot; nullopt when dot is not
+// installed or fails (the caller shows the text instead).
+std::optional<std::string> render_svg(const std::string& text);
 
 }  // namespace saturn::cli

@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "extract/extractors.hpp"
+#include "ir/graph_dot.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
+#include "pipeline/html_report.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
 #include "tools/cli_common.hpp"
@@ -39,6 +41,9 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
   cmd->add_option("--dot", o.dot,
                   "Draw the saturated e-graph, the extracted program marked: .dot or .gv (Graphviz text), .svg, .png "
                   "or .pdf (needs Graphviz's dot)");
+  cmd->add_option("--html", o.html,
+                  "Write one self-contained page: the graph before and after (changed nodes filled), the e-graph's "
+                  "growth, the rules that fired, each node's modeled cost");
   cmd->add_option("--extractor", o.pipeline.extractor, std::string("Extractor: ") + extract::kExtractorNames)
       ->capture_default_str();
   add_saturation_flags(*cmd, o.pipeline.saturation, "Stop each rule phase after N iterations",
@@ -70,6 +75,27 @@ namespace {
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The before/after page: both graphs drawn by Graphviz (their text when
+// it is not installed), the changed nodes filled.
+int write_html(const ir::Graph& before, const ir::Graph& after, const nlohmann::json& report, const std::string& path) {
+  auto draw = [](const ir::Graph& g, const ir::Graph& other) {
+    pipeline::GraphPicture p;
+    auto types = ir::infer_types(g);
+    const std::vector<bool> changed = pipeline::changed_nodes(g, other);
+    const std::unique_ptr<bool[]> marks = std::make_unique<bool[]>(changed.size());
+    std::copy(changed.begin(), changed.end(), marks.get());
+    p.dot = ir::graph_to_dot(g, types ? *types : std::map<std::string, ir::ValueType>{},
+                             std::span<const bool>(marks.get(), changed.size()));
+    p.svg = render_svg(p.dot).value_or("");
+    return p;
+  };
+  const std::string page = pipeline::html_report(before, after, report, draw(before, after), draw(after, before));
+  std::ofstream f(path, std::ios::binary);
+  f << page;
+  if (!f.flush()) return bad_input("cannot write " + path);
+  return kOk;
 }
 
 }  // namespace
@@ -134,6 +160,8 @@ int run_opt(const OptOptions& o) {
   if (!o.dot.empty()) {
     if (int status = write_graphviz(res->egraph_dot, o.dot); status != kOk) return status;
   }
+  if (!o.html.empty() && !res->unsound)
+    if (int status = write_html(*graph, res->graph, report, o.html); status != kOk) return status;
   if (!o.report.empty()) {
     std::ofstream f(o.report);
     f << report.dump(2) << "\n";

@@ -24,7 +24,8 @@ struct OptOptions {
   std::string out;
   bool inline_weights = false;  // a .sat output keeps large weights in its text, not in OUT.data
   std::string report;
-  std::string dot;  // the saturated e-graph, the extracted program marked (.dot, .svg, ...)
+  std::string dot;   // the saturated e-graph, the extracted program marked (.dot, .svg, ...)
+  std::string html;  // the page of what changed (pipeline/html_report.hpp)
   bool json = false;
   bool quiet = false;
   bool measure = false;  // time the model as written and the optimized program, keep the faster

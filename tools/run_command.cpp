@@ -51,18 +51,17 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step of one run");
   cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
   cmd->add_flag("--no-cache", o.no_cache,
-                "cpu and cuda targets: compile every kernel again (by default compiled kernels are kept in the cache "
-                "folder, kernels/, and the next run of the same kernels reads them)");
+                "cpu and cuda targets: optimize and compile every kernel again (by default the optimized graph and "
+                "the compiled kernels are kept in the cache folder, optimized/ and kernels/, and the next run of the "
+                "same model reads them)");
   add_calibration_flags(*cmd, o.calibration);
   cmd->add_flag("--no-opt", o.no_opt,
                 "cpu and cuda targets: run the graph as written (plain ops as Saturn's own loops, no library call "
                 "the extractor did not choose) instead of optimizing it first as saturn opt does");
 }
 
-namespace {
-
-// What a compiled program is made of, for --json (both compiled targets).
 void summarize_program(const lower::Program& p, nlohmann::json& summary) {
+  summary["steps"] = p.steps.size();
   summary["arena_bytes"] = p.arena_bytes;
   summary["naive_bytes"] = p.naive_bytes;
   summary["lower_bound_bytes"] = p.lower_bound_bytes;
@@ -73,6 +72,8 @@ void summarize_program(const lower::Program& p, nlohmann::json& summary) {
   summary["compile_ms"] = p.compile_ms;
   summary["kernel_modules_cached"] = p.kernel_modules_cached;
 }
+
+namespace {
 
 // The runs --bench times: into outputs reused from run to run (no allocation).
 template <class Executor>
@@ -142,7 +143,8 @@ int run_model(const RunOptions& o) {
     if (!shipped) return kBadInput;
     oo.rule_files = std::move(*shipped);
     const auto t0 = std::chrono::steady_clock::now();
-    auto res = optimize_calibrated(*g, oo, o.calibration, o.threads);
+    const pipeline::OptimizeCache cache = optimize_cache(o.no_cache);
+    auto res = optimize_calibrated(*g, oo, o.calibration, o.threads, &cache);
     if (!res) return bad_input(res.error().to_string() + " (--no-opt runs the model as written)");
     if (res->unsound) {
       std::cerr << "saturn: " << o.target
@@ -151,13 +153,16 @@ int run_model(const RunOptions& o) {
       return kCheckFailed;
     }
     const double opt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const std::string cached = res->report.value("cache", std::string("off"));
     optimized = {{"optimized", true},
                  {"opt_ms", opt_ms},
+                 {"opt_cache", cached},
                  {"nodes_before", g->nodes.size()},
                  {"nodes_after", res->graph.nodes.size()}};
     if (!o.json)
-      std::cerr << o.target << ": optimized in " << std::lround(opt_ms) << " ms (" << g->nodes.size() << " -> "
-                << res->graph.nodes.size() << " nodes; --no-opt runs the graph as written)\n";
+      std::cerr << o.target << ": optimized in " << std::lround(opt_ms) << " ms ("
+                << (cached == "hit" ? "the optimized graph of an earlier run, from the cache; " : "") << g->nodes.size()
+                << " -> " << res->graph.nodes.size() << " nodes; --no-opt runs the graph as written)\n";
     *g = std::move(res->graph);
   }
   auto run_inputs = ir::runtime_inputs(*g, inputs);

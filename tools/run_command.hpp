@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "lower/program.hpp"
 #include "tools/calibrate.hpp"
 
 namespace CLI {
@@ -31,6 +34,10 @@ struct RunOptions {
 };
 
 void add_run_command(CLI::App& app, RunOptions& opts);
+
+// What a compiled program is made of (both compiled targets): `saturn run
+// --json`'s fields and a Python Program's summary.
+void summarize_program(const lower::Program& p, nlohmann::json& summary);
 int run_model(const RunOptions& opts);
 
 }  // namespace saturn::cli

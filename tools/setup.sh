@@ -18,6 +18,9 @@ packages=(
   coinor-libcbc-dev    # saturn extract/opt --extractor ilp: CBC
   libboost-graph-dev   # graph algorithms (components, orders) for extraction and import
   graphviz             # saturn dot -o X.svg/.png/.pdf (the text needs nothing)
+  python3-dev pybind11-dev python3-numpy  # the Python package (tools/python, docs/python.md)
+  python3-pytest python3-pip python3-setuptools python3-wheel  # its tests, and `pip install .`
+  chromium             # the test that renders `saturn opt --html` in a real browser (headless)
 )
 
 missing=()

@@ -57,7 +57,9 @@ struct Job {
   const rules::RuleInfo* info;
 };
 
-nlohmann::json to_json(const rules::RuleVerdict& v) {
+}  // namespace
+
+nlohmann::json verdict_json(const rules::RuleVerdict& v) {
   nlohmann::json j{{"rule", v.rule},
                    {"file", v.file},
                    {"line", v.line},
@@ -96,6 +98,8 @@ nlohmann::json to_json(const rules::RuleVerdict& v) {
   }
   return j;
 }
+
+namespace {
 
 std::string to_text(const rules::RuleVerdict& v) {
   std::string s = std::string(rules::status_name(v.status));
@@ -144,7 +148,7 @@ std::string to_text(const rules::RuleVerdict& v) {
 
 }  // namespace
 
-int run_verify(const VerifyCommandOptions& o) {
+Expected<std::vector<rules::RuleVerdict>> verify_rules(const VerifyCommandOptions& o, const VerdictProgress& progress) {
   std::vector<std::string> files;
   for (const std::string& p : o.rules) {
     std::error_code ec;
@@ -153,12 +157,12 @@ int run_verify(const VerifyCommandOptions& o) {
       for (const auto& e : fs::directory_iterator(p, ec))
         if (e.is_regular_file() && e.path().extension() == ".rules") in_dir.push_back(e.path().string());
       std::sort(in_dir.begin(), in_dir.end());
-      if (in_dir.empty()) return bad_input(p + ": no .rules files in this folder");
+      if (in_dir.empty()) return Diagnostic{SourceLoc{p, 0, 0}, "no .rules files in this folder"};
       files.insert(files.end(), in_dir.begin(), in_dir.end());
     } else if (fs::exists(p, ec)) {
       files.push_back(p);
     } else {
-      return bad_input(p + ": no such file or folder");
+      return Diagnostic{SourceLoc{p, 0, 0}, "no such file or folder"};
     }
   }
   rules::BuiltinRegistry& builtins = rules::BuiltinRegistry::global();
@@ -166,7 +170,7 @@ int run_verify(const VerifyCommandOptions& o) {
   std::vector<rules::RuleFile> loaded;
   for (const std::string& f : files) {
     auto r = rules::load_rules(f, builtins, rules::check_tensor_op);
-    if (!r) return bad_input(r.error().to_string());
+    if (!r) return r.error();
     loaded.push_back(std::move(*r));
   }
   std::vector<Job> jobs;
@@ -176,32 +180,13 @@ int run_verify(const VerifyCommandOptions& o) {
         if (o.only.empty() || opt.info[i].name.find(o.only) != std::string::npos)
           jobs.push_back({&opt.rewrites[i], &opt.info[i]});
   if (jobs.empty())
-    return bad_input("no rule to verify" + (o.only.empty() ? std::string() : " named *" + o.only + "*"));
+    return Diagnostic{SourceLoc{}, "no rule to verify" + (o.only.empty() ? std::string() : " named *" + o.only + "*")};
 
-  const auto t0 = std::chrono::steady_clock::now();
   std::vector<rules::RuleVerdict> verdicts(jobs.size());
   std::vector<bool> done(jobs.size(), false);
   std::atomic<std::size_t> next{0};
   std::mutex mu;
-  std::size_t printed = 0, finished = 0;
-  // A progress line on a terminal: proofs of the shipped rules take minutes.
-  const bool progress = stderr_is_terminal();
-  auto print_ready = [&] {  // in file order, as soon as the prefix is done
-    if (progress) std::cerr << "\r\033[K" << std::flush;
-    while (printed < jobs.size() && done[printed]) {
-      const rules::RuleVerdict& v = verdicts[printed++];
-      if (o.json)
-        std::cout << to_json(v).dump() << "\n";
-      else if (!o.quiet || v.status != rules::VerifyStatus::Proved)
-        std::cout << to_text(v);
-      std::cout.flush();
-    }
-    if (progress && finished < jobs.size()) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::cerr << "[verify] " << finished << " of " << jobs.size() << " rules, " << std::fixed << std::setprecision(1)
-                << secs << " s" << std::flush;
-    }
-  };
+  std::size_t finished = 0;
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       rules::RuleVerdict v = rules::verify_rule(*jobs[i].rule, *jobs[i].info, o.verify);
@@ -209,7 +194,7 @@ int run_verify(const VerifyCommandOptions& o) {
       verdicts[i] = std::move(v);
       done[i] = true;
       ++finished;
-      print_ready();
+      if (progress) progress(verdicts, done, finished);
     }
   };
   unsigned n = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -218,6 +203,34 @@ int run_verify(const VerifyCommandOptions& o) {
   for (unsigned k = 1; k < n; ++k) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  return verdicts;
+}
+
+int run_verify(const VerifyCommandOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t printed = 0;
+  // A progress line on a terminal: proofs of the shipped rules take minutes.
+  const bool terminal = stderr_is_terminal();
+  auto print_ready = [&](const std::vector<rules::RuleVerdict>& verdicts, const std::vector<bool>& done,
+                         std::size_t finished) {  // in file order, as soon as the prefix is done
+    if (terminal) std::cerr << "\r\033[K" << std::flush;
+    while (printed < verdicts.size() && done[printed]) {
+      const rules::RuleVerdict& v = verdicts[printed++];
+      if (o.json)
+        std::cout << verdict_json(v).dump() << "\n";
+      else if (!o.quiet || v.status != rules::VerifyStatus::Proved)
+        std::cout << to_text(v);
+      std::cout.flush();
+    }
+    if (terminal && finished < verdicts.size()) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cerr << "[verify] " << finished << " of " << verdicts.size() << " rules, " << std::fixed
+                << std::setprecision(1) << secs << " s" << std::flush;
+    }
+  };
+  auto result = verify_rules(o, print_ready);
+  if (!result) return bad_input(result.error().to_string());
+  const std::vector<rules::RuleVerdict>& verdicts = *result;
 
   std::size_t count[4] = {0, 0, 0, 0};
   for (const auto& v : verdicts) ++count[static_cast<int>(v.status)];

@@ -3,6 +3,8 @@
 // (rules/verify.hpp, docs/verify.md).
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,18 @@ struct VerifyCommandOptions {
 };
 
 void add_verify_command(CLI::App& app, VerifyCommandOptions& opts);
+
+// Called under a lock each time a rule's verdict is ready: the verdicts in
+// file order (done[i] says which are ready) and how many are.
+using VerdictProgress =
+    std::function<void(const std::vector<rules::RuleVerdict>&, const std::vector<bool>& done, std::size_t finished)>;
+// Verifies every rule of the files and folders (o.rules), o.jobs at a time;
+// an error for a missing file, a malformed rule file, or no rule to verify.
+Expected<std::vector<rules::RuleVerdict>> verify_rules(const VerifyCommandOptions& o,
+                                                       const VerdictProgress& progress = {});
+// One verdict as `saturn verify --json` prints it (docs/verify.md).
+nlohmann::json verdict_json(const rules::RuleVerdict& v);
+
 int run_verify(const VerifyCommandOptions& opts);
 
 }  // namespace saturn::cli
