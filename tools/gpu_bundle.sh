@@ -20,7 +20,8 @@
 # build with the CUDA target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bins=(build/tests/test_cuda_device build/tools/saturn)
+# (libsaturn_main.so: the verbs, which the saturn executable opens beside itself.)
+bins=(build/tests/test_cuda_device build/tools/saturn build/tools/libsaturn_main.so)
 models=
 conf=1
 while [ $# -gt 0 ]; do
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for b in "${bins[@]}"; do
-  [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build with the CUDA toolkit first" >&2; exit 2; }
+  [ -e "$b" ] || { echo "gpu_bundle: $b is missing: build with the CUDA toolkit first" >&2; exit 2; }
 done
 onnx=${SATURN_ONNX_TESTS:-../shared/onnx-tests}
 stage=$(mktemp -d)
