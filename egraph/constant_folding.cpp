@@ -100,7 +100,7 @@ void ConstantFolding::modify(EGraph& g, EClassId id) {
   if (!v) return;
   Number n = *v;
   EClassId lit = g.add(Op::number(n));
-  g.merge(id, lit);
+  g.merge(id, lit, g.explaining() ? Justification::of_analysis() : Justification{});
 }
 
 std::optional<Number> ConstantFolding::value(const EGraph& g, EClassId id) const {

@@ -14,6 +14,7 @@ EClassId EGraph::add(Op op, std::span<const EClassId> children) {
 
   NodeId n = store_.push(op, scratch_);
   EClassId id = uf_.make_set();
+  if (proofs_) proofs_->add_id();
   dead_.push_back(0);
   stamp_.push_back(epoch_);
   classes_.emplace_back();
@@ -57,7 +58,8 @@ void EGraph::prefetch(Op op, std::span<const EClassId> children) const {
   hashcons_.prefetch(hash_node(op, {kids, children.size()}));
 }
 
-bool EGraph::merge(EClassId a, EClassId b) {
+bool EGraph::merge(EClassId a, EClassId b, Justification why) {
+  if (proofs_ && uf_.find_mut(a) != uf_.find_mut(b)) proofs_->link(a, b, std::move(why));
   a = uf_.find_mut(a);
   b = uf_.find_mut(b);
   if (a == b) return false;
@@ -108,7 +110,10 @@ void EGraph::repair_node(NodeId n) {
   if (auto m = hashcons_.find(store_, store_.op(n), store_.children(n), h)) {
     // n is congruent to a live node m: retire n and merge their classes.
     dead_[n.v] = 1;
-    merge(EClassId(m->v), cls);
+    if (proofs_)
+      merge(EClassId(m->v), EClassId(n.v), Justification::of_congruence(*m, n));
+    else
+      merge(EClassId(m->v), cls);
     cls = uf_.find_mut(cls);
   } else {
     hashcons_.insert(store_, n, store_.op(n), store_.children(n), h);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "egraph/analysis.hpp"
+#include "egraph/explain.hpp"
 #include "egraph/hashcons.hpp"
 #include "egraph/ids.hpp"
 #include "egraph/node_store.hpp"
@@ -59,8 +60,17 @@ class EGraph {
   void prefetch(Op op, std::span<const EClassId> children) const;
 
   // Unions two classes; true when they were distinct. Congruence is restored
-  // by the next rebuild().
-  bool merge(EClassId a, EClassId b);
+  // by the next rebuild(). `why` is recorded when explanations are on.
+  bool merge(EClassId a, EClassId b, Justification why = {});
+
+  // Keeps a proof forest (egraph/explain.hpp) from now on; only before the
+  // first node. Off by default: merges then record nothing.
+  void enable_explanations() {
+    if (store_.size() != 0) throw std::logic_error("EGraph::enable_explanations: before the first node");
+    proofs_ = std::make_unique<ProofForest>();
+  }
+  bool explaining() const { return proofs_ != nullptr; }
+  const ProofForest* proofs() const { return proofs_.get(); }
 
   // Restores the invariants; returns the number of unions congruence caused.
   std::size_t rebuild();
@@ -153,6 +163,7 @@ class EGraph {
   std::vector<std::unique_ptr<Analysis>> analyses_;
   std::size_t num_classes_ = 0;
   bool needs_class_rebuild_ = false;
+  std::unique_ptr<ProofForest> proofs_;  // when explaining
 
   // classes_with_op cache, rebuilt lazily after each rebuild.
   mutable std::vector<std::vector<EClassId>> by_op_;

@@ -233,8 +233,12 @@ ApplyStats Rewrite::apply(EGraph& g, const Matches& matches, std::size_t node_bu
     ++stats.applied;
     auto roots = matches.roots(m);
     bool changed = false;
-    for (std::size_t i = 0; i < rhs_.size(); ++i)
-      changed |= g.merge(roots[i], instantiate_with(g, rhs_[i], bindings, ids, kids));
+    for (std::size_t i = 0; i < rhs_.size(); ++i) {
+      const EClassId made = instantiate_with(g, rhs_[i], bindings, ids, kids);
+      changed |= g.explaining()
+                     ? g.merge(roots[i], made, Justification::of_rule(this, static_cast<std::uint32_t>(i), bindings))
+                     : g.merge(roots[i], made);
+    }
     stats.changed += changed;
   }
   return stats;

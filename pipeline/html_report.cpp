@@ -1,5 +1,7 @@
 #include "pipeline/html_report.hpp"
 
+#include "pipeline/explain_report.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -114,8 +116,8 @@ std::string growth_plot(const nlohmann::json& phases) {
 std::string picture(const GraphPicture& p, const std::string& which) {
   if (!p.svg.empty()) return "<div class=\"graph\" id=\"graph-" + which + "\">" + inline_svg(p.svg) + "</div>\n";
   return "<div class=\"graph\" id=\"graph-" + which +
-         "\"><p>Graphviz's <code>dot</code> was not found (Debian: apt install graphviz); the graph as "
-         "Graphviz text:</p><pre>" +
+         "\"><p>Graphviz's <code>dot</code> did not draw it (it is not installed, Debian: apt install graphviz; "
+         "or its layout did not finish within 30 s); the graph as Graphviz text:</p><pre>" +
          escape(p.dot) + "</pre></div>\n";
 }
 
@@ -187,6 +189,31 @@ std::string rules_table(const nlohmann::json& rules) {
   return o.str();
 }
 
+// Each node of the written model with the explanation of its value
+// (pipeline/explain_report.hpp), opened by a click on the node.
+std::string explanations(const ir::Graph& before, const nlohmann::json& all) {
+  if (!all.is_object() || all.empty()) return "<p>No explanations were recorded.</p>\n";
+  std::ostringstream o;
+  for (std::size_t n = 0; n < before.nodes.size(); ++n) {
+    for (const std::string& v : before.nodes[n].outputs) {
+      if (!all.contains(v)) continue;
+      const auto& e = all[v];
+      std::string head = escape(v);
+      if (e.contains("error")) {
+        head += ": " + escape(e["error"].get<std::string>());
+      } else {
+        head += ": " + escape(e.value("written", "")) + " &rarr; " + escape(e.value("optimized", "")) + " (" +
+                std::to_string(e["steps"].size()) + (e["steps"].size() == 1 ? " step" : " steps") +
+                (e.value("replayed", false) ? ", replayed" : ", NOT replayed") + ")";
+      }
+      o << "<details class=\"explain\" id=\"explain-" << n << "\"><summary>" << head << "</summary><pre>"
+        << (e.contains("error") ? std::string() : escape(explanation_text(e))) << "</pre></details>\n";
+      break;
+    }
+  }
+  return o.str();
+}
+
 std::string nodes_table(const ir::Graph& after, const std::vector<bool>& changed, const nlohmann::json& costs) {
   std::ostringstream o;
   o << "<table class=\"nodes\" id=\"nodes\">\n<tr><th>#</th><th>op</th><th>results</th><th>operands</th>"
@@ -213,6 +240,7 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 table.summary th { background: #f3f3f3; }
 tr.changed td { background: #fff2c2; }
 tr.selected td { outline: 2px solid #c00; }
+details.explain pre { font-size: 12px; background: #f7f7f7; padding: 6px; overflow-x: auto; }
 .side { display: flex; gap: 16px; align-items: flex-start; }
 .side > div { flex: 1; min-width: 0; }
 .graph { border: 1px solid #ccc; overflow: auto; max-height: 640px; background: #fff; }
@@ -222,8 +250,18 @@ tr.selected td { outline: 2px solid #c00; }
 .note { color: #555; font-size: 13px; }
 )";
 
-// Clicking a node of the optimized graph selects its row in the table.
+// Clicking a node of the optimized graph selects its row in the table; a
+// node of the graph as written opens its value's explanation.
 const char* kScript = R"(
+document.querySelectorAll('#graph-before g.node').forEach(function (g) {
+  g.style.cursor = 'pointer';
+  g.addEventListener('click', function () {
+    var d = document.getElementById('explain-' + (g.id || '').replace('node-', ''));
+    if (!d) return;
+    d.open = true;
+    d.scrollIntoView({block: 'center'});
+  });
+});
 document.querySelectorAll('#graph-after g.node').forEach(function (g) {
   g.style.cursor = 'pointer';
   g.addEventListener('click', function () {
@@ -256,13 +294,18 @@ std::string html_report(const ir::Graph& before, const ir::Graph& after, const n
     << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>" << escape(title) << "</h1>\n";
   o << summary(before, after, report);
   o << "<h2>The graph before and after</h2>\n<p class=\"note\">Filled: nodes the optimization replaced (left) "
-       "and the nodes that replace them (right). Click a node on the right to find it in the table below.</p>\n"
+       "and the nodes that replace them (right). Click a node on the left for why it became what it is, on the "
+       "right to find it in the table below.</p>\n"
        "<div class=\"side\"><div><h3>as written</h3>"
     << picture(before_picture, "before") << "</div><div><h3>optimized</h3>" << picture(after_picture, "after")
     << "</div></div>\n";
   o << "<h2>E-graph growth</h2>\n" << growth_plot(report.contains("rule_phases") ? report["rule_phases"] : nullptr);
   o << "<h2>Rules that fired</h2>\n"
     << rules_table(report.contains("rules") ? report["rules"] : nlohmann::json::object());
+  o << "<h2>Why each value became what it is</h2>\n<p class=\"note\">Click a node of the graph as written "
+       "to open its value's explanation: the rule applications (and congruences) that prove it equal to what "
+       "the optimized program computes, each replayed against the saturated e-graph.</p>\n"
+    << explanations(before, report.contains("explanations") ? report["explanations"] : nullptr);
   o << "<h2>The optimized program</h2>\n<p class=\"note\">Each node's cost as the "
     << escape(report.value("target", std::string()))
     << " cost model prices it alone (modeled, not measured: a fused chain costs less than the sum).</p>\n"

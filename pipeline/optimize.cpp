@@ -12,6 +12,7 @@
 #include "extract/cost_model.hpp"
 #include "extract/extractors.hpp"
 #include "extract/problem_dot.hpp"
+#include "pipeline/explain_report.hpp"
 #include "pipeline/saturate.hpp"
 #include "rules/rule_file.hpp"
 #include "rules/tensor_builtins.hpp"
@@ -88,8 +89,24 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   if (o.calibration) model->unmeasured = &unmeasured;
   auto cost_before = extract::graph_cost(graph, *model);
   if (!cost_before) return cost_before.error();
-  auto teg = rules::to_egraph(graph);
+  auto teg = rules::to_egraph(graph, /*explain=*/!o.explain.empty() || o.explain_all);
   if (!teg) return teg.error();
+  // The e-node the import made for each value to explain.
+  std::vector<std::pair<std::string, egraph::NodeId>> explain_nodes;
+  if (o.explain_all) {
+    for (const auto& [id, imp] : teg->imported)
+      if (!imp.value.empty()) explain_nodes.emplace_back(imp.value, egraph::NodeId(id));
+    std::sort(explain_nodes.begin(), explain_nodes.end(),
+              [](const auto& a, const auto& b) { return a.second.v < b.second.v; });
+    if (explain_nodes.size() > 500) explain_nodes.resize(500);
+  }
+  for (const std::string& v : o.explain) {
+    auto it =
+        std::find_if(teg->imported.begin(), teg->imported.end(), [&](const auto& kv) { return kv.second.value == v; });
+    if (it == teg->imported.end())
+      return fail("--explain: the model has no value '" + v + "' computed by a node (inputs and weights are not)");
+    explain_nodes.emplace_back(v, egraph::NodeId(it->first));
+  }
   phases["import"] = {{"time_ms", ms_since(t)}, {"stop_reason", "done"}};
   const std::size_t enodes_start = teg->graph.num_nodes();
 
@@ -250,6 +267,19 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
                               {"dag_cost", finite_or_null(ex->dag_cost)}};
   if (ex->exact) res.report["extraction"].update(exact_json(*ex->exact));
   res.report["phases"] = phases;
+  if (!explain_nodes.empty()) {
+    nlohmann::json all = nlohmann::json::object();
+    for (const auto& [value, node] : explain_nodes) {
+      const auto pick = ex->choice[problem.class_index(eg.find(egraph::EClassId(node.v)))];
+      if (pick < 0) {
+        all[value] = {{"value", value}, {"error", "the optimized program does not compute it"}};
+        continue;
+      }
+      all[value] =
+          explain_value(*teg, value, node, problem.node_ids[static_cast<std::size_t>(pick)], res.report["rules"]);
+    }
+    res.report["explanations"] = std::move(all);
+  }
   return res;
 }
 

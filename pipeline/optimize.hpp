@@ -33,6 +33,11 @@ struct OptimizeOptions {
   // Draw the saturated e-graph with the extracted program marked
   // (OptimizeResult::egraph_dot).
   bool egraph_dot = false;
+  // Values of the model to explain (report["explanations"]; the e-graph
+  // then keeps a proof forest: pipeline/explain_report.hpp).
+  std::vector<std::string> explain;
+  // Explain every value the model's nodes compute (at most 500; `saturn opt --html`).
+  bool explain_all = false;
 };
 
 struct OptimizeResult {

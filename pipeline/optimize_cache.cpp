@@ -36,7 +36,7 @@ std::optional<std::string> read_file(const std::string& path) {
 }  // namespace
 
 std::optional<std::string> OptimizeCache::key(const ir::Graph& g, const OptimizeOptions& o) {
-  if (o.measure || o.egraph_dot) return std::nullopt;
+  if (o.measure || o.egraph_dot || !o.explain.empty() || o.explain_all) return std::nullopt;
   std::ostringstream k;
   k << "saturn 0.1.0 optimized graph\nbuild " << build_id() << "\ntarget " << o.target << "\nextractor " << o.extractor
     << " " << o.extract_time_limit_s << "\nlimits " << o.saturation.iter_limit << " " << o.saturation.node_limit << " "

@@ -370,11 +370,12 @@ Op encode_attr(const AttrValue& v, ConstantPool& pool) {
 
 }  // namespace
 
-Expected<TensorEGraph> to_egraph(const ir::Graph& g) {
+Expected<TensorEGraph> to_egraph(const ir::Graph& g, bool explain) {
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{g.source, 0, 0}, msg}; };
   auto types = ir::infer_types(g);
   if (!types) return types.error();
   TensorEGraph t;
+  if (explain) t.graph.enable_explanations();
   t.analysis = &t.graph.add_analysis<TensorAnalysis>();
   // Everything but the nodes and the weights (which the pool holds).
   t.source.name = g.name;

@@ -137,8 +137,9 @@ struct TensorEGraph {
 };
 
 // Loads a type-checked graph; fails naming the node whose op or attributes
-// the tensor language cannot express.
-Expected<TensorEGraph> to_egraph(const ir::Graph& g);
+// the tensor language cannot express. `explain`: the e-graph keeps a proof
+// forest (egraph/explain.hpp).
+Expected<TensorEGraph> to_egraph(const ir::Graph& g, bool explain = false);
 
 // Rebuilds an ir::Graph choosing node `choice(c)` for each needed class c.
 // Classes computable from constants alone are evaluated into initializers.

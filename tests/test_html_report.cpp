@@ -83,3 +83,24 @@ TEST_CASE("the page shows both graphs, the growth per iteration, the rules that 
   REQUIRE(r["node_costs_after"].size() == res->graph.nodes.size());
   for (const auto& c : r["node_costs_after"]) CHECK(c.get<double>() >= 0);
 }
+
+TEST_CASE("with explanations, the page holds each written node's - opened by a click on it") {
+  auto g = ir::read_sat(kModel, "m.sat");
+  REQUIRE(g);
+  pipeline::OptimizeOptions o;
+  o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cpu");
+  o.explain_all = true;
+  auto res = pipeline::optimize(*g, o);
+  REQUIRE(res);
+  REQUIRE(res->report["explanations"].size() == g->nodes.size());
+  const std::string page = pipeline::html_report(*g, res->graph, res->report, {}, {});
+  CHECK(count(page, "<details class=\"explain\"") == g->nodes.size());
+  for (std::size_t n = 0; n < g->nodes.size(); ++n) CHECK(contains(page, "id=\"explain-" + std::to_string(n) + "\""));
+  CHECK_FALSE(contains(page, "NOT replayed"));
+  CHECK(contains(page, "#graph-before g.node"));  // the click handler
+  // Without: the section says so.
+  o.explain_all = false;
+  auto plain = pipeline::optimize(*g, o);
+  REQUIRE(plain);
+  CHECK(contains(pipeline::html_report(*g, plain->graph, plain->report, {}, {}), "No explanations were recorded."));
+}

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -59,6 +60,7 @@ TEST_CASE("saturn starts without cuBLAS, cuDNN and NVRTC: none is a needed libra
   const std::string verbs = exe.substr(0, exe.rfind('/') + 1) + "libsaturn_main.so";
   for (const std::string& file : {exe, verbs}) {
     INFO(file);
+    if (!std::filesystem::exists(file)) continue;  // the verbs linked in (the sanitizer build)
     const std::string dynamic = dynamic_section(file);
     if (dynamic.find("NEEDED") == std::string::npos) {
       WARN("readelf is not available: not checked");
@@ -73,8 +75,12 @@ TEST_CASE("saturn starts without cuBLAS, cuDNN and NVRTC: none is a needed libra
 }
 
 TEST_CASE("saturn --version answers without LLVM or the verbs - other verbs open them") {
-  const std::string dynamic = dynamic_section(saturn::test::saturn_bin());
-  if (dynamic.find("NEEDED") != std::string::npos) {
+  const std::string exe = saturn::test::saturn_bin();
+  const bool split = std::filesystem::exists(exe.substr(0, exe.rfind('/') + 1) + "libsaturn_main.so");
+  const std::string dynamic = dynamic_section(exe);
+  if (!split) {
+    WARN("the verbs are linked into the executable (the sanitizer build): its libraries not checked");
+  } else if (dynamic.find("NEEDED") != std::string::npos) {
     CHECK(dynamic.find("libLLVM") == std::string::npos);
     CHECK(dynamic.find("libsaturn_main") == std::string::npos);  // opened by the verbs, not at start
   }

@@ -6,10 +6,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "extract/extractors.hpp"
 #include "extract/problem_dot.hpp"
@@ -58,8 +61,11 @@ std::string draw(const DotOptions& o, std::string& text) {
   return "";
 }
 
-// Runs `dot -TFORMAT SOURCE -o OUT`; an error says what went wrong.
-std::optional<std::string> run_graphviz(const std::string& format, const std::string& source, const std::string& out) {
+// Runs `dot -TFORMAT SOURCE -o OUT`; an error says what went wrong. With
+// a time limit (seconds > 0), dot is stopped past it: its layout of a large
+// dense graph (densenet121's concatenations) can take many minutes.
+std::optional<std::string> run_graphviz(const std::string& format, const std::string& source, const std::string& out,
+                                        double seconds = 0) {
   std::string t = "-T" + format, o = "-o";
   std::vector<char*> argv = {const_cast<char*>("dot"),       t.data(), const_cast<char*>(source.c_str()), o.data(),
                              const_cast<char*>(out.c_str()), nullptr};
@@ -70,7 +76,23 @@ std::optional<std::string> run_graphviz(const std::string& format, const std::st
                              " writes the Graphviz text without it"
                        : "cannot run Graphviz's dot: " + std::string(strerror(e));
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (seconds > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      const pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) break;
+      if (done < 0 && errno != EINTR) return "cannot wait for Graphviz's dot";
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        return "Graphviz's dot took more than " + std::to_string(static_cast<int>(seconds)) + " s drawing " + out;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } else {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "Graphviz's dot failed writing " + out;
   return std::nullopt;
@@ -116,7 +138,7 @@ int write_graphviz(const std::string& text, const std::string& path) {
   return kOk;
 }
 
-std::optional<std::string> render_svg(const std::string& text) {
+std::optional<std::string> render_svg(const std::string& text, double seconds) {
   const auto base = std::filesystem::temp_directory_path() /
                     ("saturn-svg-" + std::to_string(::getpid()) + "-" + std::to_string(std::hash<std::string>{}(text)));
   const std::string source = base.string() + ".dot", out = base.string() + ".svg";
@@ -125,7 +147,7 @@ std::optional<std::string> render_svg(const std::string& text) {
     f << text;
     if (!f.flush()) return std::nullopt;
   }
-  auto failed = run_graphviz("svg", source, out);
+  auto failed = run_graphviz("svg", source, out, seconds);
   std::string svg;
   if (!failed) {
     std::ifstream f(out, std::ios::binary);

@@ -31,7 +31,8 @@ bool graphviz_name_ok(const std::string& path);
 // Graphviz's dot (.svg, .png, .pdf). kOk, or bad_input saying what failed.
 int write_graphviz(const std::string& text, const std::string& path);
 // Graphviz text drawn as SVG by Graphviz's dot; nullopt when dot is not
-// installed or fails (the caller shows the text instead).
-std::optional<std::string> render_svg(const std::string& text);
+// installed, fails, or takes more than `seconds` (the caller shows the
+// text instead).
+std::optional<std::string> render_svg(const std::string& text, double seconds);
 
 }  // namespace saturn::cli

@@ -16,6 +16,7 @@
 #include "ir/graph_dot.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
+#include "pipeline/explain_report.hpp"
 #include "pipeline/html_report.hpp"
 #include "pipeline/optimize.hpp"
 #include "pipeline/saturate.hpp"
@@ -41,6 +42,9 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
   cmd->add_option("--dot", o.dot,
                   "Draw the saturated e-graph, the extracted program marked: .dot or .gv (Graphviz text), .svg, .png "
                   "or .pdf (needs Graphviz's dot)");
+  cmd->add_option("--explain", o.pipeline.explain,
+                  "Explain how VALUE (a value of the model as written) came to be computed as the optimized program "
+                  "computes it: the chain of rule applications, each replayed (repeatable)");
   cmd->add_option("--html", o.html,
                   "Write one self-contained page: the graph before and after (changed nodes filled), the e-graph's "
                   "growth, the rules that fired, each node's modeled cost");
@@ -80,7 +84,10 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 // The before/after page: both graphs drawn by Graphviz (their text when
 // it is not installed), the changed nodes filled.
 int write_html(const ir::Graph& before, const ir::Graph& after, const nlohmann::json& report, const std::string& path) {
-  auto draw = [](const ir::Graph& g, const ir::Graph& other) {
+  // Both pictures within 30 s: past it, a picture is shown as its text
+  // (dot's layout of densenet121 takes many minutes).
+  double budget_s = 30;
+  auto draw = [&budget_s](const ir::Graph& g, const ir::Graph& other) {
     pipeline::GraphPicture p;
     auto types = ir::infer_types(g);
     const std::vector<bool> changed = pipeline::changed_nodes(g, other);
@@ -88,10 +95,14 @@ int write_html(const ir::Graph& before, const ir::Graph& after, const nlohmann::
     std::copy(changed.begin(), changed.end(), marks.get());
     p.dot = ir::graph_to_dot(g, types ? *types : std::map<std::string, ir::ValueType>{},
                              std::span<const bool>(marks.get(), changed.size()));
-    p.svg = render_svg(p.dot).value_or("");
+    const auto t0 = std::chrono::steady_clock::now();
+    if (budget_s > 0.5) p.svg = render_svg(p.dot, budget_s).value_or("");
+    budget_s -= std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return p;
   };
-  const std::string page = pipeline::html_report(before, after, report, draw(before, after), draw(after, before));
+  pipeline::GraphPicture written = draw(before, after);
+  pipeline::GraphPicture optimized = draw(after, before);
+  const std::string page = pipeline::html_report(before, after, report, written, optimized);
   std::ofstream f(path, std::ios::binary);
   f << page;
   if (!f.flush()) return bad_input("cannot write " + path);
@@ -125,6 +136,7 @@ int run_opt(const OptOptions& o) {
   }
   if (!o.dot.empty() && !graphviz_name_ok(o.dot)) return kBadInput;
   oo.egraph_dot = !o.dot.empty();
+  oo.explain_all = !o.html.empty();  // the page explains a node on click
   const auto read_start = std::chrono::steady_clock::now();
   auto graph = read_model(o.model);
   if (!graph) return bad_input(graph.error().to_string());
@@ -168,6 +180,12 @@ int run_opt(const OptOptions& o) {
     if (!f) return bad_input("cannot write " + o.report);
   }
   if (o.json) std::cout << report.dump() << "\n";
+  if (!o.json && !res->unsound && report.contains("explanations"))
+    for (const std::string& value : o.pipeline.explain) {  // (--html explains every value; only these print)
+      const auto& e = report["explanations"][value];
+      std::cout << (e.contains("error") ? "value '" + value + "': " + e["error"].get<std::string>() + "\n"
+                                        : pipeline::explanation_text(e));
+    }
   if (res->unsound) {
     std::cerr << "saturn: error: unsound rewrite: " << report["error"].get<std::string>()
               << "\nsaturn: note: a rule made two e-classes of different types equal, so it changes what the "

@@ -26,11 +26,18 @@ std::string own_folder() {
 
 }  // namespace
 
+#ifdef SATURN_LINKED_VERBS
+extern "C" int saturn_main(int argc, char** argv);  // linked in (the sanitizer build: tools/CMakeLists.txt)
+#endif
+
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("%s\n", kVersion);
     return 0;
   }
+#ifdef SATURN_LINKED_VERBS
+  return saturn_main(argc, argv);
+#else
   const std::string lib = own_folder() + "/libsaturn_main.so";
   void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -44,4 +51,5 @@ int main(int argc, char** argv) {
     return 3;
   }
   return run(argc, argv);
+#endif
 }

@@ -78,3 +78,19 @@ def test_verify_proves_and_refutes(tmp_path):
     assert by_rule["sub-comm"]["line"] == 2
     with pytest.raises(saturn.SaturnError, match="no such file"):
         saturn.verify(str(tmp_path / "missing.rules"))
+
+
+def test_explain_a_rewrite(root):
+    eg = saturn.EGraph(explain=True)
+    c = eg.add("(* (+ a 0) 1)")
+    eg.run(math_rules(root), iter_limit=10)
+    a = eg.add("a")
+    proof = eg.explain(c, a)
+    assert proof["replayed"] is True
+    kinds = [s.get("rule", s["kind"]) for s in proof["steps"]]
+    assert "mul-one" in kinds  # (* x 1) => x; the rest by add-zero, or congruence over it
+    assert proof["steps"][0]["from"] == c and proof["steps"][-1]["to"] == a
+    with pytest.raises(saturn.SaturnError, match="not equal"):
+        eg.explain(c, eg.add("b"))
+    with pytest.raises(saturn.SaturnError, match="explain=True"):
+        saturn.EGraph().explain(0, 0)

@@ -77,6 +77,8 @@ def test_page_renders_in_headless_chromium(root, tmp_path):
     assert html.count("<svg") == 3  # the two graphs and the growth plot
     assert html.count('class="node"') >= 9 + 22  # every node of both graphs drawn
     assert "dnnl.conv_relu" in html
+    assert html.count('class="explain"') == 22  # every node of the model as written, explained
+    assert "NOT replayed" not in html
     shot = tmp_path / "page.png"
     s = subprocess.run(args + ["--screenshot=" + str(shot), page.as_uri()], capture_output=True, text=True,
                        timeout=120)

@@ -214,3 +214,15 @@ def test_second_compile_reads_the_cache(models, tmp_path, monkeypatch):
     np.testing.assert_allclose(off(x), first(x), rtol=1e-5, atol=1e-6)
     # Other options are another entry.
     assert saturn.compile(g, "cpu", calibration=False, iter_limit=2).report["cache"] == "miss"
+
+
+def test_optimize_explains_values(models):
+    g = saturn.load(os.path.join(models, "resnet_small.onnx"))
+    opt, report = saturn.optimize(g, calibration=False, explain=["relu_2"])
+    e = report["explanations"]["relu_2"]
+    assert e["written"] == "relu" and e["optimized"] in opt.op_counts()
+    assert e["replayed"] is True
+    rules = [s["rule"] for s in e["steps"] if s["kind"] == "rule"]
+    assert rules and all(r in report["rules"] for r in rules)
+    with pytest.raises(saturn.SaturnError, match="no value 'nope'"):
+        saturn.optimize(g, explain=["nope"])

@@ -50,8 +50,48 @@ egraph::Term parse_term(const std::string& text) {
 
 class PyEGraph {
  public:
-  explicit PyEGraph(bool const_fold) {
+  PyEGraph(bool const_fold, bool explain) {
+    if (explain) g_.enable_explanations();
     if (const_fold) folding_ = &g_.add_analysis<egraph::ConstantFolding>();
+  }
+
+  // Why two classes are one (egraph/explain.hpp): the chain of steps, each
+  // {kind, from, to} with the rule, its direction and bindings for a rule
+  // step; and whether it replays.
+  py::object explain(std::uint32_t a, std::uint32_t b) const {
+    if (!g_.explaining()) throw SaturnError{"explain: make the e-graph with EGraph(explain=True)"};
+    check(a);
+    check(b);
+    if (g_.find(EClassId(a)) != g_.find(EClassId(b)))
+      throw SaturnError{"explain: classes " + std::to_string(a) + " and " + std::to_string(b) + " are not equal"};
+    auto chain = g_.proofs()->path(EClassId(a), EClassId(b));
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : chain) {
+      nlohmann::json j = {{"from", s.from.v}, {"to", s.to.v}};
+      switch (s.why->kind) {
+        case egraph::Justification::Kind::Rule: {
+          std::vector<std::uint32_t> bound;
+          for (EClassId c : s.why->bindings) bound.push_back(g_.find(c).v);
+          j.update({{"kind", "rule"},
+                    {"rule", s.why->rule->name()},
+                    {"direction", s.forward ? "forward" : "backward"},
+                    {"bindings", bound}});
+          break;
+        }
+        case egraph::Justification::Kind::Congruence:
+          j["kind"] = "congruence";
+          break;
+        case egraph::Justification::Kind::Analysis:
+          j["kind"] = "analysis";
+          break;
+        case egraph::Justification::Kind::Given:
+          j["kind"] = "given";
+          break;
+      }
+      steps.push_back(std::move(j));
+    }
+    const std::string why = egraph::replay(g_, chain, EClassId(a), EClassId(b));
+    return to_python({{"steps", steps}, {"replayed", why.empty()}, {"replay_error", why}});
   }
 
   std::uint32_t add(const std::string& term) {
@@ -158,14 +198,17 @@ void bind_engine(py::module_& m) {
       });
 
   py::class_<PyEGraph>(m, "EGraph", "An e-graph over symbolic terms: add, union, run rules, extract.")
-      .def(py::init<bool>(), py::arg("const_fold") = false,
-           "const_fold: fold + - * / pow min max abs neg of number literals")
+      .def(py::init<bool, bool>(), py::arg("const_fold") = false, py::arg("explain") = false,
+           "const_fold: fold + - * / pow min max abs neg of number literals; explain: keep a proof forest")
+      .def("explain", &PyEGraph::explain, py::arg("a"), py::arg("b"),
+           "Why two classes are equal: {steps: [{kind, from, to, rule, direction, bindings}], replayed}")
       .def("add", &PyEGraph::add, py::arg("term"), "Adds an s-expression term; returns its e-class id")
       .def("union", &PyEGraph::union_, py::arg("a"), py::arg("b"), "Merges two classes; True when they were apart")
       .def("equiv", &PyEGraph::equiv, py::arg("a"), py::arg("b"))
       .def("find", &PyEGraph::find, py::arg("a"), "The canonical id of a class")
-      .def("run", &PyEGraph::run, py::arg("rules"), py::arg("iter_limit") = 30, py::arg("node_limit") = 10000,
-           py::arg("time_limit") = 5.0, py::arg("memory_limit") = 0,
+      // (keep_alive: an explanation points at the rules that ran, which live as long as the e-graph.)
+      .def("run", &PyEGraph::run, py::keep_alive<1, 2>(), py::arg("rules"), py::arg("iter_limit") = 30,
+           py::arg("node_limit") = 10000, py::arg("time_limit") = 5.0, py::arg("memory_limit") = 0,
            "Saturates with the rules within the limits; returns the report (stop_reason says which limit)")
       .def("extract", &PyEGraph::extract, py::arg("eclass"), py::arg("costs") = std::map<std::string, double>{},
            "(term, cost): the cheapest term, each operator costing 1 unless costs names it")

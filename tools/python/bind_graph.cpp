@@ -22,8 +22,8 @@
 #include "tools/calibrate.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/measure.hpp"
-#include "tools/run_command.hpp"
 #include "tools/python/bindings.hpp"
+#include "tools/run_command.hpp"
 
 namespace saturn::python {
 
@@ -131,6 +131,8 @@ Optimized optimize_graph(const ir::Graph& g, const std::string& target, const py
       cal.file = value.cast<std::string>();
     else if (k == "threads")
       threads = value.cast<int>();
+    else if (k == "explain")
+      oo.explain = value.cast<std::vector<std::string>>();
     else
       throw py::type_error("optimize() got an unexpected keyword argument '" + k + "'");
   }

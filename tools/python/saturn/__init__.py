@@ -59,12 +59,12 @@ def _graph(model):
 
 def _optimize_options(rules=None, *, default_rules=True, extractor="dag-greedy", iter_limit=30,
                       node_limit=200000, time_limit=10.0, memory_limit=0, extract_time_limit=10.0,
-                      calibration=True, calibrate=False, calibration_file=None, threads=0):
+                      calibration=True, calibrate=False, calibration_file=None, threads=0, explain=()):
     """The options of `saturn opt`, checked by Python's own argument rules."""
     kw = dict(rules=None if rules is None else [_os.fspath(r) for r in rules], default_rules=default_rules,
               extractor=extractor, iter_limit=iter_limit, node_limit=node_limit, time_limit=time_limit,
               memory_limit=memory_limit, extract_time_limit=extract_time_limit, calibration=calibration,
-              calibrate=calibrate, threads=threads)
+              calibrate=calibrate, threads=threads, explain=[str(v) for v in explain])
     if calibration_file is not None:
         kw["calibration_file"] = _os.fspath(calibration_file)
     return kw
@@ -82,7 +82,9 @@ def optimize(model, target="cpu", rules=None, **options):
     "tree-greedy", ...). Prices come from the machine's calibration cache
     when it has one; calibration=False prices with the roofline alone,
     calibrate=True measures what the cache lacks, calibration_file=PATH
-    names the cache.
+    names the cache. explain=[value, ...]: report["explanations"][value] is
+    the chain of rule applications that turned each value of the model as
+    written into what the optimized program computes (replayed).
 
     Raises SaturnError on bad input (the command line's exit status 2) and
     UnsoundRuleError when a rule merged values of different types.
