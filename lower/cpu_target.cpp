@@ -20,7 +20,8 @@ using ir::DType;
 
 class CpuTarget final : public Target {
  public:
-  CpuTarget(Program& p, const LoweringOptions& o) : p_(p), keep_ir_(o.keep_ir), cache_dir_(o.kernel_cache_dir) {
+  CpuTarget(Program& p, const LoweringOptions& o)
+      : p_(p), keep_ir_(o.keep_ir), cache_dir_(o.kernel_cache_dir), progress_(o.progress) {
     traits_.name = "cpu";
     traits_.conv_clip_epilogue = true;
   }
@@ -124,6 +125,7 @@ class CpuTarget final : public Target {
   Program& p_;
   bool keep_ir_ = false;
   std::string cache_dir_;
+  std::function<void(std::size_t, std::size_t, std::size_t)> progress_;
   TargetTraits traits_;
 };
 
@@ -134,6 +136,7 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
   if (!jit) throw DiagnosticError{jit.error()};
   (*jit)->keep_ir = keep_ir_;
   (*jit)->cache_dir = cache_dir_;
+  (*jit)->progress = progress_;
   auto fns = (*jit)->compile(kernels);
   if (!fns) throw DiagnosticError{fns.error()};
   p_.kernel_modules_cached = static_cast<int>((*jit)->cached_modules());

@@ -822,15 +822,25 @@ Expected<std::vector<KernelFn>> KernelJit::compile(const std::vector<LoopKernel>
   std::vector<ModuleJob> jobs(std::clamp<std::size_t>(distinct.size() / kKernelsPerModule, 1, threads));
   for (std::size_t i = 0; i < distinct.size(); ++i) jobs[i % jobs.size()].kernels.push_back(&distinct[i]);
   const ir::DiskCache disk(cache_dir, "obj-", ".o");
+  std::mutex told;
+  std::size_t done = 0;
+  auto tell = [&] {
+    if (!progress) return;
+    std::lock_guard<std::mutex> lock(told);
+    progress(++done, jobs.size(), distinct.size());
+  };
+  if (progress) progress(0, jobs.size(), distinct.size());
   {
     std::vector<std::jthread> workers;
     for (std::size_t j = 1; j < jobs.size(); ++j)
       workers.emplace_back([&, j] {
         build_module(jobs[j], *impl_->jtmb, impl_->cpu, impl_->features,
                      "saturn_kernels_" + std::to_string(module) + "_" + std::to_string(j), keep_ir, disk);
+        tell();
       });
     build_module(jobs[0], *impl_->jtmb, impl_->cpu, impl_->features, "saturn_kernels_" + std::to_string(module) + "_0",
                  keep_ir, disk);
+    tell();
   }
   if (keep_ir) last_ir_.clear();
   cached_modules_ = 0;

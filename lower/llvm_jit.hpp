@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ class KernelJit {
   // and code generation, most of a big model's start-up. Empty: none.
   // (Unused with keep_ir, which needs the optimized IR.)
   std::string cache_dir;
+  // Told after each module compiles (LoweringOptions::progress).
+  std::function<void(std::size_t done, std::size_t modules, std::size_t kernels)> progress;
   // Modules of the last compile that came from cache_dir.
   std::size_t cached_modules() const { return cached_modules_; }
 

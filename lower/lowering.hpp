@@ -9,6 +9,7 @@
 // interpreter runs also runs here; the Program lists those ops.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,10 @@ struct LoweringOptions {
   // cuda (device/cuda_compiler.hpp), object files on cpu
   // (lower/llvm_jit.hpp); empty: in this process only.
   std::string kernel_cache_dir;
+  // Told as the kernels compile: modules done of all, kernels in all
+  // (`saturn run`'s progress line on a terminal). Called from the compiling
+  // threads, one call at a time.
+  std::function<void(std::size_t done, std::size_t modules, std::size_t kernels)> progress;
 };
 
 // Needs static shapes (import specializes symbolic dimensions to the given

@@ -296,6 +296,30 @@ TEST_CASE("a second run of the same model reads the optimized graph and kernels 
   fs::remove_all(cache.parent_path());
 }
 
+TEST_CASE("on a terminal run shows the compile's progress - elsewhere nothing") {
+  const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
+  const std::string args =
+      "run " + dir + "swin_tiny.onnx --target cpu --no-cache --inputs " + dir + "swin_tiny.input.pb";
+  auto plain = run_saturn(args);
+  REQUIRE(plain.status == 0);
+  CHECK(plain.err.find("[compile]") == std::string::npos);
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    WARN("no `script` here: the terminal's progress line is not checked");
+    return;
+  }
+  const fs::path out = saturn::test::temp_path("saturn-run-tty", "tty.txt");
+  const std::string cmd =
+      "script -qec '" + saturn::test::saturn_bin() + " " + args + "' /dev/null >" + out.string() + " 2>&1 </dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  INFO(text);
+  CHECK(text.find("[compile] ") != std::string::npos);
+  CHECK(text.find(" kernels: 0 of ") != std::string::npos);
+  CHECK(text.find("\r\033[K", text.rfind("[compile]")) != std::string::npos);  // cleared before what follows
+  fs::remove_all(out.parent_path());
+}
+
 TEST_CASE("run on a compiled target with rules that do not load or no rules at all exits 2 naming the place") {
   const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
   const fs::path rules = fs::temp_directory_path() / ("saturn-run-rules-" + std::to_string(::getpid()));

@@ -4,6 +4,7 @@
 // is a miss, never a wrong program.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -83,8 +84,17 @@ TEST_CASE("cpu kernels compiled once are read from the cache - the same results 
     runtime::CpuExecutorOptions o;
     o.threads = 1;
     o.lowering.kernel_cache_dir = dir.string();
+    std::vector<std::array<std::size_t, 3>> told;  // the progress the compile reports
+    o.lowering.progress = [&](std::size_t done, std::size_t modules, std::size_t kernels) {
+      told.push_back({done, modules, kernels});
+    };
     auto exec = runtime::CpuExecutor::create(*g, o);
     REQUIRE(exec);
+    REQUIRE(told.size() >= 2);
+    CHECK(told.front()[0] == 0);
+    CHECK(told.back()[0] == told.back()[1]);  // every module done
+    CHECK(told.size() == told.back()[1] + 1);
+    CHECK(told.back()[2] > 0);
     CHECK((*exec)->program().kernel_modules_cached == expect_cached);
     auto got = (*exec)->run(inputs);
     REQUIRE(got);

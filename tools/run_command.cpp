@@ -176,6 +176,14 @@ int run_model(const RunOptions& o) {
     co.threads = o.threads;
     co.lowering = lowering_options(o.no_cache);
     co.lowering.fuse = !o.no_fuse;
+    if (!o.json && stderr_is_terminal())  // a progress line while LLVM compiles (seconds on a big model)
+      co.lowering.progress = [](std::size_t done, std::size_t modules, std::size_t kernels) {
+        if (done < modules)
+          std::cerr << "\r\033[K[compile] " << kernels << " kernels: " << done << " of " << modules << " modules"
+                    << std::flush;
+        else
+          std::cerr << "\r\033[K" << std::flush;
+      };
     auto made = runtime::CpuExecutor::create(*g, co);
     if (!made) return bad_input(made.error().to_string());
     cpu = std::move(*made);
