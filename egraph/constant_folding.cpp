@@ -100,7 +100,10 @@ void ConstantFolding::modify(EGraph& g, EClassId id) {
   if (!v) return;
   Number n = *v;
   EClassId lit = g.add(Op::number(n));
-  g.merge(id, lit, g.explaining() ? Justification::of_analysis() : Justification{});
+  if (g.explaining())
+    g.merge(id, lit, Justification::of_analysis());
+  else
+    g.merge(id, lit);
 }
 
 std::optional<Number> ConstantFolding::value(const EGraph& g, EClassId id) const {

@@ -60,6 +60,10 @@ void EGraph::prefetch(Op op, std::span<const EClassId> children) const {
 
 bool EGraph::merge(EClassId a, EClassId b, Justification why) {
   if (proofs_ && uf_.find_mut(a) != uf_.find_mut(b)) proofs_->link(a, b, std::move(why));
+  return merge_classes(a, b);
+}
+
+bool EGraph::merge_classes(EClassId a, EClassId b) {
   a = uf_.find_mut(a);
   b = uf_.find_mut(b);
   if (a == b) return false;
@@ -113,7 +117,7 @@ void EGraph::repair_node(NodeId n) {
     if (proofs_)
       merge(EClassId(m->v), EClassId(n.v), Justification::of_congruence(*m, n));
     else
-      merge(EClassId(m->v), cls);
+      merge_classes(EClassId(m->v), cls);
     cls = uf_.find_mut(cls);
   } else {
     hashcons_.insert(store_, n, store_.op(n), store_.children(n), h);

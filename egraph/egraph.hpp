@@ -60,8 +60,14 @@ class EGraph {
   void prefetch(Op op, std::span<const EClassId> children) const;
 
   // Unions two classes; true when they were distinct. Congruence is restored
-  // by the next rebuild(). `why` is recorded when explanations are on.
-  bool merge(EClassId a, EClassId b, Justification why = {});
+  // by the next rebuild(). `why` is recorded when explanations are on
+  // (without one, a merge is "given"); off, it is ignored, and the merge
+  // without it costs a pointer test. Instructions under callgrind with
+  // explanations off, against the e-graph before they existed: ac-sum-9
+  // +0.6%, math-derivative +0.06% (building a Justification for every
+  // merge was +2.0%).
+  bool merge(EClassId a, EClassId b) { return proofs_ ? merge(a, b, Justification{}) : merge_classes(a, b); }
+  bool merge(EClassId a, EClassId b, Justification why);
 
   // Keeps a proof forest (egraph/explain.hpp) from now on; only before the
   // first node. Off by default: merges then record nothing.
@@ -147,6 +153,7 @@ class EGraph {
 
   void rebuild_classes();
   void repair_node(NodeId n);
+  bool merge_classes(EClassId a, EClassId b);
 
   UnionFind uf_;
   NodeStore store_;
