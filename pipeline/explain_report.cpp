@@ -212,7 +212,7 @@ std::string explanation_text(const nlohmann::json& e) {
     o << ": unchanged\n";
     return o.str();
   }
-  o << ", by " << e["steps"].size() << " steps ("
+  o << ", by " << e["steps"].size() << (e["steps"].size() == 1 ? " step (" : " steps (")
     << (e["replayed"].get<bool>() ? "replayed" : "NOT replayed: " + e.value("replay_error", std::string())) << "):\n";
   text_of(e["steps"], "  ", o);
   if (e["truncated"].get<bool>()) o << "  ... (truncated)\n";
