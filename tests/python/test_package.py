@@ -81,6 +81,11 @@ def test_optimize_limits_are_reported(models):
 def test_optimize_rejects_unknown_options(models):
     with pytest.raises(TypeError):
         saturn.optimize(os.path.join(models, "mlp.onnx"), node_limt=5)
+    for bad in (dict(node_limit=-1), dict(time_limit=float("nan")), dict(iter_limit=2.5), dict(threads=-3)):
+        with pytest.raises(ValueError, match=list(bad)[0]):
+            saturn.optimize(os.path.join(models, "mlp.onnx"), **bad)
+    with pytest.raises(TypeError, match="iter_limit must be a number"):
+        saturn.optimize(os.path.join(models, "mlp.onnx"), iter_limit="many")
     with pytest.raises(ValueError):
         saturn.optimize(os.path.join(models, "mlp.onnx"), target="tpu")
 

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <variant>
 
@@ -84,6 +85,27 @@ std::vector<std::string> rule_files(const std::string& target, const std::option
   return files;
 }
 
+// A limit or count given to optimize() or compile(): a finite number >= 0
+// (as every numeric flag of the command line), else a ValueError naming it.
+double non_negative(const std::string& name, py::handle value) {
+  double v = 0;
+  try {
+    v = value.cast<double>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(name + " must be a number, got " + py::str(py::type::of(value)).cast<std::string>());
+  }
+  if (!std::isfinite(v) || v < 0)
+    throw py::value_error(name + " must be a finite number >= 0, got " + py::str(value).cast<std::string>());
+  return v;
+}
+
+std::size_t count(const std::string& name, py::handle value) {
+  const double v = non_negative(name, value);
+  if (v != std::floor(v))
+    throw py::value_error(name + " must be a whole number, got " + py::str(value).cast<std::string>());
+  return static_cast<std::size_t>(v);
+}
+
 void check_target(const std::string& target, bool interp_ok) {
   if (target == "cpu" || target == "cuda" || (interp_ok && target == "interp")) return;
   throw py::value_error("target must be " + std::string(interp_ok ? "'interp', " : "") + "'cpu' or 'cuda', got '" +
@@ -114,15 +136,15 @@ Optimized optimize_graph(const ir::Graph& g, const std::string& target, const py
     else if (k == "extractor")
       oo.extractor = value.cast<std::string>();
     else if (k == "iter_limit")
-      oo.saturation.iter_limit = value.cast<std::size_t>();
+      oo.saturation.iter_limit = count(k, value);
     else if (k == "node_limit")
-      oo.saturation.node_limit = value.cast<std::size_t>();
+      oo.saturation.node_limit = count(k, value);
     else if (k == "time_limit")
-      oo.saturation.time_limit_s = value.cast<double>();
+      oo.saturation.time_limit_s = non_negative(k, value);
     else if (k == "memory_limit")
-      oo.saturation.memory_limit_mb = value.cast<std::size_t>();
+      oo.saturation.memory_limit_mb = count(k, value);
     else if (k == "extract_time_limit")
-      oo.extract_time_limit_s = value.cast<double>();
+      oo.extract_time_limit_s = non_negative(k, value);
     else if (k == "calibration")
       cal.no_calibration = !value.cast<bool>();
     else if (k == "calibrate")
@@ -130,7 +152,7 @@ Optimized optimize_graph(const ir::Graph& g, const std::string& target, const py
     else if (k == "calibration_file")
       cal.file = value.cast<std::string>();
     else if (k == "threads")
-      threads = value.cast<int>();
+      threads = static_cast<int>(count(k, value));
     else if (k == "explain")
       oo.explain = value.cast<std::vector<std::string>>();
     else
@@ -164,7 +186,7 @@ class Program {
     for (auto [key, value] : kw) {
       const std::string k = py::str(key);
       if (k == "threads")
-        threads = value.cast<int>();
+        threads = static_cast<int>(count(k, value));
       else if (k == "fuse")
         fuse = value.cast<bool>();
       else
