@@ -53,8 +53,9 @@ struct Justification {
   }
 };
 
-// One equality of a chain: `from` equals `to` by `why`, which was recorded
-// for the merge of `why_from` with `why_to` (forward: from == why_from).
+// One equality of a chain: `from` equals `to` by `why`. `forward`: the step
+// goes as the merge was given (from was merge()'s first id), so a rule step
+// rewrites its left-hand side into its right-hand side.
 struct ProofStep {
   EClassId from, to;
   const Justification* why = nullptr;
@@ -68,7 +69,6 @@ class ProofForest {
   void link(EClassId a, EClassId b, Justification why);
   // The chain of equalities from x to y (ids of one tree); empty when x == y.
   std::vector<ProofStep> path(EClassId x, EClassId y) const;
-  std::size_t size() const { return parent_.size(); }
 
  private:
   struct Edge {

@@ -28,7 +28,7 @@ std::string type_of(const std::map<std::string, ValueType>& types, const std::st
 }  // namespace
 
 std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types,
-                         std::span<const bool> highlighted) {
+                         const std::vector<bool>& highlighted) {
   std::ostringstream o;
   o << "digraph " << dot_quoted(g.name.empty() ? "graph" : g.name) << " {\n"
     << "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];\n"

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <map>
-#include <span>
 #include <string>
 
 #include "ir/graph.hpp"
@@ -20,7 +19,7 @@ namespace saturn::ir {
 // drawn without one. Node n is filled when highlighted[n] (what `saturn opt
 // --html` marks as changed), and carries the id "node-n" (an SVG element id).
 std::string graph_to_dot(const Graph& g, const std::map<std::string, ValueType>& types,
-                         std::span<const bool> highlighted = {});
+                         const std::vector<bool>& highlighted = {});
 
 // A string as a Graphviz quoted string ("..." with ", \ and newlines
 // escaped the way dot reads them).

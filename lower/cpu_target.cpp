@@ -125,7 +125,7 @@ class CpuTarget final : public Target {
   Program& p_;
   bool keep_ir_ = false;
   std::string cache_dir_;
-  std::function<void(std::size_t, std::size_t, std::size_t)> progress_;
+  CompileProgress progress_;
   TargetTraits traits_;
 };
 

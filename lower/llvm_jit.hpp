@@ -22,8 +22,10 @@
 
 #include "ir/diagnostic.hpp"
 #include "lower/loop_kernel.hpp"
+#include "lower/lowering.hpp"
 
 namespace saturn::lower {
+
 
 using KernelFn = void (*)(void** buffers, std::int64_t row_begin, std::int64_t row_end);
 
@@ -52,7 +54,7 @@ class KernelJit {
   // (Unused with keep_ir, which needs the optimized IR.)
   std::string cache_dir;
   // Told after each module compiles (LoweringOptions::progress).
-  std::function<void(std::size_t done, std::size_t modules, std::size_t kernels)> progress;
+  CompileProgress progress;
   // Modules of the last compile that came from cache_dir.
   std::size_t cached_modules() const { return cached_modules_; }
 

@@ -22,6 +22,10 @@ namespace saturn::lower {
 // Which Target makes the steps (lower/target.hpp).
 enum class LoweringTarget { Cpu, Cuda };
 
+// Told as kernels compile: modules done of all, and the kernels in all.
+// Called from the compiling threads, one call at a time.
+using CompileProgress = std::function<void(std::size_t done, std::size_t modules, std::size_t kernels)>;
+
 struct LoweringOptions {
   bool fuse = true;      // false: one kernel per elementwise op (for comparisons)
   bool keep_ir = false;  // keep the generated LLVM IR in Program (ir_text)
@@ -34,10 +38,9 @@ struct LoweringOptions {
   // cuda (device/cuda_compiler.hpp), object files on cpu
   // (lower/llvm_jit.hpp); empty: in this process only.
   std::string kernel_cache_dir;
-  // Told as the kernels compile: modules done of all, kernels in all
-  // (`saturn run`'s progress line on a terminal). Called from the compiling
-  // threads, one call at a time.
-  std::function<void(std::size_t done, std::size_t modules, std::size_t kernels)> progress;
+  // Told as the CPU kernels compile (`saturn run`'s progress line on a
+  // terminal).
+  CompileProgress progress;
 };
 
 // Needs static shapes (import specializes symbolic dimensions to the given

@@ -20,7 +20,7 @@ constexpr int kDepth = 4;
 
 class Explainer {
  public:
-  Explainer(const rules::TensorEGraph& t, const nlohmann::json& rules) : t_(t), g_(t.graph), rules_(rules) {
+  Explainer(const rules::TensorEGraph& t, const nlohmann::json& rules) : g_(t.graph), rules_(rules) {
     for (const auto& [id, imp] : t.imported) {
       named_.emplace(g_.find(EClassId(id)).v, imp.value);
       written_.emplace(g_.find(EClassId(id)).v, egraph::NodeId(id));
@@ -145,7 +145,6 @@ class Explainer {
     return out;
   }
 
-  const rules::TensorEGraph& t_;
   const egraph::EGraph& g_;
   const nlohmann::json& rules_;
   std::map<std::uint32_t, std::string> named_;       // class -> a value of the written model in it

@@ -45,6 +45,28 @@ std::vector<std::string> rule_files_for(const std::string& dir, const std::strin
   return out;
 }
 
+Expected<std::vector<std::string>> collect_rule_files(const std::string& target, bool shipped,
+                                                      const std::vector<std::string>& extra) {
+  std::vector<std::string> files;
+  if (shipped) {
+    files = rule_files_for(shipped_rulesets_dir(), target);
+    if (files.empty())
+      return Diagnostic{SourceLoc{}, "no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)"};
+  }
+  for (const std::string& r : extra) {
+    std::error_code ec;
+    if (fs::is_directory(r, ec)) {
+      auto more = rule_files_for(r, target);
+      files.insert(files.end(), more.begin(), more.end());
+    } else if (fs::is_regular_file(r, ec)) {
+      files.push_back(r);
+    } else {
+      return Diagnostic{SourceLoc{}, "rules: no such file or folder '" + r + "'"};
+    }
+  }
+  return files;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -92,21 +114,14 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   auto teg = rules::to_egraph(graph, /*explain=*/!o.explain.empty() || o.explain_all);
   if (!teg) return teg.error();
   // The e-node the import made for each value to explain.
-  std::vector<std::pair<std::string, egraph::NodeId>> explain_nodes;
-  if (o.explain_all) {
-    for (const auto& [id, imp] : teg->imported)
-      if (!imp.value.empty()) explain_nodes.emplace_back(imp.value, egraph::NodeId(id));
-    std::sort(explain_nodes.begin(), explain_nodes.end(),
-              [](const auto& a, const auto& b) { return a.second.v < b.second.v; });
-    if (explain_nodes.size() > 500) explain_nodes.resize(500);
+  std::map<std::string, egraph::NodeId> explain_nodes;
+  for (const auto& [id, imp] : teg->imported) {
+    const bool asked = std::find(o.explain.begin(), o.explain.end(), imp.value) != o.explain.end();
+    if (!imp.value.empty() && (o.explain_all || asked)) explain_nodes.emplace(imp.value, egraph::NodeId(id));
   }
-  for (const std::string& v : o.explain) {
-    auto it =
-        std::find_if(teg->imported.begin(), teg->imported.end(), [&](const auto& kv) { return kv.second.value == v; });
-    if (it == teg->imported.end())
+  for (const std::string& v : o.explain)
+    if (!explain_nodes.count(v))
       return fail("--explain: the model has no value '" + v + "' computed by a node (inputs and weights are not)");
-    explain_nodes.emplace_back(v, egraph::NodeId(it->first));
-  }
   phases["import"] = {{"time_ms", ms_since(t)}, {"stop_reason", "done"}};
   const std::size_t enodes_start = teg->graph.num_nodes();
 

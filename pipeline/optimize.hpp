@@ -36,7 +36,7 @@ struct OptimizeOptions {
   // Values of the model to explain (report["explanations"]; the e-graph
   // then keeps a proof forest: pipeline/explain_report.hpp).
   std::vector<std::string> explain;
-  // Explain every value the model's nodes compute (at most 500; `saturn opt --html`).
+  // Explain every value the model's nodes compute (`saturn opt --html`).
   bool explain_all = false;
 };
 
@@ -56,6 +56,12 @@ std::string shipped_rulesets_dir();
 // The .rules files of a folder (sorted), without the library substitutions
 // of the other target: blas/dnnl files are CPU-only, cublas/cudnn CUDA-only.
 std::vector<std::string> rule_files_for(const std::string& dir, const std::string& target);
+// The rule files an optimization for `target` loads: the shipped ones (unless
+// !shipped), then each of `extra` (a folder: its .rules files, as
+// rule_files_for). An error names a missing file or folder, or an empty
+// shipped folder.
+Expected<std::vector<std::string>> collect_rule_files(const std::string& target, bool shipped,
+                                                      const std::vector<std::string>& extra);
 
 // What an exact extraction established, as report fields (status, dag_cost
 // bound, incumbent, program size, time) and as one readable line.

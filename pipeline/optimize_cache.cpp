@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "ir/sat_format.hpp"
+#include "ir/sexpr.hpp"
 
 namespace saturn::pipeline {
 
@@ -25,14 +25,6 @@ std::string build_id() {
          "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 std::optional<std::string> OptimizeCache::key(const ir::Graph& g, const OptimizeOptions& o) {
@@ -43,7 +35,7 @@ std::optional<std::string> OptimizeCache::key(const ir::Graph& g, const Optimize
     << o.saturation.time_limit_s << " " << o.saturation.memory_limit_mb << " " << o.saturation.scheduler << " "
     << o.saturation.incremental << "\n";
   for (const std::string& f : o.rule_files) {
-    auto text = read_file(f);
+    auto text = read_file(f);  // (ir/sexpr.hpp)
     if (!text) return std::nullopt;
     k << "rules " << f << " " << std::hex << ir::stable_hash(*text) << std::dec << "\n";
   }

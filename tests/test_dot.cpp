@@ -51,7 +51,7 @@ TEST_CASE("a model is drawn with its values' types - weights in their nodes - de
   CHECK_FALSE(contains(dot, "-> n0 [label=\"f32[3 4]\""));
   CHECK(ir::dot_quoted("a\"b\\c\nd") == R"("a\"b\\c\nd")");
   // Highlighted nodes are filled (a dead one stays dashed).
-  const bool marked[] = {false, true, true, false};
+  const std::vector<bool> marked = {false, true, true, false};
   const std::string lit = ir::graph_to_dot(*g, *types, marked);
   CHECK(contains(lit, R"(n1 [label="relu\nr", style="rounded,filled", fillcolor="#ffd966", id="node-1"];)"));
   CHECK(contains(lit, R"(n2 [label="neg\ndead", style="rounded,dashed")"));

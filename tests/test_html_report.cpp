@@ -104,3 +104,13 @@ TEST_CASE("with explanations, the page holds each written node's - opened by a c
   REQUIRE(plain);
   CHECK(contains(pipeline::html_report(*g, plain->graph, plain->report, {}, {}), "No explanations were recorded."));
 }
+
+TEST_CASE("saturn opt --html to a place that cannot be written is exit 2 naming it - a missing rule file too") {
+  const std::string model = test::source_dir() + "/docs/examples/models/mlp.onnx";
+  auto r = test::run_cli("opt " + model + " -q --no-calibration --html /nonexistent-saturn-dir/page.html");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("cannot write /nonexistent-saturn-dir/page.html"));
+  auto rules = test::run_cli("opt " + model + " -q --rules /nonexistent-saturn-dir/mine.rules");
+  CHECK(rules.status == 2);
+  CHECK_THAT(rules.err, Catch::Contains("no such file or folder '/nonexistent-saturn-dir/mine.rules'"));
+}

@@ -50,12 +50,12 @@ Expected<ir::Graph> read_model(const std::string& path) {
 }
 
 std::optional<std::vector<std::string>> shipped_rules_for(const std::string& target) {
-  std::vector<std::string> files = rule_files_for(shipped_rulesets_dir(), target);
-  if (files.empty()) {
-    bad_input("no shipped rules in '" + shipped_rulesets_dir() + "' (set SATURN_RULESETS)");
+  auto files = pipeline::collect_rule_files(target, /*shipped=*/true, {});
+  if (!files) {
+    bad_input(files.error().to_string());
     return std::nullopt;
   }
-  return files;
+  return std::move(*files);
 }
 
 CLI::Validator non_negative() {

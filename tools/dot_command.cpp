@@ -149,10 +149,8 @@ std::optional<std::string> render_svg(const std::string& text, double seconds) {
   }
   auto failed = run_graphviz("svg", source, out, seconds);
   std::string svg;
-  if (!failed) {
-    std::ifstream f(out, std::ios::binary);
-    svg.assign(std::istreambuf_iterator<char>(f), {});
-  }
+  if (!failed)
+    if (auto read = read_file(out)) svg = std::move(*read);
   std::error_code ec;
   std::filesystem::remove(source, ec);
   std::filesystem::remove(out, ec);

@@ -90,11 +90,8 @@ int write_html(const ir::Graph& before, const ir::Graph& after, const nlohmann::
   auto draw = [&budget_s](const ir::Graph& g, const ir::Graph& other) {
     pipeline::GraphPicture p;
     auto types = ir::infer_types(g);
-    const std::vector<bool> changed = pipeline::changed_nodes(g, other);
-    const std::unique_ptr<bool[]> marks = std::make_unique<bool[]>(changed.size());
-    std::copy(changed.begin(), changed.end(), marks.get());
-    p.dot = ir::graph_to_dot(g, types ? *types : std::map<std::string, ir::ValueType>{},
-                             std::span<const bool>(marks.get(), changed.size()));
+    p.dot =
+        ir::graph_to_dot(g, types ? *types : std::map<std::string, ir::ValueType>{}, pipeline::changed_nodes(g, other));
     const auto t0 = std::chrono::steady_clock::now();
     if (budget_s > 0.5) p.svg = render_svg(p.dot, budget_s).value_or("");
     budget_s -= std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -119,21 +116,9 @@ int run_opt(const OptOptions& o) {
   OptimizeOptions oo = o.pipeline;
   if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = default_memory_limit_mb();
   oo.saturation.progress = !o.quiet && stderr_is_terminal();
-  if (!o.no_default_rules) {
-    auto shipped = shipped_rules_for(oo.target);
-    if (!shipped) return kBadInput;
-    oo.rule_files = std::move(*shipped);
-  }
-  for (const std::string& r : o.rules) {
-    if (fs::is_directory(r)) {
-      auto more = rule_files_for(r, oo.target);
-      oo.rule_files.insert(oo.rule_files.end(), more.begin(), more.end());
-    } else if (fs::is_regular_file(r)) {
-      oo.rule_files.push_back(r);
-    } else {
-      return bad_input("--rules: no such file or folder '" + r + "'");
-    }
-  }
+  auto files = pipeline::collect_rule_files(oo.target, !o.no_default_rules, o.rules);
+  if (!files) return bad_input(files.error().to_string());
+  oo.rule_files = std::move(*files);
   if (!o.dot.empty() && !graphviz_name_ok(o.dot)) return kBadInput;
   oo.egraph_dot = !o.dot.empty();
   oo.explain_all = !o.html.empty();  // the page explains a node on click

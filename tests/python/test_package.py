@@ -90,6 +90,11 @@ def test_optimize_rejects_unknown_options(models):
         saturn.optimize(os.path.join(models, "mlp.onnx"), target="tpu")
 
 
+def test_missing_rule_file_is_named(models, tmp_path):
+    with pytest.raises(saturn.SaturnError, match="no such file or folder '.*nope.rules'"):
+        saturn.optimize(os.path.join(models, "mlp.onnx"), rules=[str(tmp_path / "nope.rules")])
+
+
 def test_bad_rule_file_names_the_place(models, tmp_path):
     bad = tmp_path / "bad.rules"
     bad.write_text("(rule broken (add ?a) => ?a\n")

@@ -63,28 +63,6 @@ py::object attr_value(const ir::AttrValue& v) {
 
 GraphPtr load(const std::string& path) { return std::make_shared<ir::Graph>(unwrap(cli::read_model(path))); }
 
-std::vector<std::string> rule_files(const std::string& target, const std::optional<std::vector<std::string>>& rules,
-                                    bool default_rules) {
-  std::vector<std::string> files;
-  if (default_rules) {
-    files = pipeline::rule_files_for(pipeline::shipped_rulesets_dir(), target);
-    if (files.empty())
-      throw SaturnError{"no shipped rules in '" + pipeline::shipped_rulesets_dir() + "' (set SATURN_RULESETS)"};
-  }
-  for (const std::string& r : rules.value_or(std::vector<std::string>{})) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(r, ec)) {
-      auto more = pipeline::rule_files_for(r, target);
-      files.insert(files.end(), more.begin(), more.end());
-    } else if (std::filesystem::is_regular_file(r, ec)) {
-      files.push_back(r);
-    } else {
-      throw SaturnError{"rules: no such file or folder '" + r + "'"};
-    }
-  }
-  return files;
-}
-
 // A limit or count given to optimize() or compile(): a finite number >= 0
 // (as every numeric flag of the command line), else a ValueError naming it.
 double non_negative(const std::string& name, py::handle value) {
@@ -159,7 +137,8 @@ Optimized optimize_graph(const ir::Graph& g, const std::string& target, const py
       throw py::type_error("optimize() got an unexpected keyword argument '" + k + "'");
   }
   if (oo.saturation.memory_limit_mb == 0) oo.saturation.memory_limit_mb = pipeline::default_memory_limit_mb();
-  oo.rule_files = rule_files(target, rules, default_rules);
+  oo.rule_files =
+      unwrap(pipeline::collect_rule_files(target, default_rules, rules.value_or(std::vector<std::string>{})));
   pipeline::OptimizeResult res;
   {
     py::gil_scoped_release nogil;
@@ -203,8 +182,7 @@ class Program {
       cpu_ = unwrap(runtime::CpuExecutor::create(*graph_, co));
       describe(cpu_->program());
       summary_["threads"] = cpu_->threads();
-    } else if (target_ == "cuda") {
-      if (auto why = cli::cuda_unavailable()) throw SaturnError{*why + " (use target='cpu' or 'interp')"};
+    } else if (target_ == "cuda") {  // (_compile checked that the cuda target can run here)
 #ifdef SATURN_HAVE_CUDA
       runtime::CudaExecutorOptions co;
       co.lowering = lo;

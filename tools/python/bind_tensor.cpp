@@ -48,10 +48,8 @@ std::optional<py::dtype> numpy_dtype(ir::DType t) {
 // The tensor dtype of a NumPy dtype, or none.
 std::optional<ir::DType> tensor_dtype(const py::dtype& d) {
   using ir::DType;
-  static const DType kAll[] = {DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::I16,
-                               DType::I8,  DType::U8,  DType::U16, DType::U32, DType::U64, DType::Bool};
-  for (DType t : kAll)
-    if (numpy_dtype(t)->is(d) || numpy_dtype(t)->equal(d)) return t;
+  for (DType t : ir::kAllDTypes)
+    if (auto n = numpy_dtype(t); n && (n->is(d) || n->equal(d))) return t;
   return std::nullopt;
 }
 
