@@ -19,6 +19,10 @@ namespace saturn::cli {
 
 bool stderr_is_terminal() { return isatty(STDERR_FILENO) != 0; }
 
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 int bad_input(const std::string& message) {
   std::cerr << "saturn: " << (message.find("error:") == std::string::npos ? "error: " : "") << message << "\n";
   return kBadInput;

@@ -42,6 +42,9 @@ bool stderr_is_terminal();
 // Prints "saturn: error: message" to stderr and returns kBadInput.
 int bad_input(const std::string& message);
 
+// Whether `s` ends with `suffix` (".sat": which format a path asks for).
+bool has_suffix(const std::string& s, const std::string& suffix);
+
 // A model file: `.sat` text, else ONNX.
 Expected<ir::Graph> read_model(const std::string& path);
 

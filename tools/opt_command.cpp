@@ -77,10 +77,6 @@ void add_opt_command(CLI::App& app, OptOptions& o) {
 
 namespace {
 
-bool has_suffix(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The before/after page: both graphs drawn by Graphviz (their text when
 // it is not installed), the changed nodes filled.
 int write_html(const ir::Graph& before, const ir::Graph& after, const nlohmann::json& report, const std::string& path) {

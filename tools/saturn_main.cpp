@@ -11,8 +11,10 @@
 #include "tools/dot_command.hpp"
 #include "tools/eqsat_command.hpp"
 #include "tools/extract_command.hpp"
+#include "tools/grad_command.hpp"
 #include "tools/opt_command.hpp"
 #include "tools/run_command.hpp"
+#include "tools/train_command.hpp"
 #include "tools/verify_command.hpp"
 
 extern "C" __attribute__((visibility("default"))) int saturn_main(int argc, char** argv) {
@@ -34,6 +36,10 @@ extern "C" __attribute__((visibility("default"))) int saturn_main(int argc, char
   add_calibrate_command(app, calibrate);
   DotOptions dot;
   add_dot_command(app, dot);
+  GradOptions grad;
+  add_grad_command(app, grad);
+  TrainOptions train;
+  add_train_command(app, train);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -49,7 +55,8 @@ extern "C" __attribute__((visibility("default"))) int saturn_main(int argc, char
   // Running a compiled model wants its thread pools' environment, which
   // the libraries read before main (runtime/thread_env.hpp).
   if ((app.got_subcommand("run") && run.target == "cpu") ||
-      (app.got_subcommand("opt") && (opt.measure || opt.calibration.calibrate)) || app.got_subcommand("calibrate"))
+      (app.got_subcommand("opt") && (opt.measure || opt.calibration.calibrate)) || app.got_subcommand("calibrate") ||
+      (app.got_subcommand("train") && train.target == "cpu"))
     saturn::runtime::restart_with_thread_env(argv);
   try {
     if (app.got_subcommand("eqsat")) return run_eqsat(eqsat);
@@ -59,6 +66,8 @@ extern "C" __attribute__((visibility("default"))) int saturn_main(int argc, char
     if (app.got_subcommand("verify")) return run_verify(verify);
     if (app.got_subcommand("calibrate")) return run_calibrate(calibrate);
     if (app.got_subcommand("dot")) return run_dot(dot);
+    if (app.got_subcommand("grad")) return run_grad(grad);
+    if (app.got_subcommand("train")) return run_train(train);
   } catch (const std::bad_alloc&) {
     // Saturation is what grows without a bound the model fixes.
     const bool saturates = app.got_subcommand("opt") || app.got_subcommand("eqsat");

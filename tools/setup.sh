@@ -21,6 +21,7 @@ packages=(
   python3-dev pybind11-dev python3-numpy  # the Python package (tools/python, docs/python.md)
   python3-pytest python3-pip python3-setuptools python3-wheel  # its tests, and `pip install .`
   chromium             # the test that renders `saturn opt --html` in a real browser (headless)
+  python3-sklearn      # the training example: scikit-learn's digits (shipped in the package, no download)
 )
 
 missing=()

@@ -1,0 +1,87 @@
+#include "tools/grad_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "ir/onnx_import.hpp"
+#include "ir/sat_format.hpp"
+#include "tools/cli_common.hpp"
+
+namespace saturn::cli {
+
+void add_grad_command(CLI::App& app, GradOptions& o) {
+  auto* cmd = app.add_subcommand("grad", "Build a model's training step: forward, loss, backward and optimizer update.");
+  add_step_flags(*cmd, o.step, 32, true);
+  cmd->add_option("-o,--out", o.out, "Write the step graph (.sat or .onnx)");
+  cmd->add_option("--report", o.report,
+                  "Write the step's memory plan as JSON (arena_bytes, naive_bytes, liveness_bound_bytes)");
+  cmd->add_option("--target", o.target, "Target whose memory plan --report prices")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-opt", o.no_opt, "--report: plan the step as built, not as `saturn opt` optimizes it");
+  cmd->add_flag("--json", o.json, "Print the summary as JSON");
+}
+
+int run_grad(const GradOptions& o) {
+  auto built = build_step(o.step);
+  if (!built) return bad_input(built.error().to_string());
+  const pipeline::TrainingStep& step = built->step;
+  std::size_t params = 0;
+  for (const pipeline::StateSlot& s : step.state)
+    if (s.kind == pipeline::StateSlot::Kind::Weight) params += s.initial.numel();
+  nlohmann::json summary = {{"model", o.step.model},
+                            {"loss", pipeline::loss_name(built->options.loss)},
+                            {"optimizer", pipeline::optimizer_name(built->options.optimizer)},
+                            {"weights", step.weights.size()},
+                            {"parameters", params},
+                            {"state", step.state.size()},
+                            {"forward_nodes", built->model.nodes.size()},
+                            {"backward_nodes", step.backward_nodes},
+                            {"step_nodes", step.graph.nodes.size()},
+                            {"batch_norms_in_training_mode", step.batch_norms.size()}};
+  if (!o.out.empty()) {
+    auto w = has_suffix(o.out, ".sat") ? ir::write_sat_file(step.graph, o.out) : ir::export_onnx_file(step.graph, o.out);
+    if (!w) return bad_input(w.error().to_string());
+    summary["out"] = o.out;
+  }
+  if (!o.report.empty()) {
+    ir::Graph planned = step.graph;
+    double opt_ms = 0;
+    if (!o.no_opt) {
+      auto opt = optimize_for(step.graph, o.target, &opt_ms);
+      if (!opt) return bad_input(opt.error().to_string());
+      planned = std::move(*opt);
+    }
+    auto compiled = compile_graph(planned, o.target, 0);
+    if (!compiled) return bad_input(compiled.error().to_string());
+    nlohmann::json report = compiled->memory;
+    report["optimized"] = !o.no_opt;
+    report["opt_ms"] = opt_ms;
+    report["target"] = o.target;
+    report["step_nodes"] = planned.nodes.size();
+    std::size_t state_bytes = 0;
+    for (const pipeline::StateSlot& s : step.state) state_bytes += s.initial.nbytes();
+    report["state_bytes"] = state_bytes;
+    summary["memory"] = report;
+    std::ofstream f(o.report);
+    f << report.dump(2) << "\n";
+    if (!f) return bad_input("cannot write " + o.report);
+  }
+  if (o.json) {
+    std::cout << summary.dump() << "\n";
+  } else {
+    std::cerr << "grad: " << summary["loss"].get<std::string>() << " loss, " << summary["optimizer"].get<std::string>()
+              << "; " << step.weights.size() << " weights (" << params << " parameters), " << built->model.nodes.size()
+              << " forward + " << step.backward_nodes << " backward nodes, " << step.state.size() << " state slots";
+    if (!step.batch_norms.empty()) std::cerr << ", " << step.batch_norms.size() << " batch norms on batch statistics";
+    std::cerr << "\n";
+    if (summary.contains("memory"))
+      std::cerr << "memory (" << o.target << "): arena " << summary["memory"]["arena_bytes"] << " bytes, every buffer kept "
+                << summary["memory"]["naive_bytes"] << ", liveness bound " << summary["memory"]["liveness_bound_bytes"]
+                << "\n";
+  }
+  return kOk;
+}
+
+}  // namespace saturn::cli
