@@ -646,9 +646,65 @@ class Instantiation {
     return w;
   }
 
+  // Windows that tile the input (strides = kernel, no padding or
+  // dilation): viewing and summing back are a reshape and a transpose.
+  static bool tiling(const Windows& w) {
+    const ir::WindowGeometry& g = w.geometry;
+    for (std::size_t d = 0; d < g.kernel.size(); ++d)
+      if (g.strides[d] != g.kernel[d] || g.dilations[d] != 1 || g.pads_begin[d] != 0 || g.pads_end[d] != 0 ||
+          w.extra_end[d] != 0)
+        return false;
+    return true;
+  }
+  // [lead... o0 k0 o1 k1 ...] <-> [lead... o... k...]
+  static std::vector<std::int64_t> tile_perm(std::size_t lead, std::size_t k, bool to_windows) {
+    std::vector<std::int64_t> p;
+    for (std::size_t i = 0; i < lead; ++i) p.push_back(static_cast<std::int64_t>(i));
+    for (std::size_t d = 0; d < k; ++d) p.push_back(static_cast<std::int64_t>(lead + 2 * d));
+    for (std::size_t d = 0; d < k; ++d) p.push_back(static_cast<std::int64_t>(lead + 2 * d + 1));
+    return to_windows ? p : inverse(p);
+  }
+  static std::vector<std::int64_t> inverse(const std::vector<std::int64_t>& p) {
+    std::vector<std::int64_t> inv(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) inv[static_cast<std::size_t>(p[i])] = static_cast<std::int64_t>(i);
+    return inv;
+  }
+  TensorRef reshape_to(const TensorRef& t, const std::vector<std::int64_t>& dims) {
+    ir::Attrs a;
+    a.set("shape", dims);
+    a.set("allowzero", std::int64_t{1});
+    return b_.apply1("reshape", {t}, a);
+  }
+  TensorRef transpose_by(const TensorRef& t, const std::vector<std::int64_t>& perm) {
+    ir::Attrs a;
+    a.set("perm", perm);
+    return b_.apply1("transpose", {t}, a);
+  }
+
   TensorRef window_view(const TensorRef& x, double pad_value, const std::vector<std::int64_t>& kernel) {
     Windows w = windows_of(x, kernel);
     const ir::WindowGeometry& g = w.geometry;
+    if (tiling(w)) {
+      auto xd = dims_of(x);
+      std::vector<std::int64_t> split(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(w.lead)), ends;
+      std::vector<std::int64_t> starts(kernel.size(), 0), axes;
+      bool crop = false;
+      for (std::size_t d = 0; d < kernel.size(); ++d) {
+        split.insert(split.end(), {g.out[d], kernel[d]});
+        ends.push_back(g.out[d] * kernel[d]);
+        axes.push_back(static_cast<std::int64_t>(w.lead + d));
+        crop = crop || ends.back() != xd[w.lead + d];
+      }
+      TensorRef t = x;
+      if (crop) {  // floor mode leaves a remainder no window reads
+        ir::Attrs sl;
+        sl.set("starts", starts);
+        sl.set("ends", ends);
+        sl.set("axes", axes);
+        t = b_.apply1("slice", {x}, sl);
+      }
+      return transpose_by(reshape_to(t, split), tile_perm(w.lead, kernel.size(), true));
+    }
     std::size_t r = dims_of(x).size();
     std::vector<std::int64_t> pads(2 * r, 0);
     bool any = false;
@@ -677,6 +733,21 @@ class Instantiation {
     auto xd = dims_of(x), td = dims_of(t);
     std::size_t k = kernel.size(), lead = w.lead, r = xd.size();
     if (td.size() != r + k) fail("window-sum: " + t.name + " is not [lead... out... kernel...]");
+    if (tiling(w)) {
+      std::vector<std::int64_t> merged(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(lead));
+      std::vector<std::int64_t> pads(2 * r, 0);
+      bool pad = false;
+      for (std::size_t d = 0; d < k; ++d) {
+        merged.push_back(g.out[d] * kernel[d]);
+        pads[r + lead + d] = xd[lead + d] - merged.back();
+        pad = pad || pads[r + lead + d] != 0;
+      }
+      TensorRef v = reshape_to(transpose_by(t, tile_perm(lead, k, false)), merged);
+      if (!pad) return v;
+      ir::Attrs p;
+      p.set("pads", pads);
+      return b_.apply1("pad", {v}, p);
+    }
     std::vector<std::int64_t> out(td.begin() + static_cast<std::ptrdiff_t>(lead), td.begin() + static_cast<std::ptrdiff_t>(lead + k));
     std::int64_t taps = 1;
     for (auto kk : kernel) taps *= kk;
