@@ -83,6 +83,18 @@ inline std::filesystem::path temp_path(const char* prefix, const std::string& na
   return d / name;
 }
 
+// A NumPy .npy file (format 1.0): `descr` such as "<f4", `shape` as
+// Python writes it ("(2, 3, )"), `data` the raw little-endian bytes.
+inline void write_npy(const std::filesystem::path& p, const std::string& descr, const std::string& shape,
+                      const std::string& data) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::ofstream out(p, std::ios::binary);
+  out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xFF)
+      << static_cast<char>(header.size() >> 8) << header << data;
+}
+
 // (+ x1 (+ x2 (+ ... xn)))
 inline std::string sum_of_vars(int n) {
   std::string t = numbered("x", n);

@@ -22,15 +22,6 @@ fs::path case_dir(const std::string& name) {
 }
 
 // A .npy file written by hand (format 1.0).
-void write_npy(const fs::path& p, const std::string& descr, const std::string& shape, const std::string& data) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64) header += ' ';
-  header += '\n';
-  std::ofstream out(p, std::ios::binary);
-  out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xFF)
-      << static_cast<char>(header.size() >> 8) << header << data;
-}
-
 }  // namespace
 
 TEST_CASE("run writes outputs and checks them against expected ones") {
@@ -78,7 +69,7 @@ TEST_CASE("run reads .npy inputs") {
   std::string shape = "(";
   for (auto d : x->dims()) shape += std::to_string(d) + ", ";
   shape += ")";
-  write_npy(npy, "<f4", shape, std::string(reinterpret_cast<const char*>(x->bytes()), x->nbytes()));
+  saturn::test::write_npy(npy, "<f4", shape, std::string(reinterpret_cast<const char*>(x->bytes()), x->nbytes()));
   auto r = run_saturn("run " + (c / "model.onnx").string() + " --inputs " + npy.string() + " --check " +
                       (c / "test_data_set_0" / "output_0.pb").string());
   INFO(r.err);
@@ -121,7 +112,7 @@ TEST_CASE("bad input to run exits 2 with the place named") {
 TEST_CASE("an .npy shape too large for int64 is bad input - not an internal error") {
   auto dir = fs::temp_directory_path() / ("saturn-npy-huge-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  write_npy(dir / "huge.npy", "<f4", "(99999999999999999999999,)", std::string(8, '\0'));
+  saturn::test::write_npy(dir / "huge.npy", "<f4", "(99999999999999999999999,)", std::string(8, '\0'));
   const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
   auto r = run_saturn("run " + model + " --inputs " + (dir / "huge.npy").string());
   CHECK(r.status == 2);
@@ -136,7 +127,7 @@ TEST_CASE("a result larger than the memory of the machine is refused before lowe
   fs::create_directories(dir);
   std::ofstream(dir / "r.sat") << "(graph g (input x f32 [1 1 4 4])\n"
                                   "  (node r resize (y) (x) :sizes [1 1 8388608 16777216])\n  (output y))\n";
-  write_npy(dir / "x.npy", "<f4", "(1, 1, 4, 4)", std::string(64, '\0'));
+  saturn::test::write_npy(dir / "x.npy", "<f4", "(1, 1, 4, 4)", std::string(64, '\0'));
   auto r = run_saturn("run --target cpu " + (dir / "r.sat").string() + " --inputs " + (dir / "x.npy").string());
   CHECK(r.status == 2);
   CHECK(r.err.find("error: out of memory: 'y' (f32[1 1 8388608 16777216]) needs 524288 GiB") != std::string::npos);

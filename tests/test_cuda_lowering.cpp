@@ -15,6 +15,7 @@
 #include "lower/cuda_steps.hpp"
 #include "lower/lowering.hpp"
 #include "pipeline/optimize.hpp"
+#include "pipeline/training_step.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/library_calls.hpp"
 #include "tests/onnx_cases.hpp"
@@ -188,6 +189,42 @@ TEST_CASE("Kernels of the bundled models' CUDA programs compute what they mean -
   INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
   CHECK(wrong.empty());
   CHECK(ks.size() >= 10);
+}
+
+TEST_CASE("Training steps lower for CUDA - their kernels compute what they mean on the host emulator") {
+  // The step graph (docs/training.md) of three bundled models, optimized
+  // for cuda as `saturn train --target cuda` does.
+  auto grads = rules::load_grad_rules({test::source_dir() + "/rulesets/grad"});
+  REQUIRE(grads);
+  std::vector<lower::LoopKernel> ks;
+  std::vector<std::string> where;
+  for (const char* model : {"mlp", "transformer_layer", "resnet_small"}) {
+    auto g = ir::import_onnx_file(test::source_dir() + "/docs/examples/models/" + model + ".onnx");
+    REQUIRE(g);
+    pipeline::TrainingOptions t;
+    t.loss = pipeline::LossKind::MeanSquaredError;
+    t.optimizer = pipeline::OptimizerKind::Adam;
+    t.batch = 2;
+    auto step = pipeline::build_training_step(*g, *grads, t);
+    if (!step) FAIL(step.error().to_string());
+    pipeline::OptimizeOptions o;
+    o.target = "cuda";
+    o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cuda");
+    auto r = pipeline::optimize(step->graph, o);
+    if (!r) FAIL(r.error().to_string());
+    auto p = lower_for_cuda(r->graph);
+    INFO(model << ": on the host: " << p->reference_ops.size());
+    CHECK(p->reference_ops.empty());
+    CHECK(p->arena_bytes <= p->naive_bytes);
+    for (const lower::LoopKernel& k : *p->kernels) {
+      ks.push_back(k);
+      where.push_back(std::string(model) + " step");
+    }
+  }
+  const std::vector<std::string> wrong = test::emulation_failures(ks, where, "steps");
+  INFO(wrong.size() << " kernels wrong, first: " << (wrong.empty() ? "" : wrong[0]));
+  CHECK(wrong.empty());
+  CHECK(ks.size() >= 30);
 }
 
 TEST_CASE(

@@ -309,11 +309,12 @@ int run_train(const TrainOptions& o) {
   if (o.json) {
     std::cout << summary.dump() << "\n";
   } else {
-    std::cout << "final loss " << summary["final_loss"] << " (mean of the last epoch); " << summary["evaluated_on"].get<std::string>()
-              << ": loss " << summary["eval_loss"];
-    if (classify) std::cout << ", accuracy " << summary["eval_accuracy"];
-    std::cout << " over " << ev.samples << " samples; step " << summary["step_ms_median"] << " ms (median of "
-              << step_ms.size() << ")\n";
+    std::cout << std::setprecision(4) << "final loss " << (epoch_loss.empty() ? NAN : epoch_loss.back())
+              << " (mean of the last epoch); " << (eval ? "held-out data" : "training data") << ": loss "
+              << (sc.counted ? sc.loss / double(sc.counted) : 0.0);
+    if (classify && sc.counted) std::cout << ", accuracy " << 100.0 * double(sc.correct) / double(sc.counted) << "%";
+    std::cout << " over " << ev.samples << " samples; step " << median(step_ms) << " ms (median of " << step_ms.size()
+              << ")\n";
   }
   return kOk;
 }
