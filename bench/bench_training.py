@@ -19,7 +19,8 @@ stages and a linear head on 3x32x32, batch 32) and a small GPT (2 pre-norm
 blocks, d_model 256, 4 heads, seq 64, batch 8, vocabulary 512). Prints each
 contender's median over rounds, the ratio torch/saturn (above 1: Saturn is
 faster), and Saturn's memory plan for the step: the arena against keeping
-every buffer (the saving) and against the liveness bound. Every figure is
+every buffer (the saving) and against the liveness bound, and the state
+(weights, moments) and how much of it is updated in place. Every figure is
 measured.
 
 Usage: bench/bench_training.py [--saturn BIN] [--rounds R] [--steps S]
@@ -174,7 +175,8 @@ def main():
                     sys.exit(f"saturn train {name}: {r.stderr}")
                 s = json.loads(r.stdout)
                 sat.append(s["step_ms_median"])
-                plan = {k: s[k] for k in ("arena_bytes", "naive_bytes", "liveness_bound_bytes")}
+                plan = {k: s[k] for k in ("arena_bytes", "naive_bytes", "liveness_bound_bytes", "state_bytes",
+                                          "state_double_buffered_bytes", "state_updated_in_place", "state_slots")}
                 t = subprocess.run(["/usr/bin/python3", "-c", TORCH_RUN, name, str(args.steps), str(args.threads)],
                                    capture_output=True, text=True, env=torch_env(args.threads))
                 if t.returncode != 0:
@@ -189,7 +191,9 @@ def main():
                 print(f"{name:5s} batch {batch:3d}: saturn {row['saturn_ms']:8.3f} ms  torch eager {row['torch_eager_ms']:8.3f} ms"
                       f"  torch/saturn {row['torch/saturn']:5.2f}x  torch.compile: not run (torch {torch_version()})"
                       f"  arena {plan['arena_bytes'] / 2**20:.2f} MiB, every buffer kept {plan['naive_bytes'] / 2**20:.2f} MiB"
-                      f" (saving {100 * row['arena_saving']:.0f}%), liveness bound {plan['liveness_bound_bytes'] / 2**20:.2f} MiB",
+                      f" (saving {100 * row['arena_saving']:.0f}%), liveness bound {plan['liveness_bound_bytes'] / 2**20:.2f} MiB;"
+                      f" state {plan['state_bytes'] / 2**20:.2f} MiB, {plan['state_updated_in_place']} of {plan['state_slots']}"
+                      f" slots updated in place (+{plan['state_double_buffered_bytes'] / 2**20:.2f} MiB double-buffered)",
                       flush=True)
     geo = float(np.exp(np.mean([np.log(r["torch/saturn"]) for r in rows])))
     if args.json:

@@ -202,7 +202,9 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
   for (const Leaf& l : k.leaves) s.reads.push_back(l.buffer);
   s.writes = {out};
   if (k.fault >= 0) s.writes.push_back(k.fault);
-  // An operand read once, at the element written, may share the result's storage.
+  // An operand read once, at the element written, may share the result's
+  // storage: a temporary that dies here (the memory planner), or an input
+  // the caller updates in place (runtime::CpuExecutor::run_in_place).
   if (how == ReduceKind::None) {
     const Buffer& ob = buffer(out);
     for (std::size_t i = 0; i < k.leaves.size(); ++i) {
@@ -210,7 +212,8 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
       int readers = 0;
       for (const Leaf& l : k.leaves) readers += l.buffer == k.leaves[i].buffer;
       View whole_out = View::of(out, k.dims);
-      if (readers == 1 && lb.kind == BufferKind::Temp && lb.dtype == ob.dtype && lb.bytes == ob.bytes &&
+      const bool storage = lb.kind == BufferKind::Temp || lb.kind == BufferKind::Input;
+      if (readers == 1 && storage && lb.dtype == ob.dtype && lb.bytes == ob.bytes &&
           k.leaves[i].offset == 0 && k.leaves[i].strides == whole_out.strides)
         s.in_place_ok.push_back(k.leaves[i].buffer);
     }

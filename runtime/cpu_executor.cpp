@@ -1,5 +1,6 @@
 #include "runtime/cpu_executor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -39,9 +40,63 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
 }
 
 Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
+  if (auto why = prepare_outputs(*program_, outs)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};
+  std::vector<std::uint8_t*> addr(outs.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) addr[k] = outs[k].bytes();
+  return run_bound(inputs, outs, addr);
+}
+
+bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) const {
+  const lower::Program& p = *program_;
+  if (output >= p.outputs.size()) return false;
+  const lower::BufferId out = p.outputs[output];
+  const lower::Buffer& ob = p.buffers[static_cast<std::size_t>(out)];
+  if (ob.kind != lower::BufferKind::Output) return false;
+  lower::BufferId in = -1;
+  for (std::size_t b = 0; b < p.buffers.size(); ++b)
+    if (p.buffers[b].kind == lower::BufferKind::Input && p.buffers[b].input_index == static_cast<int>(input))
+      in = static_cast<lower::BufferId>(b);
+  if (in < 0) return false;
+  const lower::Buffer& ib = p.buffers[static_cast<std::size_t>(in)];
+  if (ib.dtype != ob.dtype || ib.bytes != ob.bytes) return false;
+  auto has = [](const std::vector<lower::BufferId>& v, lower::BufferId b) {
+    return std::find(v.begin(), v.end(), b) != v.end();
+  };
+  std::size_t first_write = p.steps.size();
+  for (std::size_t s = 0; s < p.steps.size() && first_write == p.steps.size(); ++s)
+    if (has(p.steps[s].writes, out)) first_write = s;
+  for (std::size_t s = first_write; s < p.steps.size(); ++s) {
+    if (!has(p.steps[s].reads, in)) continue;
+    if (s > first_write || !has(p.steps[s].in_place_ok, in) || p.steps[s].writes.size() != 1) return false;
+  }
+  return true;
+}
+
+Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outs,
+                                         std::span<const std::pair<std::size_t, std::size_t>> in_place) {
+  const lower::Program& p = *program_;
+  std::vector<bool> elsewhere(p.outputs.size(), false);
+  for (const auto& [o, i] : in_place) {
+    if (!can_update_in_place(o, i) || i >= inputs.size())
+      return Diagnostic{SourceLoc{source_, 0, 0}, "output " + std::to_string(o) + " cannot be written into input " +
+                                                      std::to_string(i)};
+    elsewhere[o] = true;
+  }
+  if (auto why = prepare_outputs(p, outs, &elsewhere)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};
+  std::vector<std::uint8_t*> addr(outs.size(), nullptr);
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    if (!elsewhere[k]) addr[k] = outs[k].bytes();
+  // A tensor sharing its storage with another is copied first (its
+  // bytes()), so the caller's other copies keep the old value.
+  for (const auto& [o, i] : in_place) addr[o] = inputs[i].bytes();
+  return run_bound(inputs, outs, addr);
+}
+
+Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs,
+                                      const std::vector<std::uint8_t*>& output_addr) {
   const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
-  if (auto why = prepare_outputs(p, outs)) return fail(*why);
+  (void)outs;
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   lower::RunContext ctx;
   ctx.pool = pool_.get();
@@ -59,13 +114,13 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
         break;
       case lower::BufferKind::Input: {
         if (auto why = input_mismatch(buf, inputs)) return fail(*why);
-        // Steps only read inputs.
+        // Steps only read inputs (but for those run_in_place updates).
         ctx.addr[b] = const_cast<std::uint8_t*>(inputs[static_cast<std::size_t>(buf.input_index)].bytes());
         break;
       }
     }
   }
-  for (std::size_t k = 0; k < p.outputs.size(); ++k) ctx.addr[static_cast<std::size_t>(p.outputs[k])] = outs[k].bytes();
+  for (std::size_t k = 0; k < p.outputs.size(); ++k) ctx.addr[static_cast<std::size_t>(p.outputs[k])] = output_addr[k];
   step_ms_.assign(profile_ ? p.steps.size() : 0, 0.0);
   try {
     for (std::size_t s = 0; s < p.steps.size(); ++s) {

@@ -35,6 +35,19 @@ class CpuExecutor {
   // their number, types or shapes differ): no allocation per run.
   Expected<bool> run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs);
 
+  // Whether output `output` may be written into input `input`'s memory, as
+  // a training step updates its weights and optimizer state in place: same
+  // type and size, and no step reads the input after the first step that
+  // writes the output, except that step itself reading each element where
+  // it writes it (Step::in_place_ok).
+  bool can_update_in_place(std::size_t output, std::size_t input) const;
+  // run_into, except that each (output, input) pair of `in_place` (each
+  // checked by can_update_in_place) writes the output into that input's
+  // tensor, which then holds the new value; outs[output] is left untouched
+  // (no memory is allocated for it).
+  Expected<bool> run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outputs,
+                              std::span<const std::pair<std::size_t, std::size_t>> in_place);
+
   const lower::Program& program() const { return *program_; }
   // The threads it runs on, and why that many.
   int threads() const { return pool_->size(); }
@@ -45,6 +58,8 @@ class CpuExecutor {
 
  private:
   CpuExecutor() = default;
+  Expected<bool> run_bound(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs,
+                           const std::vector<std::uint8_t*>& output_addr);
   std::shared_ptr<lower::Program> program_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};

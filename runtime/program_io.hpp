@@ -24,10 +24,12 @@ inline std::string out_of_memory(const std::string& what, std::size_t bytes) {
 }
 
 // Gives `outs` the program's output types; the error when their memory
-// cannot be had.
-inline std::optional<std::string> prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& outs) {
+// cannot be had. Outputs `skip` marks (written elsewhere) are left as they are.
+inline std::optional<std::string> prepare_outputs(const lower::Program& p, std::vector<ir::Tensor>& outs,
+                                                  const std::vector<bool>* skip = nullptr) {
   outs.resize(p.outputs.size());
   for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+    if (skip && k < skip->size() && (*skip)[k]) continue;
     const lower::Buffer& buf = p.buffers[static_cast<std::size_t>(p.outputs[k])];
     if (outs[k].dtype() != buf.dtype || outs[k].dims() != p.output_dims[k] || outs[k].nbytes() != buf.bytes) {
       try {

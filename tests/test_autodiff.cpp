@@ -278,7 +278,7 @@ TEST_CASE("a path through an op without a gradient is an error naming the node")
                                     Catch::Contains("not derived yet"));
 }
 
-TEST_CASE("shared values accumulate; values the loss does not reach get zeros") {
+TEST_CASE("shared values accumulate - values the loss does not reach get zeros") {
   // l = sum(x * x + x), z unused: dl/dx = 2x + 1, dl/dz = 0.
   ir::Graph g;
   g.inputs.push_back({"x", ir::ValueType{ir::DType::F32, ir::shape_of({3})}});

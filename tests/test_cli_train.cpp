@@ -97,6 +97,10 @@ TEST_CASE("train learns separable clusters and writes the trained weights") {
     CHECK(s["final_loss"].get<double>() < s["epoch_losses"][0].get<double>());
     CHECK(s["step_ms_median"].get<double>() > 0);
     CHECK(s["arena_bytes"].get<long>() <= s["naive_bytes"].get<long>());
+    // The weights and moments are updated in place (Adam's step count,
+    // read again after its next value is written, is not).
+    const int slots = s["state_slots"];
+    CHECK(s["state_updated_in_place"].get<int>() >= slots - 1);
     auto trained = saturn::ir::read_sat_file(out.string());
     REQUIRE(trained);
     // The weights moved; the model's shape (symbolic batch) did not.

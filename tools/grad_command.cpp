@@ -60,9 +60,22 @@ int run_grad(const GradOptions& o) {
     report["opt_ms"] = opt_ms;
     report["target"] = o.target;
     report["step_nodes"] = planned.nodes.size();
-    std::size_t state_bytes = 0;
-    for (const pipeline::StateSlot& s : step.state) state_bytes += s.initial.nbytes();
+    // The state (weights, moments, running statistics) lives outside the
+    // arena: once where the step updates it in place, twice where its next
+    // value needs a buffer of its own.
+    std::size_t state_bytes = 0, double_buffered = 0, in_place = 0;
+    const bool updates = built->options.optimizer != pipeline::OptimizerKind::None;
+    for (std::size_t i = 0; i < step.state.size(); ++i) {
+      state_bytes += step.state[i].initial.nbytes();
+      if (!updates) continue;
+      if (compiled->can_update_in_place && compiled->can_update_in_place(2 + i, 2 + i))
+        ++in_place;
+      else
+        double_buffered += step.state[i].initial.nbytes();
+    }
     report["state_bytes"] = state_bytes;
+    report["state_updated_in_place"] = in_place;
+    report["state_double_buffered_bytes"] = double_buffered;
     summary["memory"] = report;
     std::ofstream f(o.report);
     f << report.dump(2) << "\n";

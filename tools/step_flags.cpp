@@ -87,6 +87,11 @@ Expected<CompiledGraph> compile_graph(const ir::Graph& g, const std::string& tar
     std::shared_ptr<runtime::CpuExecutor> e = std::move(*made);
     plan(e->program());
     c.run = [e](std::span<const ir::Tensor> in, std::vector<ir::Tensor>& out) { return e->run_into(in, out); };
+    c.can_update_in_place = [e](std::size_t o, std::size_t i) { return e->can_update_in_place(o, i); };
+    c.run_in_place = [e](std::span<ir::Tensor> in, std::vector<ir::Tensor>& out,
+                         std::span<const std::pair<std::size_t, std::size_t>> pairs) {
+      return e->run_in_place(in, out, pairs);
+    };
     c.keep = e;
   } else if (target == "cuda") {
     if (auto why = cuda_unavailable()) return Diagnostic{SourceLoc{}, *why + " (use --target cpu or interp)"};

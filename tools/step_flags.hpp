@@ -49,6 +49,12 @@ Expected<BuiltStep> build_step(const StepFlags& f);
 // A graph compiled for a target; run() takes inputs in graph-input order.
 struct CompiledGraph {
   std::function<Expected<bool>(std::span<const ir::Tensor>, std::vector<ir::Tensor>&)> run;
+  // The cpu target can write outputs into inputs' memory
+  // (runtime::CpuExecutor::run_in_place); null elsewhere.
+  std::function<bool(std::size_t output, std::size_t input)> can_update_in_place;
+  std::function<Expected<bool>(std::span<ir::Tensor>, std::vector<ir::Tensor>&,
+                               std::span<const std::pair<std::size_t, std::size_t>>)>
+      run_in_place;
   nlohmann::json memory;  // arena_bytes, naive_bytes, liveness_bound_bytes (compiled targets)
   double compile_ms = 0;
   std::shared_ptr<void> keep;

@@ -210,10 +210,21 @@ int run_train(const TrainOptions& o) {
                                                  compiled->memory["naive_bytes"].dump() + ")")
               << "\n";
 
-  // State in, next state out; the outputs' buffers are reused.
+  // State in, next state out. Where the compiled step allows it (cpu), each
+  // next value is written over its state input (in place: the state is
+  // held once); elsewhere the outputs are separate buffers, swapped in.
   std::vector<ir::Tensor> inputs(2 + step.state.size()), outputs;
   for (std::size_t i = 0; i < step.state.size(); ++i) inputs[2 + i] = step.state[i].initial;
   const std::size_t state_out = 2;  // loss, prediction, then the next state
+  std::vector<std::pair<std::size_t, std::size_t>> in_place;
+  std::size_t state_bytes = 0, double_buffered_bytes = 0;
+  for (std::size_t i = 0; i < step.state.size(); ++i) {
+    state_bytes += step.state[i].initial.nbytes();
+    if (compiled->can_update_in_place && compiled->can_update_in_place(state_out + i, 2 + i))
+      in_place.emplace_back(state_out + i, 2 + i);
+    else
+      double_buffered_bytes += step.state[i].initial.nbytes();
+  }
   std::vector<std::int64_t> order(static_cast<std::size_t>(train->samples));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(o.seed);
@@ -228,10 +239,12 @@ int run_train(const TrainOptions& o) {
       inputs[0] = gather_rows(train->x, order, b * static_cast<std::size_t>(batch), batch);
       inputs[1] = gather_rows(train->y, order, b * static_cast<std::size_t>(batch), batch);
       const auto t = Clock::now();
-      auto ran = compiled->run(inputs, outputs);
+      auto ran = in_place.empty() ? compiled->run(inputs, outputs) : compiled->run_in_place(inputs, outputs, in_place);
       if (!ran) return bad_input(ran.error().to_string());
       step_ms.push_back(ms_since(t));
-      for (std::size_t i = 0; i < step.state.size(); ++i) std::swap(inputs[2 + i], outputs[state_out + i]);
+      for (std::size_t i = 0; i < step.state.size(); ++i)
+        if (std::none_of(in_place.begin(), in_place.end(), [&](const auto& p) { return p.second == 2 + i; }))
+          std::swap(inputs[2 + i], outputs[state_out + i]);
       double loss = outputs[0].at(0);
       if (!std::isfinite(loss)) {
         if (bar) std::cerr << "\n";
@@ -298,6 +311,10 @@ int run_train(const TrainOptions& o) {
                             {"eval_loss", sc.counted ? sc.loss / double(sc.counted) : 0},
                             {"eval_accuracy", classify && sc.counted ? nlohmann::json(double(sc.correct) / double(sc.counted))
                                                                      : nlohmann::json(nullptr)},
+                            {"state_bytes", state_bytes},
+                            {"state_updated_in_place", in_place.size()},
+                            {"state_slots", step.state.size()},
+                            {"state_double_buffered_bytes", double_buffered_bytes},
                             {"notes", notes}};
   for (const char* k : {"arena_bytes", "naive_bytes", "liveness_bound_bytes"})
     summary[k] = compiled->memory.contains(k) ? compiled->memory[k] : nlohmann::json(nullptr);
