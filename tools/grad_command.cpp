@@ -20,6 +20,7 @@ void add_grad_command(CLI::App& app, GradOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_flag("--no-opt", o.no_opt, "--report: plan the step as built, not as `saturn opt` optimizes it");
+  cmd->add_flag("--no-remat", o.no_remat, "--report: keep every value the backward pass reads (no rematerialization)");
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
 }
 
@@ -46,13 +47,10 @@ int run_grad(const GradOptions& o) {
     summary["out"] = o.out;
   }
   if (!o.report.empty()) {
-    ir::Graph planned = step.graph;
-    double opt_ms = 0;
-    if (!o.no_opt) {
-      auto opt = optimize_for(step.graph, o.target, &opt_ms);
-      if (!opt) return bad_input(opt.error().to_string());
-      planned = std::move(*opt);
-    }
+    auto prepared = step_program(step.graph, o.target, o.no_opt, o.no_remat);
+    if (!prepared) return bad_input(prepared.error().to_string());
+    const ir::Graph& planned = prepared->graph;
+    const double opt_ms = prepared->opt_ms;
     auto compiled = compile_graph(planned, o.target, 0);
     if (!compiled) return bad_input(compiled.error().to_string());
     nlohmann::json report = compiled->memory;
@@ -60,6 +58,8 @@ int run_grad(const GradOptions& o) {
     report["opt_ms"] = opt_ms;
     report["target"] = o.target;
     report["step_nodes"] = planned.nodes.size();
+    report["remat_values"] = prepared->remat_values;
+    report["remat_bytes"] = prepared->remat_bytes;
     // The state (weights, moments, running statistics) lives outside the
     // arena: once where the step updates it in place, twice where its next
     // value needs a buffer of its own.

@@ -21,6 +21,7 @@ struct GradOptions {
   std::string report;
   std::string target = "cpu";
   bool no_opt = false;
+  bool no_remat = false;
   bool json = false;
 };
 

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 
+#include "pipeline/memory_order.hpp"
+#include "pipeline/rematerialize.hpp"
 #include "rules/grad_rules.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/cuda_executor.hpp"
@@ -132,6 +134,25 @@ Expected<ir::Graph> optimize_for(const ir::Graph& g, const std::string& target, 
                                        res->report.value("error", std::string("an unsound rule")) + " (--no-opt)"};
   if (ms) *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::move(res->graph);
+}
+
+Expected<StepProgram> step_program(const ir::Graph& step, const std::string& target, bool no_opt, bool no_remat) {
+  StepProgram p;
+  p.graph = step;
+  if (!no_opt && target != "interp") {
+    auto opt = optimize_for(step, target, &p.opt_ms);
+    if (!opt) return Diagnostic{opt.error().loc, opt.error().message + " (--no-opt runs the step as built)"};
+    p.graph = std::move(*opt);
+  }
+  // The order that keeps the fewest bytes alive, then the cheap values
+  // read much later computed again there.
+  pipeline::order_for_memory(p.graph);
+  if (!no_remat) {
+    pipeline::RematReport r = pipeline::rematerialize(p.graph);
+    p.remat_values = r.values;
+    p.remat_bytes = r.bytes;
+  }
+  return p;
 }
 
 }  // namespace saturn::cli

@@ -61,8 +61,19 @@ struct CompiledGraph {
 };
 Expected<CompiledGraph> compile_graph(const ir::Graph& g, const std::string& target, int threads);
 
-// `saturn opt`'s optimization with its shipped rules (no calibration: the
-// roofline prices), as train and grad --report run the step.
+// `saturn opt`'s optimization with its shipped rules (calibrated where a
+// calibration is cached, as `saturn run`'s), as train and grad --report run
+// the step.
 Expected<ir::Graph> optimize_for(const ir::Graph& g, const std::string& target, double* ms = nullptr);
+
+// The step as it runs: optimized (unless no_opt), ordered to keep few bytes
+// alive (pipeline/memory_order.hpp), then its cheap late values
+// rematerialized (unless no_remat; pipeline/rematerialize.hpp).
+struct StepProgram {
+  ir::Graph graph;
+  double opt_ms = 0;
+  std::size_t remat_values = 0, remat_bytes = 0;
+};
+Expected<StepProgram> step_program(const ir::Graph& step, const std::string& target, bool no_opt, bool no_remat);
 
 }  // namespace saturn::cli

@@ -38,6 +38,7 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("-o,--out", o.out, "Write the model with its trained weights (.onnx or .sat)");
   cmd->add_option("--seed", o.seed, "Seed of the batches' shuffle")->capture_default_str();
   cmd->add_flag("--no-opt", o.no_opt, "Run the step as built, not as `saturn opt` optimizes it");
+  cmd->add_flag("--no-remat", o.no_remat, "Keep every value the backward pass reads (no rematerialization)");
   cmd->add_flag("--json", o.json, "Print one JSON object (final_loss, eval_accuracy, step_ms_median, arena_bytes, ...)");
   cmd->add_flag("--quiet", o.quiet, "No progress");
 }
@@ -191,13 +192,10 @@ int run_train(const TrainOptions& o) {
   for (const std::string& n : notes)
     if (show) std::cerr << "note: " << n << "\n";
 
-  double opt_ms = 0;
-  ir::Graph program = step.graph;
-  if (!o.no_opt && o.target != "interp") {
-    auto opt = optimize_for(step.graph, o.target, &opt_ms);
-    if (!opt) return bad_input(opt.error().to_string() + " (--no-opt runs the step as built)");
-    program = std::move(*opt);
-  }
+  auto prepared = step_program(step.graph, o.target, o.no_opt, o.no_remat);
+  if (!prepared) return bad_input(prepared.error().to_string());
+  const double opt_ms = prepared->opt_ms;
+  const ir::Graph& program = prepared->graph;
   auto compiled = compile_graph(program, o.target, o.threads);
   if (!compiled) return bad_input(compiled.error().to_string());
   if (show)
@@ -311,6 +309,8 @@ int run_train(const TrainOptions& o) {
                             {"eval_loss", sc.counted ? sc.loss / double(sc.counted) : 0},
                             {"eval_accuracy", classify && sc.counted ? nlohmann::json(double(sc.correct) / double(sc.counted))
                                                                      : nlohmann::json(nullptr)},
+                            {"remat_values", prepared->remat_values},
+                            {"remat_bytes", prepared->remat_bytes},
                             {"state_bytes", state_bytes},
                             {"state_updated_in_place", in_place.size()},
                             {"state_slots", step.state.size()},

@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string out;
   unsigned seed = 0;
   bool no_opt = false;
+  bool no_remat = false;
   bool json = false;
   bool quiet = false;
 };
