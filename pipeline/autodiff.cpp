@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -364,9 +365,11 @@ class Instantiation {
       for (std::size_t i = 0; i < a.size(); ++i) out.insert(out.end(), {a[i], b[i]});
       return out;
     }
-    if (f == "slice-pads") {
-      arity(e, 1);
-      return slice_pads(dims_of(as_tensor(arg(e, 1), "slice-pads")));
+    if (f == "unslice") {
+      // (unslice ?dy ?x): the node's slice of x, undone: dy's elements put
+      // back where they were read (any steps), zeros elsewhere.
+      arity(e, 2);
+      return unslice(as_tensor(arg(e, 1), "unslice"), as_tensor(arg(e, 2), "unslice"));
     }
     if (f == "window-pads") {
       // (window-pads ?x KERNEL): the explicit pads [begins... ends...] of
@@ -599,26 +602,66 @@ class Instantiation {
     return op == '+' ? x + y : op == '-' ? x - y : x * y;
   }
 
-  // ONNX slice semantics (clamped starts and ends) as the pads that put the
-  // slice back: [begins... ends...] over every axis of x; steps of 1 only.
-  std::vector<std::int64_t> slice_pads(const std::vector<std::int64_t>& xd) {
+  // ONNX slice semantics, one axis at a time: a negative step reads the
+  // axis backwards (dy is reversed, and read forwards from the last index
+  // read), a step s > 1 reads every s-th element (dy's are spread s apart),
+  // then zeros pad them to x's dims.
+  TensorRef unslice(TensorRef dy, const TensorRef& x) {
+    auto xd = dims_of(x);
     auto rank = static_cast<std::int64_t>(xd.size());
     auto starts = node_.attrs.ints("starts"), ends = node_.attrs.ints("ends"), axes = node_.attrs.ints("axes"),
          steps = node_.attrs.ints("steps");
     if (axes.empty())
       for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
-    std::vector<std::int64_t> pads(2 * xd.size(), 0);
     for (std::size_t i = 0; i < axes.size() && i < starts.size() && i < ends.size(); ++i) {
-      if (i < steps.size() && steps[i] != 1) fail("the gradient of slice takes steps of 1 only (step " + std::to_string(steps[i]) + ")");
-      std::int64_t a = normalize_axis(axes[i], rank), d = xd[a];
+      const std::size_t a = static_cast<std::size_t>(normalize_axis(axes[i], rank));
+      const std::int64_t d = xd[a], step = i < steps.size() ? steps[i] : 1;
+      if (step == 0) fail("slice: a step of 0");
       std::int64_t s = starts[i] < 0 ? starts[i] + d : starts[i], t = ends[i] < 0 ? ends[i] + d : ends[i];
-      s = std::clamp<std::int64_t>(s, 0, d);
-      t = std::clamp<std::int64_t>(t, 0, d);
-      std::int64_t count = std::max<std::int64_t>(0, t - s);
-      pads[a] = s;
-      pads[a + xd.size()] = d - s - count;
+      std::int64_t count;
+      if (step > 0) {
+        s = std::clamp<std::int64_t>(s, 0, d);
+        t = std::clamp<std::int64_t>(t, 0, d);
+        count = std::max<std::int64_t>(0, (t - s + step - 1) / step);
+      } else {
+        s = std::clamp<std::int64_t>(s, 0, d - 1);
+        t = std::clamp<std::int64_t>(t, -1, d - 1);
+        count = std::max<std::int64_t>(0, (s - t + (-step) - 1) / (-step));
+      }
+      auto dd = dims_of(dy);
+      std::int64_t first = s, stride = step;
+      if (step < 0 && count > 0) {
+        ir::Attrs rev;
+        rev.set("starts", std::vector<std::int64_t>{-1});
+        rev.set("ends", std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min()});
+        rev.set("axes", std::vector<std::int64_t>{static_cast<std::int64_t>(a)});
+        rev.set("steps", std::vector<std::int64_t>{-1});
+        dy = b_.apply1("slice", {dy}, rev);
+        first = s + (count - 1) * step;
+        stride = -step;
+      }
+      std::int64_t span = count;  // the extent dy covers in x, from `first`
+      if (stride > 1 && count > 0) {
+        std::vector<std::int64_t> split = dd, spread = dd;
+        split.insert(split.begin() + static_cast<std::ptrdiff_t>(a) + 1, 1);
+        spread[a] = count * stride;
+        std::vector<std::int64_t> pads(2 * split.size(), 0);
+        pads[split.size() + a + 1] = stride - 1;
+        ir::Attrs p;
+        p.set("pads", pads);
+        dy = reshape_to(b_.apply1("pad", {reshape_to(dy, split)}, p), spread);
+        span = count * stride;
+      }
+      std::vector<std::int64_t> pads(2 * xd.size(), 0);
+      pads[a] = count > 0 ? first : 0;
+      pads[xd.size() + a] = d - (count > 0 ? first : 0) - span;  // negative: the spread's tail cut off
+      if (std::any_of(pads.begin(), pads.end(), [](std::int64_t v) { return v != 0; })) {
+        ir::Attrs p;
+        p.set("pads", pads);
+        dy = b_.apply1("pad", {dy}, p);
+      }
     }
-    return pads;
+    return dy;
   }
 
   struct Windows {
@@ -859,8 +902,85 @@ class Instantiation {
 
 }  // namespace
 
+// Replaces g.nodes[index] by `form` (its operands as inputs, its results as
+// outputs): the form's other values and constants are renamed under
+// `prefix`, so they cannot meet the graph's.
+void inline_form(ir::Graph& g, std::size_t index, const ir::Graph& form, const std::string& prefix) {
+  const ir::Node n = g.nodes[index];
+  std::map<std::string, std::string> rename;
+  for (const ir::GraphValue& in : form.inputs) rename[in.name] = in.name;
+  for (const auto& [name, t] : form.initializers) {
+    const bool operand = std::find(n.inputs.begin(), n.inputs.end(), name) != n.inputs.end();
+    rename[name] = operand ? name : prefix + name;
+    if (!operand) g.initializers.emplace(rename[name], t);
+  }
+  std::map<std::string, std::size_t> result_of;  // form output -> position among n's results
+  for (std::size_t k = 0; k < form.outputs.size(); ++k) result_of.try_emplace(form.outputs[k], k);
+  std::vector<bool> written(n.outputs.size(), false);
+  std::vector<ir::Node> nodes;
+  for (const ir::Node& f : form.nodes) {
+    ir::Node c = f;
+    c.name = prefix + (f.name.empty() ? f.outputs.at(0) : f.name);
+    c.source_op = n.source_op.empty() ? n.op : n.source_op;
+    for (std::string& x : c.inputs)
+      if (!x.empty()) x = rename.count(x) ? rename.at(x) : prefix + x;
+    for (std::string& o : c.outputs) {
+      auto r = result_of.find(o);
+      std::string to = r != result_of.end() && !written[r->second] ? n.outputs[r->second] : prefix + o;
+      if (r != result_of.end()) written[r->second] = true;
+      rename[o] = to;
+      o = to;
+    }
+    nodes.push_back(std::move(c));
+  }
+  for (std::size_t k = 0; k < n.outputs.size(); ++k)
+    if (!written[k] && k < form.outputs.size()) {
+      const std::string& from = form.outputs[k];
+      nodes.push_back(ir::Node{prefix + n.outputs[k], "identity", {rename.count(from) ? rename.at(from) : from},
+                               {n.outputs[k]}, {}, n.op});
+    }
+  g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(index));
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(index), nodes.begin(), nodes.end());
+}
+
+// Replaces each node between wrt and the loss whose op has no gradient rule
+// by its primitive form; what it replaced goes to `decomposed`.
+Expected<bool> decompose_composites(ir::Graph& g, const rules::GradRules& rules, const Decomposer& d,
+                                    const std::string& loss, const std::vector<std::string>& wrt, const std::string& prefix,
+                                    std::vector<std::string>& decomposed) {
+  std::set<std::string> depends(wrt.begin(), wrt.end());
+  for (const ir::Node& n : g.nodes) {
+    if (rules.find_zerograd(n.op)) continue;
+    if (std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); }))
+      depends.insert(n.outputs.begin(), n.outputs.end());
+  }
+  std::set<std::string> needed = {loss};
+  std::vector<std::size_t> targets;
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    const ir::Node& n = g.nodes[i];
+    if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& v) { return needed.count(v); })) continue;
+    needed.insert(n.inputs.begin(), n.inputs.end());
+    bool on_path = std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); });
+    if (on_path && !rules.find(n.op) && !rules.find_zerograd(n.op) && !rules.find_nograd(n.op)) targets.push_back(i);
+  }
+  for (std::size_t i : targets) {  // (descending: earlier indices stay valid)
+    auto form = d.decompose(g, i);
+    if (!form) return form.error();
+    if (!*form) continue;  // the backward pass names it
+    decomposed.push_back(ir::describe(g.nodes[i]));
+    inline_form(g, i, **form, prefix + "decomposed/" + std::to_string(i) + "/");
+  }
+  return true;
+}
+
 Expected<Gradients> append_gradients(ir::Graph& g, const rules::GradRules& rules, const std::string& loss,
-                                     const std::vector<std::string>& wrt, const std::string& prefix) {
+                                     const std::vector<std::string>& wrt, const GradientOptions& options) {
+  const std::string& prefix = options.prefix;
+  std::vector<std::string> decomposed;
+  if (options.decomposer) {
+    auto done = decompose_composites(g, rules, *options.decomposer, loss, wrt, prefix, decomposed);
+    if (!done) return done.error();
+  }
   auto typed = ir::infer_types(g);
   if (!typed) return typed.error();
   std::map<std::string, ir::ValueType> types = std::move(*typed);
@@ -920,7 +1040,8 @@ Expected<Gradients> append_gradients(ir::Graph& g, const rules::GradRules& rules
         return Diagnostic{SourceLoc{g.source},
                           ir::describe(n) + ": op '" + n.op + "' has no gradient" +
                               (no ? " (" + no->reason + ", " + no->loc.to_string() + ")"
-                                  : "; add a (defgrad (" + n.op + " ...) ...) to rulesets/grad/") +
+                                  : std::string(options.decomposer ? ", and no decomposition into primitives" : "") +
+                                        "; add a (defgrad (" + n.op + " ...) ...) to rulesets/grad/") +
                               ", and it lies between a differentiated value and the loss"};
       }
       try {
@@ -999,6 +1120,7 @@ Expected<Gradients> append_gradients(ir::Graph& g, const rules::GradRules& rules
   }
 
   Gradients out;
+  out.decomposed = std::move(decomposed);
   for (const std::string& w : wrt) {
     std::optional<TensorRef> d = needed.count(w) ? total(w) : std::nullopt;
     if (!d) {

@@ -16,6 +16,7 @@
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
+#include "pipeline/decompose_node.hpp"
 #include "rules/grad_rules.hpp"
 
 namespace saturn::pipeline {
@@ -23,12 +24,18 @@ namespace saturn::pipeline {
 struct Gradients {
   std::map<std::string, std::string> of;  // value -> the value holding d loss / d value
   std::size_t nodes_added = 0;
-  std::vector<std::string> unreached;  // values of wrt the loss does not depend on (their gradient is zero)
+  std::vector<std::string> unreached;   // values of wrt the loss does not depend on (their gradient is zero)
+  std::vector<std::string> decomposed;  // nodes replaced by their primitive form ("node 'n' (lrn)")
+};
+
+struct GradientOptions {
+  std::string prefix = "grad/";             // of the nodes and values appended
+  const Decomposer* decomposer = nullptr;  // null: a composite without a gradient is an error
 };
 
 // Appends the backward pass to `g` (static shapes only; `loss` holds one
-// element). Node and value names start with `prefix`.
+// element).
 Expected<Gradients> append_gradients(ir::Graph& g, const rules::GradRules& rules, const std::string& loss,
-                                     const std::vector<std::string>& wrt, const std::string& prefix = "grad/");
+                                     const std::vector<std::string>& wrt, const GradientOptions& o = {});
 
 }  // namespace saturn::pipeline

@@ -340,8 +340,11 @@ Expected<TrainingStep> build_training_step(const ir::Graph& model, const rules::
     }
 
     std::size_t before = g.nodes.size();
-    auto grads = append_gradients(g, rules, "loss", weights);
+    GradientOptions go;
+    go.decomposer = o.decomposer;
+    auto grads = append_gradients(g, rules, "loss", weights, go);
     if (!grads) return grads.error();
+    step.decomposed = grads->decomposed;
     step.backward_nodes = g.nodes.size() - before;
     step.gradient_of = grads->of;
 

@@ -16,6 +16,7 @@
 
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
+#include "pipeline/decompose_node.hpp"
 #include "rules/grad_rules.hpp"
 
 namespace saturn::pipeline {
@@ -42,6 +43,9 @@ struct TrainingOptions {
   std::int64_t batch = 0;          // binds a symbolic leading dimension of the inputs (0: must be static)
   std::vector<std::string> freeze;  // weights that stay constant
   std::string prediction;           // the model output the loss reads ("": the first)
+  // Gives composites without a gradient rule their primitive form (null:
+  // such an op is an error; pipeline/autodiff.hpp). Not owned.
+  const Decomposer* decomposer = nullptr;
 };
 
 struct StateSlot {
@@ -62,6 +66,7 @@ struct TrainingStep {
   std::vector<std::string> weights;                 // trained, in state order
   std::map<std::string, std::string> gradient_of;  // weight -> value (graph outputs when optimizer is None)
   std::vector<std::string> batch_norms;             // nodes given batch statistics
+  std::vector<std::string> decomposed;              // nodes differentiated through their primitive form
   std::size_t backward_nodes = 0;
 };
 

@@ -23,7 +23,7 @@ constexpr std::array<std::string_view, 46> kBuiltins = {
     "if",          "all",        "any",        "=",           "<",           "+",          "-",
     "*",           "/",          "list",       "nth",         "len",         "ones",       "product",
     "first-half",  "second-half", "nonnegative", "dtype",     "concat-lists", "interleave", "swap-last",
-    "error",       "slice-pads", "window-pads", "sum-to",     "scalar",      "zeros-like", "ones-like",
+    "error",       "unslice", "window-pads", "sum-to",     "scalar",      "zeros-like", "ones-like",
     "cast-like"};
 
 bool is_variadic_var(const SExpr& e) {

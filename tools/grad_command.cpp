@@ -40,7 +40,8 @@ int run_grad(const GradOptions& o) {
                             {"forward_nodes", built->model.nodes.size()},
                             {"backward_nodes", step.backward_nodes},
                             {"step_nodes", step.graph.nodes.size()},
-                            {"batch_norms_in_training_mode", step.batch_norms.size()}};
+                            {"batch_norms_in_training_mode", step.batch_norms.size()},
+                            {"decomposed", step.decomposed}};
   if (!o.out.empty()) {
     auto w = has_suffix(o.out, ".sat") ? ir::write_sat_file(step.graph, o.out) : ir::export_onnx_file(step.graph, o.out);
     if (!w) return bad_input(w.error().to_string());
@@ -88,6 +89,8 @@ int run_grad(const GradOptions& o) {
               << "; " << step.weights.size() << " weights (" << params << " parameters), " << built->model.nodes.size()
               << " forward + " << step.backward_nodes << " backward nodes, " << step.state.size() << " state slots";
     if (!step.batch_norms.empty()) std::cerr << ", " << step.batch_norms.size() << " batch norms on batch statistics";
+    if (!step.decomposed.empty())
+      std::cerr << ", " << step.decomposed.size() << " composites differentiated through their decomposition";
     std::cerr << "\n";
     if (summary.contains("memory"))
       std::cerr << "memory (" << o.target << "): arena " << summary["memory"]["arena_bytes"] << " bytes, every buffer kept "

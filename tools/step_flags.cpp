@@ -66,6 +66,11 @@ Expected<BuiltStep> build_step(const StepFlags& f) {
   o.batch = f.batch;
   o.freeze = f.freeze;
   o.prediction = f.prediction;
+  // Composites without a gradient rule are differentiated through their
+  // decomposition (rulesets/decompose.rules).
+  static const Expected<pipeline::Decomposer> decomposer = pipeline::Decomposer::load(shipped_rulesets_dir());
+  if (!decomposer) return decomposer.error();
+  o.decomposer = &*decomposer;
   auto step = pipeline::build_training_step(b.model, *rules, o);
   if (!step) return step.error();
   b.step = std::move(*step);
