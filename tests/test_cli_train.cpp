@@ -132,11 +132,18 @@ TEST_CASE("bad input to grad and train exits 2 naming what is wrong") {
   CHECK_THAT(bad("grad " + m + " --loss mse --grad-rules " + rules.string()),
              Catch::Contains("bad.rules:2:6") && Catch::Contains("'?c' is not an operand"));
   // A path through an op without a gradient names the node.
+  auto scatter = temp_path("saturn-train-", "scatter.sat");
+  std::ofstream(scatter) << "(graph s (input x f32 [4 3]) (init w f32 [2 3] [1.0 2.0 3.0 4.0 5.0 6.0])\n"
+                            "  (init i i64 [2 1] [0 2]) (node put scatter_nd (y) (x i w)) (output y))\n";
+  CHECK_THAT(bad("grad " + scatter.string() + " --loss mse --batch 4"),
+             Catch::Contains("node 'put' (scatter_nd)") && Catch::Contains("has no gradient"));
+  // A composite without a gradient rule goes through its decomposition.
   auto lrn = temp_path("saturn-train-", "lrn.sat");
   std::ofstream(lrn) << "(graph l (input x f32 [2 3 2 2]) (init w f32 [3 1 1 1] [1.0 2.0 3.0])\n"
                         "  (node c conv (h) (x w) :group 3) (node norm lrn (y) (h) :size 3) (output y))\n";
-  CHECK_THAT(bad("grad " + lrn.string() + " --loss mse --batch 2"),
-             Catch::Contains("node 'norm' (lrn)") && Catch::Contains("has no gradient"));
+  auto through = run_cli("grad " + lrn.string() + " --loss mse --batch 2 --json");
+  REQUIRE(through.status == 0);
+  CHECK(nlohmann::json::parse(through.out)["decomposed"] == nlohmann::json::array({"node 'norm' (lrn)"}));
   // Data that does not fit the model.
   auto wide = temp_path("saturn-train-", "wide.npy");
   saturn::test::write_npy(wide, "<f4", "(12, 5)", std::string(12 * 5 * 4, '\0'));
