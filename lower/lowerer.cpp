@@ -213,8 +213,8 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
       for (const Leaf& l : k.leaves) readers += l.buffer == k.leaves[i].buffer;
       View whole_out = View::of(out, k.dims);
       const bool storage = lb.kind == BufferKind::Temp || lb.kind == BufferKind::Input;
-      if (readers == 1 && storage && lb.dtype == ob.dtype && lb.bytes == ob.bytes &&
-          k.leaves[i].offset == 0 && k.leaves[i].strides == whole_out.strides)
+      if (readers == 1 && storage && lb.dtype == ob.dtype && lb.bytes == ob.bytes && k.leaves[i].offset == 0 &&
+          k.leaves[i].strides == whole_out.strides)
         s.in_place_ok.push_back(k.leaves[i].buffer);
     }
   }

@@ -29,7 +29,7 @@ struct Gradients {
 };
 
 struct GradientOptions {
-  std::string prefix = "grad/";             // of the nodes and values appended
+  std::string prefix = "grad/";            // of the nodes and values appended
   const Decomposer* decomposer = nullptr;  // null: a composite without a gradient is an error
 };
 

@@ -33,7 +33,8 @@ Expected<std::optional<ir::Graph>> Decomposer::decompose(const ir::Graph& g, std
   one.source = g.source;
   for (const std::string& x : n.inputs) {
     if (x.empty() || one.initializers.count(x)) continue;
-    if (std::any_of(one.inputs.begin(), one.inputs.end(), [&](const ir::GraphValue& v) { return v.name == x; })) continue;
+    if (std::any_of(one.inputs.begin(), one.inputs.end(), [&](const ir::GraphValue& v) { return v.name == x; }))
+      continue;
     if (auto it = g.initializers.find(x); it != g.initializers.end())
       one.initializers.emplace(x, it->second);
     else

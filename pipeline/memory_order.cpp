@@ -20,7 +20,8 @@ bool order_for_memory(ir::Graph& g) {
     for (const std::string& o : g.nodes[i].outputs) {
       producer[o] = i;
       auto c = ir::checked_static_numel(types->at(o).shape);
-      bytes[o] = view || !c ? 0 : static_cast<long long>(*c) * static_cast<long long>(ir::dtype_size(types->at(o).dtype));
+      bytes[o] =
+          view || !c ? 0 : static_cast<long long>(*c) * static_cast<long long>(ir::dtype_size(types->at(o).dtype));
     }
   }
   // Readers left per value; operands not yet computed per node.

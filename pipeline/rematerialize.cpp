@@ -29,7 +29,8 @@ RematReport rematerialize(ir::Graph& g, const RematOptions& o) {
   auto cheap = [&](std::size_t i) -> const ir::OpDef* {
     const ir::Node& node = g.nodes[i];
     if (node.outputs.size() != 1 || node.inputs.empty()) return nullptr;
-    if (std::any_of(node.inputs.begin(), node.inputs.end(), [](const std::string& v) { return v.empty(); })) return nullptr;
+    if (std::any_of(node.inputs.begin(), node.inputs.end(), [](const std::string& v) { return v.empty(); }))
+      return nullptr;
     const ir::OpDef* def = ir::OpRegistry::get().find(node.op);
     // Views and transposes cost nothing: the lowering reads through them.
     const bool free = def && (def->view || node.op == "transpose" || node.op == "expand");

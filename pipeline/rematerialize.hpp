@@ -22,9 +22,9 @@
 namespace saturn::pipeline {
 
 struct RematOptions {
-  double max_unit_work = 4;  // adds, muls, compares: not exp or erf (8, 10)
-  std::size_t min_distance = 16;     // nodes between the last early use and a late one
-  std::size_t min_bytes = 1 << 16;   // smaller values are not worth a kernel
+  double max_unit_work = 4;         // adds, muls, compares: not exp or erf (8, 10)
+  std::size_t min_distance = 16;    // nodes between the last early use and a late one
+  std::size_t min_bytes = 1 << 16;  // smaller values are not worth a kernel
 };
 
 struct RematReport {

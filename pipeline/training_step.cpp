@@ -27,20 +27,29 @@ std::optional<OptimizerKind> optimizer_from_name(const std::string& n) {
 }
 std::string loss_name(LossKind k) {
   switch (k) {
-    case LossKind::MeanSquaredError: return "mse";
-    case LossKind::CrossEntropy: return "cross-entropy";
-    case LossKind::BinaryCrossEntropy: return "bce";
-    case LossKind::NegativeLogLikelihood: return "nll";
+    case LossKind::MeanSquaredError:
+      return "mse";
+    case LossKind::CrossEntropy:
+      return "cross-entropy";
+    case LossKind::BinaryCrossEntropy:
+      return "bce";
+    case LossKind::NegativeLogLikelihood:
+      return "nll";
   }
   return "?";
 }
 std::string optimizer_name(OptimizerKind k) {
   switch (k) {
-    case OptimizerKind::None: return "none";
-    case OptimizerKind::Sgd: return "sgd";
-    case OptimizerKind::Momentum: return "momentum";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::AdamW: return "adamw";
+    case OptimizerKind::None:
+      return "none";
+    case OptimizerKind::Sgd:
+      return "sgd";
+    case OptimizerKind::Momentum:
+      return "momentum";
+    case OptimizerKind::Adam:
+      return "adam";
+    case OptimizerKind::AdamW:
+      return "adamw";
   }
   return "?";
 }
@@ -57,7 +66,8 @@ class StepWriter {
  public:
   explicit StepWriter(ir::Graph& g) : g_(g) {}
 
-  std::string node(const std::string& op, std::vector<std::string> inputs, const std::string& out, ir::Attrs attrs = {}) {
+  std::string node(const std::string& op, std::vector<std::string> inputs, const std::string& out,
+                   ir::Attrs attrs = {}) {
     ir::Node n;
     n.name = out;
     n.op = op;
@@ -117,7 +127,8 @@ std::pair<std::string, std::string> batch_statistics(StepWriter& w, ir::Node& n,
       count *= dims[a];
     }
   cshape[1] = dims[1];
-  const std::string &x = n.inputs[0], &scale = n.inputs[1], &bias = n.inputs[2], &mean = n.inputs[3], &var = n.inputs[4];
+  const std::string &x = n.inputs[0], &scale = n.inputs[1], &bias = n.inputs[2], &mean = n.inputs[3],
+                    &var = n.inputs[4];
   ir::DType t = xt.dtype;
   std::string p = "train/bn/" + n.outputs[0] + "/";
   auto keep = with({{"axes", axes}, {"keepdims", std::int64_t{1}}});
@@ -126,21 +137,26 @@ std::pair<std::string, std::string> batch_statistics(StepWriter& w, ir::Node& n,
   std::string m = w.node("reduce_mean", {x}, p + "mean", keep);
   std::string xc = w.node("sub", {x, m}, p + "centered");
   std::string v = w.node("reduce_mean", {w.node("mul", {xc, xc}, p + "sq")}, p + "var", keep);
-  std::string rstd = w.node("recip", {w.node("sqrt", {w.node("add", {v, w.scalar(n.attrs.f("epsilon", 1e-5), t)}, p + "ve")}, p + "std")}, p + "rstd");
-  std::string y = w.node("mul", {w.node("mul", {xc, rstd}, p + "xhat"), w.node("reshape", {scale}, p + "scale", as_c)}, p + "scaled");
+  std::string rstd = w.node(
+      "recip", {w.node("sqrt", {w.node("add", {v, w.scalar(n.attrs.f("epsilon", 1e-5), t)}, p + "ve")}, p + "std")},
+      p + "rstd");
+  std::string y = w.node("mul", {w.node("mul", {xc, rstd}, p + "xhat"), w.node("reshape", {scale}, p + "scale", as_c)},
+                         p + "scaled");
   // The node's own result name stays, so the rest of the graph is unchanged.
   std::string shifted = w.node("add", {y, w.node("reshape", {bias}, p + "bias", as_c)}, n.outputs[0]);
   (void)shifted;
   // Running statistics: (1 - momentum) old + momentum batch (the variance unbiased, as torch's).
   std::string keep_old = w.scalar(1 - momentum, t), take_new = w.scalar(momentum, t);
   std::string bm = w.node("reshape", {m}, p + "mean_c", as_vec);
-  std::string bv = w.node("mul", {w.node("reshape", {v}, p + "var_c", as_vec),
-                                  w.scalar(count > 1 ? double(count) / double(count - 1) : 1.0, t)},
-                          p + "var_unbiased");
-  std::string next_mean = w.node("add", {w.node("mul", {mean, keep_old}, p + "m_old"), w.node("mul", {bm, take_new}, p + "m_new")},
-                                 mean + ".next");
-  std::string next_var =
-      w.node("add", {w.node("mul", {var, keep_old}, p + "v_old"), w.node("mul", {bv, take_new}, p + "v_new")}, var + ".next");
+  std::string bv = w.node(
+      "mul",
+      {w.node("reshape", {v}, p + "var_c", as_vec), w.scalar(count > 1 ? double(count) / double(count - 1) : 1.0, t)},
+      p + "var_unbiased");
+  std::string next_mean =
+      w.node("add", {w.node("mul", {mean, keep_old}, p + "m_old"), w.node("mul", {bm, take_new}, p + "m_new")},
+             mean + ".next");
+  std::string next_var = w.node(
+      "add", {w.node("mul", {var, keep_old}, p + "v_old"), w.node("mul", {bv, take_new}, p + "v_new")}, var + ".next");
   return {next_mean, next_var};
 }
 
@@ -158,8 +174,9 @@ std::string append_loss(StepWriter& w, ir::Graph& g, const TrainingOptions& o, c
       // mean(max(p, 0) - p t + log(1 + exp(-|p|))): stable for any logit.
       std::string pos = w.node("relu", {pred}, "train/loss/relu");
       std::string pt_ = w.node("mul", {pred, labels}, "train/loss/pt");
-      std::string sp = w.node("softplus", {w.node("neg", {w.node("abs", {pred}, "train/loss/abs")}, "train/loss/negabs")},
-                              "train/loss/softplus");
+      std::string sp =
+          w.node("softplus", {w.node("neg", {w.node("abs", {pred}, "train/loss/abs")}, "train/loss/negabs")},
+                 "train/loss/softplus");
       std::string each = w.node("add", {w.node("sub", {pos, pt_}, "train/loss/lin"), sp}, "train/loss/each");
       return w.node("reduce_mean", {each}, "loss", mean_all);
     }
@@ -174,7 +191,8 @@ std::string append_loss(StepWriter& w, ir::Graph& g, const TrainingOptions& o, c
       std::string logp = o.loss == LossKind::CrossEntropy
                              ? w.node("log_softmax", {pred}, "train/loss/logp", with({{"axis", std::int64_t{-1}}}))
                              : pred;
-      std::string lab = w.node("unsqueeze", {labels}, "train/loss/labels", with({{"axes", std::vector<std::int64_t>{-1}}}));
+      std::string lab =
+          w.node("unsqueeze", {labels}, "train/loss/labels", with({{"axes", std::vector<std::int64_t>{-1}}}));
       std::string hot = w.node("cast", {w.node("equal", {lab, "train/classes"}, "train/loss/hit")}, "train/loss/onehot",
                                with({{"to", std::string(ir::dtype_name(t))}}));
       std::string picked = w.node("reduce_sum", {w.node("mul", {hot, logp}, "train/loss/masked")}, "train/loss/picked",
@@ -228,18 +246,23 @@ void append_update(StepWriter& w, TrainingStep& step, const TrainingOptions& o, 
     case OptimizerKind::Adam:
     case OptimizerKind::AdamW: {
       std::string m = weight + ".adam_m", v = weight + ".adam_v";
-      std::string mn = w.node("add", {w.node("mul", {m, w.scalar(o.beta1, t)}, p + "m_old"),
-                                      w.node("mul", {g, w.scalar(1 - o.beta1, t)}, p + "m_new")},
+      std::string mn = w.node("add",
+                              {w.node("mul", {m, w.scalar(o.beta1, t)}, p + "m_old"),
+                               w.node("mul", {g, w.scalar(1 - o.beta1, t)}, p + "m_new")},
                               m + ".next");
-      std::string vn = w.node("add", {w.node("mul", {v, w.scalar(o.beta2, t)}, p + "v_old"),
-                                      w.node("mul", {w.node("mul", {g, g}, p + "g2"), w.scalar(1 - o.beta2, t)}, p + "v_new")},
+      std::string vn = w.node("add",
+                              {w.node("mul", {v, w.scalar(o.beta2, t)}, p + "v_old"),
+                               w.node("mul", {w.node("mul", {g, g}, p + "g2"), w.scalar(1 - o.beta2, t)}, p + "v_new")},
                               v + ".next");
       // Bias corrections 1 - beta^t, from the shared step count.
-      std::string c1 = w.node("sub", {w.scalar(1, t), w.node("pow", {w.scalar(o.beta1, t), count}, p + "b1t")}, p + "c1");
-      std::string c2 = w.node("sub", {w.scalar(1, t), w.node("pow", {w.scalar(o.beta2, t), count}, p + "b2t")}, p + "c2");
-      std::string denom = w.node("add", {w.node("sqrt", {w.node("div", {vn, c2}, p + "vhat")}, p + "rms"), w.scalar(o.eps, t)},
-                                 p + "denom");
-      std::string upd = w.node("mul", {w.node("div", {w.node("div", {mn, c1}, p + "mhat"), denom}, p + "ratio"), lr}, p + "step");
+      std::string c1 =
+          w.node("sub", {w.scalar(1, t), w.node("pow", {w.scalar(o.beta1, t), count}, p + "b1t")}, p + "c1");
+      std::string c2 =
+          w.node("sub", {w.scalar(1, t), w.node("pow", {w.scalar(o.beta2, t), count}, p + "b2t")}, p + "c2");
+      std::string denom = w.node(
+          "add", {w.node("sqrt", {w.node("div", {vn, c2}, p + "vhat")}, p + "rms"), w.scalar(o.eps, t)}, p + "denom");
+      std::string upd =
+          w.node("mul", {w.node("div", {w.node("div", {mn, c1}, p + "mhat"), denom}, p + "ratio"), lr}, p + "step");
       std::string base = weight;
       if (decoupled && o.weight_decay != 0)
         base = w.node("mul", {weight, w.scalar(1 - o.lr * o.weight_decay, t)}, p + "decayed");
@@ -316,8 +339,10 @@ Expected<TrainingStep> build_training_step(const ir::Graph& model, const rules::
       }
       auto [next_mean, next_var] = batch_statistics(w, n, (*typed)[n.inputs[0]], o.bn_momentum);
       step.batch_norms.push_back(n.name.empty() ? n.outputs[0] : n.name);
-      running.push_back(StateSlot{StateSlot::Kind::RunningMean, n.inputs[3], next_mean, g.initializers.at(n.inputs[3]), n.inputs[3]});
-      running.push_back(StateSlot{StateSlot::Kind::RunningVar, n.inputs[4], next_var, g.initializers.at(n.inputs[4]), n.inputs[4]});
+      running.push_back(
+          StateSlot{StateSlot::Kind::RunningMean, n.inputs[3], next_mean, g.initializers.at(n.inputs[3]), n.inputs[3]});
+      running.push_back(
+          StateSlot{StateSlot::Kind::RunningVar, n.inputs[4], next_var, g.initializers.at(n.inputs[4]), n.inputs[4]});
     }
 
     g.inputs.push_back({"labels", labels_type(o, pt)});
@@ -385,11 +410,13 @@ Expected<TrainingStep> build_training_step(const ir::Graph& model, const rules::
     // State slots: inputs in the order of `state` after the data and labels.
     std::vector<ir::GraphValue> ordered;
     for (const ir::GraphValue& v : g.inputs)
-      if (std::find(step.data_inputs.begin(), step.data_inputs.end(), v.name) != step.data_inputs.end() || v.name == "labels")
+      if (std::find(step.data_inputs.begin(), step.data_inputs.end(), v.name) != step.data_inputs.end() ||
+          v.name == "labels")
         ordered.push_back(v);
     for (const StateSlot& s : step.state)
       for (const ir::GraphValue& v : g.inputs)
-        if (v.name == s.input && std::none_of(ordered.begin(), ordered.end(), [&](const auto& x) { return x.name == v.name; }))
+        if (v.name == s.input &&
+            std::none_of(ordered.begin(), ordered.end(), [&](const auto& x) { return x.name == v.name; }))
           ordered.push_back(v);
     g.inputs = std::move(ordered);
     auto checked = ir::infer_types(g);

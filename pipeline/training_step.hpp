@@ -36,11 +36,11 @@ struct TrainingOptions {
   LossKind loss = LossKind::CrossEntropy;
   OptimizerKind optimizer = OptimizerKind::Sgd;
   double lr = 0.01;
-  double momentum = 0.9;  // momentum's
+  double momentum = 0.9;                          // momentum's
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam's and adamw's
   double weight_decay = 0;                        // L2 for sgd/momentum/adam; decoupled for adamw
   double bn_momentum = 0.1;                       // running statistics, as torch.nn.BatchNorm's
-  std::int64_t batch = 0;          // binds a symbolic leading dimension of the inputs (0: must be static)
+  std::int64_t batch = 0;           // binds a symbolic leading dimension of the inputs (0: must be static)
   std::vector<std::string> freeze;  // weights that stay constant
   std::string prediction;           // the model output the loss reads ("": the first)
   // Gives composites without a gradient rule their primitive form (null:
@@ -63,10 +63,10 @@ struct TrainingStep {
   std::string loss = "loss";
   std::string prediction;
   std::vector<StateSlot> state;
-  std::vector<std::string> weights;                 // trained, in state order
+  std::vector<std::string> weights;                // trained, in state order
   std::map<std::string, std::string> gradient_of;  // weight -> value (graph outputs when optimizer is None)
-  std::vector<std::string> batch_norms;             // nodes given batch statistics
-  std::vector<std::string> decomposed;              // nodes differentiated through their primitive form
+  std::vector<std::string> batch_norms;            // nodes given batch statistics
+  std::vector<std::string> decomposed;             // nodes differentiated through their primitive form
   std::size_t backward_nodes = 0;
 };
 

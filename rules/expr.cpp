@@ -261,7 +261,8 @@ void register_generic(BuiltinRegistry& r) {
   r.add(Builtin{"zeros", 1, 1, "[0 0 ... 0] of length n", [](EvalContext& ctx, Args a) -> Result {
                   auto n = ctx.as_number(a[0]);
                   if (!n || !n->is_int() || n->as_int() < 0 || n->as_int() > kMaxListLength) return std::nullopt;
-                  return Value::of_list(std::vector<Number>(static_cast<std::size_t>(n->as_int()), Number(std::int64_t{0})));
+                  return Value::of_list(
+                      std::vector<Number>(static_cast<std::size_t>(n->as_int()), Number(std::int64_t{0})));
                 }});
   for (auto [name, is_sum] : {std::pair{"sum", true}, std::pair{"prod", false}})
     r.add(Builtin{name, 1, 1, "sum/product of a list's elements", [is_sum](EvalContext& ctx, Args a) -> Result {

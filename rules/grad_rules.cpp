@@ -16,15 +16,52 @@ namespace {
 // Built-ins of the gradient language (docs/training.md): static ones read
 // types and attributes; sum-to, scalar, zeros-like, ones-like and cast-like
 // add nodes.
-constexpr std::array<std::string_view, 46> kBuiltins = {
-    "window-view", "window-sum", "span",
-    "attr",        "has-attr",   "shape",      "rank",        "dim",         "dims",       "numel",
-    "inverse-perm", "iota",      "reverse",    "axes",        "axes-except", "keepdims",   "empty?",
-    "if",          "all",        "any",        "=",           "<",           "+",          "-",
-    "*",           "/",          "list",       "nth",         "len",         "ones",       "product",
-    "first-half",  "second-half", "nonnegative", "dtype",     "concat-lists", "interleave", "swap-last",
-    "error",       "unslice", "window-pads", "sum-to",     "scalar",      "zeros-like", "ones-like",
-    "cast-like"};
+constexpr std::array<std::string_view, 46> kBuiltins = {"window-view",
+                                                        "window-sum",
+                                                        "span",
+                                                        "attr",
+                                                        "has-attr",
+                                                        "shape",
+                                                        "rank",
+                                                        "dim",
+                                                        "dims",
+                                                        "numel",
+                                                        "inverse-perm",
+                                                        "iota",
+                                                        "reverse",
+                                                        "axes",
+                                                        "axes-except",
+                                                        "keepdims",
+                                                        "empty?",
+                                                        "if",
+                                                        "all",
+                                                        "any",
+                                                        "=",
+                                                        "<",
+                                                        "+",
+                                                        "-",
+                                                        "*",
+                                                        "/",
+                                                        "list",
+                                                        "nth",
+                                                        "len",
+                                                        "ones",
+                                                        "product",
+                                                        "first-half",
+                                                        "second-half",
+                                                        "nonnegative",
+                                                        "dtype",
+                                                        "concat-lists",
+                                                        "interleave",
+                                                        "swap-last",
+                                                        "error",
+                                                        "unslice",
+                                                        "window-pads",
+                                                        "sum-to",
+                                                        "scalar",
+                                                        "zeros-like",
+                                                        "ones-like",
+                                                        "cast-like"};
 
 bool is_variadic_var(const SExpr& e) {
   return e.is_atom() && e.text.size() > 4 && e.text[0] == '?' && e.text.ends_with("...");
@@ -36,7 +73,8 @@ bool read_vars(const SExpr& list, std::vector<std::string>& out, const char* wha
   bool variadic = false;
   for (std::size_t i = 0; i < list.items.size(); ++i) {
     const SExpr& v = list.items[i];
-    if (!v.is_var()) fail_at(v.loc, std::string("expected a ?variable in the ") + what + ", got '" + v.to_string() + "'");
+    if (!v.is_var())
+      fail_at(v.loc, std::string("expected a ?variable in the ") + what + ", got '" + v.to_string() + "'");
     if (is_variadic_var(v)) {
       if (i + 1 != list.items.size()) fail_at(v.loc, "only the last variable may be variadic ('?xs...')");
       variadic = true;

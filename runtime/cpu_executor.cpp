@@ -78,8 +78,8 @@ Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vect
   std::vector<bool> elsewhere(p.outputs.size(), false);
   for (const auto& [o, i] : in_place) {
     if (!can_update_in_place(o, i) || i >= inputs.size())
-      return Diagnostic{SourceLoc{source_, 0, 0}, "output " + std::to_string(o) + " cannot be written into input " +
-                                                      std::to_string(i)};
+      return Diagnostic{SourceLoc{source_, 0, 0},
+                        "output " + std::to_string(o) + " cannot be written into input " + std::to_string(i)};
     elsewhere[o] = true;
   }
   if (auto why = prepare_outputs(p, outs, &elsewhere)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};

@@ -42,10 +42,14 @@ struct Operand {
   double lo = -1.5, hi = 1.5;
   bool differentiate = true;
 };
-Operand real(std::vector<std::int64_t> d, double lo = -1.5, double hi = 1.5) { return {std::move(d), Operand::Real, lo, hi, true}; }
+Operand real(std::vector<std::int64_t> d, double lo = -1.5, double hi = 1.5) {
+  return {std::move(d), Operand::Real, lo, hi, true};
+}
 Operand positive(std::vector<std::int64_t> d) { return real(std::move(d), 0.5, 2.0); }
 // Indices in [-n, n): negative ones count from the end.
-Operand index(std::vector<std::int64_t> d, std::int64_t n) { return {std::move(d), Operand::Index, double(-n), double(n), false}; }
+Operand index(std::vector<std::int64_t> d, std::int64_t n) {
+  return {std::move(d), Operand::Index, double(-n), double(n), false};
+}
 Operand mask(std::vector<std::int64_t> d) { return {std::move(d), Operand::Mask, 0, 1, false}; }
 Operand absent() { return {{}, Operand::Absent, 0, 0, false}; }
 
@@ -89,10 +93,13 @@ std::vector<Sample> samples() {
     s.push_back({op, {positive({2, 3, 4})}, attrs({{"axes", Ints{-1}}, {"keepdims", std::int64_t{0}}})});
   s.push_back({"softmax", {real({2, 5})}, attrs({{"axis", std::int64_t{1}}})});
   s.push_back({"log_softmax", {real({3, 4})}, attrs({{"axis", std::int64_t{-1}}})});
-  s.push_back({"layer_norm", {real({2, 3, 4}), real({4}), real({4})}, attrs({{"axis", std::int64_t{-1}}, {"epsilon", 1e-5}})});
-  s.push_back({"layer_norm", {real({2, 3, 4}), real({3, 4}), absent()}, attrs({{"axis", std::int64_t{1}}, {"epsilon", 1e-5}})});
+  s.push_back(
+      {"layer_norm", {real({2, 3, 4}), real({4}), real({4})}, attrs({{"axis", std::int64_t{-1}}, {"epsilon", 1e-5}})});
+  s.push_back(
+      {"layer_norm", {real({2, 3, 4}), real({3, 4}), absent()}, attrs({{"axis", std::int64_t{1}}, {"epsilon", 1e-5}})});
   s.push_back({"instance_norm", {real({2, 3, 2, 2}), real({3}), real({3})}, attrs({{"epsilon", 1e-5}})});
-  s.push_back({"batch_norm", {real({2, 3, 2, 2}), real({3}), real({3}), real({3}), positive({3})}, attrs({{"epsilon", 1e-5}})});
+  s.push_back(
+      {"batch_norm", {real({2, 3, 2, 2}), real({3}), real({3}), real({3}), positive({3})}, attrs({{"epsilon", 1e-5}})});
   s.push_back({"global_avg_pool", {real({2, 3, 2, 3})}});
   s.push_back({"global_max_pool", {real({2, 3, 2, 3})}});
   s.push_back({"reshape", {real({2, 6})}, attrs({{"shape", Ints{3, 4}}})});
@@ -103,10 +110,12 @@ std::vector<Sample> samples() {
   s.push_back({"transpose", {real({2, 3})}});
   s.push_back({"expand", {real({3, 1})}, attrs({{"shape", Ints{2, 3, 4}}})});
   s.push_back({"tile", {real({2, 3})}, attrs({{"repeats", Ints{2, 3}}})});
-  s.push_back({"slice", {real({4, 5})},
-               attrs({{"starts", Ints{1, -3}}, {"ends", Ints{3, 100}}, {"axes", Ints{0, 1}}})});
-  s.push_back({"slice", {real({5, 7})},
-               attrs({{"starts", Ints{-1, 1}}, {"ends", Ints{-100, 7}}, {"axes", Ints{0, 1}}, {"steps", Ints{-2, 3}}})});
+  s.push_back(
+      {"slice", {real({4, 5})}, attrs({{"starts", Ints{1, -3}}, {"ends", Ints{3, 100}}, {"axes", Ints{0, 1}}})});
+  s.push_back(
+      {"slice",
+       {real({5, 7})},
+       attrs({{"starts", Ints{-1, 1}}, {"ends", Ints{-100, 7}}, {"axes", Ints{0, 1}}, {"steps", Ints{-2, 3}}})});
   s.push_back({"pad", {real({2, 3})}, attrs({{"pads", Ints{1, 0, 0, 2}}})});
   s.push_back({"concat", {real({2, 3}), real({2, 1}), real({2, 2})}, attrs({{"axis", std::int64_t{1}}})});
   s.push_back({"split", {real({2, 6})}, attrs({{"axis", std::int64_t{1}}, {"split", Ints{1, 2, 3}}}), 3});
@@ -115,32 +124,47 @@ std::vector<Sample> samples() {
   s.push_back({"matmul", {real({2, 3, 4}), real({4, 5})}});
   s.push_back({"matmul", {real({3, 4}), real({2, 4, 2})}});
   s.push_back({"gemm", {real({3, 4}), real({4, 2}), real({2})}, attrs({{"alpha", 0.5}, {"beta", 2.0}})});
-  s.push_back({"gemm", {real({4, 3}), real({2, 4}), real({3, 2})},
+  s.push_back({"gemm",
+               {real({4, 3}), real({2, 4}), real({3, 2})},
                attrs({{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}})});
-  s.push_back({"conv", {real({2, 3, 5, 5}), real({4, 3, 3, 3}), real({4})},
+  s.push_back({"conv",
+               {real({2, 3, 5, 5}), real({4, 3, 3, 3}), real({4})},
                attrs({{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}})});
-  s.push_back({"conv", {real({1, 4, 6, 5}), real({4, 1, 3, 2}), absent()},
-               attrs({{"group", std::int64_t{4}}, {"dilations", Ints{2, 1}}, {"auto_pad", std::string("SAME_UPPER")}})});
+  s.push_back(
+      {"conv",
+       {real({1, 4, 6, 5}), real({4, 1, 3, 2}), absent()},
+       attrs({{"group", std::int64_t{4}}, {"dilations", Ints{2, 1}}, {"auto_pad", std::string("SAME_UPPER")}})});
   s.push_back({"max_pool", {real({2, 2, 4, 5})}, attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}})});
   s.push_back({"avg_pool", {real({2, 2, 4, 4})}, attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}})});
   // Overlapping windows, padding, ceil_mode.
-  s.push_back({"max_pool", {real({1, 2, 5, 6})},
+  s.push_back({"max_pool",
+               {real({1, 2, 5, 6})},
                attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})});
-  s.push_back({"max_pool", {real({1, 1, 5, 5})},
+  s.push_back({"max_pool",
+               {real({1, 1, 5, 5})},
                attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}})});
-  s.push_back({"avg_pool", {real({1, 2, 5, 5})},
+  s.push_back({"avg_pool",
+               {real({1, 2, 5, 5})},
                attrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})});
-  s.push_back({"avg_pool", {real({1, 2, 5, 5})},
-               attrs({{"kernel_shape", Ints{3, 2}}, {"strides", Ints{1, 2}}, {"pads", Ints{1, 0, 1, 1}},
+  s.push_back({"avg_pool",
+               {real({1, 2, 5, 5})},
+               attrs({{"kernel_shape", Ints{3, 2}},
+                      {"strides", Ints{1, 2}},
+                      {"pads", Ints{1, 0, 1, 1}},
                       {"count_include_pad", std::int64_t{1}}})});
   // Through their decompositions (no gradient rule of their own).
-  s.push_back({"lrn", {positive({1, 5, 2, 2})}, attrs({{"size", std::int64_t{3}}, {"alpha", 0.5}, {"beta", 0.75}, {"bias", 1.0}})});
+  s.push_back({"lrn",
+               {positive({1, 5, 2, 2})},
+               attrs({{"size", std::int64_t{3}}, {"alpha", 0.5}, {"beta", 0.75}, {"bias", 1.0}})});
   s.push_back({"einsum", {real({2, 3}), real({3, 4})}, attrs({{"equation", std::string("ij,jk->ik")}})});
-  s.push_back({"conv_transpose", {real({1, 2, 3, 3}), real({2, 3, 2, 2}), real({3})},
+  s.push_back({"conv_transpose",
+               {real({1, 2, 3, 3}), real({2, 3, 2, 2}), real({3})},
                attrs({{"strides", Ints{2, 2}}, {"pads", Ints{0, 1, 0, 0}}})});
   s.push_back({"resize", {real({1, 1, 2, 3})}, attrs({{"sizes", Ints{1, 1, 4, 5}}, {"mode", std::string("linear")}})});
   s.push_back({"gather_elements", {real({3, 4}), index({3, 2}, 4)}, attrs({{"axis", std::int64_t{1}}})});
-  s.push_back({"windows", {real({2, 5, 6})}, attrs({{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 1}}, {"dilations", Ints{1, 2}}})});
+  s.push_back({"windows",
+               {real({2, 5, 6})},
+               attrs({{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 1}}, {"dilations", Ints{1, 2}}})});
   s.push_back({"gather", {real({2, 5, 3}), index({4}, 5)}, attrs({{"axis", std::int64_t{1}}})});
   s.push_back({"gather", {real({2, 3, 4}), index({}, 4)}, attrs({{"axis", std::int64_t{-1}}})});
   return s;
@@ -298,8 +322,8 @@ TEST_CASE("a path through an op without a gradient is an error naming the node")
   g.outputs = {"l"};
   auto r = pipeline::append_gradients(g, shipped(), "l", {"x"});
   REQUIRE(!r);
-  CHECK_THAT(r.error().message, Catch::Contains("node 'up'") && Catch::Contains("no gradient") &&
-                                    Catch::Contains("not derived yet"));
+  CHECK_THAT(r.error().message,
+             Catch::Contains("node 'up'") && Catch::Contains("no gradient") && Catch::Contains("not derived yet"));
 }
 
 TEST_CASE("shared values accumulate - values the loss does not reach get zeros") {
@@ -331,7 +355,8 @@ TEST_CASE("gradient files: errors name the place") {
     REQUIRE(!r);
     return r.error().to_string();
   };
-  CHECK_THAT(bad("(defgrad (frob ?x) (?y) (?dy) (d ?x ?dy))"), Catch::Contains("g.rules:1:11") && Catch::Contains("unknown op 'frob'"));
+  CHECK_THAT(bad("(defgrad (frob ?x) (?y) (?dy) (d ?x ?dy))"),
+             Catch::Contains("g.rules:1:11") && Catch::Contains("unknown op 'frob'"));
   CHECK_THAT(bad("(defgrad (neg ?x) (?y) (?dy) (d ?x ?dz))"), Catch::Contains("unbound variable '?dz'"));
   CHECK_THAT(bad("(defgrad (neg ?x) (?y) (?dy) (d ?q ?dy))"), Catch::Contains("'?q' is not an operand"));
   CHECK_THAT(bad("(defgrad (add ?x) (?y) (?dy) (d ?x ?dy))"), Catch::Contains("takes 2 operands"));

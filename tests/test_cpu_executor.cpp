@@ -32,7 +32,8 @@ TEST_CASE("An update step writes its next weights over the weights it read") {
   std::vector<double> w(1000), gv(1000);
   for (int i = 0; i < 1000; ++i) w[i] = i, gv[i] = 2 * i;
   std::vector<ir::Tensor> in = {ir::Tensor::of_doubles(ir::DType::F32, {1000}, w),
-                                ir::Tensor::of_doubles(ir::DType::F32, {1000}, gv), ir::Tensor::scalar(ir::DType::F32, 0.5)};
+                                ir::Tensor::of_doubles(ir::DType::F32, {1000}, gv),
+                                ir::Tensor::scalar(ir::DType::F32, 0.5)};
   ir::Tensor original = in[0];  // shares the storage until one is written
   auto separate = e->run(in);
   REQUIRE(separate);

@@ -59,8 +59,7 @@ TEST_CASE("A cheap value read much later is computed again there") {
   g.initializers.emplace("w", random_tensor({128, 128}, 1));
   g.nodes.push_back(node("add", {"x", "one"}, "a"));
   g.nodes.push_back(node("matmul", {"a", "w"}, "h0"));
-  for (int i = 1; i <= 20; ++i)
-    g.nodes.push_back(node("matmul", {saturn_h(i - 1), "w"}, saturn_h(i)));
+  for (int i = 1; i <= 20; ++i) g.nodes.push_back(node("matmul", {saturn_h(i - 1), "w"}, saturn_h(i)));
   g.nodes.push_back(node("mul", {"a", "h20"}, "y"));
   g.outputs = {"y"};
   std::vector<ir::Tensor> in = {random_tensor({128, 128}, 2)};
@@ -86,8 +85,7 @@ TEST_CASE("Values whose recomputation would be dear, or keep others alive longer
   g.initializers.emplace("w", random_tensor({128, 128}, 1));
   g.nodes.push_back(node("erf", {"x"}, "a"));  // 10 operations an element: not recomputed
   g.nodes.push_back(node("matmul", {"a", "w"}, "h0"));
-  for (int i = 1; i <= 20; ++i)
-    g.nodes.push_back(node("matmul", {saturn_h(i - 1), "w"}, saturn_h(i)));
+  for (int i = 1; i <= 20; ++i) g.nodes.push_back(node("matmul", {saturn_h(i - 1), "w"}, saturn_h(i)));
   g.nodes.push_back(node("mul", {"a", "h20"}, "y"));
   g.outputs = {"y"};
   CHECK(pipeline::rematerialize(g).values == 0);

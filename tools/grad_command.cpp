@@ -11,7 +11,8 @@
 namespace saturn::cli {
 
 void add_grad_command(CLI::App& app, GradOptions& o) {
-  auto* cmd = app.add_subcommand("grad", "Build a model's training step: forward, loss, backward and optimizer update.");
+  auto* cmd =
+      app.add_subcommand("grad", "Build a model's training step: forward, loss, backward and optimizer update.");
   add_step_flags(*cmd, o.step, 32, true);
   cmd->add_option("-o,--out", o.out, "Write the step graph (.sat or .onnx)");
   cmd->add_option("--report", o.report,
@@ -43,7 +44,8 @@ int run_grad(const GradOptions& o) {
                             {"batch_norms_in_training_mode", step.batch_norms.size()},
                             {"decomposed", step.decomposed}};
   if (!o.out.empty()) {
-    auto w = has_suffix(o.out, ".sat") ? ir::write_sat_file(step.graph, o.out) : ir::export_onnx_file(step.graph, o.out);
+    auto w =
+        has_suffix(o.out, ".sat") ? ir::write_sat_file(step.graph, o.out) : ir::export_onnx_file(step.graph, o.out);
     if (!w) return bad_input(w.error().to_string());
     summary["out"] = o.out;
   }
@@ -93,9 +95,9 @@ int run_grad(const GradOptions& o) {
       std::cerr << ", " << step.decomposed.size() << " composites differentiated through their decomposition";
     std::cerr << "\n";
     if (summary.contains("memory"))
-      std::cerr << "memory (" << o.target << "): arena " << summary["memory"]["arena_bytes"] << " bytes, every buffer kept "
-                << summary["memory"]["naive_bytes"] << ", liveness bound " << summary["memory"]["liveness_bound_bytes"]
-                << "\n";
+      std::cerr << "memory (" << o.target << "): arena " << summary["memory"]["arena_bytes"]
+                << " bytes, every buffer kept " << summary["memory"]["naive_bytes"] << ", liveness bound "
+                << summary["memory"]["liveness_bound_bytes"] << "\n";
   }
   return kOk;
 }

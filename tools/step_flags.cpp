@@ -81,9 +81,8 @@ Expected<CompiledGraph> compile_graph(const ir::Graph& g, const std::string& tar
   CompiledGraph c;
   auto t0 = std::chrono::steady_clock::now();
   auto plan = [&](const lower::Program& p) {
-    c.memory = {{"arena_bytes", p.arena_bytes},
-                {"naive_bytes", p.naive_bytes},
-                {"liveness_bound_bytes", p.lower_bound_bytes}};
+    c.memory = {
+        {"arena_bytes", p.arena_bytes}, {"naive_bytes", p.naive_bytes}, {"liveness_bound_bytes", p.lower_bound_bytes}};
   };
   if (target == "cpu") {
     runtime::CpuExecutorOptions co;

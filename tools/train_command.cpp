@@ -30,7 +30,9 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
       ->required();
   cmd->add_option("--eval-data", o.eval_data, "Held-out inputs for the final evaluation (default: the training data)");
   cmd->add_option("--eval-labels", o.eval_labels, "Held-out targets");
-  cmd->add_option("--epochs", o.epochs, "Passes over the training data")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--epochs", o.epochs, "Passes over the training data")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--target", o.target, "cpu | cuda | interp")
       ->check(CLI::IsMember({"cpu", "cuda", "interp"}))
       ->capture_default_str();
@@ -39,7 +41,8 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--seed", o.seed, "Seed of the batches' shuffle")->capture_default_str();
   cmd->add_flag("--no-opt", o.no_opt, "Run the step as built, not as `saturn opt` optimizes it");
   cmd->add_flag("--no-remat", o.no_remat, "Keep every value the backward pass reads (no rematerialization)");
-  cmd->add_flag("--json", o.json, "Print one JSON object (final_loss, eval_accuracy, step_ms_median, arena_bytes, ...)");
+  cmd->add_flag("--json", o.json,
+                "Print one JSON object (final_loss, eval_accuracy, step_ms_median, arena_bytes, ...)");
   cmd->add_flag("--quiet", o.quiet, "No progress");
 }
 
@@ -60,15 +63,16 @@ Expected<ir::Tensor> as_type(const ir::Tensor& t, ir::DType want, const std::vec
   if (t.dims().empty() || t.dims() != expected) {
     std::string want_s = "[N";
     for (auto d : sample_dims) want_s += " " + std::to_string(d);
-    return Diagnostic{SourceLoc{what}, "has the shape " + ir::to_string(ir::shape_of(t.dims())) + "; the model takes " +
-                                           want_s + "]"};
+    return Diagnostic{SourceLoc{what},
+                      "has the shape " + ir::to_string(ir::shape_of(t.dims())) + "; the model takes " + want_s + "]"};
   }
   if (t.dtype() == want) return t;
   ir::Tensor out(want, t.dims());
   for (std::size_t i = 0; i < t.numel(); ++i) {
     double v = t.at(i);
     if (!ir::is_float(want) && (std::floor(v) != v || !std::isfinite(v)))
-      return Diagnostic{SourceLoc{what}, "element " + std::to_string(i) + " is " + std::to_string(v) + ", not a class index"};
+      return Diagnostic{SourceLoc{what},
+                        "element " + std::to_string(i) + " is " + std::to_string(v) + ", not a class index"};
     out.set(i, v);
   }
   notes.push_back(what + ": " + std::string(ir::dtype_name(t.dtype())) + " converted to " + ir::dtype_name(want));
@@ -93,7 +97,8 @@ Expected<Dataset> read_dataset(const std::string& data, const std::string& label
 }
 
 // Rows `ids` of t (samples on the first axis), as one batch.
-ir::Tensor gather_rows(const ir::Tensor& t, const std::vector<std::int64_t>& ids, std::size_t first, std::int64_t batch) {
+ir::Tensor gather_rows(const ir::Tensor& t, const std::vector<std::int64_t>& ids, std::size_t first,
+                       std::int64_t batch) {
   std::vector<std::int64_t> dims = t.dims();
   dims[0] = batch;
   ir::Tensor out = ir::Tensor::uninitialized(t.dtype(), dims);
@@ -143,9 +148,8 @@ void score(pipeline::LossKind k, const ir::Tensor& pred, const ir::Tensor& targe
   }
   for (std::size_t i = 0; i < n; ++i) {
     double p = pred.at(i), t = target.at(i);
-    s.loss += k == pipeline::LossKind::MeanSquaredError
-                  ? (p - t) * (p - t)
-                  : std::max(p, 0.0) - p * t + std::log1p(std::exp(-std::abs(p)));
+    s.loss += k == pipeline::LossKind::MeanSquaredError ? (p - t) * (p - t)
+                                                        : std::max(p, 0.0) - p * t + std::log1p(std::exp(-std::abs(p)));
     if (k == pipeline::LossKind::BinaryCrossEntropy) s.correct += (p > 0) == (t > 0.5);
     ++s.counted;
   }
@@ -154,7 +158,8 @@ void score(pipeline::LossKind k, const ir::Tensor& pred, const ir::Tensor& targe
 void progress(int epoch, int epochs, std::size_t done, std::size_t total, double loss, double rate) {
   const int width = 30;
   int filled = total ? static_cast<int>(width * done / total) : width;
-  std::cerr << "\r\033[K[epoch " << epoch << "/" << epochs << "] [" << std::string(static_cast<std::size_t>(filled), '#')
+  std::cerr << "\r\033[K[epoch " << epoch << "/" << epochs << "] ["
+            << std::string(static_cast<std::size_t>(filled), '#')
             << std::string(static_cast<std::size_t>(width - filled), '.') << "] loss " << std::fixed
             << std::setprecision(4) << loss << "  " << std::setprecision(0) << rate << " samples/s" << std::flush;
   std::cerr.unsetf(std::ios::floatfield);
@@ -164,7 +169,9 @@ void progress(int epoch, int epochs, std::size_t done, std::size_t total, double
 
 int run_train(const TrainOptions& o) {
   using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
   auto built = build_step(o.step);
   if (!built) return bad_input(built.error().to_string());
   pipeline::TrainingStep& step = built->step;
@@ -203,9 +210,10 @@ int run_train(const TrainOptions& o) {
               << step.backward_nodes << " backward)" << (o.no_opt || o.target == "interp" ? "" : ", optimized to ")
               << (o.no_opt || o.target == "interp" ? std::string() : std::to_string(program.nodes.size()) + " nodes")
               << " in " << std::lround(opt_ms) << " ms, compiled in " << std::lround(compiled->compile_ms) << " ms"
-              << (compiled->memory.empty() ? std::string()
-                                           : "; arena " + compiled->memory["arena_bytes"].dump() + " bytes (every buffer kept " +
-                                                 compiled->memory["naive_bytes"].dump() + ")")
+              << (compiled->memory.empty()
+                      ? std::string()
+                      : "; arena " + compiled->memory["arena_bytes"].dump() + " bytes (every buffer kept " +
+                            compiled->memory["naive_bytes"].dump() + ")")
               << "\n";
 
   // State in, next state out. Where the compiled step allows it (cpu), each
@@ -251,10 +259,13 @@ int run_train(const TrainOptions& o) {
         return kCheckFailed;
       }
       sum += loss;
-      if (bar) progress(epoch, o.epochs, b + 1, per_epoch, sum / double(b + 1), double((b + 1) * batch) / (ms_since(epoch_start) / 1000));
+      if (bar)
+        progress(epoch, o.epochs, b + 1, per_epoch, sum / double(b + 1),
+                 double((b + 1) * batch) / (ms_since(epoch_start) / 1000));
     }
     epoch_loss.push_back(sum / double(per_epoch));
-    if (bar) std::cerr << "\n";
+    if (bar)
+      std::cerr << "\n";
     else if (show)
       std::cerr << "epoch " << epoch << "/" << o.epochs << ": loss " << epoch_loss.back() << ", "
                 << std::lround(double(per_epoch * batch) / (ms_since(epoch_start) / 1000)) << " samples/s\n";
@@ -288,34 +299,35 @@ int run_train(const TrainOptions& o) {
     ir::Tensor labels = gather_rows(ev.y, all, static_cast<std::size_t>(first), batch);
     score(built->options.loss, eval_out[0], labels, std::min(batch, ev.samples - first), sc);
   }
-  const bool classify = pipeline::is_classification(built->options.loss) ||
-                        built->options.loss == pipeline::LossKind::BinaryCrossEntropy;
-  nlohmann::json summary = {{"model", o.step.model},
-                            {"target", o.target},
-                            {"loss", pipeline::loss_name(built->options.loss)},
-                            {"optimizer", pipeline::optimizer_name(built->options.optimizer)},
-                            {"epochs", o.epochs},
-                            {"batch", batch},
-                            {"steps", step_ms.size()},
-                            {"final_loss", epoch_loss.empty() ? nullptr : nlohmann::json(epoch_loss.back())},
-                            {"epoch_losses", epoch_loss},
-                            {"step_ms_median", median(step_ms)},
-                            {"samples_per_s", train_s > 0 ? double(step_ms.size() * batch) / train_s : 0},
-                            {"train_s", train_s},
-                            {"opt_ms", opt_ms},
-                            {"compile_ms", compiled->compile_ms},
-                            {"evaluated_on", eval ? "eval data" : "training data"},
-                            {"eval_samples", ev.samples},
-                            {"eval_loss", sc.counted ? sc.loss / double(sc.counted) : 0},
-                            {"eval_accuracy", classify && sc.counted ? nlohmann::json(double(sc.correct) / double(sc.counted))
-                                                                     : nlohmann::json(nullptr)},
-                            {"remat_values", prepared->remat_values},
-                            {"remat_bytes", prepared->remat_bytes},
-                            {"state_bytes", state_bytes},
-                            {"state_updated_in_place", in_place.size()},
-                            {"state_slots", step.state.size()},
-                            {"state_double_buffered_bytes", double_buffered_bytes},
-                            {"notes", notes}};
+  const bool classify =
+      pipeline::is_classification(built->options.loss) || built->options.loss == pipeline::LossKind::BinaryCrossEntropy;
+  nlohmann::json summary = {
+      {"model", o.step.model},
+      {"target", o.target},
+      {"loss", pipeline::loss_name(built->options.loss)},
+      {"optimizer", pipeline::optimizer_name(built->options.optimizer)},
+      {"epochs", o.epochs},
+      {"batch", batch},
+      {"steps", step_ms.size()},
+      {"final_loss", epoch_loss.empty() ? nullptr : nlohmann::json(epoch_loss.back())},
+      {"epoch_losses", epoch_loss},
+      {"step_ms_median", median(step_ms)},
+      {"samples_per_s", train_s > 0 ? double(step_ms.size() * batch) / train_s : 0},
+      {"train_s", train_s},
+      {"opt_ms", opt_ms},
+      {"compile_ms", compiled->compile_ms},
+      {"evaluated_on", eval ? "eval data" : "training data"},
+      {"eval_samples", ev.samples},
+      {"eval_loss", sc.counted ? sc.loss / double(sc.counted) : 0},
+      {"eval_accuracy",
+       classify && sc.counted ? nlohmann::json(double(sc.correct) / double(sc.counted)) : nlohmann::json(nullptr)},
+      {"remat_values", prepared->remat_values},
+      {"remat_bytes", prepared->remat_bytes},
+      {"state_bytes", state_bytes},
+      {"state_updated_in_place", in_place.size()},
+      {"state_slots", step.state.size()},
+      {"state_double_buffered_bytes", double_buffered_bytes},
+      {"notes", notes}};
   for (const char* k : {"arena_bytes", "naive_bytes", "liveness_bound_bytes"})
     summary[k] = compiled->memory.contains(k) ? compiled->memory[k] : nlohmann::json(nullptr);
   if (!o.out.empty()) {
