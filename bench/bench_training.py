@@ -11,8 +11,11 @@ process per contender):
   torch   the same module (same seed, same weights) in PyTorch eager mode
           (Debian's python3-torch): zero_grad, forward, cross-entropy,
           backward, AdamW step, timed per step; jemalloc preloaded,
-          OMP_WAIT_POLICY=PASSIVE, T threads. torch.compile needs torch 2.x;
-          Debian ships 1.13, so it is reported as not run.
+          OMP_WAIT_POLICY=PASSIVE, T threads;
+  compile the same step function through torch.compile (inductor, CPU), in
+          a Python with torch 2.x from PyPI given by --torch2 (Debian ships
+          1.13, which has no torch.compile); its compilation is in the
+          warm-up, not timed. Not run without --torch2.
 
 Models: an MLP (784-512-512-10, batch 64), a small CNN (two conv-bn-relu-pool
 stages and a linear head on 3x32x32, batch 32) and a small GPT (2 pre-norm
@@ -24,7 +27,11 @@ every buffer (the saving) and against the liveness bound, and the state
 measured.
 
 Usage: bench/bench_training.py [--saturn BIN] [--rounds R] [--steps S]
-         [--threads T] [--json] [NAME...]
+         [--threads T] [--torch2 PYTHON] [--json] [NAME...]
+
+A torch 2.x for --torch2: python3 -m venv V && V/bin/pip install torch==2.5.1
+(PyPI's wheel, with its nvidia-*-cu12 dependencies: it does not import
+without them, even on a machine without a GPU).
 """
 import argparse
 import json
@@ -109,22 +116,30 @@ def ce(logits, y):
 
 TORCH_RUN = MODELS + r'''
 import sys, time, json
-name, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+name, steps, threads, compiled = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "compile"
 torch.set_num_threads(threads)
 model, batch, x, y = make(name)
 model.train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x, y = torch.from_numpy(x), torch.from_numpy(y).long()
 n = x.shape[0] // batch
+
+def step(xb, yb):
+    opt.zero_grad()
+    loss = ce(model(xb), yb)
+    loss.backward()
+    opt.step()
+    return loss
+
+# torch.compile: the whole step (forward, backward, AdamW) as one compiled
+# function; its compilation is in the warm-up, not timed.
+run = torch.compile(step) if compiled else step
 times = []
 for s in range(steps + 3):
     i = s % n
     xb, yb = x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
     t = time.perf_counter()
-    opt.zero_grad()
-    loss = ce(model(xb), yb)
-    loss.backward()
-    opt.step()
+    loss = run(xb, yb)
     times.append((time.perf_counter() - t) * 1000)
 print(json.dumps({"step_ms_median": sorted(times[3:])[len(times[3:]) // 2], "loss": float(loss)}))
 '''
@@ -156,6 +171,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=30, help="timed steps per process (torch); saturn runs epochs of 8 steps")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--torch2", default=None,
+                    help="a Python with torch 2.x (PyPI) for the torch.compile contender; not run without it")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -165,7 +182,7 @@ def main():
                                        text=True).stdout.split()[-1])
             model = os.path.join(tmp, name + ".onnx")
             epochs = max(1, args.steps // 8)
-            sat, tor, plan = [], [], {}
+            sat, tor, comp, plan = [], [], [], {}
             for _ in range(args.rounds):
                 r = subprocess.run([args.saturn, "train", model, "--data", os.path.join(tmp, name + ".x.npy"), "--labels",
                                     os.path.join(tmp, name + ".y.npy"), "--loss", "cross-entropy", "--optimizer", "adamw",
@@ -177,29 +194,48 @@ def main():
                 sat.append(s["step_ms_median"])
                 plan = {k: s[k] for k in ("arena_bytes", "naive_bytes", "liveness_bound_bytes", "state_bytes",
                                           "state_double_buffered_bytes", "state_updated_in_place", "state_slots")}
-                t = subprocess.run(["/usr/bin/python3", "-c", TORCH_RUN, name, str(args.steps), str(args.threads)],
+                t = subprocess.run(["/usr/bin/python3", "-c", TORCH_RUN, name, str(args.steps), str(args.threads), "eager"],
                                    capture_output=True, text=True, env=torch_env(args.threads))
                 if t.returncode != 0:
                     sys.exit(f"torch {name}: {t.stderr}")
                 tor.append(json.loads(t.stdout)["step_ms_median"])
+                if args.torch2:
+                    c = subprocess.run([args.torch2, "-c", TORCH_RUN, name, str(args.steps), str(args.threads), "compile"],
+                                       capture_output=True, text=True, env=torch_env(args.threads))
+                    if c.returncode != 0:
+                        sys.exit(f"torch.compile {name}: {c.stderr[-2000:]}")
+                    comp.append(json.loads(c.stdout.strip().splitlines()[-1])["step_ms_median"])
             row = {"model": name, "batch": batch, "saturn_ms": statistics.median(sat), "torch_eager_ms": statistics.median(tor),
-                   "torch_compile_ms": None, **plan}
+                   "torch_compile_ms": statistics.median(comp) if comp else None, **plan}
             row["torch/saturn"] = row["torch_eager_ms"] / row["saturn_ms"]
+            row["compile/saturn"] = row["torch_compile_ms"] / row["saturn_ms"] if comp else None
+            # Every buffer kept: the step as built (no rematerialization, whose
+            # copies are buffers of their own), each temporary allocated apart.
+            rep = os.path.join(tmp, name + ".plan.json")
+            subprocess.run([args.saturn, "grad", model, "--loss", "cross-entropy", "--optimizer", "adamw", "--batch",
+                            str(batch), "--report", rep, "--no-remat"], check=True, capture_output=True)
+            with open(rep) as f:
+                plan["naive_bytes"] = json.load(f)["naive_bytes"]
+            row["naive_bytes"] = plan["naive_bytes"]
             row["arena_saving"] = 1 - plan["arena_bytes"] / plan["naive_bytes"]
             rows.append(row)
             if not args.json:
+                peer = (f"torch.compile {row['torch_compile_ms']:8.3f} ms  compile/saturn {row['compile/saturn']:5.2f}x"
+                        if comp else f"torch.compile: not run (--torch2; Debian's torch is {torch_version()})")
                 print(f"{name:5s} batch {batch:3d}: saturn {row['saturn_ms']:8.3f} ms  torch eager {row['torch_eager_ms']:8.3f} ms"
-                      f"  torch/saturn {row['torch/saturn']:5.2f}x  torch.compile: not run (torch {torch_version()})"
+                      f"  torch/saturn {row['torch/saturn']:5.2f}x  {peer}"
                       f"  arena {plan['arena_bytes'] / 2**20:.2f} MiB, every buffer kept {plan['naive_bytes'] / 2**20:.2f} MiB"
                       f" (saving {100 * row['arena_saving']:.0f}%), liveness bound {plan['liveness_bound_bytes'] / 2**20:.2f} MiB;"
                       f" state {plan['state_bytes'] / 2**20:.2f} MiB, {plan['state_updated_in_place']} of {plan['state_slots']}"
                       f" slots updated in place (+{plan['state_double_buffered_bytes'] / 2**20:.2f} MiB double-buffered)",
                       flush=True)
     geo = float(np.exp(np.mean([np.log(r["torch/saturn"]) for r in rows])))
+    geo_c = float(np.exp(np.mean([np.log(r["compile/saturn"]) for r in rows]))) if args.torch2 else None
     if args.json:
-        print(json.dumps({"rows": rows, "geomean_torch/saturn": geo}))
+        print(json.dumps({"rows": rows, "geomean_torch/saturn": geo, "geomean_compile/saturn": geo_c}))
     else:
-        print(f"geomean torch/saturn: {geo:.2f}x (medians of {args.rounds} interleaved rounds, {args.threads} threads)")
+        print(f"geomean torch/saturn: {geo:.2f}x" + (f", compile/saturn: {geo_c:.2f}x" if geo_c else "") +
+              f" (medians of {args.rounds} interleaved rounds, {args.threads} threads)")
 
 
 def torch_version():

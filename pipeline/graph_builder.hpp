@@ -37,6 +37,9 @@ std::vector<std::int64_t> static_dims_of(const TensorRef& t);
 // `a` counted from the end when negative (a BuildError when out of range).
 std::int64_t normalize_axis(std::int64_t a, std::int64_t rank);
 
+// Appends nodes to `g`, typed by the ops' own rules into `types`; nodes and
+// values are named `prefix` and a number, scalar constants
+// `prefix`const/TYPE/VALUE (one initializer per distinct value).
 class GraphBuilder {
  public:
   GraphBuilder(ir::Graph& g, std::map<std::string, ir::ValueType>& types, std::string prefix)
