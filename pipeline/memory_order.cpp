@@ -71,6 +71,24 @@ bool order_for_memory(ir::Graph& g) {
         if (--waiting[c] == 0) ready.insert(c);
   }
   if (order.size() != count) return false;  // (a cycle: leave the graph as it is)
+  // Views cost nothing where they are, so the greedy takes them as soon as
+  // they are ready; but a view keeps its operand's storage alive, and a
+  // value recomputed before its late reader (pipeline/rematerialize.hpp)
+  // must not be recomputed at the view's early place. Each view moves to
+  // just before its first reader (later views first, so chains follow).
+  std::vector<std::size_t> position(n, 0);
+  for (std::size_t k = order.size(); k-- > 0;) {
+    const std::size_t i = order[k];
+    const ir::OpDef* def = ir::OpRegistry::get().find(g.nodes[i].op);
+    const bool view = def && (def->view || g.nodes[i].op == "transpose" || g.nodes[i].op == "expand");
+    if (!view || g.nodes[i].outputs.size() != 1 || kept.count(g.nodes[i].outputs[0])) continue;
+    for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
+    std::size_t first = order.size();
+    for (std::size_t c : consumers[g.nodes[i].outputs[0]]) first = std::min(first, position[c]);
+    if (first == order.size() || first <= k + 1) continue;
+    order.erase(order.begin() + static_cast<std::ptrdiff_t>(k));
+    order.insert(order.begin() + static_cast<std::ptrdiff_t>(first - 1), i);
+  }
   std::vector<ir::Node> nodes;
   nodes.reserve(count);
   for (std::size_t i : order) nodes.push_back(std::move(g.nodes[i]));

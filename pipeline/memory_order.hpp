@@ -9,7 +9,8 @@
 // changes, so the graph computes the same values. Among the nodes ready to
 // run it takes the one that adds the fewest bytes (its results, less the
 // operands it is the last reader of), ties in the original order. Views
-// are free (they share their operand's storage). The lowering runs nodes in
+// are free (they share their operand's storage), and each then moves to
+// just before its first reader. The lowering runs nodes in
 // graph order and the memory planner (lower/memory_plan.hpp) gives values
 // that no longer live the same bytes.
 #pragma once

@@ -119,3 +119,29 @@ TEST_CASE("The memory order takes each branch's reader before the next branch's 
   CHECK(order == std::vector<std::string>{"p1", "q1", "p2", "q2", "y"});
   CHECK(run(g, in)[0].at(0) == before[0].at(0));
 }
+
+TEST_CASE("The memory order puts a view just before its first reader") {
+  // r views p1; the greedy would take it as soon as p1 exists (it costs
+  // nothing), where a value recomputed for its reader would be computed
+  // early too.
+  ir::Graph g;
+  g.inputs.push_back({"x", ir::ValueType{ir::DType::F32, ir::shape_of({64, 64})}});
+  g.initializers.emplace("w", random_tensor({64, 64}, 3));
+  g.nodes.push_back(node("matmul", {"x", "w"}, "p1"));
+  ir::Node r = node("reshape", {"p1"}, "r");
+  r.attrs.set("shape", std::vector<std::int64_t>{4096});
+  g.nodes.push_back(r);
+  g.nodes.push_back(node("matmul", {"p1", "w"}, "p2"));
+  g.nodes.push_back(node("reduce_sum", {"p2"}, "q2"));
+  g.nodes.push_back(node("reduce_sum", {"r"}, "q1"));
+  g.nodes.push_back(node("add", {"q1", "q2"}, "y"));
+  g.outputs = {"y"};
+  REQUIRE(pipeline::order_for_memory(g));
+  REQUIRE(in_dependency_order(g));
+  std::size_t view = 0, reader = 0;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].outputs[0] == "r") view = i;
+    if (g.nodes[i].outputs[0] == "q1") reader = i;
+  }
+  CHECK(view + 1 == reader);
+}
