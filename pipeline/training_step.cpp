@@ -131,12 +131,22 @@ std::pair<std::string, std::string> batch_statistics(StepWriter& w, ir::Node& n,
                     &var = n.inputs[4];
   ir::DType t = xt.dtype;
   std::string p = "train/bn/" + n.outputs[0] + "/";
-  auto keep = with({{"axes", axes}, {"keepdims", std::int64_t{1}}});
   auto as_c = with({{"shape", cshape}, {"allowzero", std::int64_t{1}}});
   auto as_vec = with({{"shape", std::vector<std::int64_t>{dims[1]}}, {"allowzero", std::int64_t{1}}});
-  std::string m = w.node("reduce_mean", {x}, p + "mean", keep);
+  // Means over the spatial axes first, then the batch: a row reduction and
+  // a small one (GraphBuilder::reduce_kept says why); equal groups keep the
+  // mean exact.
+  auto mean_over = [&](const std::string& v, const std::string& out) {
+    if (dims.size() <= 2) return w.node("reduce_mean", {v}, out, with({{"axes", axes}, {"keepdims", std::int64_t{1}}}));
+    std::vector<std::int64_t> spatial(axes.begin() + 1, axes.end());
+    std::string inner =
+        w.node("reduce_mean", {v}, out + "/spatial", with({{"axes", spatial}, {"keepdims", std::int64_t{1}}}));
+    return w.node("reduce_mean", {inner}, out,
+                  with({{"axes", std::vector<std::int64_t>{0}}, {"keepdims", std::int64_t{1}}}));
+  };
+  std::string m = mean_over(x, p + "mean");
   std::string xc = w.node("sub", {x, m}, p + "centered");
-  std::string v = w.node("reduce_mean", {w.node("mul", {xc, xc}, p + "sq")}, p + "var", keep);
+  std::string v = mean_over(w.node("mul", {xc, xc}, p + "sq"), p + "var");
   std::string rstd = w.node(
       "recip", {w.node("sqrt", {w.node("add", {v, w.scalar(n.attrs.f("epsilon", 1e-5), t)}, p + "ve")}, p + "std")},
       p + "rstd");
