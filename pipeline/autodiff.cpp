@@ -50,27 +50,50 @@ void inline_form(ir::Graph& g, std::size_t index, const ir::Graph& form, const s
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(index), nodes.begin(), nodes.end());
 }
 
+// The values that depend on wrt through ops that pass a gradient (the
+// floating-point ones), and the values the loss depends on: a node is
+// differentiated when it reads the first and writes the second.
+struct GradientPath {
+  std::set<std::string> depends, needed;
+  bool through(const ir::Node& n) const {
+    return std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); }) &&
+           std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& v) { return needed.count(v); });
+  }
+};
+GradientPath gradient_path(const ir::Graph& g, const std::map<std::string, ir::ValueType>& types,
+                           const rules::GradRules& rules, const std::string& loss,
+                           const std::vector<std::string>& wrt) {
+  GradientPath p;
+  p.depends.insert(wrt.begin(), wrt.end());
+  for (const ir::Node& n : g.nodes) {
+    if (rules.find_zerograd(n.op)) continue;
+    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return p.depends.count(v); }))
+      continue;
+    for (const std::string& o : n.outputs)
+      if (!o.empty() && ir::is_float(types.at(o).dtype)) p.depends.insert(o);
+  }
+  p.needed.insert(loss);
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    const ir::Node& n = g.nodes[i];
+    if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& v) { return p.needed.count(v); }))
+      p.needed.insert(n.inputs.begin(), n.inputs.end());
+  }
+  return p;
+}
+
 // Replaces each node between wrt and the loss whose op has no gradient rule
 // by its primitive form; what it replaced goes to `decomposed`.
 Expected<bool> decompose_composites(ir::Graph& g, const rules::GradRules& rules, const Decomposer& d,
                                     const std::string& loss, const std::vector<std::string>& wrt,
                                     const std::string& prefix, std::vector<std::string>& decomposed) {
-  std::set<std::string> depends(wrt.begin(), wrt.end());
-  for (const ir::Node& n : g.nodes) {
-    if (rules.find_zerograd(n.op)) continue;
-    if (std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); }))
-      depends.insert(n.outputs.begin(), n.outputs.end());
-  }
-  std::set<std::string> needed = {loss};
+  auto types = ir::infer_types(g);
+  if (!types) return types.error();
+  const GradientPath path = gradient_path(g, *types, rules, loss, wrt);
   std::vector<std::size_t> targets;
   for (std::size_t i = g.nodes.size(); i-- > 0;) {
     const ir::Node& n = g.nodes[i];
-    if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& v) { return needed.count(v); }))
-      continue;
-    needed.insert(n.inputs.begin(), n.inputs.end());
-    bool on_path =
-        std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); });
-    if (on_path && !rules.find(n.op) && !rules.find_zerograd(n.op) && !rules.find_nograd(n.op)) targets.push_back(i);
+    if (path.through(n) && !rules.find(n.op) && !rules.find_zerograd(n.op) && !rules.find_nograd(n.op))
+      targets.push_back(i);
   }
   for (std::size_t i : targets) {  // (descending: earlier indices stay valid)
     auto form = d.decompose(g, i);
@@ -103,24 +126,10 @@ Expected<Gradients> append_gradients(ir::Graph& g, const rules::GradRules& rules
   for (const std::string& w : wrt)
     if (!types.count(w)) return Diagnostic{SourceLoc{g.source}, "'" + w + "' is not a value of the graph"};
 
-  // Which values depend on wrt (forward), and which the loss depends on.
-  std::set<std::string> depends(wrt.begin(), wrt.end());
-  std::size_t forward_nodes = g.nodes.size();
-  for (std::size_t i = 0; i < forward_nodes; ++i) {
-    const ir::Node& n = g.nodes[i];
-    if (rules.find_zerograd(n.op)) continue;
-    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return depends.count(v); }))
-      continue;
-    for (const std::string& o : n.outputs)
-      if (!o.empty() && ir::is_float(types[o].dtype)) depends.insert(o);
-  }
-  std::set<std::string> needed = {loss};
-  for (std::size_t i = forward_nodes; i-- > 0;) {
-    const ir::Node& n = g.nodes[i];
-    if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& v) { return needed.count(v); }))
-      continue;
-    for (const std::string& v : n.inputs) needed.insert(v);
-  }
+  const std::size_t forward_nodes = g.nodes.size();
+  const GradientPath path = gradient_path(g, types, rules, loss, wrt);
+  const std::set<std::string>& depends = path.depends;
+  const std::set<std::string>& needed = path.needed;
 
   GraphBuilder b(g, types, prefix);
   std::map<std::string, std::vector<TensorRef>> contributions;

@@ -33,15 +33,12 @@ std::string shipped_rulesets_dir() {
 
 std::vector<std::string> rule_files_for(const std::string& dir, const std::string& target) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file() || e.path().extension() != ".rules") continue;
-    std::string stem = e.path().stem().string();
+  for (const std::string& f : rules::rule_files_in(dir)) {
+    std::string stem = fs::path(f).stem().string();
     bool cpu_only = stem == "blas" || stem == "dnnl", cuda_only = stem == "cublas" || stem == "cudnn";
     if ((cpu_only && target != "cpu") || (cuda_only && target != "cuda")) continue;
-    out.push_back(e.path().string());
+    out.push_back(f);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 

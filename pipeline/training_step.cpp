@@ -10,49 +10,46 @@
 
 namespace saturn::pipeline {
 
-std::optional<LossKind> loss_from_name(const std::string& n) {
-  if (n == "mse") return LossKind::MeanSquaredError;
-  if (n == "cross-entropy" || n == "ce") return LossKind::CrossEntropy;
-  if (n == "bce" || n == "bce-logits") return LossKind::BinaryCrossEntropy;
-  if (n == "nll") return LossKind::NegativeLogLikelihood;
+namespace {
+
+// Each kind's names, the one reports use first.
+constexpr std::pair<const char*, LossKind> kLosses[] = {
+    {"mse", LossKind::MeanSquaredError},   {"cross-entropy", LossKind::CrossEntropy},
+    {"bce", LossKind::BinaryCrossEntropy}, {"nll", LossKind::NegativeLogLikelihood},
+    {"ce", LossKind::CrossEntropy},        {"bce-logits", LossKind::BinaryCrossEntropy}};
+constexpr std::pair<const char*, OptimizerKind> kOptimizers[] = {{"sgd", OptimizerKind::Sgd},
+                                                                 {"momentum", OptimizerKind::Momentum},
+                                                                 {"adam", OptimizerKind::Adam},
+                                                                 {"adamw", OptimizerKind::AdamW},
+                                                                 {"none", OptimizerKind::None}};
+
+template <class Kind, std::size_t N>
+std::optional<Kind> kind_named(const std::pair<const char*, Kind> (&table)[N], const std::string& name) {
+  for (const auto& [n, k] : table)
+    if (name == n) return k;
   return std::nullopt;
 }
-std::optional<OptimizerKind> optimizer_from_name(const std::string& n) {
-  if (n == "none") return OptimizerKind::None;
-  if (n == "sgd") return OptimizerKind::Sgd;
-  if (n == "momentum") return OptimizerKind::Momentum;
-  if (n == "adam") return OptimizerKind::Adam;
-  if (n == "adamw") return OptimizerKind::AdamW;
-  return std::nullopt;
-}
-std::string loss_name(LossKind k) {
-  switch (k) {
-    case LossKind::MeanSquaredError:
-      return "mse";
-    case LossKind::CrossEntropy:
-      return "cross-entropy";
-    case LossKind::BinaryCrossEntropy:
-      return "bce";
-    case LossKind::NegativeLogLikelihood:
-      return "nll";
-  }
+template <class Kind, std::size_t N>
+std::string name_of(const std::pair<const char*, Kind> (&table)[N], Kind kind) {
+  for (const auto& [n, k] : table)
+    if (k == kind) return n;
   return "?";
 }
-std::string optimizer_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::None:
-      return "none";
-    case OptimizerKind::Sgd:
-      return "sgd";
-    case OptimizerKind::Momentum:
-      return "momentum";
-    case OptimizerKind::Adam:
-      return "adam";
-    case OptimizerKind::AdamW:
-      return "adamw";
-  }
-  return "?";
+template <class Kind, std::size_t N>
+std::vector<std::string> names(const std::pair<const char*, Kind> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& [n, k] : table) out.push_back(n);
+  return out;
 }
+
+}  // namespace
+
+std::optional<LossKind> loss_from_name(const std::string& n) { return kind_named(kLosses, n); }
+std::optional<OptimizerKind> optimizer_from_name(const std::string& n) { return kind_named(kOptimizers, n); }
+std::string loss_name(LossKind k) { return name_of(kLosses, k); }
+std::string optimizer_name(OptimizerKind k) { return name_of(kOptimizers, k); }
+std::vector<std::string> loss_names() { return names(kLosses); }
+std::vector<std::string> optimizer_names() { return names(kOptimizers); }
 bool is_classification(LossKind k) { return k == LossKind::CrossEntropy || k == LossKind::NegativeLogLikelihood; }
 
 namespace {
@@ -153,8 +150,7 @@ std::pair<std::string, std::string> batch_statistics(StepWriter& w, ir::Node& n,
   std::string y = w.node("mul", {w.node("mul", {xc, rstd}, p + "xhat"), w.node("reshape", {scale}, p + "scale", as_c)},
                          p + "scaled");
   // The node's own result name stays, so the rest of the graph is unchanged.
-  std::string shifted = w.node("add", {y, w.node("reshape", {bias}, p + "bias", as_c)}, n.outputs[0]);
-  (void)shifted;
+  w.node("add", {y, w.node("reshape", {bias}, p + "bias", as_c)}, n.outputs[0]);
   // Running statistics: (1 - momentum) old + momentum batch (the variance unbiased, as torch's).
   std::string keep_old = w.scalar(1 - momentum, t), take_new = w.scalar(momentum, t);
   std::string bm = w.node("reshape", {m}, p + "mean_c", as_vec);

@@ -29,6 +29,9 @@ std::optional<LossKind> loss_from_name(const std::string& name);
 std::optional<OptimizerKind> optimizer_from_name(const std::string& name);
 std::string loss_name(LossKind k);
 std::string optimizer_name(OptimizerKind k);
+// Every name the two above read ("none" last: no update).
+std::vector<std::string> loss_names();
+std::vector<std::string> optimizer_names();
 // Cross-entropy and NLL compare class indices: accuracy is meaningful.
 bool is_classification(LossKind k);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/op.hpp"
+#include "rules/rule_file.hpp"
 
 namespace saturn::rules {
 
@@ -238,10 +239,7 @@ Expected<GradRules> load_grad_rules(const std::vector<std::string>& files_or_dir
   for (const std::string& p : files_or_dirs) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
-      std::vector<std::string> in;
-      for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_regular_file() && e.path().extension() == ".rules") in.push_back(e.path().string());
-      std::sort(in.begin(), in.end());
+      std::vector<std::string> in = rule_files_in(p);
       files.insert(files.end(), in.begin(), in.end());
     } else if (fs::is_regular_file(p, ec)) {
       files.push_back(p);

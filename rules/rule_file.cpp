@@ -331,6 +331,15 @@ Expected<RuleFile> parse_rules(std::string_view text, const std::string& path, c
   }
 }
 
+std::vector<std::string> rule_files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".rules") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Expected<RuleFile> load_rules(const std::string& path, const BuiltinRegistry& registry, const OpChecker& check_op) {
   auto text = read_file(path);
   if (!text) return text.error();

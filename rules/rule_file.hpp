@@ -55,6 +55,11 @@ using OpChecker = std::function<std::optional<std::string>(const std::string& op
 Expected<RuleFile> parse_rules(std::string_view text, const std::string& path,
                                const BuiltinRegistry& registry = BuiltinRegistry::global(),
                                const OpChecker& check_op = {});
+// The .rules files directly in `dir` (not its subfolders, so rulesets/grad/
+// is apart from rulesets/), sorted: the one listing every reader of rule
+// folders uses (saturn opt, saturn verify, the gradient rules).
+std::vector<std::string> rule_files_in(const std::string& dir);
+
 Expected<RuleFile> load_rules(const std::string& path, const BuiltinRegistry& registry = BuiltinRegistry::global(),
                               const OpChecker& check_op = {});
 

@@ -43,7 +43,7 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
   if (auto why = prepare_outputs(*program_, outs)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};
   std::vector<std::uint8_t*> addr(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) addr[k] = outs[k].bytes();
-  return run_bound(inputs, outs, addr);
+  return run_bound(inputs, addr);
 }
 
 bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) const {
@@ -89,14 +89,13 @@ Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vect
   // A tensor sharing its storage with another is copied first (its
   // bytes()), so the caller's other copies keep the old value.
   for (const auto& [o, i] : in_place) addr[o] = inputs[i].bytes();
-  return run_bound(inputs, outs, addr);
+  return run_bound(inputs, addr);
 }
 
-Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs,
+Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs,
                                       const std::vector<std::uint8_t*>& output_addr) {
   const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
-  (void)outs;
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   lower::RunContext ctx;
   ctx.pool = pool_.get();

@@ -58,8 +58,8 @@ class CpuExecutor {
 
  private:
   CpuExecutor() = default;
-  Expected<bool> run_bound(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outputs,
-                           const std::vector<std::uint8_t*>& output_addr);
+  // Runs with the outputs written at `output_addr` (by output).
+  Expected<bool> run_bound(std::span<const ir::Tensor> inputs, const std::vector<std::uint8_t*>& output_addr);
   std::shared_ptr<lower::Program> program_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};

@@ -19,9 +19,9 @@ void add_step_flags(CLI::App& cmd, StepFlags& f, std::int64_t default_batch, boo
   cmd.add_option("model", f.model, "Model (.onnx or .sat) whose weights are trained")->required();
   cmd.add_option("--loss", f.loss, "mse | cross-entropy (from logits, integer labels) | bce (from logits) | nll")
       ->required()
-      ->check(CLI::IsMember({"mse", "cross-entropy", "ce", "bce", "bce-logits", "nll"}));
-  std::vector<std::string> optimizers = {"sgd", "momentum", "adam", "adamw"};
-  if (gradients_only) optimizers.push_back("none");
+      ->check(CLI::IsMember(pipeline::loss_names()));
+  std::vector<std::string> optimizers = pipeline::optimizer_names();
+  if (!gradients_only) optimizers.pop_back();  // "none"
   cmd.add_option("--optimizer", f.optimizer,
                  gradients_only ? "sgd | momentum | adam | adamw | none (the gradients as outputs)"
                                 : "sgd | momentum | adam | adamw")

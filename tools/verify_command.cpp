@@ -153,10 +153,7 @@ Expected<std::vector<rules::RuleVerdict>> verify_rules(const VerifyCommandOption
   for (const std::string& p : o.rules) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
-      std::vector<std::string> in_dir;
-      for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_regular_file() && e.path().extension() == ".rules") in_dir.push_back(e.path().string());
-      std::sort(in_dir.begin(), in_dir.end());
+      std::vector<std::string> in_dir = rules::rule_files_in(p);
       if (in_dir.empty()) return Diagnostic{SourceLoc{p, 0, 0}, "no .rules files in this folder"};
       files.insert(files.end(), in_dir.begin(), in_dir.end());
     } else if (fs::exists(p, ec)) {
