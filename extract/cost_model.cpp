@@ -37,12 +37,28 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                    1.0,
                    2.0,
                    {"blas.", "dnnl."},
-                   {{"dnnl.conv_transpose", 0.65}, {"dnnl.qconv", 3.0}, {"dnnl.qmatmul", 3.0}},
+                   {{"dnnl.conv_transpose", 0.65},
+                    {"dnnl.qconv", 3.0},
+                    {"dnnl.qmatmul", 3.0},
+                    {"dnnl.wino_conv", 1.4},
+                    {"dnnl.wino_conv_relu", 1.4},
+                    {"dnnl.wino_conv_add", 1.4},
+                    {"dnnl.wino_conv_add_relu", 1.4}},
                    {{"max_pool", 0.004},
                     {"avg_pool", 0.004},
                     {"quantized_conv", 0.004},
                     {"quantized_matmul", 0.004},
                     {"windows", 0.004}}};
+    // oneDNN's Winograd convolutions, in programs (`saturn run --profile`
+    // of resnet18, googlenet and densenet121 against the same programs with
+    // direct ones, 2026-11-27, two runs): 1.2-1.75x faster than the direct
+    // ones from about 170 MFLOP a call (the 3x3 layers of ResNet, the
+    // 56x56 and 28x28 ones of GoogLeNet), from 0.54x to 1.36x below it,
+    // varying between runs (the reorders into and out of its blocked layout
+    // and its input and output transforms). Priced at 1.4x the direct rate
+    // plus 300 us a call, so that the roofline picks it only from about
+    // 160 MFLOP; a calibration measures each call instead.
+    cpu.library_call_us = {{"dnnl.wino_", 300.0}};
     // An add and a ReLU (--no-fuse) over n floats, 2 threads, medians of
     // 30: 150 GB/s while the 5 arrays moved fit in 20 MB (n = 1 M), 45 GB/s
     // at 80 MB, 22 at 320 MB.

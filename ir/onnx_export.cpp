@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/onnx_import.hpp"
 #include "ir/onnx_ops.hpp"
@@ -77,7 +78,12 @@ class Exporter {
                         std::vector<std::string> outs) {
     auto* p = gp_->add_node();
     p->set_op_type(op);
-    p->set_name(n.name.empty() ? op + "_" + std::to_string(counter_++) : n.name);
+    // ONNX wants node names unique (ONNX Runtime refuses a model without):
+    // a node written as several (a fused epilogue, a quantized product)
+    // numbers the later ones.
+    std::string name = n.name.empty() ? op : n.name;
+    while (!node_names_.insert(name).second) name = (n.name.empty() ? op : n.name) + "_" + std::to_string(counter_++);
+    p->set_name(name);
     for (auto& i : ins) p->add_input(i);
     for (auto& o : outs) p->add_output(o);
     return p;
@@ -152,6 +158,7 @@ class Exporter {
   const std::map<std::string, ValueType>& types_;
   onnx::GraphProto* gp_ = nullptr;
   int counter_ = 0;
+  std::unordered_set<std::string> node_names_;
 };
 
 // Resize with the operand that reproduces the node's sizes and scales

@@ -168,6 +168,10 @@ struct OpDef {
   std::string library_of;
   bool sum_epilogue = false;
   Activation activation = Activation::None;
+  // A convolution the library computes with Winograd's minimal filtering
+  // (dnnl.wino_conv...): fewer multiplications than the direct algorithm,
+  // for 3x3 kernels at stride 1; the same result up to rounding.
+  bool winograd = false;
   // The op this one computes: itself, or the composite a library call
   // stands for. The lowering dispatches on it.
   const std::string& semantics() const { return library_of.empty() ? name : library_of; }

@@ -82,6 +82,18 @@ std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dim
   return s;
 }
 
+std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& dims) {
+  if (dims.size() < 3) return row_major_strides(dims);
+  std::vector<std::int64_t> s(dims.size(), 1);
+  std::int64_t step = dims[1];
+  for (std::size_t i = dims.size(); i-- > 2;) {
+    s[i] = step;
+    step *= dims[i];
+  }
+  s[0] = step;
+  return s;
+}
+
 std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
   std::size_t n = std::max(a.size(), b.size());
   Shape out(n);

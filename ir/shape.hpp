@@ -45,6 +45,9 @@ std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& dims)
 std::optional<std::int64_t> checked_static_numel(const Shape& s);
 // Element strides of a row-major (C order) layout of dims.
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims);
+// Element strides of dims [N C spatial...] laid out channels last (NWC,
+// NHWC, NDHWC): C varies fastest, then the spatial dims, N slowest.
+std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& dims);
 
 // Numpy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast(const Shape& a, const Shape& b);

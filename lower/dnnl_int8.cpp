@@ -26,20 +26,6 @@ memory::dims as_dims(const std::vector<std::int64_t>& v) { return memory::dims(v
 
 dt int8_type(ir::DType t) { return t == ir::DType::U8 ? dt::u8 : dt::s8; }
 
-// Channels last (NWC, NHWC, NDHWC): the layout oneDNN's int8 kernels read
-// and write without reordering.
-std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& d) {
-  std::vector<std::int64_t> s(d.size(), 1);
-  std::int64_t step = d[1];
-  for (std::size_t i = d.size(); i-- > 2;) {
-    s[i] = step;
-    step *= d[i];
-  }
-  s[1] = 1;
-  s[0] = step;
-  return s;
-}
-
 // The s32 value of one zero point, bound at every run.
 memory zero_point(const dnnl::engine& engine, std::int32_t v) {
   memory m(memory::desc({1}, dt::s32, {1}), engine);
@@ -93,7 +79,8 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
   const memory::desc user_x(as_dims(x.dims), int8_type(q.x_type), as_dims(x.strides));
   const memory::desc any_x(as_dims(spec.x_dims), int8_type(q.x_type), memory::format_tag::any);
   const memory::desc any_w(as_dims(wd), dt::s8, memory::format_tag::any);
-  const std::vector<std::int64_t> y_strides = channels_last_strides(spec.out_dims);
+  // Channels last: the layout oneDNN's int8 kernels read and write without reordering.
+  const std::vector<std::int64_t> y_strides = ir::channels_last_strides(spec.out_dims);
   const memory::desc y_md(as_dims(spec.out_dims), int8_type(q.y_type), as_dims(y_strides));
   const memory::desc bias_md = q.bias.empty() ? memory::desc() : memory::desc({spec.out_dims[1]}, dt::f32, {1});
   memory::dims gaps;

@@ -196,8 +196,10 @@ void bind_source(DnnlState& st, const memory::desc& want, const View& x) {
 }
 
 // The result's memory: the primitive's layout when plain, else a blocked
-// scratch memory converted to NCHW after the primitive. Returns the strides
-// the result buffer is written with.
+// scratch memory converted after the primitive to channels last (NWC, NHWC,
+// NDHWC: the layout oneDNN's direct f32 convolutions read and write here,
+// so the next one reads it as it is). Returns the strides the result buffer
+// is written with.
 std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
                                       const std::vector<std::int64_t>& out_dims) {
   if (auto s = plain_strides(got)) {
@@ -205,10 +207,10 @@ std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
     return *s;
   }
   st.dst = memory(got, st.engine);
-  st.user_dst =
-      memory(memory::desc(to_dims(out_dims), dt::f32, to_dims(row_major_strides(out_dims))), st.engine, nullptr);
+  const std::vector<std::int64_t> strides = ir::channels_last_strides(out_dims);
+  st.user_dst = memory(memory::desc(to_dims(out_dims), dt::f32, to_dims(strides)), st.engine, nullptr);
   st.from_dst = dnnl::reorder(st.dst, st.user_dst);
-  return row_major_strides(out_dims);
+  return strides;
 }
 
 // ONNX's dilations as oneDNN's: the gaps between taps (1 is none).
@@ -510,19 +512,24 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   memory::desc any_w(user_w.dims(), dt::f32, tag::any);
   memory::desc bias_md = bias ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
   const memory::dims dil = gaps(spec.dilations);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x,
-                                       any_w, bias_md, any_y, to_dims(spec.strides), dil, to_dims(spec.pads_begin),
-                                       to_dims(spec.pads_end));
+  const dnnl::algorithm algo =
+      spec.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algo, any_x, any_w, bias_md, any_y,
+                                       to_dims(spec.strides), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
+  // The rules choose Winograd only where oneDNN 2.6 implements it
+  // (rulesets/dnnl.rules); a oneDNN without it throws here, and the target
+  // makes the direct convolution instead (cpu_target.cpp).
   dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
   st->prim = dnnl::convolution_forward(pd);
-  LibraryStep r = convolution_step(st, pd, "conv", spec, x, w, bias, user_w, bias_md, skip, out, keep);
+  LibraryStep r = convolution_step(st, pd, spec.winograd ? "Winograd conv" : "conv", spec, x, w, bias, user_w, bias_md,
+                                   skip, out, keep);
   if (spec.activation != ir::Activation::None) {
     // The same convolution in the layouts chosen above, without the activation.
     ConvSpec no_relu = spec;
     no_relu.activation = ir::Activation::None;
-    dnnl::convolution_forward::desc same(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         pd.src_desc(), pd.weights_desc(), bias_md, pd.dst_desc(),
-                                         to_dims(spec.strides), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
+    dnnl::convolution_forward::desc same(dnnl::prop_kind::forward_inference, algo, pd.src_desc(), pd.weights_desc(),
+                                         bias_md, pd.dst_desc(), to_dims(spec.strides), dil, to_dims(spec.pads_begin),
+                                         to_dims(spec.pads_end));
     NanKeepingActivation g;
     g.unfused = dnnl::convolution_forward({same, epilogue_attr(no_relu), st->engine});
     g.taps = static_cast<double>(ir::numel(spec.w_dims) / spec.w_dims[0]);

@@ -70,6 +70,8 @@ struct ConvSpec {
   // The activation after the sum; a clip's bounds (infinite when absent).
   ir::Activation activation = ir::Activation::None;
   double clip_min = -HUGE_VAL, clip_max = HUGE_VAL;
+  // Winograd's algorithm (dnnl.wino_conv...) instead of the direct one.
+  bool winograd = false;
 };
 // A weight or bias operand of a library step: `view` (dense) into a
 // constant (the Weight buffer's tensor), read once when the step is made and

@@ -174,6 +174,13 @@ Result conv_plan(EvalContext& ctx, Args a) {
   } else if (*part == "bias-shape") {
     out = {M};
     out.insert(out.end(), n, 1);
+  } else if (*part == "strides") {
+    out = geo.strides;
+  } else if (*part == "dilations") {
+    out = geo.dilations;
+  } else if (*part == "spatial-pads") {
+    out = geo.pads_begin;
+    out.insert(out.end(), geo.pads_end.begin(), geo.pads_end.end());
   } else {
     return std::nullopt;
   }
@@ -811,10 +818,12 @@ void register_decompose_builtins(BuiltinRegistry& r) {
                 "movement ops; PART is spread, repeat, flat, zeros, cut, spatial-axes, rows, taps, row-axes, steps "
                 "or perm",
                 window_plan});
-  r.add(Builtin{"conv-plan", 9, 9,
-                "(conv-plan PART x w kernel strides pads dilations group auto_pad): conv(x, w) as a product with "
-                "windows; PART is kernel, pads, x-shape, w-shape, axes, y-shape or bias-shape",
-                conv_plan});
+  r.add(
+      Builtin{"conv-plan", 9, 9,
+              "(conv-plan PART x w kernel strides pads dilations group auto_pad): conv(x, w) as a product with "
+              "windows; PART is kernel, pads, x-shape, w-shape, axes, y-shape or bias-shape; or the window's strides, "
+              "dilations or spatial-pads (the spatial dims' begin pads, then their end pads)",
+              conv_plan});
   r.add(Builtin{"pool-plan", 9, 9,
                 "(pool-plan PART x kernel strides pads dilations auto_pad ceil_mode count_include_pad): pooling as a "
                 "reduction over windows; PART is pads, axes or counts (average's divisors, a constant)",

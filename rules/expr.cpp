@@ -171,13 +171,22 @@ void register_generic(BuiltinRegistry& r) {
                   return Value::of_number(*m);
                 }});
   for (auto [name, pick_max] : {std::pair{"min", false}, std::pair{"max", true}})
-    r.add(Builtin{name, 1, -1, "smallest/largest number", [pick_max](EvalContext& ctx, Args a) -> Result {
+    r.add(Builtin{name, 1, -1, "smallest/largest number (of the numbers given, or of a list's elements)",
+                  [pick_max](EvalContext& ctx, Args a) -> Result {
                     std::optional<Number> best;
+                    auto take = [&](const Number& n) {
+                      if (!best || (pick_max ? compare(n, *best) > 0 : compare(n, *best) < 0)) best = n;
+                    };
                     for (const Value& v : a) {
-                      auto n = ctx.as_number(v);
-                      if (!n) return std::nullopt;
-                      if (!best || (pick_max ? compare(*n, *best) > 0 : compare(*n, *best) < 0)) best = n;
+                      if (auto n = ctx.as_number(v)) {
+                        take(*n);
+                      } else if (auto l = ctx.as_list(v)) {
+                        for (const Number& x : *l) take(x);
+                      } else {
+                        return std::nullopt;
+                      }
                     }
+                    if (!best) return std::nullopt;  // only empty lists
                     return Value::of_number(*best);
                   }});
   r.add(Builtin{"abs", 1, 1, "absolute value", [](EvalContext& ctx, Args a) -> Result {

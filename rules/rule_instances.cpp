@@ -304,6 +304,10 @@ class Enumerator {
     static const std::regex kRankGuard(R"(\(=\s+\(rank\s+\?([A-Za-z0-9_\-\.]+)\)\s+(\d+)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kRankGuard), end; it != end; ++it)
       rank_pin_["?" + (*it)[1].str()] = std::stoi((*it)[2].str());
+    // One that fixes a dim, (= (dim ?w 2) 3) (a 3x3 kernel), narrows them too.
+    static const std::regex kDimGuard(R"(\(=\s+\(dim\s+\?([A-Za-z0-9_\-\.]+)\s+(\d+)\)\s+(\d+)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kDimGuard), end; it != end; ++it)
+      dim_pins_["?" + (*it)[1].str()].emplace_back(std::stoll((*it)[2].str()), std::stoll((*it)[3].str()));
     // A guard that wants one value, (= (splat ?e) 2), gets constants of it.
     static const std::regex kSplatGuard(R"(\(=\s+\(splat\s+\?([A-Za-z0-9_\-\.]+)\)\s+(-?[0-9.]+)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSplatGuard), end; it != end; ++it)
@@ -418,10 +422,19 @@ class Enumerator {
     auto it = var_shapes_.find(v);
     if (it != var_shapes_.end()) return it->second;
     std::vector<Dims> own;
-    auto pin = rank_pin_.find(rule_.var_names()[v]);
     for (const Dims& s : shapes_)
-      if (pin == rank_pin_.end() || static_cast<int>(s.size()) == pin->second) own.push_back(s);
+      if (fits_pins(rule_.var_names()[v], s)) own.push_back(s);
     return var_shapes_[v] = std::move(own);
+  }
+
+  // Whether shape s has the rank and dims the guards pin for variable `var`.
+  bool fits_pins(const std::string& var, const Dims& s) const {
+    if (auto pin = rank_pin_.find(var); pin != rank_pin_.end() && static_cast<int>(s.size()) != pin->second)
+      return false;
+    if (auto pins = dim_pins_.find(var); pins != dim_pins_.end())
+      for (const auto& [axis, size] : pins->second)
+        if (axis >= static_cast<std::int64_t>(s.size()) || s[static_cast<std::size_t>(axis)] != size) return false;
+    return true;
   }
 
   // The classes v may be bound to with shape s: an input, and the constants
@@ -486,7 +499,7 @@ class Enumerator {
     std::uniform_real_distribution<double> u(0, 1);
     if (slots_[v].optional && u(rng_) < 0.25) return out_.graph.add(TensorOps::get().none);
     const auto& mine = shapes_of(v);
-    auto pin = rank_pin_.find(rule_.var_names()[v]);
+    const std::string& name = rule_.var_names()[v];
     std::vector<Dims> related, broadcasting;
     for (std::size_t k = 0; k < step; ++k) {
       const TensorInfo& d = out_.analysis->data(out_.graph.find(ids_[k]));
@@ -507,8 +520,7 @@ class Enumerator {
       }
     }
     auto unfit = [&](const Dims& s) {
-      return static_cast<int>(s.size()) > opt_.max_rank ||
-             (pin != rank_pin_.end() && static_cast<int>(s.size()) != pin->second) ||
+      return static_cast<int>(s.size()) > opt_.max_rank || !fits_pins(name, s) ||
              std::any_of(s.begin(), s.end(), [&](std::int64_t x) { return x > opt_.max_dim; });
     };
     std::erase_if(related, unfit);
@@ -649,6 +661,7 @@ class Enumerator {
   std::map<VarId, std::vector<EClassId>> tensor_classes_;
   std::map<std::string, std::set<std::string>> valued_;
   std::map<std::string, int> rank_pin_;
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> dim_pins_;  // (axis, size)
   std::map<std::string, ir::DType> dtype_pin_;
   std::map<std::string, std::vector<double>> splat_values_;
   std::map<VarId, std::vector<Dims>> var_shapes_;

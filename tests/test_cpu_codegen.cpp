@@ -631,6 +631,37 @@ TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds
   }
 }
 
+TEST_CASE("Winograd convolutions match the interpreter - ReLU and sum post-ops - one oneDNN cannot make runs direct") {
+  models::GraphBuilder b("winograd");
+  std::string x = b.input("x", {1, 16, 12, 12});
+  auto attrs = [](std::int64_t stride, std::int64_t pad) {
+    ir::Attrs a;
+    a.set("kernel_shape", Dims{3, 3});
+    a.set("strides", Dims{stride, stride});
+    a.set("pads", Dims{pad, pad, pad, pad});
+    return a;
+  };
+  auto w = [&](std::int64_t out) { return b.weight({out, 16, 3, 3}, 0.3); };
+  std::string y = b.op("dnnl.wino_conv_relu", {x, w(16), b.weight({16}, 0.3)}, attrs(1, 1));
+  y = b.op("dnnl.wino_conv_add_relu", {y, w(16), b.weight({16}, 0.3), x}, attrs(1, 1));
+  std::string unpadded = b.op("dnnl.wino_conv", {y, w(8), ""}, attrs(1, 0));
+  std::string added = b.op("dnnl.wino_conv_add", {y, w(16), b.weight({16}, 0.3), y}, attrs(1, 1));
+  // Stride 2: no Winograd kernel in oneDNN 2.6, so the direct one.
+  std::string strided = b.op("dnnl.wino_conv", {y, w(8), b.weight({8}, 0.3)}, attrs(2, 1));
+  const ir::Graph g = b.finish({unpadded, added, strided});
+  std::vector<ir::Tensor> inputs{random_tensor({1, 16, 12, 12}, 7, -3, 3)};
+  auto want = runtime::interpret(g, inputs);
+  REQUIRE(want);
+  // F(2x2, 3x3) and F(4x4, 3x3) round differently from the direct sum.
+  auto p = check_program(g, inputs, *want, 1e-4, 1e-4);
+  check_native(*p);
+  CHECK(p->library_calls == 5);
+  CHECK(steps_with(*p, "oneDNN Winograd conv") == 4);
+  CHECK(steps_with(*p, "Winograd conv 1x16x12x12 * 16x16x3x3 +sum +relu") == 1);
+  CHECK(steps_with(*p, "Winograd conv 1x16x12x12 * 16x16x3x3 +sum") == 2);
+  CHECK(steps_with(*p, "oneDNN conv 1x16x12x12 * 8x16x3x3") == 1);  // the strided one
+}
+
 TEST_CASE("Concatenated convolution results keep oneDNN's layout - mixed layouts concatenate row-major") {
   models::GraphBuilder b("fire");
   std::string x = b.input("x", {1, 8, 9, 9});

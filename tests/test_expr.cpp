@@ -40,6 +40,9 @@ TEST_CASE("arithmetic keeps integers exact and refuses overflow") {
   CHECK(show(eval(g, "(* 4611686018427387904 2)")) == "(fails)");
   CHECK(show(eval(g, "(+ 0.5 1)")) == "1.5");
   CHECK(show(eval(g, "(max 1 7 3)")) == "7");
+  CHECK(show(eval(g, "(max [0 1 1 0])")) == "1");  // a list's elements count
+  CHECK(show(eval(g, "(min 4 [5 -2] 3)")) == "-2");
+  CHECK(show(eval(g, "(max [])")) == "(fails)");
   CHECK(show(eval(g, "(abs -3)")) == "3");
 }
 

@@ -146,6 +146,48 @@ TEST_CASE("a ReLU6 after a convolution becomes oneDNN's clip post-op - and compu
   for (const ir::Node& n : back->nodes) CHECK(n.op != "dnnl.conv_clip");
 }
 
+TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogues kept - written back as Conv",
+          "[opt]") {
+  // A ResNet basic block at 64x56x56 (231 MFLOP a convolution), then a
+  // small 3x3 convolution (29 MFLOP) and a strided one: Winograd's extra
+  // cost per call outweighs its saving on the small one, and oneDNN has no
+  // strided Winograd kernel.
+  models::GraphBuilder b("winograd");
+  std::string x = b.input("x", {1, 64, 56, 56});
+  auto conv = [&](const std::string& in, std::int64_t out, std::int64_t stride, std::int64_t pad = 1,
+                  std::int64_t dilation = 1) {
+    ir::Attrs a;
+    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    a.set("strides", std::vector<std::int64_t>{stride, stride});
+    a.set("pads", std::vector<std::int64_t>{pad, pad, pad, pad});
+    a.set("dilations", std::vector<std::int64_t>{dilation, dilation});
+    return b.op("conv", {in, b.weight({out, 64, 3, 3}, 0.1), b.weight({out}, 0.1)}, a);
+  };
+  std::string y = b.op("relu", {conv(x, 64, 1)});
+  y = b.op("relu", {b.op("add", {conv(y, 64, 1), x})});
+  // Neither a padding of 2 nor a dilated kernel has a Winograd kernel either.
+  const ir::Graph g = b.finish({conv(y, 8, 1), conv(y, 64, 2), conv(y, 64, 1, 2), conv(y, 64, 1, 2, 2)});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("dnnl.wino_conv_relu", 0) == 1);
+  CHECK(ops.value("dnnl.wino_conv_add_relu", 0) == 1);
+  CHECK(ops.value("dnnl.conv", 0) == 4);
+  CHECK_FALSE(ops.contains("dnnl.wino_conv"));
+  // Written as ONNX: Conv, Add and Relu, every node named once.
+  auto bytes = ir::export_onnx_bytes(res->graph);
+  REQUIRE(bytes);
+  auto back = ir::import_onnx_bytes(*bytes, "winograd");
+  if (!back) FAIL(back.error().to_string());
+  std::set<std::string> names;
+  for (const ir::Node& n : back->nodes) {
+    CHECK(n.op.rfind("dnnl.", 0) != 0);
+    CHECK(names.insert(n.name).second);
+  }
+  CHECK(back->nodes.size() == 9);  // 6 Conv, 1 Add, 2 Relu
+}
+
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
   auto res = pipeline::optimize(cnn, shipped("cpu"));

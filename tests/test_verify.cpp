@@ -269,6 +269,16 @@ TEST_CASE("what cannot be decided is unknown - and :unverified is reported") {
   // A rule whose guard never holds has nothing to prove.
   auto n = verify_one("(rule never (relu ?x) => ?x :if (= (rank ?x) 9))");
   CHECK(n.status == VerifyStatus::Unknown);
+  // Guards that pin a rank and dims (dnnl.rules' 3x3 Winograd kernels)
+  // narrow the instances to those shapes, so a rule that fires on few
+  // shapes is still checked.
+  auto pinned = verify_one(
+      "(rule pinned (relu ?x) => ?x :if (= (rank ?x) 4) :if (= (dim ?x 0) 2) :if (= (dim ?x 1) 1) :if (= (dim ?x 2) 3)"
+      " :if (= (dim ?x 3) 2))");
+  CHECK(pinned.status == VerifyStatus::Refuted);
+  REQUIRE(pinned.counterexample);
+  CHECK(pinned.counterexample->bindings.size() == 1);
+  CHECK(binding(*pinned.counterexample, "?x").find("[2 1 3 2]") != std::string::npos);
   // Both sides the very same term: nothing to evaluate, even for argmax.
   auto a = verify_one("(rule am (argmax ?x ?axis ?k 0) => (argmax ?x ?axis ?k 0))");
   CHECK(a.status == VerifyStatus::Proved);
