@@ -51,7 +51,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                     {"windows", 0.004}}};
     // oneDNN's Winograd convolutions, in programs (`saturn run --profile`
     // of resnet18, googlenet and densenet121 against the same programs with
-    // direct ones, 2026-11-27, two runs): 1.2-1.75x faster than the direct
+    // direct ones, 2026-11-27, two runs): 1.06-2.1x faster than the direct
     // ones from about 170 MFLOP a call (the 3x3 layers of ResNet, the
     // 56x56 and 28x28 ones of GoogLeNet), from 0.54x to 1.36x below it,
     // varying between runs (the reorders into and out of its blocked layout

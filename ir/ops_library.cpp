@@ -90,8 +90,9 @@ void register_library_ops(OpRegistry& r) {
        "cuDNN convolution adding z, with ReLU (CUDA); semantics of `relu(add(conv(x, w, b), skip))`"},
       // oneDNN's Winograd convolutions (3x3 kernels, stride 1, no groups or
       // dilation, padding at most 1; ReLU and sum post-ops, not clip). On
-      // this Zen 4 they ran 1.2-2.7x faster than the direct ones at
-      // ResNet's and DenseNet's 3x3 shapes, slower on the smallest (docs/cpu-backend.md).
+      // this Zen 4 they ran 1.06-2.1x faster than the direct ones on the
+      // large 3x3 layers of ResNet, GoogLeNet and DenseNet, slower on small
+      // ones (docs/cpu-backend.md).
       {"dnnl.wino_conv", false, Activation::None,
        "oneDNN Winograd convolution (CPU, 3x3 stride 1); semantics of `conv`", true},
       {"dnnl.wino_conv_relu", false, Activation::Relu,
