@@ -9,7 +9,8 @@ fresh processes, and checked against each other first (`--check` of one's
 outputs against the other's, rtol 1e-3, atol 1e-4). Prints each side's
 median latency per round, the medians over rounds, the ratio
 without/with (above 1: the rules pay) and the geomean; a model whose two
-programs are the same op for op is marked "same program".
+programs are the same (node for node, with the same operands) is marked
+"same program".
 
   python3 bench/bench_rule_ablation.py --models DIR --without conv-winograd-dnnl \\
       [--without RULE ...] [--rounds 3] [--runs 20] [--threads 2] [NAME ...]
@@ -88,14 +89,34 @@ def ablated_rulesets(names, folder):
         sys.exit("no shipped rule named " + ", ".join(sorted(missing)))
 
 
-def optimize(model, out, threads, rules=None):
-    cmd = [SATURN, "opt", model, "--target", "cpu", "-o", out, "--json"]
+def optimize(model, out, rules=None):
+    cmd = [SATURN, "opt", model, "--target", "cpu", "-o", out]
     if rules:
         cmd += ["--no-default-rules", "--rules", rules]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"saturn opt {model}: {p.stderr.strip()}")
-    return json.loads(p.stdout).get("ops_after", {})
+
+
+NODE = re.compile(r"^\s*\(node \S+ (\S+) \(([^)]*)\) \(([^)]*)\)(.*)\)\s*$")
+
+
+def program_shape(path):
+    """The program's nodes as (op, operand references, attributes), values
+    named by the node that computes them: two extractions of one program
+    compare equal whatever names the optimizer gave their values."""
+    produced, shape = {}, []
+    with open(path) as f:
+        for line in f:
+            m = NODE.match(line)
+            if not m:
+                continue
+            op, outs, ins, attrs = m.groups()
+            refs = [produced.get(v, "const" if v not in ("", "none") else v) for v in ins.split()]
+            shape.append((op, tuple(refs), attrs.strip()))
+            for k, v in enumerate(outs.split()):
+                produced[v] = f"n{len(shape) - 1}.{k}"
+    return shape
 
 
 def run(program, inputs, runs, threads, check=None):
@@ -135,8 +156,8 @@ def main():
             model = os.path.join(a.models, m + ".onnx")
             inputs = os.path.join(a.models, m + ".input.npy")
             progs = {side: os.path.join(tmp, f"{m}.{side}.sat") for side in ("without", "with")}
-            ops_with = optimize(model, progs["with"], a.threads)
-            ops_without = optimize(model, progs["without"], a.threads, rules)
+            optimize(model, progs["with"])
+            optimize(model, progs["without"], rules)
             outputs = os.path.join(tmp, m + ".out")
             subprocess.run([SATURN, "run", progs["without"], "--no-opt", "--target", "cpu", "--inputs", inputs,
                             "-o", outputs], capture_output=True, check=True)
@@ -149,7 +170,7 @@ def main():
                     times[side].append(run(progs[side], inputs, a.runs, a.threads))
             w, v = statistics.median(times["without"]), statistics.median(times["with"])
             ratios.append(w / v)
-            same = "  (same program)" if ops_with == ops_without else ""
+            same = "  (same program)" if program_shape(progs["with"]) == program_shape(progs["without"]) else ""
             print(f"{m:22s} {w:9.3f} {v:9.3f} {w / v:6.3f}x{same}   rounds: "
                   + " ".join(f"{x:.2f}/{y:.2f}" for x, y in zip(times["without"], times["with"])))
         if ratios:

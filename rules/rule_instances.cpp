@@ -301,13 +301,14 @@ class Enumerator {
     for (std::sregex_iterator it(source.begin(), source.end(), kValueGuard), end; it != end; ++it)
       valued_["?" + (*it)[2].str()].insert((*it)[1].str());
     // A guard that fixes a rank, (= (rank ?x) 2), narrows that variable's shapes.
-    static const std::regex kRankGuard(R"(\(=\s+\(rank\s+\?([A-Za-z0-9_\-\.]+)\)\s+(\d+)\))");
+    static const std::regex kRankGuard(R"(\(=\s+\(rank\s+\?([A-Za-z0-9_\-\.]+)\)\s+(\d{1,9})\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kRankGuard), end; it != end; ++it)
       rank_pin_["?" + (*it)[1].str()] = std::stoi((*it)[2].str());
-    // One that fixes a dim, (= (dim ?w 2) 3) (a 3x3 kernel), narrows them too.
-    static const std::regex kDimGuard(R"(\(=\s+\(dim\s+\?([A-Za-z0-9_\-\.]+)\s+(\d+)\)\s+(\d+)\))");
+    // One that fixes a dim, (= (dim ?w 2) 3) (a 3x3 kernel), narrows them
+    // too; the first such guard of an axis (of an `or`, the first it names).
+    static const std::regex kDimGuard(R"(\(=\s+\(dim\s+\?([A-Za-z0-9_\-\.]+)\s+(\d{1,9})\)\s+(\d{1,9})\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kDimGuard), end; it != end; ++it)
-      dim_pins_["?" + (*it)[1].str()].emplace_back(std::stoll((*it)[2].str()), std::stoll((*it)[3].str()));
+      dim_pins_["?" + (*it)[1].str()].try_emplace(std::stoll((*it)[2].str()), std::stoll((*it)[3].str()));
     // A guard that wants one value, (= (splat ?e) 2), gets constants of it.
     static const std::regex kSplatGuard(R"(\(=\s+\(splat\s+\?([A-Za-z0-9_\-\.]+)\)\s+(-?[0-9.]+)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSplatGuard), end; it != end; ++it)
@@ -661,7 +662,7 @@ class Enumerator {
   std::map<VarId, std::vector<EClassId>> tensor_classes_;
   std::map<std::string, std::set<std::string>> valued_;
   std::map<std::string, int> rank_pin_;
-  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> dim_pins_;  // (axis, size)
+  std::map<std::string, std::map<std::int64_t, std::int64_t>> dim_pins_;  // axis -> size
   std::map<std::string, ir::DType> dtype_pin_;
   std::map<std::string, std::vector<double>> splat_values_;
   std::map<VarId, std::vector<Dims>> var_shapes_;

@@ -188,54 +188,6 @@ TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogu
   CHECK(back->nodes.size() == 9);  // 6 Conv, 1 Add, 2 Relu
 }
 
-TEST_CASE("A squeeze-and-excitation scale folds into the next convolution's weights - not into a grouped one",
-          "[opt]") {
-  // x * sigmoid(conv(mean(x))) then a 1x1 projection (EfficientNet's
-  // MBConv tail): the projection convolves x with its weights scaled per
-  // input channel, so no kernel multiplies the activation.
-  models::GraphBuilder b("se");
-  std::string x = b.input("x", {1, 32, 28, 28});
-  ir::Attrs mean;
-  mean.set("axes", std::vector<std::int64_t>{2, 3});
-  mean.set("keepdims", std::int64_t{1});
-  ir::Attrs one;
-  one.set("kernel_shape", std::vector<std::int64_t>{1, 1});
-  auto se = [&](const std::string& in) {
-    std::string squeezed = b.op("reduce_mean", {in}, mean);
-    std::string s =
-        b.op("sigmoid",
-             {b.op("conv",
-                   {b.op("relu", {b.op("conv", {squeezed, b.weight({8, 32, 1, 1}, 0.3), b.weight({8}, 0.3)}, one)}),
-                    b.weight({32, 8, 1, 1}, 0.3), b.weight({32}, 0.3)},
-                   one)});
-    return b.op("mul", {in, s});
-  };
-  std::string y = b.op("conv", {se(x), b.weight({16, 32, 1, 1}, 0.3), b.weight({16}, 0.3)}, one);
-  // The same scale before a depthwise convolution stays a multiplication.
-  ir::Attrs depthwise = one;
-  depthwise.set("group", std::int64_t{32});
-  std::string z = b.op("conv", {se(x), b.weight({32, 1, 1, 1}, 0.3), b.weight({32}, 0.3)}, depthwise);
-  const ir::Graph g = b.finish({y, z});
-  auto res = pipeline::optimize(g, shipped("cpu"));
-  REQUIRE(res);
-  INFO(res->report["ops_after"].dump());
-  // Which convolution reads the mul: the depthwise one's operand is x * s,
-  // the projection's weights are w * s.
-  std::map<std::string, const ir::Node*> producer;
-  for (const ir::Node& n : res->graph.nodes)
-    for (const std::string& o : n.outputs) producer[o] = &n;
-  int scaled_activations = 0, scaled_weights = 0;
-  for (const ir::Node& n : res->graph.nodes) {
-    if (n.op.find("conv") == std::string::npos || n.inputs.size() < 2) continue;
-    auto src = producer.find(n.inputs[0]), w = producer.find(n.inputs[1]);
-    scaled_activations += src != producer.end() && src->second->op == "mul";
-    scaled_weights += w != producer.end() && w->second->op == "mul";
-  }
-  CHECK(scaled_activations == 1);
-  CHECK(scaled_weights == 1);
-  check_same_outputs(g, res->graph, 5);
-}
-
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
   auto res = pipeline::optimize(cnn, shipped("cpu"));
