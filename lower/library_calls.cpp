@@ -8,6 +8,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
@@ -154,10 +155,28 @@ bool same_layout(const memory::desc& a, const memory::desc& b) {
 // and, when a NaN cannot be excluded, runs `unfused` (the same primitive
 // and layouts, no activation) and the activation as the reference computes
 // it after it.
-struct NanKeepingActivation {
-  dnnl::primitive unfused;
+struct OperandBound {
   double taps = 0;                     // products summed into a result element
   float weight_max = 0, bias_max = 0;  // constants' magnitudes (run-time ones are scanned)
+};
+struct NanKeepingActivation {
+  dnnl::primitive unfused;
+  OperandBound bound;
+};
+
+// Winograd's transforms add and subtract every input of a tile into every
+// product, so one infinity or NaN in a tile makes each result of the tile
+// NaN where the direct convolution gives an infinity, and only where its
+// window reads it; and its intermediate sums grow a few times past the
+// result's. Each run bounds the operands as the activation guard does, with
+// room for that growth; when the result cannot be shown finite, the step
+// runs the direct convolution instead, made when first needed (with its own
+// copy of the weights, in its layout, and its own activation guard).
+struct WinogradFallback {
+  OperandBound bound;
+  std::function<LibraryStep(std::vector<std::shared_ptr<void>>&)> make_direct;
+  std::optional<Step> direct;
+  std::vector<std::shared_ptr<void>> keep;  // the direct step's oneDNN state
 };
 
 // The oneDNN objects one step owns. `src`/`dst` are the primitive's
@@ -170,8 +189,9 @@ struct DnnlState {
   memory src, dst, weights, bias;
   memory user_src, user_dst, user_skip, user_weights;
   std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst, to_weights;
-  std::optional<View> run_weights, run_bias;  // operands read at every run
-  std::optional<NanKeepingActivation> guard;  // with an activation post-op
+  std::optional<View> run_weights, run_bias;   // operands read at every run
+  std::optional<NanKeepingActivation> guard;   // with an activation post-op
+  std::shared_ptr<WinogradFallback> winograd;  // a Winograd convolution
   ir::Activation activation = ir::Activation::None;
   float clip_min = 0, clip_max = 0;
 };
@@ -318,9 +338,11 @@ float as_magnitude(std::int32_t bits) { return std::bit_cast<float>(bits); }
 // Whether the convolution's result (bound in `p`, the residual already in
 // dst) is certainly free of NaN: every operand finite, and the largest
 // result a sum of `taps` products can reach (with the bias and the residual)
-// far from overflowing. (Half of FLT_MAX: rounding grows a sum of
+// below `limit`. (Half of FLT_MAX for a direct sum: rounding grows a sum of
 // thousands of terms by well under a percent.)
-bool result_is_finite(const DnnlState& p, const NanKeepingActivation& g, const RunContext& ctx, bool sum) {
+constexpr double kDirectLimit = std::numeric_limits<float>::max() / 2;
+constexpr double kWinogradLimit = kDirectLimit / 1024;  // the transforms' growth, with room
+bool result_is_finite(const DnnlState& p, const OperandBound& g, const RunContext& ctx, bool sum, double limit) {
   const std::int32_t x = max_magnitude(ctx, p.src);
   const std::int32_t w = p.run_weights ? max_magnitude(ctx, p.weights) : std::bit_cast<std::int32_t>(g.weight_max);
   const std::int32_t b = p.run_bias ? max_magnitude(ctx, p.bias) : std::bit_cast<std::int32_t>(g.bias_max);
@@ -328,7 +350,7 @@ bool result_is_finite(const DnnlState& p, const NanKeepingActivation& g, const R
   if (std::max({x, w, b, s}) >= kInfBits) return false;
   const double bound =
       g.taps * double{as_magnitude(x)} * double{as_magnitude(w)} + double{as_magnitude(b)} + double{as_magnitude(s)};
-  return bound < std::numeric_limits<float>::max() / 2;
+  return bound < limit;
 }
 
 // The activation as the reference computes it, over a result that may hold
@@ -366,8 +388,14 @@ void run_primitive(DnnlState& p, const RunContext& ctx, const View& x, BufferId 
   }
   args.emplace(DNNL_ARG_SRC, p.src);
   args.emplace(DNNL_ARG_DST, p.dst);
-  if (p.guard) p.stream.wait();  // (the reorders' results are scanned)
-  if (p.guard && !result_is_finite(p, *p.guard, ctx, skip != nullptr)) {
+  if (p.guard || p.winograd) p.stream.wait();  // (the reorders' results are scanned)
+  if (p.winograd && !result_is_finite(p, p.winograd->bound, ctx, skip != nullptr, kWinogradLimit)) {
+    WinogradFallback& f = *p.winograd;
+    if (!f.direct) f.direct = f.make_direct(f.keep).step;
+    f.direct->run(ctx);  // (from the caller's buffers, as this step would have)
+    return;
+  }
+  if (p.guard && !result_is_finite(p, p.guard->bound, ctx, skip != nullptr, kDirectLimit)) {
     p.guard->unfused.execute(p.stream, args);
     p.stream.wait();
     reference_activation(p, p.dst);
@@ -520,22 +548,54 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   // (rulesets/dnnl.rules); a oneDNN without it throws here, and the target
   // makes the direct convolution instead (cpu_target.cpp).
   dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
+  if (spec.winograd) {
+    // The direct convolution it falls back to (below) must write the result
+    // in the same layout: channels last, as both do where oneDNN has
+    // Winograd kernels; otherwise this is no Winograd step at all.
+    auto written = [&](const memory::desc& dst) {
+      return plain_strides(dst).value_or(ir::channels_last_strides(spec.out_dims));
+    };
+    dnnl::convolution_forward::desc direct(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           any_x, any_w, bias_md, any_y, to_dims(spec.strides), dil,
+                                           to_dims(spec.pads_begin), to_dims(spec.pads_end));
+    if (written(dnnl::convolution_forward::primitive_desc(direct, epilogue_attr(spec), st->engine).dst_desc()) !=
+        written(pd.dst_desc()))
+      throw dnnl::error(dnnl_unimplemented, "Winograd and direct convolutions write different layouts");
+  }
   st->prim = dnnl::convolution_forward(pd);
   LibraryStep r = convolution_step(st, pd, spec.winograd ? "Winograd conv" : "conv", spec, x, w, bias, user_w, bias_md,
                                    skip, out, keep);
+  // What the guards below bound a result by: the constants' magnitudes, read now.
+  auto constants_bound = [&] {
+    const RunContext now;
+    OperandBound b;
+    b.taps = static_cast<double>(ir::numel(spec.w_dims) / spec.w_dims[0]);
+    if (!st->run_weights) b.weight_max = as_magnitude(max_magnitude(now, st->weights));
+    if (bias && !st->run_bias) b.bias_max = as_magnitude(max_magnitude(now, st->bias));
+    return b;
+  };
+  if (spec.winograd) {
+    auto fallback = std::make_shared<WinogradFallback>();
+    fallback->bound = constants_bound();
+    ConvSpec direct = spec;
+    direct.winograd = false;
+    const std::optional<View> skip_view = skip ? std::optional<View>(*skip) : std::nullopt;
+    fallback->make_direct = [direct, x, w, bias, skip_view, out](std::vector<std::shared_ptr<void>>& k) {
+      return make_conv_step(direct, x, w, bias, skip_view ? &*skip_view : nullptr, out, k);
+    };
+    st->winograd = std::move(fallback);
+    return r;
+  }
   if (spec.activation != ir::Activation::None) {
     // The same convolution in the layouts chosen above, without the activation.
     ConvSpec no_relu = spec;
     no_relu.activation = ir::Activation::None;
-    dnnl::convolution_forward::desc same(dnnl::prop_kind::forward_inference, algo, pd.src_desc(), pd.weights_desc(),
-                                         bias_md, pd.dst_desc(), to_dims(spec.strides), dil, to_dims(spec.pads_begin),
-                                         to_dims(spec.pads_end));
+    dnnl::convolution_forward::desc same(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         pd.src_desc(), pd.weights_desc(), bias_md, pd.dst_desc(),
+                                         to_dims(spec.strides), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
     NanKeepingActivation g;
     g.unfused = dnnl::convolution_forward({same, epilogue_attr(no_relu), st->engine});
-    g.taps = static_cast<double>(ir::numel(spec.w_dims) / spec.w_dims[0]);
-    const RunContext now;
-    if (!st->run_weights) g.weight_max = as_magnitude(max_magnitude(now, st->weights));
-    if (bias && !st->run_bias) g.bias_max = as_magnitude(max_magnitude(now, st->bias));
+    g.bound = constants_bound();
     st->guard = std::move(g);
     st->activation = spec.activation;
     st->clip_min = static_cast<float>(spec.clip_min);

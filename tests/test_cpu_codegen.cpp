@@ -660,6 +660,46 @@ TEST_CASE("Winograd convolutions match the interpreter - ReLU and sum post-ops -
   CHECK(steps_with(*p, "Winograd conv 1x16x12x12 * 16x16x3x3 +sum +relu") == 1);
   CHECK(steps_with(*p, "Winograd conv 1x16x12x12 * 16x16x3x3 +sum") == 2);
   CHECK(steps_with(*p, "oneDNN conv 1x16x12x12 * 8x16x3x3") == 1);  // the strided one
+
+  // Winograd's transforms turn one infinity into NaN over its tile, where
+  // the direct sum has one infinite term per window that reads it: such runs
+  // take the direct convolution and give the reference's infinities (and
+  // NaN where the input holds one).
+  models::GraphBuilder one("winograd_special");
+  std::string in = one.input("x", {1, 16, 12, 12});
+  const ir::Graph single =
+      one.finish({one.op("dnnl.wino_conv", {in, one.weight({8, 16, 3, 3}, 0.3), ""}, attrs(1, 1))});
+  for (const double odd : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+    INFO("an input element " << odd);
+    ir::Tensor special = random_tensor({1, 16, 12, 12}, 8, -3, 3);
+    special.set(5 * 12 + 6, odd);
+    std::vector<ir::Tensor> special_inputs{special};
+    auto special_want = runtime::interpret(single, special_inputs);
+    REQUIRE(special_want);
+    std::size_t infinite = 0;
+    for (std::size_t i = 0; i < (*special_want)[0].numel(); ++i) infinite += std::isinf((*special_want)[0].at(i));
+    CHECK(infinite == (std::isinf(odd) ? 8u * 9u : 0u));
+    auto q = check_program(single, special_inputs, *special_want, 1e-4, 1e-4);
+    CHECK(steps_with(*q, "oneDNN Winograd conv") == 1);
+  }
+  // One program, run on special then on finite inputs: each run decides.
+  auto exec = runtime::CpuExecutor::create(single);
+  REQUIRE(exec);
+  ir::Tensor special = random_tensor({1, 16, 12, 12}, 8, -3, 3);
+  special.set(5 * 12 + 6, std::numeric_limits<double>::infinity());
+  for (const ir::Tensor& x_in : {special, inputs[0], special}) {
+    std::vector<ir::Tensor> run_in{x_in};
+    auto got = (*exec)->run(run_in);
+    auto expected = runtime::interpret(single, run_in);
+    REQUIRE(got);
+    REQUIRE(expected);
+    std::size_t nan_got = 0, nan_want = 0;
+    for (std::size_t i = 0; i < (*got)[0].numel(); ++i) {
+      nan_got += std::isnan((*got)[0].at(i));
+      nan_want += std::isnan((*expected)[0].at(i));
+    }
+    CHECK(nan_got == nan_want);
+  }
 }
 
 TEST_CASE("Concatenated convolution results keep oneDNN's layout - mixed layouts concatenate row-major") {
