@@ -10,10 +10,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
-
-#include <sstream>
 
 #include "ir/dtype.hpp"
 #include "ir/graph.hpp"
@@ -136,13 +135,7 @@ class GraphBuilder {
         build_error("sum-to: " + ir::to_string(t.type.shape) + " does not broadcast from " +
                     ir::to_string(like.type.shape));
     if (!axes.empty()) t = reduce_kept("reduce_sum", t, axes);
-    if (static_dims_of(t) != want) {
-      ir::Attrs a;
-      a.set("shape", want);
-      a.set("allowzero", std::int64_t{1});
-      t = apply1("reshape", {t}, a);
-    }
-    return t;
+    return static_dims_of(t) == want ? t : reshape_to(t, want);
   }
 
   TensorRef filled(double v, const TensorRef& like) {

@@ -6,6 +6,11 @@
 
 namespace saturn::pipeline {
 
+bool reads_through(const ir::Node& n) {
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  return def && (def->view || n.op == "transpose" || n.op == "expand");
+}
+
 bool order_for_memory(ir::Graph& g) {
   auto types = ir::infer_types(g);
   if (!types) return false;
@@ -15,8 +20,7 @@ bool order_for_memory(ir::Graph& g) {
   std::map<std::string, long long> bytes;  // 0 for views: no storage of their own
   std::map<std::string, std::size_t> producer;
   for (std::size_t i = 0; i < n; ++i) {
-    const ir::OpDef* def = ir::OpRegistry::get().find(g.nodes[i].op);
-    const bool view = def && (def->view || g.nodes[i].op == "transpose" || g.nodes[i].op == "expand");
+    const bool view = reads_through(g.nodes[i]);
     for (const std::string& o : g.nodes[i].outputs) {
       producer[o] = i;
       auto c = ir::checked_static_numel(types->at(o).shape);
@@ -79,8 +83,7 @@ bool order_for_memory(ir::Graph& g) {
   std::vector<std::size_t> position(n, 0);
   for (std::size_t k = order.size(); k-- > 0;) {
     const std::size_t i = order[k];
-    const ir::OpDef* def = ir::OpRegistry::get().find(g.nodes[i].op);
-    const bool view = def && (def->view || g.nodes[i].op == "transpose" || g.nodes[i].op == "expand");
+    const bool view = reads_through(g.nodes[i]);
     if (!view || g.nodes[i].outputs.size() != 1 || kept.count(g.nodes[i].outputs[0])) continue;
     for (std::size_t p = 0; p < order.size(); ++p) position[order[p]] = p;
     std::size_t first = order.size();

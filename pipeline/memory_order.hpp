@@ -24,4 +24,8 @@ namespace saturn::pipeline {
 // Whether the order changed (false when the graph has no static types).
 bool order_for_memory(ir::Graph& g);
 
+// Whether n's result has no storage of its own: a view, or a transpose or
+// expand, which the lowering reads through strides.
+bool reads_through(const ir::Node& n);
+
 }  // namespace saturn::pipeline

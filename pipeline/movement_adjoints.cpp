@@ -215,10 +215,7 @@ TensorRef window_sum(GraphBuilder& b, const ir::Attrs& attrs, const TensorRef& t
     sl.set("ends", ends);
     sl.set("axes", axes);
     std::vector<std::int64_t> flat(td.begin(), td.begin() + static_cast<std::ptrdiff_t>(lead + k));
-    ir::Attrs rs;
-    rs.set("shape", flat);
-    rs.set("allowzero", std::int64_t{1});
-    TensorRef v = b.apply1("reshape", {b.apply1("slice", {t}, sl)}, rs);
+    TensorRef v = b.reshape_to(b.apply1("slice", {t}, sl), flat);
     // Window o's tap lands at o stride + tap dilation - pad begin: spread
     // the windows `stride` apart (zeros between), then shift and crop.
     bool strided = std::any_of(g.strides.begin(), g.strides.end(), [](std::int64_t s) { return s != 1; });
@@ -230,13 +227,9 @@ TensorRef window_sum(GraphBuilder& b, const ir::Attrs& attrs, const TensorRef& t
         spread.push_back(out[d] * g.strides[d]);
         pads[lead + 2 * d + 1 + lead + 2 * k] = g.strides[d] - 1;
       }
-      ir::Attrs r1, p, r2;
-      r1.set("shape", split);
-      r1.set("allowzero", std::int64_t{1});
+      ir::Attrs p;
       p.set("pads", pads);
-      r2.set("shape", spread);
-      r2.set("allowzero", std::int64_t{1});
-      v = b.apply1("reshape", {b.apply1("pad", {b.apply1("reshape", {v}, r1)}, p)}, r2);
+      v = b.reshape_to(b.apply1("pad", {b.reshape_to(v, split)}, p), spread);
     }
     std::vector<std::int64_t> pads(2 * r, 0);
     for (std::size_t d = 0; d < k; ++d) {

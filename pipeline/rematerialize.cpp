@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "pipeline/memory_order.hpp"
+
 namespace saturn::pipeline {
 
 namespace {
@@ -33,8 +35,7 @@ RematReport rematerialize(ir::Graph& g, const RematOptions& o) {
       return nullptr;
     const ir::OpDef* def = ir::OpRegistry::get().find(node.op);
     // Views and transposes cost nothing: the lowering reads through them.
-    const bool free = def && (def->view || node.op == "transpose" || node.op == "expand");
-    return def && (def->elementwise || free) ? def : nullptr;
+    return def && (def->elementwise || reads_through(node)) ? def : nullptr;
   };
   auto work_of = [](const ir::OpDef* def) { return def->elementwise ? def->unit_work : 0.0; };
 
