@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace saturn::rules {
 
@@ -590,6 +592,43 @@ struct QueryResult {
   Counterexample cex;
 };
 
+// An element's equation lhs = rhs up to the names of its variables: the
+// nodes reachable from both sides, in the order a walk from them visits
+// them (fixed by the structure alone), each with its op, its constant's
+// bits or its variable's number of first appearance, and its operands'
+// positions. Two elements with the same key are one formula over renamed
+// variables, and a formula's validity does not depend on its variables'
+// names: a proof of one is a proof of the other. (Elementwise rules pose the
+// same scalar equation at every element of every shape.)
+std::string alpha_key(const SymContext& ctx, SymId lhs, SymId rhs) {
+  const SymId roots[] = {lhs, rhs};
+  const std::vector<SymId> order = ctx.reachable(roots);
+  std::unordered_map<SymId, std::uint32_t> position;
+  for (SymId id : order) position.emplace(id, static_cast<std::uint32_t>(position.size()));
+  std::unordered_map<SymId, std::uint32_t> var_number;
+  std::string key;
+  auto put = [&key](const auto& x) {
+    char bytes[sizeof x];
+    std::memcpy(bytes, &x, sizeof x);
+    key.append(bytes, sizeof x);
+  };
+  put(position.at(rhs));
+  for (SymId id : order) {
+    const ir::SymNode& n = ctx.node(id);
+    put(static_cast<std::uint8_t>(n.op));
+    if (n.op == SymOp::Const) {
+      put(n.value);
+    } else if (n.op == SymOp::Var) {
+      put(var_number.emplace(n.a, static_cast<std::uint32_t>(var_number.size())).first->second);
+      put(ctx.var_integral(id));
+    }
+    const SymId operands[] = {n.a, n.b, n.c};
+    const int arity = ir::sym_op_arity(n.op);
+    for (int k = 0; k < arity; ++k) put(position.at(operands[k]));
+  }
+  return key;
+}
+
 z3::solver solver_with_timeout(z3::context& z, unsigned timeout_ms) {
   z3::solver s(z);
   z3::params p(z);
@@ -647,8 +686,18 @@ std::vector<std::vector<std::vector<std::pair<std::size_t, int>>>> index_cases(c
   return out;
 }
 
-QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms) {
+// `proven`: the alpha_keys of the elements earlier queries of the rule
+// proved. Elements whose key is there, or repeats one of this query's, are
+// not asked again (only without premises: those bind the elements together).
+// The keys this query proves are added.
+QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, unsigned timeout_ms,
+                  std::unordered_set<std::string>& proven) {
   QueryResult r;
+  std::vector<std::string> asked;
+  auto proved = [&]() -> QueryResult {
+    for (std::string& key : asked) proven.insert(std::move(key));
+    return r;
+  };
   Encoder enc(z, ctx, /*fp=*/false);
   z3::solver s = solver_with_timeout(z, timeout_ms);
   z3::expr_vector facts(z), differ(z);
@@ -673,7 +722,13 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
       }
   }
   std::vector<std::size_t> kept;
+  std::unordered_set<std::string> asked_here;
   for (std::size_t k = 0; k < ob.elements.size(); ++k) {
+    if (ob.premises.empty()) {
+      std::string key = alpha_key(ctx, ob.lhs[k], ob.rhs[k]);
+      if (proven.count(key) || !asked_here.insert(key).second) continue;
+      asked.push_back(std::move(key));
+    }
     z3::expr l = enc.encode(ob.lhs[k]), rr = enc.encode(ob.rhs[k]);
     if (z3::eq(l, rr)) continue;  // the same Z3 term
     z3::expr d = l != rr;
@@ -683,7 +738,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
     roots.push_back(ob.lhs[k]);
     roots.push_back(ob.rhs[k]);
   }
-  if (kept.empty()) return r;
+  if (kept.empty()) return proved();
   for (SymId p : ob.premises) {
     s.add(enc.encode(p) != z.real_val(0));
     roots.push_back(p);
@@ -709,7 +764,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
     z3::expr_vector a(z);
     a.push_back(z3::mk_or(differ));
     z3::check_result c = check(a);
-    if (c == z3::unsat) return r;
+    if (c == z3::unsat) return proved();
     // Undecided together, the elements may still be decided one at a time
     // (each query is smaller: tanh through sigmoid on 81 elements).
     for (unsigned k = 0; c == z3::unknown && kept.size() > 1 && k < differ.size(); ++k) {
@@ -717,7 +772,7 @@ QueryResult prove(z3::context& z, const SymContext& ctx, const Obligation& ob, u
       one.push_back(differ[static_cast<int>(k)]);
       const z3::check_result ck = check(one);
       if (ck != z3::unsat) c = ck;
-      if (ck == z3::unsat && k + 1 == differ.size()) return r;
+      if (ck == z3::unsat && k + 1 == differ.size()) return proved();
     }
     if (c == z3::unknown) {
       r.outcome = Outcome::Unknown;
@@ -881,6 +936,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   SymContext ctx;
   z3::context z;
   std::optional<Obligation> first_obligation;
+  std::unordered_set<std::string> proven_elements;  // alpha_keys (prove)
   std::size_t rejected = 0, unknown = 0, structural = 0, empty_checked = 0;
   std::string unknown_why;
   bool timed_out = false;
@@ -971,7 +1027,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
           first_obligation->lhs.resize(1);
           first_obligation->rhs.resize(1);
         }
-        QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms);
+        QueryResult q = prove(z, ctx, ob, opt.solver_timeout_ms, proven_elements);
         if (q.outcome == Outcome::Differ) {
           for (auto& [name, value] : q.cex.inputs) value.dtype = sym.input_type(name);
           std::string what = q.cex.what;  // (not read from q.cex in the same call that moves it)
@@ -1033,7 +1089,10 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   } else {
     v.status = VerifyStatus::Proved;
     v.reason = std::to_string(structural) + " of " + std::to_string(v.shapes_checked) +
-               " instances equal as expressions, the rest by Z3";
+               " instances equal as expressions, the rest by Z3" +
+               (proven_elements.empty() ? std::string()
+                                        : " (" + std::to_string(proven_elements.size()) +
+                                              " distinct element equations up to variable names)");
   }
   if (opt.fp32 && v.status == VerifyStatus::Proved) {
     if (!first_obligation) {

@@ -144,6 +144,27 @@ TEST_CASE("true rules with tricky guards are proved") {
   }
 }
 
+TEST_CASE("an element equation proved once is not asked again - one of another form is") {
+  // tanh poses one scalar equation at every element of every shape (two
+  // forms of it: the order of a product's operands follows the order the
+  // terms were made in): Z3 proves each once, and the reason counts them.
+  auto tanh = verify_one(
+      "(rule tanh-def (tanh ?x) => (sub (mul (const ?two) (sigmoid (mul ?x (const ?two)))) (const ?one))"
+      " :let (?two (scalar ?x 2)) :let (?one (scalar ?x 1)))");
+  CHECK(tanh.status == VerifyStatus::Proved);
+  CHECK(tanh.shapes_checked > 10);
+  const auto open = tanh.reason.find(" (");
+  REQUIRE(open != std::string::npos);
+  CHECK(tanh.reason.substr(open).find(" distinct element equations up to variable names)") != std::string::npos);
+  CHECK(std::stoi(tanh.reason.substr(open + 2)) <= 2);
+  // The mean and the maximum of one element are equal (an equation Z3
+  // proves); of two or more they are not, and those equations are new.
+  auto mean = verify_one("(rule bad-mean (reduce_mean ?x [0] 1) => (reduce_max ?x [0] 1))");
+  REQUIRE(mean.status == VerifyStatus::Refuted);
+  REQUIRE(mean.counterexample);
+  values_differ(*mean.counterexample);
+}
+
 TEST_CASE("proved rules are checked on empty tensors too") {
   // The literal shape (allowzero 1) holds with empty dims; the log of the
   // empty sum is -inf as the reduction over nothing is.
