@@ -354,7 +354,8 @@ class Enumerator {
     if (!out_.unsupported.empty()) return;
     std::vector<std::vector<EClassId>> found;
     steps_taken_ = 0;
-    bool complete = descend(0, found, /*sample=*/false);
+    out_.over_budget = beyond_budget();
+    bool complete = !out_.over_budget && descend(0, found, /*sample=*/false);
     if (!complete) {
       out_.exhaustive = false;
       found.clear();
@@ -382,6 +383,32 @@ class Enumerator {
   }
 
  private:
+  // Whether exhaustive enumeration cannot end within the step budget, known
+  // before it starts: nothing is type-checked before the first op node of
+  // the left-hand side, so every combination of the candidates of the
+  // tensor variables bound before it is a step of its own (concat4-def's
+  // four operands: 120^4). Enumerating up to the budget would only find
+  // instances to throw away, at the cost of one failed type check (a thrown
+  // shape error) per step: 1-2 s of each such rule's verification.
+  bool beyond_budget() {
+    double combinations = 1;
+    std::vector<bool> seen(bound_.size(), false);
+    for (const Step& st : steps_) {
+      const auto& pn = rule_.lhs()[st.pattern].nodes[st.node];
+      if (!pn.is_var()) {
+        if (!pn.children.empty()) break;
+        continue;
+      }
+      if (seen[pn.var] || slots_[pn.var].kind != Slot::Kind::Tensor) continue;
+      seen[pn.var] = true;
+      const std::size_t n = tensor_candidates(pn.var).size();
+      if (n == 0) return false;  // (no instance at all: enumeration says so at once)
+      combinations *= static_cast<double>(n);
+      if (combinations > static_cast<double>(opt_.step_budget)) return true;
+    }
+    return false;
+  }
+
   Slot classify(const Pattern& p, std::size_t k) const {
     Slot s;
     for (std::size_t j = k + 1; j < p.nodes.size(); ++j) {

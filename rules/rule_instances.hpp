@@ -47,10 +47,11 @@ struct RuleInstances {
   // Each instance: the class of every LHS root, then the class bound to
   // every LHS variable (the rewrite's variable order).
   std::vector<std::vector<EClassId>> instances;
-  std::size_t found = 0;    // well-typed instances found (all of them when exhaustive)
-  bool exhaustive = true;   // false: the budget ran out and instances were sampled
-  bool timed_out = false;   // the time limit cut enumeration short
-  std::string unsupported;  // non-empty: why no instance can be built
+  std::size_t found = 0;     // well-typed instances found (all of them when exhaustive)
+  bool exhaustive = true;    // false: the budget ran out and instances were sampled
+  bool over_budget = false;  // known before enumerating: sampled from the start
+  bool timed_out = false;    // the time limit cut enumeration short
+  std::string unsupported;   // non-empty: why no instance can be built
   std::vector<std::string> tensor_vars, attr_vars;
 };
 

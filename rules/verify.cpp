@@ -1073,8 +1073,9 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   v.coverage = std::to_string(v.shapes_checked) + " instances checked (" + shape_bounds(opt.instances) +
                (tensors.empty() ? "" : " for " + tensors) + (attrs.empty() ? "" : "; attributes " + attrs) + "); " +
                std::to_string(v.instances) + " of " + std::to_string(v.found) + " well-typed instances " +
-               (v.exhaustive ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
-                             : "sampled (enumeration budget reached)") +
+               (v.exhaustive       ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
+                : inst.over_budget ? "sampled (their combinations exceed the enumeration budget)"
+                                   : "sampled (enumeration budget reached)") +
                (rejected ? ", " + std::to_string(rejected) + " turned down by the guard" : "") +
                (empty_checked ? ", " + std::to_string(empty_checked) + " more with an empty tensor" : "") +
                (timed_out ? ", stopped at the time limit" : "") +

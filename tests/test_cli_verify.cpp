@@ -15,8 +15,8 @@ using saturn::test::source_dir;
 TEST_CASE("every shipped rule is proved or says why it cannot be") {
   // Fewer instances than the default keep this test quick under the
   // sanitizers; the proofs it asks for are the same. The time limit per rule
-  // leaves room for the sanitizers' slowdown (the slowest rule takes 1.6 s
-  // in a release build).
+  // leaves room for the sanitizers' slowdown (the slowest rule, gather-def,
+  // takes 4.2 s in a release build).
   auto r = run_cli("verify " + source_dir() + "/rulesets --json --max-instances 64 --rule-time-limit 30");
   INFO(r.err);
   REQUIRE(r.status == 0);

@@ -165,6 +165,23 @@ TEST_CASE("an element equation proved once is not asked again - one of another f
   values_differ(*mean.counterexample);
 }
 
+TEST_CASE("operands too many to enumerate are sampled from the start - and still checked") {
+  // Four operands of 120 shapes each: 2e8 combinations against a budget of
+  // 2e5 steps. Known before enumerating, so none is spent on them.
+  auto v = verify_one("(rule concat4 (concat ?a ?b ?c ?d ?axis) => (concat (concat ?a ?b ?axis) ?c ?d ?axis))");
+  CHECK(v.status == VerifyStatus::Proved);
+  CHECK(v.shapes_checked > 10);
+  CHECK(v.coverage.find("sampled (their combinations exceed the enumeration budget)") != std::string::npos);
+  auto bad = verify_one("(rule bad-concat (concat ?a ?b ?c ?d ?axis) => (concat ?a ?c ?b ?d ?axis))");
+  CHECK(bad.status == VerifyStatus::Refuted);
+  // Two operands enumerate in full.
+  auto two = verify_one("(rule bad-concat2 (concat ?a ?b ?axis) => (concat ?b ?a ?axis))");
+  CHECK(two.status == VerifyStatus::Refuted);
+  auto pair = verify_one("(rule add-comm (add ?a ?b) => (add ?b ?a))");
+  CHECK(pair.status == VerifyStatus::Proved);
+  CHECK(pair.coverage.find("sampled") == std::string::npos);
+}
+
 TEST_CASE("proved rules are checked on empty tensors too") {
   // The literal shape (allowzero 1) holds with empty dims; the log of the
   // empty sum is -inf as the reduction over nothing is.
