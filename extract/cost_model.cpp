@@ -117,6 +117,17 @@ namespace {
 
 double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::static_dims(t.shape))); }
 
+// The kernels of the lowering that read operand 0 of an op
+// (lower/lower_reductions.cpp): softmax's max, sum and result, a norm's
+// mean, variance and result, log-sum-exp's max and sum. A chain fused
+// into the op is computed in each.
+int operand_passes(const std::string& op) {
+  static const std::map<std::string, int> passes = {
+      {"softmax", 3}, {"log_softmax", 3}, {"layer_norm", 3}, {"instance_norm", 3}, {"reduce_log_sum_exp", 2}};
+  auto it = passes.find(op);
+  return it == passes.end() ? 1 : it->second;
+}
+
 }  // namespace
 
 double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
@@ -182,14 +193,23 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
   if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
   work *= def.unit_work;
-  NodePrice p{std::max(work / (gflops * 1e3), bytes / per_us) + spec_.kernel_overhead_us, {}};
-  if (def.elementwise || name.rfind("reduce_", 0) == 0) {
+  if (name == "materialize") work = 0;  // (its chain's kernel writes it)
+  const int passes = operand_passes(name);
+  if (passes > 1 && !read_us.empty()) {
+    bytes += (passes - 1) * read_bytes[0];
+    read_us[0] *= passes;
+  }
+  const double overhead = spec_.kernel_overhead_us * passes;
+  NodePrice p{std::max(work / (gflops * 1e3), bytes / per_us) + overhead, {}};
+  if (def.elementwise || name.rfind("reduce_", 0) == 0 || passes > 1) {
     p.fused.role = def.elementwise ? FuseRole::Elementwise : FuseRole::Reduction;
     p.fused.compute_us = work / (gflops * 1e3);
     p.fused.write_us = write_bytes / per_us;
-    p.fused.overhead_us = spec_.kernel_overhead_us;
+    p.fused.overhead_us = overhead;
     p.fused.out_elems = out_elems;
     p.fused.read_us = std::move(read_us);
+    p.fused.operand_passes = passes;
+    p.fused.boundary = name == "materialize";
   }
   return p;
 }

@@ -163,7 +163,7 @@ double fused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t
   const auto joins = [&](const ExtractionProblem::Node& consumer, std::uint32_t k) {
     if (uses[k] != 1 || consumer.fused.role == FuseRole::None) return false;
     const FusedPrice& producer = node_of(k).fused;
-    if (producer.role != FuseRole::Elementwise) return false;
+    if (producer.role != FuseRole::Elementwise || producer.boundary) return false;
     return consumer.fused.role == FuseRole::Reduction || consumer.fused.out_elems == producer.out_elems;
   };
   joined.assign(p.classes.size(), 0);
@@ -182,15 +182,19 @@ double fused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t
       continue;
     }
     double work = n.fused.compute_us, moved = 0;
+    bool joins_any = false;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       const std::uint32_t k = n.children[i];
       if (joined[k]) {
-        work += compute[k];
-        moved += bytes[k];
+        const double times = i == 0 ? n.fused.operand_passes : 1;
+        work += compute[k] * times;
+        moved += bytes[k] * times;
+        joins_any = true;
       } else if (i < n.fused.read_us.size()) {
         moved += n.fused.read_us[i];
       }
     }
+    if (n.fused.boundary && !joins_any) continue;  // already in memory: no kernel
     if (joined[c]) {
       compute[c] = work;
       bytes[c] = moved;

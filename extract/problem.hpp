@@ -44,9 +44,16 @@ struct FusedPrice {
   FuseRole role = FuseRole::None;
   double compute_us = 0;
   double write_us = 0;
-  double overhead_us = 0;
+  double overhead_us = 0;  // of all its kernels
   double out_elems = 0;
-  std::vector<double> read_us;  // per child slot (0 for attribute children)
+  std::vector<double> read_us;  // per child slot (0 for attribute children), as many times as it is read
+  // The kernels that read child 0 (softmax: max, sum and result): a chain
+  // joined there is computed, and its inputs read, in each of them.
+  int operand_passes = 1;
+  // Written to memory where it is made (materialize): never joins its
+  // consumer; a boundary over a value no chain joins costs nothing (the
+  // value is in memory already).
+  bool boundary = false;
 };
 
 struct ExtractionProblem {

@@ -37,6 +37,7 @@ inline const std::vector<OnnxOpName>& onnx_op_names() {
       {"Tanh", "tanh", {}},
       {"Not", "not", {}},
       {"Identity", "identity", {}},
+      {"Identity", "materialize", {}, /*import_directly=*/false},
       {"Softplus", "softplus", {}},
       {"HardSwish", "hard_swish", {}},
       {"Elu", "elu", {"alpha"}},

@@ -407,6 +407,14 @@ void register_elementwise_ops(OpRegistry& r) {
   });
   unary(r, "identity", K::Composite, A::Any, none, [](std::int64_t x) { return x; });
   r.declare_view("identity");
+  // A scheduling primitive (tinygrad's CONTIGUOUS): its value is x, written
+  // to memory where it is made, so that the kernels reading it read it
+  // instead of each computing it again. The extractor places it
+  // (rulesets/fusion.rules); the lowering only follows.
+  unary(
+      r, "materialize", K::Primitive, A::Any, none, [](std::int64_t x) { return x; }, {},
+      "x, stored where it is made: the kernels that read it read memory instead of each computing x again "
+      "(a fusion boundary the extractor chooses)");
   unary(
       r, "not", K::Composite, A::Bool, [](auto x, const Attrs&) { return S::select(S::eq(x, 0.0), 1.0, 0.0); },
       [](std::int64_t x) { return static_cast<std::int64_t>(x == 0); });

@@ -292,12 +292,16 @@ void Lowerer::set_pending(const ir::Node& n, const std::vector<Value*>& in, cons
   for (Value* x : in)
     if (x && x->pending && x->dims == out && !x->label.empty()) v.label.append(x->label).append("+");
   v.label.append(n.op);
+  const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
+  v.beyond_elementwise = !def || !def->elementwise;
+  for (Value* x : in)
+    if (x && x->pending) v.beyond_elementwise |= x->beyond_elementwise;
   if (!o_.fuse || uses_[n.outputs[result]] > 1 || v.ops >= kMaxFusedOps) store(v);
   values_[n.outputs[result]] = std::move(v);
 }
 
 void Lowerer::read_in_several_kernels(Value& x) {
-  if (x.pending && x.ops > kMaxRecomputedOps) store(x);
+  if (x.pending && (x.beyond_elementwise || x.ops > kMaxRecomputedOps)) store(x);
 }
 
 std::string Lowerer::where() const { return o_.target == LoweringTarget::Cuda ? "cuda" : "cpu"; }
@@ -453,6 +457,11 @@ void Lowerer::lower_node(std::size_t index) {
     if (v) all_f32 &= v->dtype == DType::F32;
   for (const auto& t : out_types) all_f32 &= t.dtype == DType::F32;
   const bool one_result = n.outputs.size() == 1 && !n.outputs[0].empty();
+  if (n.op == "materialize" && one_result && in.size() == 1 && in[0]) {
+    store(*in[0]);  // (a value already in memory stays where it is)
+    values_[n.outputs[0]] = *in[0];
+    return;
+  }
   if (lower_view(n, in, out_types)) return;
   // Values of types loop kernels do not compute with are moved as they are
   // or computed by the op's reference kernel.

@@ -56,6 +56,10 @@ struct Value {
   ir::DType compute = ir::DType::F32;  // pending: the type `sym` is computed in (loop_kernel.hpp)
   int ops = 0;                         // pending: graph ops folded into `sym`
   std::string label;                   // pending: those ops' names ("add+gelu")
+  // pending: folds in an op other than an elementwise one (softmax's
+  // result pass, a norm's), which the cost model prices as stored
+  // (extract/problem.hpp: only elementwise chains join their consumer)
+  bool beyond_elementwise = false;
   double constant = 0;
   bool is_scalar_constant = false;  // a float or bool weight of one element: inlined as a literal
 };
@@ -123,11 +127,15 @@ class Lowerer {
                const std::string& what, DType dtype = DType::F32, DType compute = DType::F32);
   // A pending operand that one node reads in several kernels (softmax's
   // max, sum and result; a norm's mean, variance and result) is recomputed
-  // in each: cheap for a few ops. But the node's pending result holds it
-  // again, so a chain of such nodes would nest every earlier one in each
-  // kernel (work and code quadratic in the chain's length): past
-  // kMaxRecomputedOps it is stored first.
-  static constexpr int kMaxRecomputedOps = 4;
+  // in each when it is an elementwise chain: whether it should be stored
+  // once instead is the extractor's choice (a `materialize` it placed,
+  // rulesets/fusion.rules, priced by extract/cost_model.cpp). Anything
+  // else pending (an earlier softmax's result pass) is stored first, as
+  // the cost model prices it; recomputed, a chain of softmaxes would nest
+  // every earlier one in each kernel (work and code quadratic in its
+  // length). Past kMaxRecomputedOps, a bound on kernel size like
+  // kMaxFusedOps, an elementwise chain is stored too.
+  static constexpr int kMaxRecomputedOps = 64;
   void read_in_several_kernels(Value& x);
   // A kernel's code grows with its expression, and LLVM's instruction
   // selection is superlinear in a block's size: a pending value of

@@ -77,8 +77,9 @@ std::vector<Sample> samples() {
   s.push_back({"mod", {positive({2, 3}), positive({3})}, attrs({{"fmod", std::int64_t{1}}})});
   s.push_back({"prelu", {real({2, 3}), real({3})}});
   s.push_back({"where", {mask({2, 3}), real({2, 3}), real({3})}});
-  for (const char* op : {"neg", "identity", "exp", "exp2", "sin", "cos", "tanh", "sigmoid", "softplus", "erf", "relu",
-                         "abs", "elu", "selu", "leaky_relu", "hard_swish", "hard_sigmoid", "gelu", "clip"})
+  for (const char* op : {"neg",  "identity",   "materialize", "exp",          "exp2", "sin", "cos",
+                         "tanh", "sigmoid",    "softplus",    "erf",          "relu", "abs", "elu",
+                         "selu", "leaky_relu", "hard_swish",  "hard_sigmoid", "gelu", "clip"})
     s.push_back({op, {real({2, 5})}});
   s.push_back({"gelu", {real({2, 5})}, attrs({{"approximate", std::string("tanh")}})});
   s.push_back({"clip", {real({2, 5})}, attrs({{"min", -0.5}, {"max", 0.7}})});

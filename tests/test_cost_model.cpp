@@ -94,6 +94,30 @@ TEST_CASE("an elementwise operand fuses into a reduction - a reduction's result 
     (output w)))") == Approx(alone_sum + alone_div));
 }
 
+TEST_CASE("a chain softmax reads in its three kernels is priced thrice - materialized once") {
+  // softmax: 5 us of arithmetic; it reads its operand in three kernels
+  // (12 us) and writes 4 us, with three overheads: 19 alone.
+  auto materialized = [](const std::string& op) {
+    return cost_of("(graph s (input x f32 [1000]) (node a " + op +
+                   " (y) (x)) (node m materialize (z) (y)) (node s softmax (w) (z) :axis -1) (output w))");
+  };
+  auto plain = [](const std::string& op) {
+    return cost_of("(graph s (input x f32 [1000]) (node a " + op +
+                   " (y) (x)) (node s softmax (w) (y) :axis -1) (output w))");
+  };
+  // exp (8 us of arithmetic) joined: 5 + 3 x 8 = 29 us of arithmetic
+  // against 3 x 4 + 4 us of memory, three overheads: 32. Materialized: the
+  // exp kernel max(8, 4 + 4) + 1 = 9, then softmax alone, 19: 28.
+  CHECK(plain("exp") == Approx(32));
+  CHECK(materialized("exp") == Approx(28));
+  // neg (1 us) joined: max(5 + 3, 16) + 3 = 19; materialized 9 + 19 = 28.
+  CHECK(plain("neg") == Approx(19));
+  CHECK(materialized("neg") == Approx(28));
+  // A materialize over a value already in memory costs nothing.
+  CHECK(cost_of("(graph s (input x f32 [1000]) (node m materialize (z) (x)) (node s softmax (w) (z) :axis -1) "
+                "(output w))") == Approx(19));
+}
+
 TEST_CASE("the extractor picks a chain the lowering fuses over a cheaper-looking single op") {
   // Class 0 (the output): lib(1), priced 15 alone, or relu(2) with class 2
   // = neg(1). Priced op by op the chain costs 18; fused, 9.

@@ -9,6 +9,7 @@
 #include "helpers.hpp"
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
+#include "lower/loop_kernel.hpp"
 #include "lower/lowering.hpp"
 #include "pipeline/optimize.hpp"
 #include "random_graphs.hpp"
@@ -186,6 +187,55 @@ TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogu
     CHECK(names.insert(n.name).second);
   }
   CHECK(back->nodes.size() == 9);  // 6 Conv, 1 Add, 2 Relu
+}
+
+TEST_CASE("an operand softmax and layer_norm read thrice is stored where dear - recomputed where cheap", "[opt]") {
+  // softmax reads its operand in three kernels (max, sum, result), and so
+  // does layer_norm (mean, variance, result). Five transcendental ops are
+  // dearer to compute three times than to store once; a masked add is not.
+  auto dear_chain = [](models::GraphBuilder& b, std::string t) {
+    for (const char* op : {"tanh", "exp", "sigmoid", "tanh", "erf"}) t = b.op(op, {t});
+    return t;
+  };
+  for (const char* op : {"softmax", "layer_norm"}) {
+    INFO(op);
+    auto normalize = [&](models::GraphBuilder& b, const std::string& t) {
+      return std::string(op) == "softmax" ? b.op("softmax", {t}) : b.layer_norm(t, 1024);
+    };
+    models::GraphBuilder dear("dear");
+    std::string x = dear.input("x", {256, 1024});
+    const ir::Graph g = dear.finish({normalize(dear, dear_chain(dear, x))});
+    auto res = pipeline::optimize(g, shipped("cpu"));
+    REQUIRE(res);
+    CHECK(res->report["ops_after"].value("materialize", 0) == 1);
+    check_same_outputs(g, res->graph, 5);
+    // The lowering follows: the chain is one kernel, computed once, where
+    // the graph as written computes it in each of the three.
+    auto stored = lower::compile_cpu(res->graph);
+    auto recomputed = lower::compile_cpu(g);
+    REQUIRE(stored);
+    REQUIRE(recomputed);
+    auto computing_erf = [](const lower::Program& p) {
+      int n = 0;
+      for (const lower::LoopKernel& k : *p.kernels) {
+        const ir::SymId roots[] = {k.body, k.post};
+        const auto nodes = k.ctx->reachable(roots);
+        n +=
+            std::any_of(nodes.begin(), nodes.end(), [&](ir::SymId id) { return k.ctx->node(id).op == ir::SymOp::Erf; });
+      }
+      return n;
+    };
+    CHECK(computing_erf(**stored) == 1);
+    CHECK(computing_erf(**recomputed) == 3);
+    CHECK((*stored)->fused_kernels == (*recomputed)->fused_kernels + 1);
+
+    models::GraphBuilder cheap("cheap");
+    std::string y = cheap.input("y", {256, 1024});
+    const ir::Graph h = cheap.finish({normalize(cheap, cheap.op("add", {y, cheap.weight({1, 1024}, 1.0)}))});
+    auto kept = pipeline::optimize(h, shipped("cpu"));
+    REQUIRE(kept);
+    CHECK_FALSE(kept->report["ops_after"].contains("materialize"));
+  }
 }
 
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
