@@ -13,6 +13,7 @@ namespace {
 
 constexpr const char* kVersion = "saturn 0.1.0";
 
+#ifndef SATURN_LINKED_VERBS
 // The folder of this executable (/proc/self/exe, so a symlink to it or a
 // call through PATH still finds the library beside the real file).
 std::string own_folder() {
@@ -23,6 +24,7 @@ std::string own_folder() {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
+#endif
 
 }  // namespace
 
