@@ -193,7 +193,6 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
   if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
   work *= def.unit_work;
-  if (name == "materialize") work = 0;  // (its chain's kernel writes it)
   const int passes = operand_passes(name);
   if (passes > 1 && !read_us.empty()) {
     bytes += (passes - 1) * read_bytes[0];

@@ -415,6 +415,7 @@ void register_elementwise_ops(OpRegistry& r) {
       r, "materialize", K::Primitive, A::Any, none, [](std::int64_t x) { return x; }, {},
       "x, stored where it is made: the kernels that read it read memory instead of each computing x again "
       "(a fusion boundary the extractor chooses)");
+  r.declare_unit_work("materialize", 0);  // (the kernel of the chain it stores does the work)
   unary(
       r, "not", K::Composite, A::Bool, [](auto x, const Attrs&) { return S::select(S::eq(x, 0.0), 1.0, 0.0); },
       [](std::int64_t x) { return static_cast<std::int64_t>(x == 0); });

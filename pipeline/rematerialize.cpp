@@ -35,7 +35,9 @@ RematReport rematerialize(ir::Graph& g, const RematOptions& o) {
       return nullptr;
     const ir::OpDef* def = ir::OpRegistry::get().find(node.op);
     // Views and transposes cost nothing: the lowering reads through them.
-    return def && (def->elementwise || reads_through(node)) ? def : nullptr;
+    // A materialize is where the extractor chose to store a value, not a
+    // step of a chain fused into its readers.
+    return def && ((def->elementwise && node.op != "materialize") || reads_through(node)) ? def : nullptr;
   };
   auto work_of = [](const ir::OpDef* def) { return def->elementwise ? def->unit_work : 0.0; };
 

@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "extract/cost_model.hpp"
 #include "extract/extractors.hpp"
 #include "ir/sat_format.hpp"
+#include "lower/loop_kernel.hpp"
 #include "lower/lowering.hpp"
 
 using namespace saturn;
@@ -116,6 +118,43 @@ TEST_CASE("a chain softmax reads in its three kernels is priced thrice - materia
   // A materialize over a value already in memory costs nothing.
   CHECK(cost_of("(graph s (input x f32 [1000]) (node m materialize (z) (x)) (node s softmax (w) (z) :axis -1) "
                 "(output w))") == Approx(19));
+}
+
+TEST_CASE("the kernels the cost model counts reading an operand are the lowering's") {
+  // The ops the cost model prices as reading their first operand in several
+  // kernels (operand_passes, extract/cost_model.cpp), built over erf(x)
+  // (which none of them computes itself): the lowering computes erf in as
+  // many kernels as the model counts, and in more than one.
+  const std::map<std::string, std::string> graphs = {
+      {"softmax", "(node s softmax (w) (y) :axis -1)"},
+      {"log_softmax", "(node s log_softmax (w) (y) :axis -1)"},
+      {"reduce_log_sum_exp", "(node s reduce_log_sum_exp (w) (y) :axes [1] :keepdims 1)"},
+      {"layer_norm", "(node s layer_norm (w) (y g8 b8) :axis -1)"},
+      {"instance_norm", "(node s instance_norm (w) (y g4 b4))"},
+  };
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({2, 4, 8})};
+  const ir::ValueType in[] = {x};
+  auto passes = [&](const ir::OpDef& def) { return kUnit.price(def, ir::Attrs{}, in, x, false).fused.operand_passes; };
+  for (const auto& [op, node] : graphs) {
+    INFO(op);
+    auto g = ir::read_sat(
+        "(graph t (input x f32 [2 4 8]) (init g4 f32 [4] [1 2 3 4]) (init b4 f32 [4] [0 1 0 1])"
+        " (init g8 f32 [8] [1 2 3 4 5 6 7 8]) (init b8 f32 [8] [0 1 0 1 0 1 0 1]) (node e erf (y) (x)) " +
+            node + " (output w))",
+        "t.sat");
+    if (!g) FAIL(g.error().to_string());
+    auto p = lower::compile_cpu(*g);
+    if (!p) FAIL(p.error().to_string());
+    int computing_erf = 0;
+    for (const lower::LoopKernel& k : *(*p)->kernels) {
+      const ir::SymId roots[] = {k.body, k.post};
+      const auto nodes = k.ctx->reachable(roots);
+      computing_erf +=
+          std::any_of(nodes.begin(), nodes.end(), [&](ir::SymId id) { return k.ctx->node(id).op == ir::SymOp::Erf; });
+    }
+    CHECK(passes(*ir::OpRegistry::get().find(op)) > 1);
+    CHECK(computing_erf == passes(*ir::OpRegistry::get().find(op)));
+  }
 }
 
 TEST_CASE("the extractor picks a chain the lowering fuses over a cheaper-looking single op") {
