@@ -24,6 +24,7 @@ Models are the .onnx files of the folder with their .input.npy beside them
 (bench/export_models.py writes both).
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -74,6 +75,19 @@ def spearman(a, b):
     return cov / (va * vb) if va and vb else float("nan")
 
 
+def program_key(path):
+    """What identifies a written program: its text with the name of its
+    weights file taken out (each candidate writes its own), and the
+    weights' bytes."""
+    text = open(path).read()
+    data = path + ".data"
+    if os.path.exists(data):
+        text = text.replace(os.path.basename(data), "DATA")
+        with open(data, "rb") as f:
+            text += hashlib.sha256(f.read()).hexdigest()
+    return text
+
+
 def run_json(cmd):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
@@ -111,7 +125,7 @@ def main():
                 continue
             path = os.path.join(tmp, f"{name}.{i}.sat")
             report = run_json([args.saturn, "opt", model, "--target", args.target, "--json", "-o", path] + extra)
-            text = open(path).read()
+            text = program_key(path)
             if text in programs:
                 programs[text][2].append(cand)
             else:

@@ -13,18 +13,21 @@ namespace saturn::device::cuda {
 // The entry points Saturn uses. cuda.h maps some names to versioned
 // symbols (cuMemAlloc -> cuMemAlloc_v2): SATURN_RUNTIME_NAME
 // (runtime_library.hpp) asks dlsym for the symbol the header means.
-#define SATURN_CU_FUNCTIONS(X)                                                                               \
-  X(cuInit)                                                                                                  \
-  X(cuDriverGetVersion)                                                                                      \
-  X(cuDeviceGetCount)                                                                                        \
-  X(cuDeviceGet)                                                                                             \
-  X(cuDeviceGetName)                                                                                         \
-  X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)       \
-      X(cuCtxSetCurrent) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)    \
-          X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)     \
-              X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) \
-                  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync)          \
-                      X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpy2DAsync) X(cuMemsetD32Async)
+#define SATURN_CU_FUNCTIONS(X)                                                                                        \
+  X(cuInit)                                                                                                           \
+  X(cuDriverGetVersion)                                                                                               \
+  X(cuDeviceGetCount)                                                                                                 \
+  X(cuDeviceGet)                                                                                                      \
+  X(cuDeviceGetName)                                                                                                  \
+  X(cuDeviceTotalMem)                                                                                                 \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
+      X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                \
+          X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)            \
+              X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)           \
+                  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)               \
+                      X(cuMemcpyDtoDAsync) X(cuMemcpy2DAsync) X(cuMemsetD32Async) X(cuStreamBeginCapture)             \
+                          X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) \
+                              X(cuGraphDestroy)
 
 struct DriverApi {
   void* lib = nullptr;
@@ -195,6 +198,35 @@ void DeviceBuffer::copy_from_host(const void* src, std::size_t bytes, std::size_
 }
 void DeviceBuffer::copy_to_host(void* dst, std::size_t bytes, std::size_t offset) const {
   check(api().cuMemcpyDtoH(dst, static_cast<CUdeviceptr>(ptr_ + offset), bytes), "cuMemcpyDtoH");
+}
+
+std::unique_ptr<Graph> Graph::capture(const Stream& s, const std::function<void()>& enqueue) {
+  auto st = static_cast<CUstream>(s.handle());
+  // Thread-local: another thread's driver calls (NVRTC's, a second
+  // executor's) neither break this capture nor are broken by it.
+  check(api().cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  std::unique_ptr<Graph> g(new Graph());
+  CUgraph recorded = nullptr;
+  try {
+    enqueue();
+  } catch (...) {
+    api().cuStreamEndCapture(st, &recorded);
+    if (recorded) api().cuGraphDestroy(recorded);
+    throw;
+  }
+  check(api().cuStreamEndCapture(st, &recorded), "cuStreamEndCapture");
+  g->graph_ = recorded;
+  CUgraphExec exec = nullptr;
+  check(api().cuGraphInstantiateWithFlags(&exec, recorded, 0), "cuGraphInstantiateWithFlags");
+  g->exec_ = exec;
+  return g;
+}
+Graph::~Graph() {
+  if (exec_) api().cuGraphExecDestroy(static_cast<CUgraphExec>(exec_));
+  if (graph_) api().cuGraphDestroy(static_cast<CUgraph>(graph_));
+}
+void Graph::launch(const Stream& s) const {
+  check(api().cuGraphLaunch(static_cast<CUgraphExec>(exec_), static_cast<CUstream>(s.handle())), "cuGraphLaunch");
 }
 
 Module::Module(const std::string& ptx) {

@@ -1,6 +1,6 @@
 // The CUDA driver API behind RAII types: a device's primary context, device
 // memory, modules (PTX loaded by the driver's JIT), kernel functions,
-// streams and events. No raw CUcontext / CUmodule / CUfunction /
+// streams, events and captured graphs. No raw CUcontext / CUmodule / CUfunction /
 // CUdeviceptr leaves this file's types.
 //
 // The driver library is loaded at run time (dlopen "libcuda.so.1"), not
@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,6 +121,27 @@ class DeviceBuffer {
  private:
   std::uint64_t ptr_ = 0;
   std::size_t bytes_ = 0;
+};
+
+// Stream work recorded once and replayed with one launch (a CUDA graph):
+// the host's cost per kernel or library call is paid at capture, not at
+// each run. A replay reads and writes the addresses the work was captured
+// with.
+class Graph {
+ public:
+  // Records what `enqueue` puts on `s` without running it, and instantiates
+  // it. Throws CudaError (or what `enqueue` threw) when the work cannot be
+  // captured, a synchronization say; `s` leaves capture mode either way.
+  static std::unique_ptr<Graph> capture(const Stream& s, const std::function<void()>& enqueue);
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void launch(const Stream& s) const;
+
+ private:
+  Graph() = default;
+  void* graph_ = nullptr;
+  void* exec_ = nullptr;
 };
 
 class Module;

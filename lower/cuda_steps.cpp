@@ -336,6 +336,7 @@ void set_cuda_kernel_steps(const std::shared_ptr<CudaSteps>& cs, const std::vect
       cu::copy_to_host(&bad, device_address(ctx, fault), sizeof bad, stream);
       if (bad) throw std::runtime_error(fault_message(errors, bad));
     };
+    steps[k]->host_sync = fault >= 0;
   }
 }
 
@@ -781,6 +782,7 @@ Step make_cuda_checked_gather_step(const std::shared_ptr<CudaSteps>& cs, const C
     cu::copy_to_host(&bad, device_address(ctx, flag), sizeof bad, stream);
     if (bad) throw std::runtime_error(error);
   };
+  s.host_sync = true;
   return s;
 }
 
@@ -811,6 +813,7 @@ void run_on_host(Step& s, const std::vector<Buffer>& buffers) {
   for (BufferId b : touched) bytes.push_back(buffers[static_cast<std::size_t>(b)].bytes);
   const std::vector<BufferId> reads = s.reads, writes = s.writes;
   s.label += " (on the host)";
+  s.host_sync = true;
   s.run = [inner = std::move(s.run), touched, bytes, reads, writes](const RunContext& ctx) {
     const cu::Stream& stream = stream_of(ctx);
     std::vector<std::vector<std::uint8_t>> host(touched.size());

@@ -76,6 +76,9 @@ struct Step {
   // when such an operand dies here.
   std::vector<BufferId> in_place_ok;
   std::function<void(const RunContext&)> run;
+  // cuda: the step waits for the device mid-run (a fault flag or an index
+  // check read back, a host fallback), so a CUDA graph cannot hold it.
+  bool host_sync = false;
 };
 
 struct Program {

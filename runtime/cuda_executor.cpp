@@ -1,5 +1,7 @@
 #include "runtime/cuda_executor.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "runtime/program_io.hpp"
@@ -30,6 +32,9 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const ir::Graph& g,
   e->program_ = *program;
   e->source_ = g.source;
   e->profile_ = o.profile;
+  e->graphs_ = o.graphs;
+  if (const char* env = std::getenv("SATURN_CUDA_GRAPHS"); env && std::strcmp(env, "0") == 0) e->graphs_ = false;
+  if (!e->graphs_) e->graphs_note_ = "off (CudaExecutorOptions::graphs or SATURN_CUDA_GRAPHS=0)";
   try {
     e->context_ = std::make_unique<device::cuda::Context>(o.device);
     e->stream_ = std::make_unique<device::cuda::Stream>();
@@ -54,8 +59,9 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const ir::Graph& g,
 }
 
 CudaExecutor::~CudaExecutor() {
-  // Device memory and the program's device state (modules, library
+  // Graphs, device memory and the program's device state (modules, library
   // handles) go before the context is released.
+  stretches_.clear();
   own_.clear();
   arena_.reset();
   program_.reset();
@@ -88,19 +94,10 @@ Expected<bool> CudaExecutor::run_into(std::span<const ir::Tensor> inputs, std::v
     step_ms_.assign(profile_ ? p.steps.size() : 0, 0.0);
     device::cuda::Event start, end;
     start.record(*stream_);
-    for (std::size_t s = 0; s < p.steps.size(); ++s) {
-      if (!profile_) {
-        p.steps[s].run(ctx);
-        continue;
-      }
-      device::cuda::Event before, after;
-      before.record(*stream_);
-      p.steps[s].run(ctx);
-      after.record(*stream_);
-      step_ms_[s] = after.since(before);
-    }
+    run_steps(ctx);
     end.record(*stream_);
     device_ms_ = end.since(start);
+    if (!captured_ && graphs_ && !profile_) capture_stretches(ctx);
     for (std::size_t k = 0; k < p.outputs.size(); ++k)
       device::cuda::copy_to_host(outs[k].bytes(),
                                  reinterpret_cast<std::uint64_t>(addr_[static_cast<std::size_t>(p.outputs[k])]),
@@ -111,6 +108,83 @@ Expected<bool> CudaExecutor::run_into(std::span<const ir::Tensor> inputs, std::v
     return fail(e.what());
   }
   return true;
+}
+
+void CudaExecutor::run_steps(const lower::RunContext& ctx) {
+  const lower::Program& p = *program_;
+  if (profile_) {
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      device::cuda::Event before, after;
+      before.record(*stream_);
+      p.steps[s].run(ctx);
+      after.record(*stream_);
+      step_ms_[s] = after.since(before);
+    }
+    return;
+  }
+  std::size_t s = 0;
+  for (const Stretch& st : stretches_) {
+    for (; s < st.first; ++s) p.steps[s].run(ctx);
+    st.graph->launch(*stream_);
+    s = st.last;
+  }
+  for (; s < p.steps.size(); ++s) p.steps[s].run(ctx);
+}
+
+void CudaExecutor::capture_stretches(const lower::RunContext& ctx) {
+  captured_ = true;
+  const lower::Program& p = *program_;
+  std::string failure;  // the first capture's error
+  std::size_t refused = 0;
+  // Steps [s, e) as one graph, or null when some step's work cannot be
+  // captured (a library call that synchronizes, say).
+  auto capture = [&](std::size_t s, std::size_t e) -> std::unique_ptr<device::cuda::Graph> {
+    try {
+      return device::cuda::Graph::capture(*stream_, [&] {
+        for (std::size_t k = s; k < e; ++k) p.steps[k].run(ctx);
+      });
+    } catch (const DiagnosticError& err) {
+      if (failure.empty()) failure = err.diag.message;
+    } catch (const std::exception& err) {
+      if (failure.empty()) failure = err.what();
+    }
+    return nullptr;
+  };
+  auto keep = [&](std::size_t s, std::size_t e, std::unique_ptr<device::cuda::Graph> g) {
+    stretches_.push_back(Stretch{s, e, std::move(g)});
+  };
+  for (std::size_t s = 0; s < p.steps.size();) {
+    std::size_t e = s;
+    while (e < p.steps.size() && !p.steps[e].host_sync) ++e;
+    if (e - s >= 2) {
+      if (auto g = capture(s, e)) {
+        keep(s, e, std::move(g));
+      } else {
+        // Leave out the steps that fail alone, and capture what is between.
+        std::vector<bool> alone(e - s);
+        for (std::size_t k = s; k < e; ++k) alone[k - s] = capture(k, k + 1) != nullptr;
+        for (std::size_t a = s; a < e;) {
+          std::size_t b = a;
+          while (b < e && alone[b - s]) ++b;
+          if (b - a >= 2)
+            if (auto g = capture(a, b)) keep(a, b, std::move(g));
+          if (b < e) ++refused;
+          a = b + 1;
+        }
+      }
+    }
+    s = std::max(e, s + 1);
+  }
+  if (refused > 0)
+    graphs_note_ = std::to_string(refused) + " steps run outside graphs: " + failure;
+  else if (stretches_.empty())
+    graphs_note_ = "no stretch of two or more steps runs without the host";
+}
+
+std::size_t CudaExecutor::graph_steps() const {
+  std::size_t n = 0;
+  for (const Stretch& st : stretches_) n += st.last - st.first;
+  return n;
 }
 
 }  // namespace saturn::runtime

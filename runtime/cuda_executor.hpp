@@ -7,24 +7,35 @@
 // stream, and copies the outputs out: host-device copies happen only at the
 // program's borders (and around ops that run their reference kernel on the
 // host, which the program lists).
+//
+// After its first run (which makes the device state: modules, library
+// handles, cuDNN's measured algorithms) it captures every stretch of two or
+// more steps that never wait for the host into a CUDA graph, and later runs
+// launch each stretch at once instead of step by step: a batch-1 model's
+// steps are a few microseconds each on the device, about what launching
+// them costs the host. Work that cannot be captured leaves the executor
+// running step by step, as before.
 #pragma once
 
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "device/cuda_driver.hpp"
 #include "ir/diagnostic.hpp"
 #include "ir/graph.hpp"
 #include "lower/lowering.hpp"
 #include "lower/program.hpp"
-#include "device/cuda_driver.hpp"
 
 namespace saturn::runtime {
 
 struct CudaExecutorOptions {
   int device = 0;
   lower::LoweringOptions lowering;
-  bool profile = false;  // time every step (step_ms), with events
+  bool profile = false;  // time every step (step_ms), with events; runs step by step
+  // Replay the steps as CUDA graphs after the first run (SATURN_CUDA_GRAPHS=0
+  // in the environment turns it off as well).
+  bool graphs = true;
 };
 
 class CudaExecutor {
@@ -45,6 +56,11 @@ class CudaExecutor {
   double device_ms() const { return device_ms_; }
   const std::vector<double>& step_ms() const { return step_ms_; }
   void set_profile(bool on) { profile_ = on; }
+  // Steps that later runs replay in CUDA graphs (0 before the second run,
+  // with graphs off, or when the capture failed), and why steps run outside
+  // them (empty when none do but those that wait for the host).
+  std::size_t graph_steps() const;
+  const std::string& graphs_note() const { return graphs_note_; }
 
  private:
   CudaExecutor() = default;
@@ -54,11 +70,22 @@ class CudaExecutor {
   std::unique_ptr<device::cuda::Stream> stream_;
   std::unique_ptr<device::cuda::DeviceBuffer> arena_;
   std::vector<std::unique_ptr<device::cuda::DeviceBuffer>> own_;  // weights, inputs, outputs (by BufferId)
-  std::vector<std::uint8_t*> addr_;                       // device address of every buffer
+  std::vector<std::uint8_t*> addr_;                               // device address of every buffer
   std::string source_;
   bool profile_ = false;
   double device_ms_ = 0;
   std::vector<double> step_ms_;
+  // Steps [first, last) replayed as one graph, in program order.
+  struct Stretch {
+    std::size_t first = 0, last = 0;
+    std::unique_ptr<device::cuda::Graph> graph;
+  };
+  void capture_stretches(const lower::RunContext& ctx);
+  void run_steps(const lower::RunContext& ctx);
+  bool graphs_ = true;
+  bool captured_ = false;
+  std::string graphs_note_;
+  std::vector<Stretch> stretches_;
 };
 
 }  // namespace saturn::runtime

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -150,23 +151,38 @@ std::vector<ir::Tensor> random_inputs(const ir::Graph& g, std::uint32_t seed) {
 // NaN must be NaN and an infinity the same infinity.
 // Both forms run: the graph as written (Saturn's loop nests) and with the
 // library calls the CUDA rules substitute (tests/library_calls.hpp).
+// Other values for the float inputs (integer ones, indices say, stay).
+std::vector<ir::Tensor> other_values(std::vector<ir::Tensor> inputs) {
+  for (ir::Tensor& t : inputs)
+    if (ir::is_float(t.dtype()))
+      for (std::size_t i = 0; i < t.numel(); ++i) t.set(i, 0.25 - 0.5 * t.at(i));
+  return inputs;
+}
+
 void check_executor_on(const ir::Graph& written, const std::vector<ir::Tensor>& inputs, double rtol = 1e-4) {
+  const std::vector<ir::Tensor> other = other_values(inputs);
   auto want = runtime::interpret(written, inputs);
   REQUIRE(want);
+  auto want_other = runtime::interpret(written, other);
+  REQUIRE(want_other);
   const ir::Graph library = test::as_library_calls(written, "cuda");
   for (const ir::Graph* form : {&written, &library}) {
     INFO((form == &written ? "as written" : "with library calls"));
     auto exec = runtime::CudaExecutor::create(*form);
     if (!exec) FAIL(exec.error().to_string());
-    for (int run = 0; run < 2; ++run) {  // the second run reuses everything the first made
-      auto got = (*exec)->run(inputs);
+    // Run 0 makes the device state and captures the CUDA graphs; runs 1 and
+    // 2 replay them, run 2 on other values (a graph reads the buffers the
+    // inputs are copied into).
+    for (int run = 0; run < 3; ++run) {
+      auto got = (*exec)->run(run == 2 ? other : inputs);
       if (!got) FAIL(got.error().to_string());
-      REQUIRE(got->size() == want->size());
+      const std::vector<ir::Tensor>& expected = run == 2 ? *want_other : *want;
+      REQUIRE(got->size() == expected.size());
       for (std::size_t k = 0; k < got->size(); ++k) {
-        REQUIRE((*got)[k].dims() == (*want)[k].dims());
+        REQUIRE((*got)[k].dims() == expected[k].dims());
         for (std::size_t i = 0; i < (*got)[k].numel(); ++i) {
           INFO("run " << run << " output " << k << " element " << i);
-          const double w = (*want)[k].at(i), v = (*got)[k].at(i);
+          const double w = expected[k].at(i), v = (*got)[k].at(i);
           if (std::isnan(w))
             CHECK(std::isnan(v));
           else if (std::isinf(w))
@@ -176,6 +192,8 @@ void check_executor_on(const ir::Graph& written, const std::vector<ir::Tensor>& 
         }
       }
     }
+    INFO((*exec)->graphs_note());
+    CHECK((*exec)->graphs_note().find("outside graphs") == std::string::npos);  // no step failed its capture
   }
 }
 
@@ -285,10 +303,15 @@ TEST_CASE("Gather runs on the device - an index out of range fails the run") {
   auto exec = runtime::CudaExecutor::create(g);
   REQUIRE(exec);
   auto inputs = random_inputs(g, 3);
-  inputs[0].set_int(5, 50);
-  auto got = (*exec)->run(inputs);
+  // The first run captures the graphs; the check still runs in later ones
+  // (a gather waits for the host: it is left out of them).
+  REQUIRE((*exec)->run(inputs));
+  auto bad = inputs;
+  bad[0].set_int(5, 50);
+  auto got = (*exec)->run(bad);
   REQUIRE_FALSE(got);
   CHECK(got.error().message.find("index out of range for axis of size 50") != std::string::npos);
+  CHECK((*exec)->run(inputs));
 }
 
 TEST_CASE("1-D and 3-D convolutions - transposed ones - run-time weights - and pooling run in cuDNN on the device") {
@@ -464,6 +487,70 @@ TEST_CASE("Bundled models run on the device and match the interpreter - before a
     if (!opt) FAIL(opt.error().to_string());
     check_executor(opt->graph, 1e-3);
   }
+}
+
+TEST_CASE("Later runs replay CUDA graphs - the same values as step by step - SATURN_CUDA_GRAPHS=0 turns them off") {
+  for (const char* name : {"transformer_layer", "resnet_small"}) {
+    INFO(name);
+    auto g = ir::import_onnx_file(test::source_dir() + "/docs/examples/models/" + name + ".onnx");
+    REQUIRE(g);
+    pipeline::OptimizeOptions o;
+    o.target = "cuda";
+    o.rule_files = pipeline::rule_files_for(test::source_dir() + "/rulesets", "cuda");
+    auto opt = pipeline::optimize(*g, o);
+    if (!opt) FAIL(opt.error().to_string());
+    const auto inputs = random_inputs(opt->graph, 5);
+    runtime::CudaExecutorOptions off;
+    off.graphs = false;
+    auto direct = runtime::CudaExecutor::create(opt->graph, off);
+    auto graphs = runtime::CudaExecutor::create(opt->graph);
+    REQUIRE(direct);
+    REQUIRE(graphs);
+    CHECK((*graphs)->graph_steps() == 0);  // nothing is captured before the first run
+    auto want = (*direct)->run(inputs);
+    REQUIRE(want);
+    for (int run = 0; run < 3; ++run) {
+      auto got = (*graphs)->run(inputs);
+      REQUIRE(got);
+      // The same kernels and library calls in the same order: the same bits.
+      for (std::size_t k = 0; k < got->size(); ++k)
+        CHECK(std::memcmp((*got)[k].bytes(), (*want)[k].bytes(), (*want)[k].nbytes()) == 0);
+    }
+    INFO((*graphs)->graphs_note());
+    const std::size_t steps = (*graphs)->program().steps.size();
+    // Every step is in a graph but those that wait for the host, and one
+    // alone between two of them.
+    std::size_t capturable = 0, streak = 0;
+    for (const lower::Step& st : (*graphs)->program().steps) {
+      streak = st.host_sync ? 0 : streak + 1;
+      capturable += streak == 2 ? 2 : streak > 2 ? 1 : 0;
+    }
+    CHECK((*graphs)->graph_steps() == capturable);
+    CHECK((*graphs)->graph_steps() > steps / 2);
+    CHECK((*direct)->graph_steps() == 0);
+    // With graphs, the device waits for no host launch between steps.
+    double direct_ms = 1e9, graph_ms = 1e9;
+    for (int run = 0; run < 20; ++run) {
+      REQUIRE((*direct)->run(inputs));
+      direct_ms = std::min(direct_ms, (*direct)->device_ms());
+      REQUIRE((*graphs)->run(inputs));
+      graph_ms = std::min(graph_ms, (*graphs)->device_ms());
+    }
+    std::cout << name << ": " << steps << " steps, best device ms step by step " << direct_ms << ", in graphs "
+              << graph_ms << "\n";
+  }
+  ::setenv("SATURN_CUDA_GRAPHS", "0", 1);
+  const std::string dir = test::source_dir() + "/docs/examples/models/";
+  auto g = ir::import_onnx_file(dir + "mlp.onnx");
+  REQUIRE(g);
+  auto exec = runtime::CudaExecutor::create(*g);
+  ::unsetenv("SATURN_CUDA_GRAPHS");
+  REQUIRE(exec);
+  const auto inputs = random_inputs(*g, 5);
+  REQUIRE((*exec)->run(inputs));
+  REQUIRE((*exec)->run(inputs));
+  CHECK((*exec)->graph_steps() == 0);
+  CHECK((*exec)->graphs_note().find("SATURN_CUDA_GRAPHS=0") != std::string::npos);
 }
 
 // ONNX backend conformance on the device: every case the importer takes,

@@ -295,6 +295,17 @@ int run_model(const RunOptions& o) {
     summary["median_ms"] = ms[ms.size() / 2];
     summary["min_ms"] = ms.front();
     summary["runs"] = o.bench;
+#ifdef SATURN_HAVE_CUDA
+    if (gpu) {
+      // Known after the first run, which captures them.
+      summary["cuda_graph_steps"] = gpu->graph_steps();
+      summary["cuda_graphs_note"] = gpu->graphs_note();
+      if (!o.json)
+        std::cerr << "cuda: " << gpu->graph_steps() << " of " << gpu->program().steps.size()
+                  << " steps replayed as CUDA graphs"
+                  << (gpu->graphs_note().empty() ? std::string() : " (" + gpu->graphs_note() + ")") << "\n";
+    }
+#endif
     if (!o.json)
       std::cout << "latency over " << o.bench << " runs: median " << ms[ms.size() / 2] << " ms, min " << ms.front()
                 << " ms\n";
