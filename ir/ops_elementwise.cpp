@@ -669,10 +669,12 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("clip", {attr_real("min"), attr_real("max")});
 
   // Operations per element, for the cost models (extract/cost_model.cpp;
-  // the others count one).
+  // the others count one). log, log2, exp2 and softplus: from the CPU
+  // target's inline forms over 1 M floats, 2 threads (0.26 ms for log and
+  // log2, 0.15 for exp and exp2, 0.65 for softplus).
   for (const auto& [op, ops] : std::initializer_list<std::pair<const char*, double>>{
-           {"exp", 8},  {"log", 8},      {"exp2", 6},  {"log2", 6},       {"tanh", 10},
-           {"erf", 10}, {"sigmoid", 10}, {"gelu", 20}, {"softplus", 16},  {"sin", 10},
+           {"exp", 8},  {"log", 14},     {"exp2", 8},  {"log2", 14},      {"tanh", 10},
+           {"erf", 10}, {"sigmoid", 10}, {"gelu", 20}, {"softplus", 36},  {"sin", 10},
            {"cos", 10}, {"pow", 20},     {"sqrt", 4},  {"div", 4},        {"recip", 4},
            {"elu", 10}, {"selu", 10},    {"mod", 4},   {"hard_swish", 4}, {"hard_sigmoid", 3}})
     r.declare_unit_work(op, ops);

@@ -7,6 +7,8 @@
 // the generated IR.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -577,6 +579,78 @@ TEST_CASE("Inline exp, tanh and erf agree with the C library") {
       }
     }
   }
+}
+
+namespace {
+
+// Distance in f32 steps between two finite floats of either sign.
+std::int64_t ulps_between(float a, float b) {
+  auto ordered = [](float v) {
+    std::int32_t i;
+    std::memcpy(&i, &v, sizeof i);
+    return i < 0 ? std::int64_t{INT32_MIN} - i : std::int64_t{i};
+  };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Inline log - log2 - exp2 and softplus (log1p) are within 1-3 ulps of the C library - subnormals - specials") {
+  std::vector<float> xs;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<std::uint32_t> positive(1, 0x7f7fffffu);  // every positive finite float
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint32_t bits = positive(rng);
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    xs.push_back(v);
+  }
+  for (int k = -300; k <= 300; ++k) xs.push_back(1.0f + static_cast<float>(k) * 0x1p-23f);  // around 1
+  for (double e = -30; e <= 2.2; e += 0.01) {  // small ones, and exp2's and softplus's range
+    xs.push_back(static_cast<float>(std::pow(10.0, e)));
+    xs.push_back(static_cast<float>(-std::pow(10.0, e)));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, -1.0f, -2.0f, -1e-30f, inf, -inf, std::nanf(""), 1.0f, 2.0f, 8.0f, 0.5f, 1024.0f,
+                  0x1p-149f, 0x1p-126f, 3.4e38f})
+    xs.push_back(v);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  models::GraphBuilder b("logs");
+  std::string x = b.input("x", {n});
+  ir::Graph g = b.finish({b.op("log", {x}), b.op("log2", {x}), b.op("softplus", {x}), b.op("exp2", {x})});
+  ir::Tensor in(ir::DType::F32, {n});
+  for (std::int64_t i = 0; i < n; ++i) in.set(static_cast<std::size_t>(i), xs[static_cast<std::size_t>(i)]);
+  auto exec = runtime::CpuExecutor::create(g);
+  if (!exec) FAIL(exec.error().to_string());
+  std::vector<ir::Tensor> inputs{in};
+  auto got = (*exec)->run(inputs);
+  REQUIRE(got);
+  double (*ref[])(double) = {[](double v) { return std::log(v); }, [](double v) { return std::log2(v); },
+                             [](double v) { return v > 30 ? v : std::log1p(std::exp(v)); },
+                             [](double v) { return std::exp2(v); }};
+  // (softplus adds exp's error to log1p's.)
+  const std::int64_t limit[] = {1, 1, 3, 2};
+  for (std::size_t f = 0; f < 4; ++f) {
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const auto want = static_cast<float>(ref[f](xs[i]));
+      const auto have = static_cast<float>((*got)[f].at(i));
+      INFO("function " << f << " at " << xs[i] << ": " << have << ", the C library " << want);
+      if (std::isnan(want)) {
+        CHECK(std::isnan(have));
+      } else if (std::isinf(want)) {
+        CHECK(have == want);
+      } else {
+        REQUIRE(std::isfinite(have));
+        CHECK(ulps_between(have, want) <= limit[f]);
+      }
+    }
+  }
+  // Exact where the C library is: log 1, log2 and exp2 at powers of two.
+  CHECK((*got)[0].at(xs.size() - 8) == 0.0);
+  CHECK((*got)[1].at(xs.size() - 6) == 3.0);
+  CHECK((*got)[1].at(xs.size() - 3) == -149.0);
+  CHECK((*got)[3].at(xs.size() - 6) == 256.0);
 }
 
 namespace {
