@@ -18,6 +18,9 @@
 #             --target cuda, on the .onnx models in $MODELS (default: those
 #             tools/gpu_bundle.sh --models packed; ONLY="NAME..." for some
 #             of them, CALIBRATION_BUDGET seconds of calibration, default 120)
+#   graphs    each packed model's device median with CUDA graphs and step by
+#             step (SATURN_CUDA_GRAPHS=0), interleaved, ROUNDS rounds (default
+#             2) of RUNS runs (default 20)
 #   check     each packed model on the cuda target, optimized and as written
 #             (--no-opt), against its outputs on the build machine's cpu
 #             target (M.expected.pb): max |cuda - cpu| / max |cpu| <= 1e-3
@@ -35,6 +38,15 @@ start=$(date +%s)
 out=${OUT:-/tmp/saturn-gpu}
 mkdir -p "$out"
 elapsed() { echo $(($(date +%s) - start)); }
+# $models: the folder of models the stages read ($MODELS, else those
+# tools/gpu_bundle.sh --models packed, unpacked here).
+unpack_models() {
+  models=${MODELS:-$root/models}
+  if [ -z "${MODELS:-}" ]; then
+    mkdir -p "$models"
+    tar -C "$models" -xJf .gpu-bundle/models.tar.xz
+  fi
+}
 left() { # seconds a stage may take: at most $1, within the budget
   local l=$((${BUDGET:-540} - $(elapsed)))
   [ "$l" -gt "$1" ] && l=$1
@@ -93,11 +105,7 @@ for stage in "$@"; do
       # --target cuda), after saturn calibrate --target cuda fills the cache
       # for the models.
       export SATURN_CACHE_DIR=$root/cache
-      models=${MODELS:-$root/models}
-      if [ -z "${MODELS:-}" ]; then
-        mkdir -p "$models"
-        tar -C "$models" -xJf .gpu-bundle/models.tar.xz
-      fi
+      unpack_models
       # ONLY="NAME..." validates those models alone; CALIBRATION_BUDGET
       # (seconds, default 120) bounds the calibration.
       files=("$models"/*.onnx) only=()
@@ -114,11 +122,7 @@ for stage in "$@"; do
       echo "validate exit $?"
       cat "$out/validate.log" ;;
     check)
-      models=${MODELS:-$root/models}
-      if [ -z "${MODELS:-}" ]; then
-        mkdir -p "$models"
-        tar -C "$models" -xJf .gpu-bundle/models.tar.xz
-      fi
+      unpack_models
       rm -rf "$root/check"
       for m in "$models"/*.onnx; do
         n=$(basename "$m" .onnx)
@@ -157,6 +161,18 @@ for exp in sorted(glob.glob(os.path.join(models, "*.expected.pb"))):
 print(f"check: {bad} differing")
 PY
       cat "$out/check.log" ;;
+    graphs)
+      unpack_models
+      for r in $(seq "${ROUNDS:-2}"); do
+        for m in "$models"/*.onnx; do
+          n=$(basename "$m" .onnx)
+          for g in 1 0; do
+            SATURN_CUDA_GRAPHS=$g timeout "$(left 60)" build/tools/saturn run "$m" --target cuda \
+              --inputs "$models/$n.input.npy" --bench "${RUNS:-20}" --json 2>/dev/null |
+              python3 -c "import json, sys; j = json.load(sys.stdin); print('$n', 'graphs' if $g else 'steps', j['cuda_graph_steps'], 'of', j['steps'], 'steps in graphs; device median', round(j['device_median_ms'], 3), 'ms, host', round(j['median_ms'], 3))"
+          done
+        done
+      done | tee "$out/graphs.log" ;;
     bench)
       SATURN_NO_BUILD=1 timeout "$(left 300)" bash bench/bench_cuda.sh "${RUNS:-30}" >"$out/bench.log" 2>&1
       echo "exit $?"
