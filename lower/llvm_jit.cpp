@@ -148,8 +148,9 @@ class ExprEmitter {
   }
   // log(x) = e ln2 + log(m) with x = m 2^e, m in [sqrt(1/2), sqrt(2)):
   // log(m) = f - f^2/2 + f^3 P(f) for f = m - 1, Cephes' degree-8 P (about
-  // 1 ulp). Subnormals are scaled by 2^23 first. Inline, so it vectorizes
-  // (the C library's logf is a call per element: 9x slower than exp here).
+  // 1 ulp). Subnormals are scaled by 2^23 first. Inline, so that the loop
+  // vectorizes: the C library's logf, a call per element, kept it scalar
+  // (1 M floats: 1.2-1.9 ms against 0.26 inline, 2 threads).
   // `base2`: log2(x) = e + log(m) log2(e), exact at powers of two.
   llvm::Value* log(llvm::Value* x, bool base2 = false) {
     llvm::Value* tiny = b_.CreateFCmpOLT(x, c(1.17549435082228750797e-38));  // below the normals
