@@ -557,6 +557,22 @@ void set_fault(llvm::IRBuilder<>& b, llvm::Value* bad, llvm::Value* fault, const
   b.SetInsertPoint(next);
 }
 
+// Lanes for a maximum or minimum of one leaf's elements as they are
+// (emit_kernel): one 512-bit vector's, when the leaf holds the compute type
+// and reads the innermost reduced dimension contiguously, at least one
+// vector of it; else 0, one accumulator.
+std::int64_t minmax_lanes(const LoopKernel& k, const std::unordered_map<ir::SymId, std::size_t>& leaf_of) {
+  if ((k.reduce != ReduceKind::Max && k.reduce != ReduceKind::Min) || k.red_dims.empty()) return 0;
+  if (k.compute != ir::DType::F32 && k.compute != ir::DType::F64) return 0;
+  const ir::SymNode& body = k.ctx->node(k.body);
+  auto it = leaf_of.find(k.body);
+  if (body.op != ir::SymOp::Var || it == leaf_of.end()) return 0;
+  const Leaf& leaf = k.leaves[it->second];
+  const std::int64_t w = k.compute == ir::DType::F64 ? 8 : 16;
+  if (leaf.dtype != k.compute || leaf.strides.back() != 1 || k.red_dims.back() < w) return 0;
+  return w;
+}
+
 void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, const std::string& features) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
@@ -658,14 +674,17 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
     };
     // The reduction loops around `inside`, their indices in jv.
     std::vector<llvm::Value*> jv;
-    std::function<void(std::size_t, const std::function<void()>&)> nest = [&](std::size_t level,
-                                                                              const std::function<void()>& inside) {
-      if (level == k.red_dims.size()) return inside();
-      emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
-        jv.push_back(j);
-        nest(level + 1, inside);
-        jv.pop_back();
-      });
+    std::function<void(std::size_t, std::size_t, const std::function<void()>&)> nest_to =
+        [&](std::size_t level, std::size_t end, const std::function<void()>& inside) {
+          if (level == end) return inside();
+          emit_loop(b, b.getInt64(0), b.getInt64(k.red_dims[level]), "r", [&](llvm::Value* j) {
+            jv.push_back(j);
+            nest_to(level + 1, end, inside);
+            jv.pop_back();
+          });
+        };
+    auto nest = [&](std::size_t level, const std::function<void()>& inside) {
+      nest_to(level, k.red_dims.size(), inside);
     };
     auto store_result = [&](llvm::Value* i, llvm::Value* total) {
       llvm::Value* res = ex.emit(k.post, [&](ir::SymId) -> llvm::Value* { return total; });
@@ -702,6 +721,56 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           b.CreateStore(from_compute(b, body_at(offsets_at(i, {}, rank)), k.out_dtype, out_type), dst);
           if (llvm::Value* bad = ex.fault()) set_fault(b, bad, fault, k.name);
         }
+        return;
+      }
+      if (const std::int64_t w = minmax_lanes(k, leaf_of); w > 0) {
+        // A maximum or minimum of one leaf's contiguous elements: a vector
+        // of w lanes, lane l taking elements l, l + w, ..., then halved
+        // down to one. LLVM 16 vectorizes no NaN-propagating select chain
+        // (it recognizes no such reduction). An element taken twice counts
+        // as once (the last w elements close a row that w does not
+        // divide); the order only decides which of -0 and +0 a tie between
+        // them keeps.
+        const std::size_t leaf = leaf_of.at(k.body);
+        const std::size_t last = k.red_dims.size() - 1;
+        const std::int64_t n = k.red_dims[last];
+        auto extreme = [&](llvm::Value* x, llvm::Value* y) {  // max_nan or min_nan of vectors
+          llvm::Value* pick = k.reduce == ReduceKind::Max ? b.CreateFCmpOLT(x, y) : b.CreateFCmpOLT(y, x);
+          llvm::Value* r = b.CreateSelect(pick, y, x);
+          llvm::Value* nan = llvm::ConstantFP::getNaN(x->getType());
+          return b.CreateSelect(b.CreateFCmpUNO(x, y), nan, r);
+        };
+        auto* vt = llvm::FixedVectorType::get(ct, static_cast<unsigned>(w));
+        llvm::AllocaInst* acc = nullptr;
+        {
+          llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
+          acc = eb.CreateAlloca(vt);  // promoted to a register by SROA
+        }
+        b.CreateStore(llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(static_cast<unsigned>(w)),
+                                                     llvm::ConstantFP::get(ct, reduce_init(k.reduce))),
+                      acc);
+        const llvm::Align align(ir::dtype_size(k.compute));
+        auto take = [&](llvm::Value* j) {
+          jv.push_back(j);
+          llvm::Value* at = b.CreateInBoundsGEP(ct, leaf_ptr[leaf], offsets_at(i, jv, rank)[leaf]);
+          jv.pop_back();
+          b.CreateStore(extreme(b.CreateLoad(vt, acc), b.CreateAlignedLoad(vt, at, align)), acc);
+        };
+        nest_to(0, last, [&] {
+          emit_loop(b, b.getInt64(0), b.getInt64(n / w), "lc",
+                    [&](llvm::Value* chunk) { take(b.CreateMul(chunk, b.getInt64(w))); });
+          if (n % w) take(b.getInt64(n - w));
+        });
+        llvm::Value* v = b.CreateLoad(vt, acc);
+        for (std::int64_t half = w / 2; half >= 1; half /= 2) {
+          std::vector<int> lo, hi;
+          for (std::int64_t l = 0; l < half; ++l) {
+            lo.push_back(static_cast<int>(l));
+            hi.push_back(static_cast<int>(l + half));
+          }
+          v = extreme(b.CreateShuffleVector(v, lo), b.CreateShuffleVector(v, hi));
+        }
+        store_result(i, b.CreateExtractElement(v, std::uint64_t{0}));
         return;
       }
       // Reduction: one accumulator for the element.

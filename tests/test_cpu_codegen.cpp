@@ -170,6 +170,56 @@ TEST_CASE("A reduction over channels-last data reduces by columns - vectorized -
   }
 }
 
+TEST_CASE("A maximum or minimum along contiguous rows is vector lanes - NaN anywhere - ties - softmax - f64") {
+  // Rows of one vector, of two, of lengths the lanes do not divide (the
+  // last lanes are taken again) and shorter than a vector (one accumulator).
+  for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+    for (std::int64_t n : {16, 32, 17, 50, 129, 7}) {
+      INFO(ir::dtype_name(t) << " rows of " << n);
+      models::GraphBuilder b("rows");
+      std::string x = b.input("x", {6, n}, t);
+      auto over = [&](const char* op) {
+        ir::Attrs a = models::ints_attr("axes", {1});
+        a.set("keepdims", std::int64_t{0});
+        return b.op(op, {x}, a);
+      };
+      ir::Attrs last;
+      last.set("axis", std::int64_t{-1});
+      const ir::Graph g = b.finish({over("reduce_max"), over("reduce_min"), b.op("softmax", {x}, last)});
+      ir::Tensor in = random_tensor({6, n}, 5, -3, 3, t);
+      in.set(0, NAN);                                    // row 0: NaN first
+      in.set(static_cast<std::size_t>(2 * n - 1), NAN);  // row 1: NaN last (in the lanes taken again)
+      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(2 * n + j), 1.5);  // row 2: all equal
+      in.set(static_cast<std::size_t>(3 * n + n / 2), INFINITY);                              // row 3: +inf
+      in.set(static_cast<std::size_t>(3 * n + n / 3), -INFINITY);                             // and -inf
+      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(4 * n + j), j % 2 ? 0.0 : -0.0);  // row 4
+      check_against_interpreter(g, {in});
+      if (n >= (t == ir::DType::F64 ? 8 : 16)) {  // the maximum alone loads vectors
+        models::GraphBuilder m("max");
+        const ir::Graph one = m.finish({m.op("reduce_max", {m.input("x", {6, n}, t)}, models::ints_attr("axes", {1}))});
+        auto p = check_against_interpreter(one, {in});
+        CHECK(p->ir_text.find(t == ir::DType::F64 ? "load <8 x double>" : "load <16 x float>") != std::string::npos);
+      }
+      auto exec = runtime::CpuExecutor::create(g, runtime::CpuExecutorOptions{});
+      REQUIRE(exec);
+      const std::vector<ir::Tensor> inputs{in};
+      auto got = (*exec)->run(inputs);
+      REQUIRE(got);
+      // Exact values: NaN where the row has one, the extremes, and a zero
+      // for the row of signed zeros (either sign: they are equal).
+      const ir::Tensor& mx = (*got)[0];
+      const ir::Tensor& mn = (*got)[1];
+      CHECK(std::isnan(mx.at(0)));
+      CHECK(std::isnan(mn.at(1)));
+      CHECK(mx.at(2) == 1.5);
+      CHECK(mn.at(2) == 1.5);
+      CHECK(mx.at(3) == INFINITY);
+      CHECK(mn.at(3) == -INFINITY);
+      CHECK(mx.at(4) == 0.0);
+      CHECK(mn.at(4) == 0.0);
+    }
+  }
+}
 TEST_CASE("Transposed and expanded operands are read in place") {
   models::GraphBuilder b("views");
   std::string x = b.input("x", {5, 3, 7});
