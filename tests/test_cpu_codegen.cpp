@@ -220,6 +220,7 @@ TEST_CASE("A maximum or minimum along contiguous rows is vector lanes - NaN anyw
     }
   }
 }
+
 TEST_CASE("Transposed and expanded operands are read in place") {
   models::GraphBuilder b("views");
   std::string x = b.input("x", {5, 3, 7});
