@@ -88,13 +88,14 @@ class ExprEmitter {
   // happened), or nullptr when it divides nothing.
   llvm::Value* fault() const { return fault_; }
 
+  // NaN when either is (the quiet NaN, also lane by lane for vectors).
   llvm::Value* max_nan(llvm::Value* a, llvm::Value* bb) {
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(a, bb), bb, a);
-    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), c(std::numeric_limits<double>::quiet_NaN()), r);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), llvm::ConstantFP::getNaN(a->getType()), r);
   }
   llvm::Value* min_nan(llvm::Value* a, llvm::Value* bb) {
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(bb, a), bb, a);
-    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), c(std::numeric_limits<double>::quiet_NaN()), r);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, bb), llvm::ConstantFP::getNaN(a->getType()), r);
   }
 
  private:
@@ -653,6 +654,10 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         return to_compute(b, b.CreateLoad(t, b.CreateInBoundsGEP(t, leaf_ptr[l], off[l])), k.leaves[l].dtype, ct);
       });
     };
+    // A maximum's or minimum's step, of scalars or vectors.
+    auto extreme = [&](llvm::Value* x, llvm::Value* y) {
+      return k.reduce == ReduceKind::Max ? ex.max_nan(x, y) : ex.min_nan(x, y);
+    };
     // One step of the reduction: the accumulator at `acc` combined with v;
     // `lanes`: sums reassociable, so that the vectorizer can split one
     // accumulator into lanes (a column reduction's are lanes already, and
@@ -668,7 +673,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
           llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fm);
         }
       } else {
-        r = k.reduce == ReduceKind::Max ? ex.max_nan(a, v) : ex.min_nan(a, v);
+        r = extreme(a, v);
       }
       b.CreateStore(r, acc);
     };
@@ -691,9 +696,9 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       b.CreateStore(from_compute(b, res, k.out_dtype, out_type),
                     b.CreateInBoundsGEP(out_type, out, b.CreateAdd(out_row, i)));
     };
-    auto new_accumulators = [&](std::int64_t n) {
+    auto new_accumulators = [&](std::int64_t n, llvm::Type* t = nullptr) {
       llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
-      return eb.CreateAlloca(ct, eb.getInt64(n));  // promoted to registers by SROA
+      return eb.CreateAlloca(t ? t : ct, eb.getInt64(n));  // promoted to registers by SROA
     };
     if (k.reduce != ReduceKind::None && inner > 1) {
       // A column reduction (reduce_by_columns): a vector of `inner`
@@ -734,18 +739,8 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
         const std::size_t leaf = leaf_of.at(k.body);
         const std::size_t last = k.red_dims.size() - 1;
         const std::int64_t n = k.red_dims[last];
-        auto extreme = [&](llvm::Value* x, llvm::Value* y) {  // max_nan or min_nan of vectors
-          llvm::Value* pick = k.reduce == ReduceKind::Max ? b.CreateFCmpOLT(x, y) : b.CreateFCmpOLT(y, x);
-          llvm::Value* r = b.CreateSelect(pick, y, x);
-          llvm::Value* nan = llvm::ConstantFP::getNaN(x->getType());
-          return b.CreateSelect(b.CreateFCmpUNO(x, y), nan, r);
-        };
         auto* vt = llvm::FixedVectorType::get(ct, static_cast<unsigned>(w));
-        llvm::AllocaInst* acc = nullptr;
-        {
-          llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
-          acc = eb.CreateAlloca(vt);  // promoted to a register by SROA
-        }
+        llvm::AllocaInst* acc = new_accumulators(1, vt);
         b.CreateStore(llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(static_cast<unsigned>(w)),
                                                      llvm::ConstantFP::get(ct, reduce_init(k.reduce))),
                       acc);
