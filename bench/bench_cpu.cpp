@@ -154,6 +154,40 @@ ir::Graph bilinear_up() {
   return b.finish({b.op("resize", {x}, a)});
 }
 
+// LayerNorm over 64 features of 4096 rows (a small transformer's or an
+// MLP-Mixer's): its mean and variance are sums over rows of four vectors.
+ir::Graph layer_norm_64() {
+  models::GraphBuilder b("layer_norm_64");
+  std::string x = b.input("x", {4096, 64});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{-1});
+  a.set("epsilon", 1e-5);
+  return b.finish({b.op("layer_norm", {x, b.weight({64}, 0.5), b.weight({64}, 0.5)}, a)});
+}
+
+// MobileNetV3-Small's first block: a 3x3 depthwise convolution of 16
+// channels at stride 2 with ReLU, squeeze-and-excitation (the global mean,
+// 16 -> 8 -> 16 1x1 convolutions, ReLU and hard sigmoid) scaling its
+// result, which oneDNN leaves channels last (rows of 16 values), and the
+// 1x1 projection convolution that reads the scaled result.
+ir::Graph se_block_16() {
+  models::GraphBuilder b("se_block_16");
+  std::string x = b.input("x", {1, 16, 112, 112});
+  ir::Attrs dw = models::ints_attr("strides", {2, 2});
+  dw.set("group", std::int64_t{16});
+  dw.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  std::string y = b.op("relu", {b.op("conv", {x, b.weight({16, 1, 3, 3}, 0.3), b.weight({16}, 0.1)}, dw)});
+  ir::Attrs mean = models::ints_attr("axes", {2, 3});
+  mean.set("keepdims", std::int64_t{1});
+  std::string s = b.op("reduce_mean", {y}, mean);
+  s = b.op("relu", {b.op("conv", {s, b.weight({8, 16, 1, 1}, 0.25), b.weight({8}, 0.1)})});
+  ir::Attrs hard;  // PyTorch's Hardsigmoid
+  hard.set("alpha", 1.0 / 6);
+  hard.set("beta", 0.5);
+  s = b.op("hard_sigmoid", {b.op("conv", {s, b.weight({16, 8, 1, 1}, 0.35), b.weight({16}, 0.1)})}, hard);
+  return b.finish({b.op("conv", {b.op("mul", {y, s}), b.weight({16, 16, 1, 1}, 0.25), b.weight({16}, 0.1)})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,6 +230,8 @@ int main(int argc, char** argv) {
   work.push_back({"argmax_logits", argmax_logits()});
   work.push_back({"fpn_nearest_add", fpn_nearest_add()});
   work.push_back({"bilinear_up", bilinear_up()});
+  work.push_back({"layer_norm_64", layer_norm_64()});
+  work.push_back({"se_block_16", se_block_16()});
   if (!json)
     std::cout << "workload        median ms    min ms   arena MB  naive MB  bound MB  saved  steps  (threads "
               << threads << ", " << runs << " runs)\n";

@@ -11,7 +11,10 @@
 # wav2vec-style pair of 1-D convolutions on 1 s of 16 kHz audio, a U-Net
 # transposed-convolution upsampling, reflection padding before a 3x3
 # convolution, the argmax of [128 30522] logits, an FPN top-down step
-# (nearest 2x upsampling plus the lateral map) and a bilinear 2x upsampling. Both sides use 2 threads;
+# (nearest 2x upsampling plus the lateral map), a bilinear 2x upsampling,
+# LayerNorm over [4096 64] and MobileNetV3-Small's first block (a depthwise
+# convolution of 16 channels, its squeeze-and-excitation scale and the
+# projection). Both sides use 2 threads;
 # PyTorch runs TorchScript + optimize_for_inference under both OpenMP wait
 # policies (the better median counts). Saturn's models go through `saturn
 # opt --target cpu` first. Prints medians, mins and the speedup (PyTorch / Saturn).

@@ -157,6 +157,20 @@ class BilinearUp(nn.Module):
         return nn.functional.interpolate(x, size=(256, 256), mode="bilinear", align_corners=False)
 
 
+class SeBlock16(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16)
+        self.fc1 = nn.Conv2d(16, 8, 1)
+        self.fc2 = nn.Conv2d(8, 16, 1)
+        self.project = nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.dw(x))
+        s = nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(y.mean((2, 3), keepdim=True)))))
+        return self.project(y * s)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
@@ -179,7 +193,8 @@ def main():
             ("unet_up", UnetUp(), (1, 256, 32, 32)), ("reflect_pad_conv", ReflectPadConv(), (1, 64, 112, 112)),
             ("argmax_logits", ArgmaxLogits(), (128, 30522)),
             ("fpn_nearest_add", FpnNearestAdd(), [(1, 256, 64, 64), (1, 256, 128, 128)]),
-            ("bilinear_up", BilinearUp(), (1, 64, 128, 128))]
+            ("bilinear_up", BilinearUp(), (1, 64, 128, 128)), ("layer_norm_64", nn.LayerNorm(64), (4096, 64)),
+            ("se_block_16", SeBlock16(), (1, 16, 112, 112))]
     only = sys.argv[3] if len(sys.argv) > 3 else None
     for name, model, shape in work:
         if only and name != only:

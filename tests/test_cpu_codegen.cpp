@@ -141,6 +141,34 @@ TEST_CASE("A chain of 8 elementwise ops is one kernel that reads its input once"
   CHECK((p->ir_text.find("<16 x float>") != std::string::npos || p->ir_text.find("<8 x float>") != std::string::npos));
 }
 
+TEST_CASE("Rows of one to four vectors keep vector code - a channel scale of NHWC data - sums of short rows") {
+  // LLVM unrolls loops this short before it vectorizes; the kernel keeps
+  // them loops, so each row is vector loads (not gathers and scatters
+  // across rows, nor scalar code).
+  auto vector_loads = [](const std::string& ir) {
+    return ir.find("load <16 x float>") != std::string::npos || ir.find("load <8 x float>") != std::string::npos;
+  };
+  for (std::int64_t channels : {16, 24, 32, 40}) {
+    INFO(channels << " channels");
+    models::GraphBuilder b("channel_scale");  // a squeeze-and-excitation scale
+    std::string x = b.input("x", {1, 9, 11, channels});
+    std::string s = b.input("s", {1, 1, 1, channels});
+    auto p = check_against_interpreter(b.finish({b.op("mul", {x, s})}));
+    REQUIRE(p->fused_kernels == 1);
+    CHECK(vector_loads(p->ir_text));
+    CHECK(p->ir_text.find("masked.scatter") == std::string::npos);
+    CHECK(p->ir_text.find("masked.gather") == std::string::npos);
+  }
+  for (std::int64_t n : {16, 32, 50, 64}) {
+    INFO("rows of " << n);
+    models::GraphBuilder b("row_sums");
+    std::string x = b.input("x", {37, n});
+    ir::Attrs a = models::ints_attr("axes", {1});
+    auto p = check_against_interpreter(b.finish({b.op("reduce_sum", {x}, a)}), 1e-5, 1e-5);
+    CHECK(vector_loads(p->ir_text));
+  }
+}
+
 TEST_CASE("A reduction over channels-last data reduces by columns - vectorized - NaN kept") {
   // A global average pool of NHWC data seen as NCHW (as oneDNN leaves it):
   // the kept channels are contiguous, the reduced H and W are not.
