@@ -169,6 +169,66 @@ TEST_CASE("Rows of one to four vectors keep vector code - a channel scale of NHW
   }
 }
 
+TEST_CASE("A maximum or minimum of a fused body is vector lanes over the row computed first - NaN in the tail") {
+  // A masked softmax's x + mask: the row's values are computed into a
+  // buffer, then taken in lanes (half a vector below 128 elements); the
+  // elements the lanes do not divide are taken one by one.
+  for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+    for (std::int64_t n : {16, 17, 50, 127, 128, 200}) {
+      INFO(ir::dtype_name(t) << " rows of " << n);
+      models::GraphBuilder b("masked_rows");
+      std::string x = b.input("x", {6, n}, t);
+      std::string mask = b.input("mask", {n}, t);    // zeros
+      std::string scale = b.input("scale", {n}, t);  // ones
+      auto over = [&](const char* op, const std::string& v) {
+        ir::Attrs a = models::ints_attr("axes", {1});
+        a.set("keepdims", std::int64_t{0});
+        return b.op(op, {v}, a);
+      };
+      ir::Attrs last;
+      last.set("axis", std::int64_t{-1});
+      const std::string masked = b.op("add", {x, mask});
+      const ir::Graph g = b.finish(
+          {over("reduce_max", masked), over("reduce_min", b.op("mul", {x, scale})), b.op("softmax", {masked}, last)});
+      ir::Tensor in = random_tensor({6, n}, 5, -3, 3, t);
+      in.set(0, NAN);                                    // row 0: NaN first
+      in.set(static_cast<std::size_t>(2 * n - 1), NAN);  // row 1: NaN last (in the tail where n % lanes != 0)
+      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(2 * n + j), 1.5);  // row 2: all equal
+      in.set(static_cast<std::size_t>(3 * n + n - 1), INFINITY);                              // row 3: +inf last
+      in.set(static_cast<std::size_t>(3 * n + n / 3), -INFINITY);                             // and -inf
+      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(4 * n + j), j % 2 ? 0.0 : -0.0);  // row 4
+      ir::Tensor zeros(t, {n}), ones(t, {n});
+      for (std::int64_t j = 0; j < n; ++j) ones.set(static_cast<std::size_t>(j), 1.0);
+      check_against_interpreter(g, {in, zeros, ones});
+      {  // the maximum alone: its lanes halved by shuffles at the end
+        models::GraphBuilder m("masked_max");
+        std::string mx = m.input("x", {6, n}, t);
+        const std::string sum = m.op("add", {mx, m.input("mask", {n}, t)});
+        auto p = check_against_interpreter(m.finish({m.op("reduce_max", {sum}, models::ints_attr("axes", {1}))}),
+                                           {in, zeros});
+        const std::string lanes = t == ir::DType::F64 ? (n >= 128 ? "<8 x double>" : "<4 x double>")
+                                                      : (n >= 128 ? "<16 x float>" : "<8 x float>");
+        CHECK(p->ir_text.find("shufflevector " + lanes) != std::string::npos);
+      }
+      auto exec = runtime::CpuExecutor::create(g, runtime::CpuExecutorOptions{});
+      REQUIRE(exec);
+      const std::vector<ir::Tensor> inputs{in, zeros, ones};
+      auto got = (*exec)->run(inputs);
+      REQUIRE(got);
+      const ir::Tensor& mx = (*got)[0];
+      const ir::Tensor& mn = (*got)[1];
+      CHECK(std::isnan(mx.at(0)));
+      CHECK(std::isnan(mn.at(1)));
+      CHECK(mx.at(2) == 1.5);
+      CHECK(mn.at(2) == 1.5);
+      CHECK(mx.at(3) == INFINITY);
+      CHECK(mn.at(3) == -INFINITY);
+      CHECK(mx.at(4) == 0.0);
+      CHECK(mn.at(4) == 0.0);
+    }
+  }
+}
+
 TEST_CASE("A reduction over channels-last data reduces by columns - vectorized - NaN kept") {
   // A global average pool of NHWC data seen as NCHW (as oneDNN leaves it):
   // the kept channels are contiguous, the reduced H and W are not.
