@@ -1809,6 +1809,23 @@ TEST_CASE("Resize runs natively - a step per axis - nearest of any type - linear
       CHECK(p->reference_ops.empty());
     }
   }
+  SECTION("linear along the last axis, a row at a time - tf_crop_and_resize extrapolates there") {
+    // The last axis's two-tap pass (its own vectorized loop): long rows, a
+    // split over the pool (from 256 KiB), and elements outside the roi.
+    for (std::int64_t rows : {3, 300}) {
+      INFO(rows << " rows");
+      models::GraphBuilder b("resize_lerp");
+      std::string x = b.input("x", {rows, 37});
+      ir::Attrs a = models::ints_attr("sizes", {rows, 301});
+      a.set("mode", std::string("linear"));
+      a.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+      a.set("roi", std::vector<double>{0.0, -0.25, 1.0, 1.25});
+      a.set("extrapolation_value", -7.0);
+      auto p = check_against_interpreter(b.finish({b.op("resize", {x}, a)}), 1e-5, 1e-5);
+      CHECK(p->reference_ops.empty());
+      CHECK(steps_with(*p, "resize linear axis 1") == 1);
+    }
+  }
   SECTION("an integer interpolation runs the reference kernel") {
     models::GraphBuilder b("resize_int");
     std::string x = b.input("x", {3, 6}, ir::DType::I32);
