@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "bench/models.hpp"
 #include "pipeline/optimize.hpp"
@@ -306,6 +307,12 @@ int main(int argc, char** argv) {
       j["gflops"] = 2.0 * n * n * n / (t.median * 1e6);
       j["openblas_gflops"] = 2.0 * n * n * n / (direct.median * 1e6);
       j["fraction_of_openblas"] = direct.median / t.median;
+      // OpenBLAS's idle workers spin on sched_yield for a while after a
+      // call: the next workload would share both cores with them (qkv_split
+      // measured 2.5 ms after this, 0.19 ms alone). Saturn's own calls run
+      // OpenBLAS single-threaded (runtime/thread_env.hpp).
+      openblas_set_num_threads(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     if (json) {
       std::cout << j.dump() << "\n";
