@@ -573,8 +573,9 @@ void set_fault(llvm::IRBuilder<>& b, llvm::Value* bad, llvm::Value* fault, const
 }
 
 // How a maximum or minimum along its innermost reduced dimension keeps
-// vector lanes (emit_kernel): one 512-bit vector's, `w`, when that
-// dimension has at least w elements (else 0: one accumulator). Read from
+// vector lanes (emit_kernel): `w`, one 512-bit vector's (half of one for a
+// staged row shorter than 128), when that dimension has at least one
+// vector's elements (else 0: one accumulator). Read from
 // the leaf itself when the body is one leaf of the compute type read
 // contiguously; else `staged`: the row's values are computed into a buffer
 // first, by a loop the vectorizer takes like any elementwise one (a masked
@@ -584,7 +585,7 @@ struct MinMaxLanes {
   std::int64_t w = 0;
   bool staged = false;
 };
-constexpr std::int64_t kStagedRow = 4096;  // 16 KB of floats on the stack
+constexpr std::int64_t kStagedRow = 4096;  // 16 KB of floats (32 of doubles) on the stack
 MinMaxLanes minmax_lanes(const LoopKernel& k, const std::unordered_map<ir::SymId, std::size_t>& leaf_of) {
   if ((k.reduce != ReduceKind::Max && k.reduce != ReduceKind::Min) || k.red_dims.empty()) return {};
   if (k.compute != ir::DType::F32 && k.compute != ir::DType::F64) return {};
