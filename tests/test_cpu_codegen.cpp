@@ -169,6 +169,47 @@ TEST_CASE("Rows of one to four vectors keep vector code - a channel scale of NHW
   }
 }
 
+namespace {
+
+// Six rows of n values of type t for a maximum's and a minimum's edge
+// cases: NaN first (row 0), NaN last (row 1: in the last lanes), all equal
+// (row 2), +inf last and -inf at a third (row 3), alternating signed zeros
+// (row 4), random values (row 5).
+ir::Tensor extreme_rows(std::int64_t n, ir::DType t) {
+  ir::Tensor in = random_tensor({6, n}, 5, -3, 3, t);
+  auto at = [n](std::int64_t row, std::int64_t j) { return static_cast<std::size_t>(row * n + j); };
+  in.set(at(0, 0), NAN);
+  in.set(at(1, n - 1), NAN);
+  for (std::int64_t j = 0; j < n; ++j) in.set(at(2, j), 1.5);
+  in.set(at(3, n - 1), INFINITY);
+  in.set(at(3, n / 3), -INFINITY);
+  for (std::int64_t j = 0; j < n; ++j) in.set(at(4, j), j % 2 ? 0.0 : -0.0);
+  return in;
+}
+
+// Runs g, whose first two results are the maximum and the minimum of
+// extreme_rows' rows, and checks their exact values: NaN where the row has
+// one, the extremes, and a zero for the signed zeros (either sign: they
+// are equal).
+void check_extremes(const ir::Graph& g, const std::vector<ir::Tensor>& inputs) {
+  auto exec = runtime::CpuExecutor::create(g, runtime::CpuExecutorOptions{});
+  REQUIRE(exec);
+  auto got = (*exec)->run(inputs);
+  REQUIRE(got);
+  const ir::Tensor& mx = (*got)[0];
+  const ir::Tensor& mn = (*got)[1];
+  CHECK(std::isnan(mx.at(0)));
+  CHECK(std::isnan(mn.at(1)));
+  CHECK(mx.at(2) == 1.5);
+  CHECK(mn.at(2) == 1.5);
+  CHECK(mx.at(3) == INFINITY);
+  CHECK(mn.at(3) == -INFINITY);
+  CHECK(mx.at(4) == 0.0);
+  CHECK(mn.at(4) == 0.0);
+}
+
+}  // namespace
+
 TEST_CASE("A maximum or minimum of a fused body is vector lanes over the row computed first - NaN in the tail") {
   // A masked softmax's x + mask: the row's values are computed into a
   // buffer, then taken in lanes (half a vector below 128 elements); the
@@ -190,13 +231,7 @@ TEST_CASE("A maximum or minimum of a fused body is vector lanes over the row com
       const std::string masked = b.op("add", {x, mask});
       const ir::Graph g = b.finish(
           {over("reduce_max", masked), over("reduce_min", b.op("mul", {x, scale})), b.op("softmax", {masked}, last)});
-      ir::Tensor in = random_tensor({6, n}, 5, -3, 3, t);
-      in.set(0, NAN);                                    // row 0: NaN first
-      in.set(static_cast<std::size_t>(2 * n - 1), NAN);  // row 1: NaN last (in the tail where n % lanes != 0)
-      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(2 * n + j), 1.5);  // row 2: all equal
-      in.set(static_cast<std::size_t>(3 * n + n - 1), INFINITY);                              // row 3: +inf last
-      in.set(static_cast<std::size_t>(3 * n + n / 3), -INFINITY);                             // and -inf
-      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(4 * n + j), j % 2 ? 0.0 : -0.0);  // row 4
+      const ir::Tensor in = extreme_rows(n, t);  // (row 1's NaN in the tail where n % lanes != 0)
       ir::Tensor zeros(t, {n}), ones(t, {n});
       for (std::int64_t j = 0; j < n; ++j) ones.set(static_cast<std::size_t>(j), 1.0);
       check_against_interpreter(g, {in, zeros, ones});
@@ -210,21 +245,7 @@ TEST_CASE("A maximum or minimum of a fused body is vector lanes over the row com
                                                       : (n >= 128 ? "<16 x float>" : "<8 x float>");
         CHECK(p->ir_text.find("shufflevector " + lanes) != std::string::npos);
       }
-      auto exec = runtime::CpuExecutor::create(g, runtime::CpuExecutorOptions{});
-      REQUIRE(exec);
-      const std::vector<ir::Tensor> inputs{in, zeros, ones};
-      auto got = (*exec)->run(inputs);
-      REQUIRE(got);
-      const ir::Tensor& mx = (*got)[0];
-      const ir::Tensor& mn = (*got)[1];
-      CHECK(std::isnan(mx.at(0)));
-      CHECK(std::isnan(mn.at(1)));
-      CHECK(mx.at(2) == 1.5);
-      CHECK(mn.at(2) == 1.5);
-      CHECK(mx.at(3) == INFINITY);
-      CHECK(mn.at(3) == -INFINITY);
-      CHECK(mx.at(4) == 0.0);
-      CHECK(mn.at(4) == 0.0);
+      check_extremes(g, {in, zeros, ones});
     }
   }
 }
@@ -274,13 +295,7 @@ TEST_CASE("A maximum or minimum along contiguous rows is vector lanes - NaN anyw
       ir::Attrs last;
       last.set("axis", std::int64_t{-1});
       const ir::Graph g = b.finish({over("reduce_max"), over("reduce_min"), b.op("softmax", {x}, last)});
-      ir::Tensor in = random_tensor({6, n}, 5, -3, 3, t);
-      in.set(0, NAN);                                    // row 0: NaN first
-      in.set(static_cast<std::size_t>(2 * n - 1), NAN);  // row 1: NaN last (in the lanes taken again)
-      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(2 * n + j), 1.5);  // row 2: all equal
-      in.set(static_cast<std::size_t>(3 * n + n / 2), INFINITY);                              // row 3: +inf
-      in.set(static_cast<std::size_t>(3 * n + n / 3), -INFINITY);                             // and -inf
-      for (std::int64_t j = 0; j < n; ++j) in.set(static_cast<std::size_t>(4 * n + j), j % 2 ? 0.0 : -0.0);  // row 4
+      const ir::Tensor in = extreme_rows(n, t);  // (row 1's NaN in the lanes taken again)
       check_against_interpreter(g, {in});
       if (n >= (t == ir::DType::F64 ? 8 : 16)) {  // the maximum alone loads vectors
         models::GraphBuilder m("max");
@@ -288,23 +303,7 @@ TEST_CASE("A maximum or minimum along contiguous rows is vector lanes - NaN anyw
         auto p = check_against_interpreter(one, {in});
         CHECK(p->ir_text.find(t == ir::DType::F64 ? "load <8 x double>" : "load <16 x float>") != std::string::npos);
       }
-      auto exec = runtime::CpuExecutor::create(g, runtime::CpuExecutorOptions{});
-      REQUIRE(exec);
-      const std::vector<ir::Tensor> inputs{in};
-      auto got = (*exec)->run(inputs);
-      REQUIRE(got);
-      // Exact values: NaN where the row has one, the extremes, and a zero
-      // for the row of signed zeros (either sign: they are equal).
-      const ir::Tensor& mx = (*got)[0];
-      const ir::Tensor& mn = (*got)[1];
-      CHECK(std::isnan(mx.at(0)));
-      CHECK(std::isnan(mn.at(1)));
-      CHECK(mx.at(2) == 1.5);
-      CHECK(mn.at(2) == 1.5);
-      CHECK(mx.at(3) == INFINITY);
-      CHECK(mn.at(3) == -INFINITY);
-      CHECK(mx.at(4) == 0.0);
-      CHECK(mn.at(4) == 0.0);
+      check_extremes(g, {in});
     }
   }
 }
