@@ -68,31 +68,38 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
   }
   if (name == "cuda") {
     // Measured on an NVIDIA H100 80GB HBM3 (tools/gpu_run.sh roofline and
-    // validate, device time): a streaming add over 2 x 64 MiB at 2.5 TB/s,
-    // 64 back-to-back kernels of 256 elements at 3.2 us each (4 used).
-    // From `saturn calibrate --target cuda` of eight models (1089 ops, all
-    // in plain float32: no TF32), 2026-11-26: cuBLAS at 5.9 TFLOP/s on a
-    // 128x1024x256 product and 7 us for a small one; Saturn's own loop nests
-    // for products and convolutions at 400-640 GFLOP/s on the large ones
-    // (450 used); cuDNN, with the algorithm it measures fastest, at 1.6-3.7
-    // TFLOP/s on resnet18's convolutions, and 25-45 us a call on models of
-    // small ones (mobilenet_v2, squeezenet1_1, shufflenet_v2_x1_0: whole
-    // programs' device time over their calls), where Saturn's loops take
-    // 4-15 us: 30 us used. A fused product-and-sum (a convolution written as
-    // windows, mul and reduce_sum) ran at 0.48 TFLOP/s counting its
-    // additions (resnet18: [1 128 128 28 28 3 3] summed in 0.24 ms), where
-    // the elementwise rate had priced it 30 times cheaper and the extractor
-    // chose it over cuDNN. `saturn calibrate --target cuda` measures the
-    // library calls and loop nests at a model's shapes, which replaces these.
-    // The quantized products and a `windows` left as it is run their
-    // reference kernel on the host there.
+    // validate, device time): a streaming add over 2 x 64 MiB at 2.5 TB/s
+    // (2.7 on an H200). The fixed costs are those of a program replayed as
+    // CUDA graphs, which is how `saturn run` runs one (H200, 2026-11-27):
+    // 64 back-to-back kernels of 256 elements at 1.0 us each (3.2 step by
+    // step, which the former 4 us was read from); the smallest cuBLAS
+    // products at 3.6-4.2 us; cuDNN convolutions of under 2 MFLOP at 2.6-12
+    // us, median 5.4 (calibration of eight models, 503 ops). With those the
+    // roofline and the calibration together price 24 of 26 validation
+    // programs within 25% (6 of 26 with 4, 7 and 30 us: every program
+    // over-priced 1.2-2.2x, docs/cost-model.md).
+    // From `saturn calibrate --target cuda` of eight models (1089 ops, all in
+    // plain float32: no TF32), 2026-11-26: cuBLAS at 5.9 TFLOP/s on a
+    // 128x1024x256 product (7 us for a small one step by step); Saturn's own
+    // loop nests for products and convolutions at 400-640 GFLOP/s on the large
+    // ones (450 used); cuDNN, with the algorithm it measures fastest, at
+    // 1.6-3.7 TFLOP/s on resnet18's convolutions, and 25-45 us a call on
+    // models of small ones step by step (mobilenet_v2, squeezenet1_1,
+    // shufflenet_v2_x1_0: whole programs' device time over their calls). A
+    // fused product-and-sum (a convolution written as windows, mul and
+    // reduce_sum) ran at 0.48 TFLOP/s counting its additions (resnet18: [1 128
+    // 128 28 28 3 3] summed in 0.24 ms), where the elementwise rate had priced
+    // it 30 times cheaper and the extractor chose it over cuDNN. `saturn
+    // calibrate --target cuda` measures the library calls and loop nests at a
+    // model's shapes, which replaces these. The quantized products and a
+    // `windows` left as it is run their reference kernel on the host there.
     TargetSpec cuda{"cuda",
                     30000,
                     450,
                     6000,
                     2500,
+                    1.0,
                     4.0,
-                    7.0,
                     {"cublas.", "cudnn."},
                     {{"cudnn.conv", 0.5},
                      {"cudnn.conv_relu", 0.5},
@@ -100,7 +107,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                      {"cudnn.conv_add_relu", 0.5},
                      {"cudnn.conv_transpose", 0.5}},
                     {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}, {"windows", 1e-5}, {"reduce_sum", 0.016}}};
-    cuda.library_call_us = {{"cudnn.", 30.0}};
+    cuda.library_call_us = {{"cudnn.", 5.0}};
     return CostModel(cuda);
   }
   return std::nullopt;

@@ -105,6 +105,12 @@ for stage in "$@"; do
       # --target cuda), after saturn calibrate --target cuda fills the cache
       # for the models.
       export SATURN_CACHE_DIR=$root/cache
+      # An earlier device run's measurements, put in .gpu-bundle/calibration/
+      # by hand, are kept: the calibration goes on with what they lack.
+      if [ -d .gpu-bundle/calibration ]; then
+        mkdir -p "$SATURN_CACHE_DIR"
+        cp .gpu-bundle/calibration/calibration-*.json "$SATURN_CACHE_DIR/"
+      fi
       unpack_models
       # ONLY="NAME..." validates those models alone; CALIBRATION_BUDGET
       # (seconds, default 120) bounds the calibration.
@@ -117,7 +123,10 @@ for stage in "$@"; do
         >"$out/calibrate.log" 2>&1
       echo "calibrate exit $?"
       tail -20 "$out/calibrate.log"
-      timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda "${only[@]}" \
+      # (The cache comes back with the logs: refitting the roofline's
+      # fixed costs reads it on the build machine.)
+      cp -r "$SATURN_CACHE_DIR" "$out/calibration-cache"
+      PYTHONUNBUFFERED=1 timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda "${only[@]}" \
         --rounds "${ROUNDS:-3}" --runs "${RUNS:-10}" >"$out/validate.log" 2>&1
       echo "validate exit $?"
       cat "$out/validate.log" ;;
