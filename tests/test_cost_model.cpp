@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "extract/calibration_pass.hpp"
 #include "extract/cost_model.hpp"
 #include "extract/extractors.hpp"
 #include "ir/sat_format.hpp"
@@ -244,6 +245,60 @@ TEST_CASE("a measured price replaces the roofline for timed ops - only those - a
   // Symbolic shapes have no signature: never measured.
   const ir::ValueType sym{ir::DType::F32, {ir::Dim::symbol("N"), ir::Dim::of(8)}};
   CHECK(extract::op_signature(conv, attrs, std::vector<ir::ValueType>{sym, w}, conv_facts, x).empty());
+}
+
+TEST_CASE("a calibration pass times a suspect op again and keeps the faster - failures and the budget reported") {
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  // Two batched products the roofline prices alike (about 60 us).
+  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
+  const ir::OpDef& matmul = *r.find("blas.matmul");
+  const extract::TimedOp op{&matmul, {}, {p, v}, {{true, true}, {false, false}}, v};
+  const double roofline = cpu->cost(matmul, {}, op.in, op.out, false);
+  std::map<std::string, extract::TimedOp> ops{{"a spell", op}, {"b steady", op}, {"c slow twice", op}, {"d fails", op}};
+  // What each op measures, in turn: "a spell" 20x the roofline, then right.
+  std::map<std::string, std::vector<double>> script{{"a spell", {20 * roofline, roofline}},
+                                                    {"b steady", {2 * roofline}},
+                                                    {"c slow twice", {10 * roofline, 12 * roofline}}};
+  std::map<const extract::TimedOp*, std::string> names;
+  for (const auto& [sig, o] : ops) names[&o] = sig;
+  std::map<std::string, int> timed;
+  auto fake = [&](const extract::TimedOp& o) -> Expected<double> {
+    const std::string& sig = names.at(&o);
+    const int k = timed[sig]++;
+    if (sig == "d fails") return Diagnostic{SourceLoc{}, "no such primitive"};
+    return script.at(sig).at(static_cast<std::size_t>(k));
+  };
+  extract::Calibration cal;
+  const auto pass = extract::run_calibration_pass(ops, cal, fake, &*cpu, 60);
+  CHECK(pass.measured == 3);
+  CHECK_FALSE(pass.budget_hit);
+  REQUIRE(pass.failed.size() == 1);
+  CHECK(pass.failed[0].op == "d fails");
+  CHECK(pass.failed[0].why == "no such primitive");
+  CHECK(cal.us.count("d fails") == 0);
+  // Under kSecondLookRatio x the roofline: timed once, kept.
+  CHECK(timed["b steady"] == 1);
+  CHECK(cal.us.at("b steady") == Approx(2 * roofline));
+  // Over it: timed again after the others, the faster kept.
+  CHECK(timed["a spell"] == 2);
+  CHECK(cal.us.at("a spell") == Approx(roofline));
+  CHECK(cal.us.at("c slow twice") == Approx(10 * roofline));
+  REQUIRE(pass.second_looks.size() == 2);
+  CHECK(pass.second_looks[0].op == "a spell");
+  CHECK(pass.second_looks[0].first_us == Approx(20 * roofline));
+  CHECK(pass.second_looks[0].second_us == Approx(roofline));
+  // Without a roofline nothing is suspect; with no time left, nothing is timed.
+  timed.clear();
+  extract::Calibration plain;
+  CHECK(extract::run_calibration_pass(ops, plain, fake, nullptr, 60).second_looks.empty());
+  CHECK(plain.us.at("a spell") == Approx(20 * roofline));
+  extract::Calibration none;
+  const auto hurried = extract::run_calibration_pass(ops, none, fake, &*cpu, -1);
+  CHECK(hurried.budget_hit);
+  CHECK(hurried.measured == 0);
+  CHECK(none.us.empty());
 }
 
 TEST_CASE("calibration files: written and read back - another machine's ignored - a malformed one named") {

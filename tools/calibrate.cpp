@@ -5,7 +5,10 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
+#include "extract/calibration_pass.hpp"
+#include "extract/cost_model.hpp"
 #include "runtime/cpu_availability.hpp"
 #include "runtime/cpu_executor.hpp"
 #ifdef SATURN_HAVE_CUDA
@@ -278,26 +281,19 @@ Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipel
 nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
                                  const std::string& target, int threads, double budget_s) {
   const auto start = Clock::now();
-  int measured = 0;
-  nlohmann::json failed = nlohmann::json::array();
-  bool budget_hit = false;
-  for (const auto& [sig, op] : ops) {
-    if (seconds_since(start) > budget_s) {
-      budget_hit = true;
-      break;
-    }
-    auto us = time_op(op, target, threads);
-    if (!us) {
-      // Priced by the roofline instead; named so that a user can see why.
-      failed.push_back({{"op", sig}, {"error", us.error().message}});
-      continue;
-    }
-    c.us[sig] = *us;
-    ++measured;
-  }
-  return {{"measured", measured},
+  const std::optional<extract::CostModel> roofline = extract::CostModel::for_target(target);
+  const extract::CalibrationPass pass = extract::run_calibration_pass(
+      ops, c, [&](const extract::TimedOp& op) { return time_op(op, target, threads); }, roofline ? &*roofline : nullptr,
+      budget_s);
+  nlohmann::json failed = nlohmann::json::array(), second_looks = nlohmann::json::array();
+  // (Priced by the roofline instead; named so that a user can see why.)
+  for (const auto& f : pass.failed) failed.push_back({{"op", f.op}, {"error", f.why}});
+  for (const auto& l : pass.second_looks)
+    second_looks.push_back({{"op", l.op}, {"first_us", l.first_us}, {"second_us", l.second_us}});
+  return {{"measured", pass.measured},
           {"failed", failed},
-          {"budget_hit", budget_hit},
+          {"second_looks", second_looks},
+          {"budget_hit", pass.budget_hit},
           {"measure_ms", seconds_since(start) * 1e3}};
 }
 
@@ -348,8 +344,13 @@ int run_calibrate(const CalibrateOptions& o) {
     c["model"] = m;
     if (!c.contains("failed")) c["failed"] = nlohmann::json::array();
     if (!o.json) {
+      const std::size_t twice = c.contains("second_looks") ? c["second_looks"].size() : 0;
       std::cerr << m << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
-                << " known before" << (c.value("budget_hit", false) ? ", stopped at --budget" : "") << "\n";
+                << " known before"
+                << (twice ? ", " + std::to_string(twice) + " timed twice (over " +
+                                std::to_string(static_cast<int>(extract::kSecondLookRatio)) + "x the roofline at first)"
+                          : "")
+                << (c.value("budget_hit", false) ? ", stopped at --budget" : "") << "\n";
       for (const auto& e : c["failed"])
         std::cerr << "saturn: note: could not measure " << e["op"].get<std::string>() << ": "
                   << e["error"].get<std::string>() << " (priced by the roofline)\n";

@@ -73,8 +73,9 @@ Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipel
 Expected<std::string> machine_id(const std::string& target, int threads);
 
 // Times each op as a one-node program (operands random, weights constant)
-// on the target: a warm-up, then 3 to 15 runs (about 0.1 s), the median.
-// Returns the report's "calibration" fields.
+// on the target: a warm-up, then 3 to 15 runs (about 0.1 s), the median;
+// a suspect time is taken again (extract/calibration_pass.hpp). Returns the
+// report's "calibration" fields.
 nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
                                  const std::string& target, int threads, double budget_s);
 

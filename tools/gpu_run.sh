@@ -17,7 +17,9 @@
 #   validate  saturn calibrate --target cuda, then bench/validate_cost_model.py
 #             --target cuda, on the .onnx models in $MODELS (default: those
 #             tools/gpu_bundle.sh --models packed; ONLY="NAME..." for some
-#             of them, CALIBRATION_BUDGET seconds of calibration, default 120)
+#             of them, CALIBRATION_BUDGET seconds of calibration, default 120;
+#             the cache comes back in $OUT/calibration-cache, and one put in
+#             .gpu-bundle/calibration/ is carried into the next run)
 #   graphs    each packed model's device median with CUDA graphs and step by
 #             step (SATURN_CUDA_GRAPHS=0), interleaved, ROUNDS rounds (default
 #             2) of RUNS runs (default 20)

@@ -1,0 +1,58 @@
+// One calibration pass: each op a model needs timed once, within a budget,
+// and the measurements a spell of load may have stretched timed again.
+//
+// Invariant: an op's entry is the smallest of the times taken for it in the
+// pass; an op that could not be timed gets no entry (the roofline prices
+// it), and the report names it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "extract/calibration.hpp"
+
+namespace saturn::extract {
+
+class CostModel;
+
+// A measurement over this many times the roofline's price is suspect: it is
+// timed again once the pass's other ops are done, and the faster of the two
+// kept. A measurement lasts about 0.1 s, and on a shared machine a spell of
+// load that long (another process on one of the thread pool's cores) can
+// stretch it many times over, after which the extractor avoids the op
+// everywhere. (A batched 128x128x64 sgemm, priced 58 us, measured 585 and
+// 1071 us in two calibrations of eight models on this project's 2-core VM
+// and 45-84 us in six others; transformer_encoder's attention products had
+// then been extracted as plain loops: 1.9 ms each in the program, 14.7 ms
+// for the model against 4.8-6.1.)
+inline constexpr double kSecondLookRatio = 3.0;
+
+struct CalibrationPass {
+  struct Failure {
+    std::string op;  // signature
+    std::string why;
+  };
+  struct SecondLook {
+    std::string op;
+    double first_us = 0, second_us = 0;
+  };
+  int measured = 0;
+  std::vector<Failure> failed;
+  std::vector<SecondLook> second_looks;
+  bool budget_hit = false;  // some ops (or second looks) were left out
+};
+
+// Microseconds one application of an op takes on the target, or why it
+// could not be timed.
+using OpTimer = std::function<Expected<double>(const TimedOp&)>;
+
+// Times each of `ops` (signature -> op) into `c` with `time` until
+// `budget_s` seconds have passed (checked before each timing), then gives
+// the suspect ones (over kSecondLookRatio times `roofline`'s price; none
+// when it is null) a second look within the same budget.
+CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, Calibration& c, const OpTimer& time,
+                                     const CostModel* roofline, double budget_s);
+
+}  // namespace saturn::extract
