@@ -109,7 +109,7 @@ for stage in "$@"; do
       export SATURN_CACHE_DIR=$root/cache
       # An earlier device run's measurements, put in .gpu-bundle/calibration/
       # by hand, are kept: the calibration goes on with what they lack.
-      if [ -d .gpu-bundle/calibration ]; then
+      if compgen -G ".gpu-bundle/calibration/calibration-*.json" >/dev/null; then
         mkdir -p "$SATURN_CACHE_DIR"
         cp .gpu-bundle/calibration/calibration-*.json "$SATURN_CACHE_DIR/"
       fi
@@ -125,9 +125,11 @@ for stage in "$@"; do
         >"$out/calibrate.log" 2>&1
       echo "calibrate exit $?"
       tail -20 "$out/calibrate.log"
-      # (The cache comes back with the logs: refitting the roofline's
-      # fixed costs reads it on the build machine.)
-      cp -r "$SATURN_CACHE_DIR" "$out/calibration-cache"
+      # (The measurements come back with the logs: refitting the roofline's
+      # fixed costs reads them on the build machine. Not the compiled
+      # kernels beside them: some 1,500 files, more than $OUT returns.)
+      mkdir -p "$out/calibration-cache"
+      cp "$SATURN_CACHE_DIR"/calibration-*.json "$out/calibration-cache/"
       PYTHONUNBUFFERED=1 timeout "$(left 400)" python3 bench/validate_cost_model.py "$models" --target cuda "${only[@]}" \
         --rounds "${ROUNDS:-3}" --runs "${RUNS:-10}" >"$out/validate.log" 2>&1
       echo "validate exit $?"
