@@ -117,6 +117,14 @@ struct OpDef {
   int max_inputs = 1;   // -1: any number
   int num_outputs = 1;  // -1: as many as the node names (split)
   std::function<std::vector<ValueType>(const Attrs&, std::span<const TypedInput>, std::size_t num_outputs)> infer;
+  // A necessary condition of infer() on the operands' types, checked
+  // without throwing: false means infer() rejects these operands with these
+  // attributes (true promises nothing). Optional. `saturn verify`
+  // type-checks millions of candidate nodes, most of them ill-typed, and a
+  // thrown ShapeError costs microseconds where this costs nanoseconds
+  // (tests/test_op_facts.cpp checks that it never rejects what infer()
+  // takes).
+  std::function<bool(const Attrs&, std::span<const TypedInput>)> admits;
   // Operands omitted by the node are empty tensors with `present` false in
   // `given`; results must have the types infer() gives for these operands.
   std::function<std::vector<Tensor>(const Attrs&, std::span<const Tensor>, std::span<const bool> given,

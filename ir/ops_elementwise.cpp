@@ -46,6 +46,14 @@ class Broadcaster {
   std::vector<std::vector<std::int64_t>> strides_;
 };
 
+// Whether every operand's shape broadcasts with the others' (what
+// broadcast_all below asks), without throwing.
+bool broadcastable(Inputs in) {
+  std::optional<Shape> s = in[0].type.shape;
+  for (std::size_t k = 1; k < in.size() && s; ++k) s = broadcast(*s, in[k].type.shape);
+  return s.has_value();
+}
+
 Shape broadcast_all(Inputs in, const char* op) {
   Shape s = in[0].type.shape;
   for (std::size_t k = 1; k < in.size(); ++k) {
@@ -74,10 +82,13 @@ void same_dtype(Inputs in, const char* op) {
 
 enum class Accepts { Float, Numeric, Any, Bool };
 
+bool accepts(Accepts acc, DType t) {
+  return acc == Accepts::Any || (acc == Accepts::Float && is_float(t)) ||
+         (acc == Accepts::Numeric && t != DType::Bool) || (acc == Accepts::Bool && t == DType::Bool);
+}
+
 void check_accepts(Accepts acc, DType t, const char* op) {
-  bool ok = acc == Accepts::Any || (acc == Accepts::Float && is_float(t)) ||
-            (acc == Accepts::Numeric && t != DType::Bool) || (acc == Accepts::Bool && t == DType::Bool);
-  if (!ok) shape_error(std::string(op) + " does not take " + dtype_name(t) + " operands");
+  if (!accepts(acc, t)) shape_error(std::string(op) + " does not take " + dtype_name(t) + " operands");
 }
 
 // A unary op over floating values (in double, or symbolically: f is written
@@ -144,6 +155,9 @@ void binary(OpRegistry& r, const char* name, OpKind kind, Accepts acc, std::opti
     if (!mixed_types) same_dtype(in, name);
     check_accepts(acc, in[0].type.dtype, name);
     return std::vector<ValueType>{{result.value_or(in[0].type.dtype), broadcast_all(in, name)}};
+  };
+  d.admits = [acc, mixed_types](const Attrs&, Inputs in) {
+    return (mixed_types || in[0].type.dtype == in[1].type.dtype) && accepts(acc, in[0].type.dtype) && broadcastable(in);
   };
   set_kernel(d, [f, fi, fs, fu, result, name](const Attrs& at, auto a, Given, std::size_t) {
     auto dims = broadcast_dims(a);
@@ -528,6 +542,9 @@ void register_elementwise_ops(OpRegistry& r) {
       if (in[0].type.dtype != DType::Bool) shape_error("where: the condition must be bool");
       if (in[1].type.dtype != in[2].type.dtype) shape_error("where: the two branches have different types");
       return std::vector<ValueType>{{in[1].type.dtype, broadcast_all(in, "where")}};
+    };
+    d.admits = [](const Attrs&, Inputs in) {
+      return in[0].type.dtype == DType::Bool && in[1].type.dtype == in[2].type.dtype && broadcastable(in);
     };
     set_kernel(d, [](const Attrs&, auto a, Given, std::size_t) {
       auto dims = broadcast_dims(a);

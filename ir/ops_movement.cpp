@@ -277,6 +277,19 @@ void register_movement_ops(OpRegistry& r) {
       }
       return std::vector<ValueType>{{in[0].type.dtype, out}};
     };
+    d.admits = [](const Attrs& a, Inputs in) {
+      const Shape& first = in[0].type.shape;
+      const auto rank = static_cast<std::int64_t>(first.size());
+      const std::int64_t axis = a.i("axis", 0);
+      if (axis < -rank || axis >= rank) return false;
+      const auto along = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+      for (const TypedInput& t : in.subspan(1)) {
+        if (t.type.dtype != in[0].type.dtype || t.type.shape.size() != first.size()) return false;
+        for (std::size_t d = 0; d < first.size(); ++d)
+          if (d != along && !(t.type.shape[d] == first[d])) return false;
+      }
+      return true;
+    };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));
       auto od = x[0].dims();
@@ -343,6 +356,11 @@ void register_movement_ops(OpRegistry& r) {
       auto s = slice_spec(a, static_shape(in[0], "slice"));
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(s.count)}};
     };
+    d.admits = [](const Attrs& a, Inputs in) {  // slice_spec's first checks: attributes that agree
+      const std::size_t n = a.ints("starts").size(), axes = a.ints("axes").size(), steps = a.ints("steps").size();
+      return a.ints("ends").size() == n && (axes == 0 || axes == n) && (steps == 0 || steps == n) &&
+             (n == 0 || !in[0].type.shape.empty());
+    };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto s = slice_spec(a, x[0].dims());
       Tensor out(x[0].dtype(), s.count);
@@ -364,6 +382,9 @@ void register_movement_ops(OpRegistry& r) {
         shape_error("expand: " + to_string(in[0].type.shape) + " does not broadcast to " +
                     to_string(shape_of(a.ints("shape"))));
       return std::vector<ValueType>{{in[0].type.dtype, *b}};
+    };
+    d.admits = [](const Attrs& a, Inputs in) {
+      return !a.has("shape") || broadcast(in[0].type.shape, shape_of(a.ints("shape"))).has_value();
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto od = broadcast_dims(x[0].dims(), a.ints("shape"), "expand");
@@ -529,6 +550,11 @@ void register_movement_ops(OpRegistry& r) {
           shape_error("gather_elements: indices " + to_string(is) + " exceed data " + to_string(ds) + " on axis " +
                       std::to_string(k));
       return std::vector<ValueType>{{in[0].type.dtype, is}};
+    };
+    d.admits = [](const Attrs&, Inputs in) {
+      const DType t = in[1].type.dtype;
+      return (t == DType::I64 || t == DType::I32) && !in[0].type.shape.empty() &&
+             in[1].type.shape.size() == in[0].type.shape.size();
     };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(x[0].rank())));

@@ -198,6 +198,22 @@ void need_float(Inputs in, const char* op) {
 // Every present operand has operand 0's element type (ONNX's single type
 // constraint T of convolutions and Gemm): an f64 input into f32 weights is
 // an ill-typed model, not one to compute in either type.
+bool one_type(Inputs in) {
+  for (const TypedInput& t : in.subspan(1))
+    if (t.present && t.type.dtype != in[0].type.dtype) return false;
+  return true;
+}
+
+// What a convolution's infer asks of its operands' ranks and types before
+// anything else: floating x, one type, x and w of the same rank >= 3, a
+// 1-D bias.
+bool convolution_operands_fit(Inputs in) {
+  const std::size_t rank = in[0].type.shape.size();
+  return is_float(in[0].type.dtype) && one_type(in) && rank >= 3 && in[1].type.shape.size() == rank &&
+         (in.size() < 3 || !in[2].present || in[2].type.shape.size() == 1);
+}
+
+// one_type, or a ShapeError naming the operand that differs.
 void need_one_type(Inputs in, const char* op) {
   for (std::size_t k = 1; k < in.size(); ++k)
     if (in[k].present && in[k].type.dtype != in[0].type.dtype)
@@ -205,23 +221,36 @@ void need_one_type(Inputs in, const char* op) {
                   ", operand 0 " + dtype_name(in[0].type.dtype));
 }
 
-// numpy matmul shapes: 1-D operands are promoted and the promoted axis dropped.
-Shape matmul_shape(const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) shape_error("matmul: operands must have rank >= 1");
+// numpy matmul shapes: 1-D operands are promoted and the promoted axis
+// dropped. For operands it does not take: a ShapeError saying why when
+// `why`, else nullopt.
+std::optional<Shape> try_matmul_shape(const Shape& a, const Shape& b, bool why) {
+  if (a.empty() || b.empty()) {
+    if (why) shape_error("matmul: operands must have rank >= 1");
+    return std::nullopt;
+  }
   Shape A = a, B = b;
   if (A.size() == 1) A.insert(A.begin(), Dim::of(1));
   if (B.size() == 1) B.push_back(Dim::of(1));
   const Dim& k1 = A.back();
   const Dim& k2 = B[B.size() - 2];
-  if (!(k1 == k2)) shape_error("matmul: inner dimensions differ: " + to_string(a) + " x " + to_string(b));
+  if (!(k1 == k2)) {
+    if (why) shape_error("matmul: inner dimensions differ: " + to_string(a) + " x " + to_string(b));
+    return std::nullopt;
+  }
   Shape ba(A.begin(), A.end() - 2), bb(B.begin(), B.end() - 2);
   auto batch = broadcast(ba, bb);
-  if (!batch) shape_error("matmul: batch dimensions " + to_string(ba) + " and " + to_string(bb) + " do not broadcast");
+  if (!batch) {
+    if (why) shape_error("matmul: batch dimensions " + to_string(ba) + " and " + to_string(bb) + " do not broadcast");
+    return std::nullopt;
+  }
   Shape out = *batch;
   if (a.size() > 1) out.push_back(A[A.size() - 2]);
   if (b.size() > 1) out.push_back(B.back());
   return out;
 }
+
+Shape matmul_shape(const Shape& a, const Shape& b) { return *try_matmul_shape(a, b, true); }
 
 std::int64_t offset(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& dims) {
   std::int64_t o = 0;
@@ -268,6 +297,11 @@ void pool(OpRegistry& r, const char* name, bool is_max) {
     if (is_max && outs > 1) res.push_back({DType::I64, shape_of(od)});
     if (outs > res.size()) shape_error(std::string(name) + " has " + std::to_string(res.size()) + " results");
     return res;
+  };
+  d.admits = [is_max](const Attrs& a, Inputs in) {
+    const DType t = in[0].type.dtype;
+    const std::size_t rank = in[0].type.shape.size();
+    return (is_max ? t != DType::Bool : is_float(t)) && rank >= 3 && a.ints("kernel_shape").size() == rank - 2;
   };
   set_kernel(d, [geometry, is_max](const Attrs& a, auto x, Given, std::size_t outs) {
     const auto& dims = x[0].dims();
@@ -359,6 +393,10 @@ void register_nn_ops(OpRegistry& r) {
       if (in[0].type.dtype == DType::Bool) shape_error("matmul does not take bool operands");
       return std::vector<ValueType>{{in[0].type.dtype, matmul_shape(in[0].type.shape, in[1].type.shape)}};
     };
+    d.admits = [](const Attrs&, Inputs in) {
+      return in[0].type.dtype == in[1].type.dtype && in[0].type.dtype != DType::Bool &&
+             try_matmul_shape(in[0].type.shape, in[1].type.shape, false).has_value();
+    };
     set_kernel(d, [](const Attrs&, auto x, Given, std::size_t) {
       auto ad = x[0].dims(), bd = x[1].dims();
       if (ad.size() == 1) ad.insert(ad.begin(), 1);
@@ -420,6 +458,12 @@ void register_nn_ops(OpRegistry& r) {
       if (!bc || *bc != out)
         shape_error("gemm: C of shape " + to_string(in[2].type.shape) + " does not broadcast to " + to_string(out));
       return std::vector<ValueType>{{in[0].type.dtype, out}};
+    };
+    d.admits = [](const Attrs& a, Inputs in) {
+      if (!one_type(in) || in[0].type.shape.size() != 2 || in[1].type.shape.size() != 2) return false;
+      const Dim& k1 = in[0].type.shape[a.i("transA", 0) != 0 ? 0 : 1];
+      const Dim& k2 = in[1].type.shape[a.i("transB", 0) != 0 ? 1 : 0];
+      return k1 == k2 && (in.size() < 3 || !in[2].present || in[2].type.shape.size() <= 2);
     };
     set_kernel(d, [](const Attrs& a, auto x, Given given, std::size_t) {
       bool ta = a.i("transA", 0) != 0, tb = a.i("transB", 0) != 0;
@@ -618,6 +662,13 @@ void register_nn_ops(OpRegistry& r) {
       od.insert(od.end(), w.out.begin(), w.out.end());
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
+    d.admits = [](const Attrs& a, Inputs in) {
+      if (!convolution_operands_fit(in)) return false;
+      const Shape &x = in[0].type.shape, &w = in[1].type.shape;
+      const std::int64_t g = a.i("group", 1);
+      if (!x[1].is_static() || !w[0].is_static() || !w[1].is_static()) return true;
+      return g > 0 && x[1].k % g == 0 && w[0].k % g == 0 && x[1].k / g == w[1].k;
+    };
     set_kernel(d, [geometry](const Attrs& a, auto x, Given given, std::size_t) {
       const auto &xd = x[0].dims(), &wd = x[1].dims();
       WindowGeometry w = geometry(a, xd, wd);
@@ -678,6 +729,11 @@ void register_nn_ops(OpRegistry& r) {
       od.insert(od.end(), g.out.begin(), g.out.end());
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
+    d.admits = [](const Attrs&, Inputs in) {
+      if (!convolution_operands_fit(in)) return false;
+      const Shape &x = in[0].type.shape, &w = in[1].type.shape;
+      return !x[1].is_static() || !w[0].is_static() || x[1].k == w[0].k;
+    };
     set_kernel(d, [geometry](const Attrs& a, auto x, Given given, std::size_t) {
       const auto &xd = x[0].dims(), &wd = x[1].dims();
       auto g = geometry(a, xd, wd);
@@ -735,6 +791,30 @@ void register_nn_ops(OpRegistry& r) {
       for (char ch : p.out) od.push_back(p.size[ch]);
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(od)}};
     };
+    // The equation's operand count and each operand's rank (at least its
+    // letters beside an ellipsis), as einsum_plan asks first.
+    d.admits = [](const Attrs& a, Inputs in) {
+      std::string lhs;
+      for (char ch : a.s("equation", "")) {
+        if (ch == '-') break;
+        if (ch != ' ') lhs += ch;
+      }
+      std::size_t k = 0, letters = 0;
+      bool ellipsis = false;
+      for (std::size_t i = 0; i <= lhs.size(); ++i) {
+        if (i < lhs.size() && lhs[i] != ',') {
+          ellipsis |= lhs[i] == '.';
+          letters += lhs[i] != '.';
+          continue;
+        }
+        if (k >= in.size()) return false;
+        const std::size_t rank = in[k++].type.shape.size();
+        if (ellipsis ? rank < letters : rank != letters) return false;
+        letters = 0;
+        ellipsis = false;
+      }
+      return k == in.size();
+    };
     set_kernel(d, [plan_of](const Attrs& a, auto x, Given, std::size_t) {
       std::vector<std::vector<std::int64_t>> shapes;
       for (const auto& t : x) shapes.push_back(t.dims());
@@ -787,6 +867,7 @@ void register_nn_ops(OpRegistry& r) {
       const ResizeSpec s = resize_spec(a, dims);  // checks the attributes
       return std::vector<ValueType>{{in[0].type.dtype, shape_of(s.sizes)}};
     };
+    d.admits = [](const Attrs& a, Inputs in) { return a.ints("sizes").size() == in[0].type.shape.size(); };
     d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
       const ResizeSpec s = resize_spec(a, x[0].dims());
       Tensor out(x[0].dtype(), s.sizes);

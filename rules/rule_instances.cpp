@@ -670,6 +670,9 @@ class Enumerator {
     }
     std::vector<EClassId> kids;
     for (auto k : pn.children) kids.push_back(ids_[st.first + k]);
+    // Most candidates do not type-check: those their op's `admits` turns
+    // down are not even added (no e-node, no thrown shape error).
+    if (!out_.analysis->admits(g, pn.op, kids)) return true;
     EClassId c = g.add(pn.op, kids);
     if (!pn.children.empty() && out_.analysis->data(g.find(c)).kind != TensorInfo::Kind::Tensor)
       return true;  // does not type-check: no instance below

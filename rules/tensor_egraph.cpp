@@ -177,15 +177,18 @@ std::optional<ir::Attrs> TensorAnalysis::attrs_of(const EGraph& g, const OpDef& 
 }
 
 std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std::string* why) const {
+  return decode(g, g.op(n), g.children(n), why);
+}
+
+std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, Op op, std::span<const EClassId> kids,
+                                                 std::string* why) const {
   auto fail = [&](std::string msg) -> std::optional<TensorNode> {
     if (why) *why = std::move(msg);
     return std::nullopt;
   };
-  const Op op = g.op(n);
   if (op.is_literal() || op == TensorOps::get().input || op == TensorOps::get().constant) return fail("not an op");
   const OpDef* def = def_of(op);
   if (!def) return fail("unknown op '" + op.name() + "'");
-  auto kids = g.children(n);
   const std::size_t fixed = def->attrs.size() + result_children(*def);
   if (kids.size() < fixed) return fail(op.name() + ": too few children");
   const std::size_t nops = kids.size() - fixed;
@@ -218,6 +221,25 @@ std::optional<TensorNode> TensorAnalysis::decode(const EGraph& g, NodeId n, std:
     t.num_results = static_cast<std::size_t>(k);
   }
   return t;
+}
+
+bool TensorAnalysis::admits(const EGraph& g, Op op, std::span<const EClassId> kids) const {
+  if (op.is_literal() || kids.empty()) return true;
+  const OpDef* def = def_of(op);
+  if (!def || !def->admits) return true;
+  auto node = decode(g, op, kids);
+  if (!node) return true;  // (adding it says why it is ill-formed)
+  std::vector<ir::TypedInput> ins;
+  for (const std::optional<EClassId>& c : node->operands) {
+    if (!c) {
+      ins.push_back(ir::TypedInput{{}, nullptr, false});
+      continue;
+    }
+    const TensorInfo& d = data(g.find(*c));
+    if (d.kind != TensorInfo::Kind::Tensor) return true;
+    ins.push_back(ir::TypedInput{d.type, d.value.get(), true});
+  }
+  return def->admits(node->attrs, ins);
 }
 
 TensorInfo TensorAnalysis::make_data(const EGraph& g, NodeId n) const {

@@ -92,6 +92,13 @@ class TensorAnalysis : public egraph::TypedAnalysis<TensorInfo, TensorAnalysis> 
   // Decodes an e-node of the tensor language; nullopt for leaves (input,
   // const, literals) and for nodes that are not well formed (with `why`).
   std::optional<TensorNode> decode(const egraph::EGraph& g, NodeId n, std::string* why = nullptr) const;
+  std::optional<TensorNode> decode(const egraph::EGraph& g, Op op, std::span<const EClassId> kids,
+                                   std::string* why = nullptr) const;
+  // Whether a node of `op` over `kids` may type-check: false only when its
+  // op's OpDef::admits rejects the operands' types with the attributes,
+  // known without adding the node or throwing. `saturn verify`'s instance
+  // enumeration tries millions of nodes, most of them ill-typed.
+  bool admits(const egraph::EGraph& g, Op op, std::span<const EClassId> kids) const;
   // The attributes of `def` held by `classes` (its attribute children, in
   // OpDef::attrs order), as the op reads them: absent ones left out.
   std::optional<ir::Attrs> attrs_of(const egraph::EGraph& g, const ir::OpDef& def, std::span<const EClassId> classes,

@@ -186,3 +186,97 @@ TEST_CASE("The cost models price an op by its registry row - views - work per el
   const double flops = r.find("matmul")->flops({}, std::vector<ir::ValueType>{a, b}, one);
   CHECK(slow_cost("matmul", {a, b}) == Approx(flops / 0.5e3));
 }
+
+namespace {
+
+// Attributes worth trying per op (by the composite a library call stands
+// for), besides none at all: some the op takes with the shapes below, some
+// that disagree with them.
+std::vector<ir::Attrs> attribute_variants(const std::string& op) {
+  using Ints = std::vector<std::int64_t>;
+  auto one = [](std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
+    ir::Attrs a;
+    for (const auto& [k, v] : kv) a.set(k, v);
+    return a;
+  };
+  std::vector<ir::Attrs> v{ir::Attrs{}};
+  const std::map<std::string, std::vector<ir::Attrs>> per_op = {
+      {"gemm", {one({{"transA", std::int64_t{1}}}), one({{"transB", std::int64_t{1}}})}},
+      {"conv", {one({{"group", std::int64_t{2}}}), one({{"kernel_shape", Ints{2, 2}}})}},
+      {"conv_transpose", {one({{"group", std::int64_t{2}}})}},
+      {"concat",
+       {one({{"axis", std::int64_t{1}}}), one({{"axis", std::int64_t{-1}}}), one({{"axis", std::int64_t{5}}})}},
+      {"max_pool", {one({{"kernel_shape", Ints{2, 2}}}), one({{"kernel_shape", Ints{2}}})}},
+      {"avg_pool", {one({{"kernel_shape", Ints{2, 2}}}), one({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}})}},
+      {"slice",
+       {one({{"starts", Ints{0}}, {"ends", Ints{1}}}),
+        one({{"starts", Ints{0, 0}}, {"ends", Ints{1, 1}}, {"axes", Ints{0, 1}}}),
+        one({{"starts", Ints{0}}, {"ends", Ints{1}}, {"axes", Ints{0, 1}}})}},
+      {"resize", {one({{"sizes", Ints{1, 2, 4, 4}}}), one({{"sizes", Ints{3, 3}}})}},
+      {"einsum",
+       {one({{"equation", std::string("ij,jk->ik")}}), one({{"equation", std::string("...ij,jk")}}),
+        one({{"equation", std::string("bij->bji")}}), one({{"equation", std::string("i,i")}})}},
+      {"expand", {one({{"shape", Ints{2, 3}}}), one({{"shape", Ints{3, 3}}})}},
+      {"gather_elements", {one({{"axis", std::int64_t{1}}})}},
+  };
+  if (auto it = per_op.find(op); it != per_op.end()) v.insert(v.end(), it->second.begin(), it->second.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("An op's admits never rejects operands its infer takes") {
+  // (verify's enumeration trusts it to skip infer: a wrong `false` would
+  // silently drop the instances a rule is checked on.)
+  using Dims = std::vector<std::int64_t>;
+  const std::vector<Dims> shapes = {{},     {1},       {3},          {4},          {2, 3},       {3, 2},
+                                    {3, 3}, {2, 3, 3}, {1, 2, 3, 3}, {4, 2, 2, 2}, {4, 1, 2, 2}, {1, 4, 2, 2}};
+  std::vector<ir::TypedInput> types;
+  for (DType t : {DType::F32, DType::I64, DType::Bool})
+    for (const Dims& s : shapes) types.push_back({{t, ir::shape_of(s)}, nullptr, true});
+  // Operands past the second cycle through these (absent where optional).
+  std::vector<ir::TypedInput> later = {{{DType::F32, ir::shape_of({4})}, nullptr, true},
+                                       {{DType::F32, ir::shape_of({1, 4, 2, 2})}, nullptr, true},
+                                       {{DType::F32, ir::shape_of({3})}, nullptr, true},
+                                       {{DType::I64, ir::shape_of({2, 3})}, nullptr, true},
+                                       {{DType::F32, ir::shape_of({2, 3})}, nullptr, true}};
+  int ops = 0;
+  for (const ir::OpDef* def : ir::OpRegistry::get().all()) {
+    if (!def->admits) continue;
+    ++ops;
+    const int max_ops = def->max_inputs < 0 ? 3 : std::min(def->max_inputs, 4);
+    int taken = 0, rejected = 0;
+    for (const ir::Attrs& attrs : attribute_variants(def->semantics()))
+      for (int n = std::max(def->min_inputs, 1); n <= max_ops; ++n)
+        for (std::size_t i = 0; i < types.size(); ++i)
+          for (std::size_t j = 0; j < (n > 1 ? types.size() : 1); ++j) {
+            std::vector<ir::TypedInput> in{types[i]};
+            if (n > 1) in.push_back(types[j]);
+            for (int k = 2; k < n; ++k) {
+              ir::TypedInput t = later[(i + j + static_cast<std::size_t>(k)) % later.size()];
+              if (k >= def->min_inputs && (i + j) % 7 == 0) t = ir::TypedInput{{}, nullptr, false};
+              in.push_back(t);
+            }
+            bool infers = true;
+            try {
+              def->infer(attrs, in, 1);
+            } catch (const ir::ShapeError&) {
+              infers = false;
+            }
+            const bool admitted = def->admits(attrs, in);
+            if (infers && !admitted) {
+              std::string what;
+              for (const auto& t : in)
+                what += t.present ? std::string(ir::dtype_name(t.type.dtype)) + ir::to_string(t.type.shape) + " "
+                                  : std::string("(absent) ");
+              FAIL(def->name << " rejects " << what << "which its infer takes");
+            }
+            taken += infers;
+            rejected += !admitted;
+          }
+    INFO(def->name);
+    CHECK(taken > 0);  // the shapes above reach both answers
+    CHECK(rejected > 0);
+  }
+  CHECK(ops >= 40);  // the broadcasting ops, products, convolutions, pools, concat, slice ...
+}
