@@ -211,19 +211,21 @@ class ExprEmitter {
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(0.1)), small, call(llvm::Intrinsic::copysign, {big, x}));
     return r;
   }
-  // erf: its Taylor series below |x| = 0.5, Abramowitz & Stegun 7.1.26 above
-  // (absolute error < 1.5e-7), 1 beyond |x| = 4; odd.
+  // erf(x) = x P(x^2) / Q(x^2), P and Q of degrees 6 and 5, a minimax fit of
+  // erf(x) / x on |x| <= 3.92 (relative error 5.2e-8 with its f32 coefficients;
+  // evaluated in f32 within 5 ulps, as the Abramowitz & Stegun 7.1.26 form
+  // with its Taylor series near 0 that it replaced, at a third of the
+  // instructions: no exp and one division); +-1 beyond, where erf rounds
+  // to +-1 in f32. NaN stays NaN.
   llvm::Value* erf(llvm::Value* x) {
-    llvm::Value* ax = call(llvm::Intrinsic::fabs, {x});
-    llvm::Value* x2 = b_.CreateFMul(x, x);
-    llvm::Value* small = b_.CreateFMul(b_.CreateFMul(x, c(1.1283791670955126)),
-                                       poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
-    llvm::Value* t = b_.CreateFDiv(c(1.0), fma(ax, c(0.3275911), c(1.0)));
-    llvm::Value* q = b_.CreateFMul(t, poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
-    llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFMul(q, exp(b_.CreateFNeg(b_.CreateFMul(ax, ax)))));
-    big = b_.CreateSelect(b_.CreateFCmpOGT(ax, c(4.0)), c(1.0), big);
-    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, c(0.5)), small, call(llvm::Intrinsic::copysign, {big, x}));
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r);
+    llvm::Value* u = b_.CreateFMul(x, x);
+    llvm::Value* p = poly(u, {1.128379225730896, 0.18588638305664062, 0.054498471319675446, 0.0038919993676245213,
+                              0.000384253216907382, 4.778836228069849e-06, -1.3688357114460814e-08});
+    llvm::Value* q = poly(u, {1.0, 0.4980708658695221, 0.11432155966758728, 0.015559353865683079, 0.001322912867181003,
+                              6.40613361611031e-05});
+    llvm::Value* r = b_.CreateFDiv(b_.CreateFMul(x, p), q);
+    llvm::Value* beyond = b_.CreateFCmpOGT(call(llvm::Intrinsic::fabs, {x}), c(3.92));
+    return b_.CreateSelect(beyond, call(llvm::Intrinsic::copysign, {c(1.0), x}), r);
   }
 
   template <class LeafFn>

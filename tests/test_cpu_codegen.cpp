@@ -731,7 +731,8 @@ TEST_CASE("Inline exp, tanh and erf agree with the C library") {
         CHECK(have == want);
       } else {
         CHECK(have == Approx(want).epsilon(2e-6).margin(f == 2 ? 2e-7 : 1e-38));
-        if (f == 0) CHECK(ulps_between(static_cast<float>(have), static_cast<float>(want)) <= 1);  // exp: faithful
+        // exp faithful (within 1 ulp), erf within 5 (its rational form)
+        if (f != 1) CHECK(ulps_between(static_cast<float>(have), static_cast<float>(want)) <= (f == 0 ? 1 : 5));
       }
     }
   }
