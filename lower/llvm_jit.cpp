@@ -197,8 +197,6 @@ class ExprEmitter {
     r = b_.CreateSelect(b_.CreateFCmpOEQ(u, c(1.0)), x, r);
     return b_.CreateSelect(b_.CreateFCmpOEQ(x, c(std::numeric_limits<double>::infinity())), x, r);
   }
-  llvm::Value* max_plain(llvm::Value* a, llvm::Value* bb) { return b_.CreateSelect(b_.CreateFCmpOLT(a, bb), bb, a); }
-  llvm::Value* min_plain(llvm::Value* a, llvm::Value* bb) { return b_.CreateSelect(b_.CreateFCmpOLT(bb, a), bb, a); }
 
   // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); below |x| = 0.1 its odd
   // Taylor series (the subtraction would cancel there).
@@ -594,17 +592,27 @@ struct MinMaxLanes {
   bool staged = false;
 };
 constexpr std::int64_t kStagedRow = 4096;  // 16 KB of floats (32 of doubles) on the stack
+// The leaf the kernel's body is, when the body reads one operand of the
+// compute type as it is and that operand is contiguous along loop `axis`
+// (an index into the leaf's strides): its values can be loaded as vectors.
+std::optional<std::size_t> contiguous_body_leaf(const LoopKernel& k,
+                                                const std::unordered_map<ir::SymId, std::size_t>& leaf_of,
+                                                std::size_t axis) {
+  const auto it = leaf_of.find(k.body);
+  if (k.ctx->node(k.body).op != ir::SymOp::Var || it == leaf_of.end()) return std::nullopt;
+  const Leaf& leaf = k.leaves[it->second];
+  if (leaf.dtype != k.compute || leaf.strides[axis] != 1) return std::nullopt;
+  return it->second;
+}
+
 MinMaxLanes minmax_lanes(const LoopKernel& k, const std::unordered_map<ir::SymId, std::size_t>& leaf_of) {
   if ((k.reduce != ReduceKind::Max && k.reduce != ReduceKind::Min) || k.red_dims.empty()) return {};
   if (k.compute != ir::DType::F32 && k.compute != ir::DType::F64) return {};
   const std::int64_t w = k.compute == ir::DType::F64 ? 8 : 16;
   const std::int64_t n = k.red_dims.back();
   if (n < w) return {};
-  auto it = leaf_of.find(k.body);
-  if (k.ctx->node(k.body).op == ir::SymOp::Var && it != leaf_of.end()) {
-    const Leaf& leaf = k.leaves[it->second];
-    if (leaf.dtype == k.compute && leaf.strides.back() == 1) return {w, false};
-  }
+  const std::size_t last = k.dims.size() + k.red_dims.size() - 1;
+  if (contiguous_body_leaf(k, leaf_of, last)) return {w, false};
   if (n > kStagedRow) return {};
   // Half a vector below 128 elements: a load of a whole 512-bit vector just
   // stored is not forwarded (Zen 4 stores it as two halves) and waits
@@ -764,10 +772,9 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
     // A column reduction (reduce_by_columns): `inner` accumulators, each
     // reduced in the same order as one row's, the reduction loops outside
     // and the contiguous elements inside.
-    const auto plain = leaf_of.find(k.body);
-    if (k.reduce != ReduceKind::None && inner > 1 && k.ctx->node(k.body).op == ir::SymOp::Var &&
-        plain != leaf_of.end() && k.leaves[plain->second].dtype == k.compute &&
-        k.leaves[plain->second].strides[rank - 1] == 1) {
+    const std::optional<std::size_t> plain =
+        k.reduce != ReduceKind::None && inner > 1 ? contiguous_body_leaf(k, leaf_of, rank - 1) : std::nullopt;
+    if (plain) {
       // Of one contiguous operand of the compute type: the accumulators are
       // one vector, and each step is one vector load. (As the loop over the
       // columns below, LLVM unrolled it into `inner` scalar sums that it did
@@ -778,7 +785,7 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       b.CreateStore(llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(static_cast<unsigned>(inner)),
                                                    llvm::ConstantFP::get(ct, reduce_init(k.reduce))),
                     accs);
-      const std::size_t l = plain->second;
+      const std::size_t l = *plain;
       nest(0, false, [&] {
         llvm::Value* at = b.CreateInBoundsGEP(ct, leaf_ptr[l], offsets_at(b.getInt64(0), jv, rank)[l]);
         accumulate(accs, b.CreateAlignedLoad(vt, at, llvm::Align(ir::dtype_size(k.compute)), "columns"), false);
