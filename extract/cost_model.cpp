@@ -59,6 +59,16 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // plus 300 us a call, so that the roofline picks it only from about
     // 160 MFLOP; a calibration measures each call instead.
     cpu.library_call_us = {{"dnnl.wino_", 300.0}};
+    // oneDNN 2.6's grouped convolutions (not depthwise; dnnl.conv against
+    // dnnl.cl_conv, 2 threads, 2026-11-27, the shapes of RegNet X and Y and
+    // ResNeXt-50): its blocked layout's reorders took 8-90 us a call (about
+    // 15 us plus 50 GB/s); the channels-last kernel ran at 0.86-0.93 of the
+    // blocked one's rate, and at 0.28-0.51 of it where the group count is a
+    // multiple of 16 (ResNeXt's 32 groups), where the blocked call won.
+    cpu.grouped_conv_reorder_us = 15;
+    cpu.reorder_gbytes_per_s = 50;
+    cpu.channels_last_efficiency = 0.9;
+    cpu.channels_last_g16_efficiency = 0.4;
     // An add and a ReLU (--no-fuse) over n floats, 2 threads, medians of
     // 30: 150 GB/s while the 5 arrays moved fit in 20 MB (n = 1 M), 45 GB/s
     // at 80 MB, 22 at 320 MB.
@@ -193,6 +203,17 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     double call_us = spec_.call_overhead_us;
     for (const auto& [prefix, us] : spec_.library_call_us)
       if (name.rfind(prefix, 0) == 0) call_us = us;
+    if (def.library_of == "conv" && !ins.empty() && ins[0].shape.size() >= 3) {
+      const std::int64_t groups = attrs.i("group", 1);
+      const std::int64_t channels = ir::static_dims(ins[0].shape)[1];
+      if (groups > 1 && groups < channels) {
+        if (def.channels_last)
+          gflops *= groups % 16 == 0 ? spec_.channels_last_g16_efficiency : spec_.channels_last_efficiency;
+        else if (!def.winograd && spec_.reorder_gbytes_per_s > 0)
+          call_us +=
+              spec_.grouped_conv_reorder_us + 2 * (read_bytes[0] + write_bytes) / (spec_.reorder_gbytes_per_s * 1e3);
+      }
+    }
     return {std::max(work / (gflops * 1e3), bytes / per_us) + call_us, {}};
   }
   if (def.view) return {0.01, {}};

@@ -52,6 +52,17 @@ struct TargetSpec {
   // Library calls whose fixed cost is not call_overhead_us: op-name prefix
   // ("cudnn.") -> microseconds per call.
   std::map<std::string, double> library_call_us = {};
+  // A grouped convolution (not depthwise) that the library computes in its
+  // own blocked layout reorders the program's channels-last source and
+  // result at every call: priced as grouped_conv_reorder_us more, plus
+  // both moved (read and written) at reorder_gbytes_per_s. 0: no reorders.
+  double grouped_conv_reorder_us = 0;
+  double reorder_gbytes_per_s = 0;
+  // The library's channels-last grouped kernels (OpDef::channels_last)
+  // reach this fraction of library_gflops; the second when the group count
+  // is a multiple of 16.
+  double channels_last_efficiency = 1.0;
+  double channels_last_g16_efficiency = 1.0;
 };
 
 class CostModel {

@@ -180,6 +180,13 @@ struct OpDef {
   // (dnnl.wino_conv...): fewer multiplications than the direct algorithm,
   // for 3x3 kernels at stride 1; the same result up to rounding.
   bool winograd = false;
+  // A convolution the library computes on the channels-last layout its
+  // operand and result have in the program (dnnl.cl_conv...), instead of
+  // the layout the library prefers (for grouped convolutions, oneDNN's
+  // blocked one, which costs a reorder of the source and of the result at
+  // every call). Which is faster depends on the shape; the cost model
+  // chooses.
+  bool channels_last = false;
   // The op this one computes: itself, or the composite a library call
   // stands for. The lowering dispatches on it.
   const std::string& semantics() const { return library_of.empty() ? name : library_of; }

@@ -63,18 +63,19 @@ class CpuTarget final : public Target {
         return packed;
     return make_gemm_step(a, b, out, out_dims, alpha);
   }
-  // (dnnl::error: a geometry oneDNN does not implement. A Winograd
-  // convolution this oneDNN cannot make runs as the direct one: the same
-  // result, and what the step's label then says.)
+  // (dnnl::error: a geometry oneDNN does not implement. A Winograd or
+  // channels-last convolution this oneDNN cannot make runs as the plain
+  // direct one: the same result, and what the step's label then says.)
   std::optional<LibraryStep> conv(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                   const std::optional<LibraryOperand>& bias, const View* skip, BufferId out) override {
     try {
       return make_conv_step(spec, x, w, bias, skip, out, p_.keep_alive);
     } catch (const dnnl::error&) {
-      if (!spec.winograd) return std::nullopt;
+      if (!spec.winograd && !spec.channels_last) return std::nullopt;
     }
     ConvSpec direct = spec;
     direct.winograd = false;
+    direct.channels_last = false;
     return conv(direct, x, w, bias, skip, out);
   }
   std::optional<LibraryStep> qconv(const QConvSpec& q, const View& x, const ir::Tensor& w, BufferId out) override {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "ir/shape.hpp"
 #include "ir/symbolic.hpp"
@@ -536,7 +537,12 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     s.insert(s.begin(), s[0] * d[1]);
     user_w = memory::desc(to_dims(d), dt::f32, to_dims(s));
   }
-  memory::desc any_x(to_dims(spec.x_dims), dt::f32, tag::any), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
+  // The source and result in the layout oneDNN prefers, or channels last.
+  auto layout = [&](const std::vector<std::int64_t>& dims) {
+    return spec.channels_last ? memory::desc(to_dims(dims), dt::f32, to_dims(ir::channels_last_strides(dims)))
+                              : memory::desc(to_dims(dims), dt::f32, tag::any);
+  };
+  memory::desc any_x = layout(spec.x_dims), any_y = layout(spec.out_dims);
   memory::desc any_w(user_w.dims(), dt::f32, tag::any);
   memory::desc bias_md = bias ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
   const memory::dims dil = gaps(spec.dilations);
@@ -548,6 +554,10 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   // (rulesets/dnnl.rules); a oneDNN without it throws here, and the target
   // makes the direct convolution instead (cpu_target.cpp).
   dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(spec), st->engine);
+  // oneDNN answers a layout it has no kernel for with its reference loops
+  // (a thousand times slower): then there is no channels-last call.
+  if (spec.channels_last && std::string_view(pd.impl_info_str()).starts_with("ref"))
+    throw dnnl::error(dnnl_unimplemented, "no channels-last kernel for this convolution");
   if (spec.winograd) {
     // The direct convolution it falls back to (below) must write the result
     // in the same layout: channels last, as both do where oneDNN has
@@ -563,8 +573,11 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
       throw dnnl::error(dnnl_unimplemented, "Winograd and direct convolutions write different layouts");
   }
   st->prim = dnnl::convolution_forward(pd);
-  LibraryStep r = convolution_step(st, pd, spec.winograd ? "Winograd conv" : "conv", spec, x, w, bias, user_w, bias_md,
-                                   skip, out, keep);
+  LibraryStep r = convolution_step(st, pd,
+                                   spec.winograd        ? "Winograd conv"
+                                   : spec.channels_last ? "channels-last conv"
+                                                        : "conv",
+                                   spec, x, w, bias, user_w, bias_md, skip, out, keep);
   // What the guards below bound a result by: the constants' magnitudes, read now.
   auto constants_bound = [&] {
     const RunContext now;

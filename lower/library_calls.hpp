@@ -72,6 +72,9 @@ struct ConvSpec {
   double clip_min = -HUGE_VAL, clip_max = HUGE_VAL;
   // Winograd's algorithm (dnnl.wino_conv...) instead of the direct one.
   bool winograd = false;
+  // Source and result in channels-last layout (dnnl.cl_conv...), not the
+  // layout oneDNN prefers.
+  bool channels_last = false;
 };
 // A weight or bias operand of a library step: `view` (dense) into a
 // constant (the Weight buffer's tensor), read once when the step is made and

@@ -111,6 +111,7 @@ bool Lowerer::lower_conv(const ir::Node& n, const ir::OpDef& def, std::vector<Va
   ConvSpec spec = conv_spec(n, in[0]->dims, in[1]->dims, out, &win);
   spec.activation = def.activation;
   spec.winograd = def.winograd;
+  spec.channels_last = def.channels_last;
   spec.clip_min = n.attrs.f("min", -HUGE_VAL);
   spec.clip_max = n.attrs.f("max", HUGE_VAL);
   // cuDNN takes symmetric padding only. The exact right padding computed

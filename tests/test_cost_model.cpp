@@ -379,3 +379,36 @@ TEST_CASE("a windows left as it is is priced as the reference loop the lowering 
   CHECK(as_windows > 1000);  // us: 1.7 M taps at the pooling loop's 0.26 GFLOP/s
   CHECK(as_windows > 20 * as_pool);
 }
+
+TEST_CASE("a grouped convolution in oneDNN's blocked layout pays its reorders - channels last pays its kernel's rate") {
+  // 1 GFLOP/s, 1 GB/s, 1 us a call; reorders 10 us and 1 GB/s; channels
+  // last at half the rate, a quarter where 16 divides the groups.
+  extract::TargetSpec spec{"grouped", 1, 1, 1, 1, 1, 1, {"dnnl."}, {}, {}};
+  spec.grouped_conv_reorder_us = 10;
+  spec.reorder_gbytes_per_s = 1;
+  spec.channels_last_efficiency = 0.5;
+  spec.channels_last_g16_efficiency = 0.25;
+  const extract::CostModel m(spec);
+  const ir::OpDef& blocked = *ir::OpRegistry::get().find("dnnl.conv");
+  const ir::OpDef& channels_last = *ir::OpRegistry::get().find("dnnl.cl_conv");
+  // [1 32 8 8] by [32 32/g 1 1]: 2 * 64 * 32 * 32/g flops; 8 KB in, 8 KB
+  // out, 4 KB / g of weights.
+  auto price = [&](const ir::OpDef& def, std::int64_t groups) {
+    ir::Attrs a;
+    a.set("kernel_shape", std::vector<std::int64_t>{1, 1});
+    a.set("group", groups);
+    const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 32, 8, 8})};
+    const ir::ValueType w{ir::DType::F32, ir::shape_of({32, 32 / groups, 1, 1})};
+    return m.price(def, a, std::vector<ir::ValueType>{x, w}, x, false).cost;
+  };
+  const double flops_us = 2 * 64 * 32 * 32 / 1e3;  // at 1 GFLOP/s, ungrouped
+  // Grouped (2, or 16 groups): the blocked call moves source and result
+  // twice more (4 x 8192 bytes at 1 GB/s) after 10 us.
+  CHECK(price(blocked, 2) == Approx(std::max(flops_us / 2, (16384 + 2048) / 1e3) + 1 + 10 + 4 * 8.192));
+  CHECK(price(channels_last, 2) == Approx(std::max(flops_us / 2 / 0.5, (16384 + 2048) / 1e3) + 1));
+  CHECK(price(channels_last, 16) == Approx(std::max(flops_us / 16 / 0.25, (16384 + 256) / 1e3) + 1));
+  // Depthwise (32 groups of one channel) and ungrouped: the same kernel
+  // either way, nothing added.
+  CHECK(price(blocked, 32) == Approx(price(channels_last, 32)));
+  CHECK(price(blocked, 1) == Approx(std::max(flops_us, (16384 + 4096) / 1e3) + 1));
+}

@@ -919,6 +919,57 @@ TEST_CASE("Winograd convolutions match the interpreter - ReLU and sum post-ops -
   }
 }
 
+TEST_CASE("Channels-last grouped convolutions match the interpreter without reorders - epilogues - 1-D and 3-D") {
+  models::GraphBuilder b("grouped");
+  std::string x = b.input("x", {1, 32, 10, 10});
+  auto attrs = [](std::vector<std::int64_t> kernel, std::int64_t groups) {
+    ir::Attrs a;
+    a.set("kernel_shape", kernel);
+    a.set("pads", std::vector<std::int64_t>(2 * kernel.size(), 1));
+    a.set("group", groups);
+    return a;
+  };
+  auto w = [&](std::int64_t out, std::int64_t in, std::vector<std::int64_t> kernel) {
+    std::vector<std::int64_t> d{out, in};
+    d.insert(d.end(), kernel.begin(), kernel.end());
+    return b.weight(d, 0.3);
+  };
+  // A 1x1 convolution first, so that the grouped ones read a channels-last
+  // value, as in a model.
+  ir::Attrs one;
+  one.set("kernel_shape", std::vector<std::int64_t>{1, 1});
+  std::string h = b.op("dnnl.conv", {x, w(32, 32, {1, 1}), ""}, one);
+  std::string y = b.op("dnnl.cl_conv_relu", {h, w(32, 16, {3, 3}), b.weight({32}, 0.3)}, attrs({3, 3}, 2));
+  y = b.op("dnnl.cl_conv_add_relu", {y, w(32, 8, {3, 3}), b.weight({32}, 0.3), h}, attrs({3, 3}, 4));
+  std::string added = b.op("dnnl.cl_conv_add", {y, w(32, 8, {3, 3}), "", y}, attrs({3, 3}, 4));
+  ir::Attrs clip = attrs({3, 3}, 2);
+  clip.set("min", 0.0);
+  clip.set("max", 6.0);
+  std::string clipped = b.op("dnnl.cl_conv_clip", {y, w(32, 16, {3, 3}), b.weight({32}, 0.3)}, clip);
+  std::string plain = b.op("dnnl.cl_conv", {y, w(16, 16, {3, 3}), b.weight({16}, 0.3)}, attrs({3, 3}, 2));
+  std::string line = b.input("line", {1, 16, 20});
+  std::string one_d = b.op("dnnl.cl_conv", {line, w(16, 4, {3}), ""}, attrs({3}, 4));
+  std::string cube = b.input("cube", {1, 16, 4, 5, 6});
+  std::string three_d = b.op("dnnl.cl_conv_relu", {cube, w(16, 8, {3, 3, 3}), ""}, attrs({3, 3, 3}, 2));
+  const ir::Graph g = b.finish({added, clipped, plain, one_d, three_d});
+  std::vector<ir::Tensor> inputs{random_tensor({1, 32, 10, 10}, 7, -3, 3), random_tensor({1, 16, 20}, 8, -3, 3),
+                                 random_tensor({1, 16, 4, 5, 6}, 9, -3, 3)};
+  auto want = runtime::interpret(g, inputs);
+  REQUIRE(want);
+  auto p = check_program(g, inputs, *want, 1e-4, 1e-4);
+  check_native(*p);
+  CHECK(p->library_calls == 8);
+  CHECK(steps_with(*p, "oneDNN channels-last conv 1x32x10x10 * 32x16x3x3 +relu") == 1);
+  CHECK(steps_with(*p, "oneDNN channels-last conv 1x32x10x10 * 32x8x3x3 +sum +relu") == 1);
+  CHECK(steps_with(*p, "oneDNN channels-last conv 1x32x10x10 * 32x16x3x3 +clip") == 1);
+  CHECK(steps_with(*p, "oneDNN channels-last conv") == 7);
+  // Neither source nor result goes through oneDNN's blocked layout; only
+  // the graph's own inputs (NCHW, NCW, NCDHW) are reordered, by the first
+  // call that reads each.
+  CHECK(steps_with(*p, "(dst reordered)") == 0);
+  CHECK(steps_with(*p, "(src reordered)") == 3);
+}
+
 TEST_CASE("Concatenated convolution results keep oneDNN's layout - mixed layouts concatenate row-major") {
   models::GraphBuilder b("fire");
   std::string x = b.input("x", {1, 8, 9, 9});

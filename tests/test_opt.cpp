@@ -238,6 +238,38 @@ TEST_CASE("an operand softmax and layer_norm read thrice is stored where dear - 
   }
 }
 
+TEST_CASE("grouped convolutions run channels last unless 16 divides the groups - depthwise ones as they were",
+          "[opt]") {
+  // RegNet's grouped 3x3 convolutions (groups of 8 and 16 channels) skip
+  // oneDNN's blocked layout and its two reorders a call; ResNeXt's 32
+  // groups keep it (oneDNN's channels-last kernel is 2-3x slower there);
+  // a depthwise one is the same kernel either way and stays as written.
+  models::GraphBuilder b("grouped");
+  std::string x = b.input("x", {1, 160, 14, 14});
+  auto conv = [&](const std::string& in, std::int64_t channels, std::int64_t groups) {
+    ir::Attrs a;
+    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    a.set("group", groups);
+    return b.op("conv", {in, b.weight({channels, channels / groups, 3, 3}, 0.1), b.weight({channels}, 0.1)}, a);
+  };
+  std::string regnet = b.op("relu", {conv(x, 160, 10)});
+  std::string residual = b.op("add", {conv(regnet, 160, 20), x});
+  std::string resnext = conv(b.input("z", {1, 256, 14, 14}), 256, 32);
+  std::string depthwise = b.op("relu", {conv(x, 160, 160)});
+  const ir::Graph g = b.finish({residual, resnext, depthwise});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("dnnl.cl_conv_relu", 0) == 1);
+  CHECK(ops.value("dnnl.cl_conv_add", 0) == 1);
+  CHECK(ops.value("dnnl.conv", 0) == 1);       // ResNeXt's
+  CHECK(ops.value("dnnl.conv_relu", 0) == 1);  // the depthwise one
+  CHECK_FALSE(ops.contains("dnnl.cl_conv"));
+  check_same_outputs(g, res->graph, 5);
+}
+
 TEST_CASE("the main wins happen: BLAS/oneDNN calls - folded batchnorm - conv+relu fusion", "[opt][e2e]") {
   auto cnn = models::resnet(16, {8, 16}, 1, 10);
   auto res = pipeline::optimize(cnn, shipped("cpu"));
