@@ -52,9 +52,7 @@ sys.path.insert(0, sys.argv[1])
 import export_models
 name, inp, runs, threads = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 torch.set_num_threads(threads)
-torch.manual_seed(0)
-make, _ = export_models.MODELS[name]
-m = make().eval()
+m = export_models.build(name)
 x = torch.from_numpy(np.load(inp))
 with torch.no_grad():
     f = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(m, (x,))))

@@ -7,8 +7,15 @@ so a benchmark can check what Saturn computes before timing it:
 
     DIR/NAME.onnx  DIR/NAME.input.npy  DIR/NAME.torch.npy
 
-Usage: bench/export_models.py DIR [--levels K] [NAME...]   (needs
-python3-torch and python3-torchvision; a model already exported is kept).
+Usage: bench/export_models.py DIR [--levels K] [--trained-norms] [--more]
+[NAME...]   (needs python3-torch and python3-torchvision; a model already
+exported is kept). NAME is any model of MODELS (the suite, exported by
+default) or MORE (--more exports all of those): more torchvision
+architectures, for checking Saturn on models it was not tuned on.
+--trained-norms draws every BatchNorm's and LayerNorm's scale, shift and
+running statistics at random (a fixed seed) instead of torch's initial 1,
+0, 0 and 1, as a trained model has them: then folding a normalization
+into the next product changes the weights' values (use another DIR).
 --levels K draws every weight from K values per tensor (its initial spread
 times -(K-1)/2 .. (K-1)/2), and the input too, so that the models
 compress about 32/log2(K) times:
@@ -21,6 +28,19 @@ import sys
 import numpy as np
 import torch
 import torchvision.models as tvm
+import torchvision.models.segmentation as seg
+import torchvision.models.video as video
+
+class OutOnly(torch.nn.Module):
+    """A segmentation model's "out" result alone (they return a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
 
 class CausalDecoder(torch.nn.Module):
     """A GPT-style decoder stack: pre-norm self-attention under a causal
@@ -62,6 +82,56 @@ MODELS = {
 }
 
 
+# Not in the suite: more architectures (grouped convolutions, NAS and
+# mobile nets, Inception-v3, windowed and multi-axis attention, plain deep
+# CNNs, segmentation heads, 3-D convolutions on video) to check Saturn on.
+MORE = {
+    "resnet50": (lambda: tvm.resnet50(), (1, 3, 224, 224)),
+    "resnext50_32x4d": (lambda: tvm.resnext50_32x4d(), (1, 3, 224, 224)),
+    "regnet_x_400mf": (lambda: tvm.regnet_x_400mf(), (1, 3, 224, 224)),
+    "mnasnet1_0": (lambda: tvm.mnasnet1_0(), (1, 3, 224, 224)),
+    "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(), (1, 3, 224, 224)),
+    "efficientnet_b1": (lambda: tvm.efficientnet_b1(), (1, 3, 240, 240)),
+    "efficientnet_v2_s": (lambda: tvm.efficientnet_v2_s(), (1, 3, 224, 224)),
+    "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), (1, 3, 299, 299)),
+    "squeezenet1_0": (lambda: tvm.squeezenet1_0(), (1, 3, 224, 224)),
+    "alexnet": (lambda: tvm.alexnet(), (1, 3, 224, 224)),
+    "vgg11_bn": (lambda: tvm.vgg11_bn(), (1, 3, 224, 224)),
+    "swin_t": (lambda: tvm.swin_t(), (1, 3, 224, 224)),
+    "maxvit_t": (lambda: tvm.maxvit_t(), (1, 3, 224, 224)),
+    "lraspp_mobilenet_v3_large": (
+        lambda: OutOnly(seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)), (1, 3, 224, 224)),
+    "deeplabv3_mobilenet_v3_large": (
+        lambda: OutOnly(seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False)),
+        (1, 3, 224, 224)),
+    "r3d_18": (lambda: video.r3d_18(), (1, 3, 8, 112, 112)),
+}
+ALL = {**MODELS, **MORE}
+
+
+def build(name):
+    """The model NAME at the seed the suite exports it with, in eval mode."""
+    torch.manual_seed(0)
+    make, _ = ALL[name]
+    return make().eval()
+
+
+def trained_norms(model):
+    """Norm layers as training leaves them: scale, shift and running
+    statistics away from their initial values."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                if m.affine:
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.5, 0.5)
+            elif isinstance(m, torch.nn.LayerNorm) and m.elementwise_affine:
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+
+
 def few_levels(model, levels):
     """Every parameter that varies drawn from `levels` values symmetric
     about 0, in steps of its own spread (constant ones, such as a norm's
@@ -73,13 +143,14 @@ def few_levels(model, levels):
                 p.copy_((torch.randint(0, levels, p.shape).to(p.dtype) - (levels - 1) / 2) * step)
 
 
-def export(name, out_dir, levels=0):
+def export(name, out_dir, levels=0, norms=False):
     path = os.path.join(out_dir, name + ".onnx")
     if os.path.exists(path):
         return
-    torch.manual_seed(0)
-    make, shape = MODELS[name]
-    model = make().eval()
+    model = build(name)
+    shape = ALL[name][1]
+    if norms:
+        trained_norms(model)
     if levels:
         few_levels(model, levels)
     x = torch.randn(*shape)
@@ -103,15 +174,20 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     args = sys.argv[2:]
-    levels = 0
-    if args[:1] == ["--levels"]:
-        levels = int(args[1])
-        args = args[2:]
-    names = args or list(MODELS)
+    levels, norms, more = 0, False, False
+    while args[:1] in (["--levels"], ["--trained-norms"], ["--more"]):
+        if args[0] == "--levels":
+            levels = int(args[1])
+            args = args[2:]
+        else:
+            norms |= args[0] == "--trained-norms"
+            more |= args[0] == "--more"
+            args = args[1:]
+    names = args or list(MORE if more else MODELS)
     for n in names:
-        if n not in MODELS:
-            sys.exit(f"export_models.py: unknown model '{n}' (known: {', '.join(MODELS)})")
-        export(n, out_dir, levels)
+        if n not in ALL:
+            sys.exit(f"export_models.py: unknown model '{n}' (known: {', '.join(ALL)})")
+        export(n, out_dir, levels, norms)
 
 
 if __name__ == "__main__":
