@@ -209,7 +209,7 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
       if (groups > 1 && groups < channels) {
         if (def.channels_last)
           gflops *= groups % 16 == 0 ? spec_.channels_last_g16_efficiency : spec_.channels_last_efficiency;
-        else if (!def.winograd && spec_.reorder_gbytes_per_s > 0)
+        else if (spec_.reorder_gbytes_per_s > 0)
           call_us +=
               spec_.grouped_conv_reorder_us + 2 * (read_bytes[0] + write_bytes) / (spec_.reorder_gbytes_per_s * 1e3);
       }

@@ -542,13 +542,13 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     return spec.channels_last ? memory::desc(to_dims(dims), dt::f32, to_dims(ir::channels_last_strides(dims)))
                               : memory::desc(to_dims(dims), dt::f32, tag::any);
   };
-  memory::desc any_x = layout(spec.x_dims), any_y = layout(spec.out_dims);
+  memory::desc x_md = layout(spec.x_dims), y_md = layout(spec.out_dims);
   memory::desc any_w(user_w.dims(), dt::f32, tag::any);
   memory::desc bias_md = bias ? memory::desc({spec.out_dims[1]}, dt::f32, tag::x) : memory::desc();
   const memory::dims dil = gaps(spec.dilations);
   const dnnl::algorithm algo =
       spec.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algo, any_x, any_w, bias_md, any_y,
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algo, x_md, any_w, bias_md, y_md,
                                        to_dims(spec.strides), dil, to_dims(spec.pads_begin), to_dims(spec.pads_end));
   // The rules choose Winograd only where oneDNN 2.6 implements it
   // (rulesets/dnnl.rules); a oneDNN without it throws here, and the target
@@ -566,7 +566,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
       return plain_strides(dst).value_or(ir::channels_last_strides(spec.out_dims));
     };
     dnnl::convolution_forward::desc direct(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                           any_x, any_w, bias_md, any_y, to_dims(spec.strides), dil,
+                                           x_md, any_w, bias_md, y_md, to_dims(spec.strides), dil,
                                            to_dims(spec.pads_begin), to_dims(spec.pads_end));
     if (written(dnnl::convolution_forward::primitive_desc(direct, epilogue_attr(spec), st->engine).dst_desc()) !=
         written(pd.dst_desc()))
