@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -481,6 +483,32 @@ bool measure_algorithms() {
   return !(e && std::string_view(e) == "heuristic");
 }
 
+// SATURN_CUDNN_LOG=1: each convolution's candidates as cuDNN ranked them
+// (algorithm, its time in ms or -1, "tensor" for tensor-core math) and the
+// one taken, on stderr. Find times each candidate once, and its order moves
+// from one process to the next: this says which algorithms a run took.
+template <class Perf>
+void log_algorithms(const char* what, const ConvSpec& spec, const Perf* perf, int found, int taken) {
+  const char* e = std::getenv("SATURN_CUDNN_LOG");
+  if (!e || std::string_view(e) != "1") return;
+  std::ostringstream line;
+  auto dims = [&line](const char* name, const Dims& d) {
+    line << ' ' << name;
+    for (std::size_t i = 0; i < d.size(); ++i) line << (i ? 'x' : '[') << d[i];
+    line << ']';
+  };
+  line << "cudnn " << what;
+  dims("x", spec.x_dims);
+  dims("w", spec.w_dims);
+  line << " g" << spec.group << ":";
+  for (int i = 0; i < found; ++i)
+    line << " [" << static_cast<int>(perf[i].algo) << " "
+         << (perf[i].status == CUDNN_STATUS_SUCCESS ? perf[i].time : -1.0f)
+         << (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH ? "" : " tensor") << "]";
+  line << " -> " << taken << "\n";
+  std::cerr << line.str();
+}
+
 // What one convolution keeps between runs: descriptors, the algorithm and
 // its workspace, made on the first run. A transposed one is cuDNN's
 // backward-data convolution: the same filter and convolution descriptors,
@@ -548,6 +576,7 @@ struct ConvState {
           bwd_algo = perf[i].algo;
           break;
         }
+      log_algorithms("conv_transpose", spec, perf, found, static_cast<int>(bwd_algo));
       check_cudnn(rt::cudnnGetConvolutionBackwardDataWorkspaceSize(h, w, x->d, conv, y->d, bwd_algo, &bytes),
                   "cudnnGetConvolutionBackwardDataWorkspaceSize");
       workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));
@@ -565,6 +594,7 @@ struct ConvState {
         algo = perf[i].algo;
         break;
       }
+    log_algorithms("conv", spec, perf, found, static_cast<int>(algo));
     check_cudnn(rt::cudnnGetConvolutionForwardWorkspaceSize(h, x->d, w, conv, y->d, algo, &bytes),
                 "cudnnGetConvolutionForwardWorkspaceSize");
     workspace = std::make_unique<cu::DeviceBuffer>(std::max<std::size_t>(bytes, 16));

@@ -23,6 +23,10 @@
 #   graphs    each packed model's device median with CUDA graphs and step by
 #             step (SATURN_CUDA_GRAPHS=0), interleaved, ROUNDS rounds (default
 #             2) of RUNS runs (default 20)
+#   variance  one packed model (VARIANCE_MODEL, default resnet18) in
+#             PROCESSES processes (default 4), cuDNN's algorithms measured,
+#             and 2 with its heuristic: device medians and the algorithms
+#             each process took (SATURN_CUDNN_LOG=1)
 #   check     each packed model on the cuda target, optimized and as written
 #             (--no-opt), against its outputs on the build machine's cpu
 #             target (M.expected.pb): max |cuda - cpu| / max |cpu| <= 1e-3
@@ -186,6 +190,22 @@ PY
           done
         done
       done | tee "$out/graphs.log" ;;
+    variance)
+      # One packed model (VARIANCE_MODEL, default resnet18) in PROCESSES
+      # separate processes (default 4) with cuDNN's measured algorithm choice
+      # and 2 with its heuristic: each process's device median and the
+      # convolutions' algorithms (SATURN_CUDNN_LOG=1); the logs come back.
+      unpack_models
+      n=${VARIANCE_MODEL:-resnet18}
+      mkdir -p "$out/variance"
+      for i in $(seq "${PROCESSES:-4}") h1 h2; do
+        algo=measured
+        [[ $i == h* ]] && algo=heuristic
+        SATURN_CUDNN_LOG=1 SATURN_CUDNN_ALGO=$algo timeout "$(left 60)" build/tools/saturn run "$models/$n.onnx" \
+          --target cuda --inputs "$models/$n.input.npy" --bench "${RUNS:-20}" --profile --json 2>"$out/variance/$n.$i.log" |
+          python3 -c "import json, sys; j = json.load(sys.stdin); c = [s['ms'] for s in j['profile'] if s['step'].startswith('cudnn conv')]; print('$n process $i ($algo): device median', round(j['device_median_ms'], 3), 'ms; step by step, its', len(c), 'cudnn convolutions', round(sum(c), 3), 'ms:', ' '.join(str(round(x, 3)) for x in c))"
+        grep -o -- '-> [0-9]*' "$out/variance/$n.$i.log" | tr -d '\n>-' | md5sum | cut -c1-8 | sed 's/^/  algorithms /'
+      done | tee "$out/variance.log" ;;
     bench)
       SATURN_NO_BUILD=1 timeout "$(left 300)" bash bench/bench_cuda.sh "${RUNS:-30}" >"$out/bench.log" 2>&1
       echo "exit $?"
