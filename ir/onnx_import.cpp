@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +34,11 @@ constexpr const char* kRuntimeShapeHint = "values computed at run time are not s
   throw DiagnosticError{Diagnostic{SourceLoc{where, 0, 0}, msg}};
 }
 
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, const std::string& what) {
+// `raw_owner`: p's raw_data, which the tensor may take instead of copying
+// (an initializer of a model the import owns): the weights of a 350 MB
+// model are then copied once, by the parse, not twice.
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, const std::string& what,
+                         std::string* raw_owner = nullptr) {
   auto dt = dtype_from_onnx(p.data_type());
   if (!dt) fail(where, what + ": tensor element type " + onnx_type_name(p.data_type()) + " is not supported");
   if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0)
@@ -66,6 +72,13 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, c
   if (available != stored || (!p.raw_data().empty() && p.raw_data().size() % unit != 0))
     fail(where, what + ": holds " + std::to_string(available) + " values, its shape needs " + std::to_string(stored));
   if (!packed && !p.raw_data().empty()) {
+    // Read in place where malloc's alignment holds, as for a tensor's own
+    // storage (ir/tensor.cpp).
+    if (raw_owner && reinterpret_cast<std::uintptr_t>(raw_owner->data()) % alignof(std::max_align_t) == 0) {
+      auto owner = std::make_shared<std::string>(std::move(*raw_owner));
+      auto* bytes = reinterpret_cast<std::uint8_t*>(owner->data());
+      return Tensor::borrowed(*dt, std::move(dims), std::shared_ptr<std::uint8_t[]>(std::move(owner), bytes));
+    }
     Tensor raw = Tensor::uninitialized(*dt, dims);
     std::memcpy(raw.bytes(), p.raw_data().data(), raw.nbytes());
     return raw;
@@ -118,7 +131,8 @@ class Importer {
  public:
   Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
 
-  Graph run(const onnx::ModelProto& m) {
+  // m's initializers give their raw bytes to the graph's constants.
+  Graph run(onnx::ModelProto& m) {
     bool declared = false;
     for (const auto& o : m.opset_import()) {
       if (o.domain().empty() || o.domain() == "ai.onnx") {
@@ -147,9 +161,11 @@ class Importer {
     const onnx::GraphProto& gp = m.graph();
     g_.name = gp.name();
     g_.source = source_;
-    for (const auto& init : gp.initializer()) {
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const onnx::TensorProto& init = gp.initializer(i);
       if (consts_.count(init.name())) fail(source_, "initializer '" + init.name() + "' is defined twice");
-      Tensor t = tensor_from_proto(init, source_, "initializer '" + init.name() + "'");
+      Tensor t = tensor_from_proto(init, source_, "initializer '" + init.name() + "'",
+                                   m.mutable_graph()->mutable_initializer(i)->mutable_raw_data());
       types_[init.name()] = ValueType{t.dtype(), shape_of(t.dims())};
       consts_[init.name()] = std::move(t);
     }
@@ -1358,7 +1374,7 @@ std::string input_needed_as_constant(const Diagnostic& d) {
 
 namespace {
 
-Expected<Graph> import_model(const onnx::ModelProto& m, const std::string& source, const ImportOptions& options) {
+Expected<Graph> import_model(onnx::ModelProto& m, const std::string& source, const ImportOptions& options) {
   if (!m.has_graph()) return Diagnostic{SourceLoc{source, 0, 0}, "the model has no graph"};
   try {
     return Importer(source, options).run(m);

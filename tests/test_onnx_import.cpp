@@ -3,6 +3,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -792,4 +794,45 @@ TEST_CASE("a quantization scale that fits neither per tensor nor per axis is an 
   auto g8 = f.import();
   REQUIRE_FALSE(g8);
   CHECK(g8.error().message == "node 'dq8' (DequantizeLinear, opset 19): the zero point of a f8e4m3fn value must be 0");
+}
+
+TEST_CASE("raw initializers become the graph's constants without a copy - their values kept - short ones copied") {
+  ModelBuilder b(17);
+  std::vector<float> w(4096);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  auto* big = b.m.mutable_graph()->add_initializer();
+  big->set_name("w");
+  big->set_data_type(1);
+  big->add_dims(64);
+  big->add_dims(64);
+  big->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float)));
+  // Four bytes sit in the string object itself (no heap buffer of its own):
+  // copied when not aligned as a tensor's storage is.
+  auto* small = b.m.mutable_graph()->add_initializer();
+  small->set_name("s");
+  small->set_data_type(1);
+  small->add_dims(1);
+  const float s = 3.25f;
+  small->set_raw_data(std::string(reinterpret_cast<const char*>(&s), sizeof s));
+  b.output("w");
+  b.output("s");
+  auto g = b.import();
+  if (!g) FAIL(g.error().to_string());
+  const Tensor& wt = g->initializers.at("w");
+  // Read in place from the parsed file's bytes: a tensor that does not own
+  // its storage alone (the copy before took a second 4*N bytes).
+  CHECK_FALSE(wt.sole_owner());
+  CHECK(reinterpret_cast<std::uintptr_t>(wt.bytes()) % alignof(std::max_align_t) == 0);
+  REQUIRE(wt.dims() == std::vector<std::int64_t>{64, 64});
+  for (std::size_t i = 0; i < w.size(); i += 97) CHECK(wt.at(i) == w[i]);
+  CHECK(g->initializers.at("s").at(0) == 3.25);
+  auto got = runtime::interpret(*g, std::vector<Tensor>{});
+  REQUIRE(got);
+  CHECK((*got)[0].at(4095) == w[4095]);
+  // Writing to the constant's tensor copies it first: the bytes it read in
+  // place are never changed.
+  Tensor copy = wt;
+  copy.set(0, 100.0);
+  CHECK(copy.at(0) == 100.0);
+  CHECK(wt.at(0) == w[0]);
 }
