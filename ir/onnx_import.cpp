@@ -73,11 +73,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, c
     fail(where, what + ": holds " + std::to_string(available) + " values, its shape needs " + std::to_string(stored));
   if (!packed && !p.raw_data().empty()) {
     // Read in place where malloc's alignment holds, as for a tensor's own
-    // storage (ir/tensor.cpp).
-    if (raw_owner && reinterpret_cast<std::uintptr_t>(raw_owner->data()) % alignof(std::max_align_t) == 0) {
+    // storage (ir/tensor.cpp). Checked after the move: a short string's
+    // bytes live in the string object and move with it.
+    if (raw_owner) {
       auto owner = std::make_shared<std::string>(std::move(*raw_owner));
       auto* bytes = reinterpret_cast<std::uint8_t*>(owner->data());
-      return Tensor::borrowed(*dt, std::move(dims), std::shared_ptr<std::uint8_t[]>(std::move(owner), bytes));
+      if (reinterpret_cast<std::uintptr_t>(bytes) % alignof(std::max_align_t) == 0)
+        return Tensor::borrowed(*dt, std::move(dims), std::shared_ptr<std::uint8_t[]>(std::move(owner), bytes));
+      Tensor raw = Tensor::uninitialized(*dt, dims);
+      std::memcpy(raw.bytes(), bytes, raw.nbytes());
+      return raw;
     }
     Tensor raw = Tensor::uninitialized(*dt, dims);
     std::memcpy(raw.bytes(), p.raw_data().data(), raw.nbytes());

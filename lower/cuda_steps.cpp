@@ -492,15 +492,8 @@ void log_algorithms(const char* what, const ConvSpec& spec, const Perf* perf, in
   const char* e = std::getenv("SATURN_CUDNN_LOG");
   if (!e || std::string_view(e) != "1") return;
   std::ostringstream line;
-  auto dims = [&line](const char* name, const Dims& d) {
-    line << ' ' << name;
-    for (std::size_t i = 0; i < d.size(); ++i) line << (i ? 'x' : '[') << d[i];
-    line << ']';
-  };
-  line << "cudnn " << what;
-  dims("x", spec.x_dims);
-  dims("w", spec.w_dims);
-  line << " g" << spec.group << ":";
+  line << "cudnn " << what << ' ' << dims_text(spec.x_dims) << " * " << dims_text(spec.w_dims) << " group "
+       << spec.group << ":";
   for (int i = 0; i < found; ++i)
     line << " [" << static_cast<int>(perf[i].algo) << " "
          << (perf[i].status == CUDNN_STATUS_SUCCESS ? perf[i].time : -1.0f)

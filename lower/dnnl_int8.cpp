@@ -118,10 +118,8 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
   r.out_strides = y_strides;
   Step& s = r.step;
   s.kind = StepKind::Conv;
-  std::string dims;
-  for (std::size_t i = 0; i < spec.w_dims.size(); ++i) dims += (i ? "x" : "") + std::to_string(spec.w_dims[i]);
-  s.label = std::string("oneDNN int8 conv ") + (q.x_type == ir::DType::U8 ? "u8" : "s8") + " * s8 " + dims +
-            (st->to_src ? " (src reordered)" : "");
+  s.label = std::string("oneDNN int8 conv ") + (q.x_type == ir::DType::U8 ? "u8" : "s8") + " * s8 " +
+            dims_text(spec.w_dims) + (st->to_src ? " (src reordered)" : "");
   s.reads = {x.buffer};
   s.writes = {out};
   Int8State* p = st.get();

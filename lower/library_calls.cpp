@@ -113,6 +113,12 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
   return s;
 }
 
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s.append(i ? "x" : "").append(std::to_string(d[i]));
+  return s;
+}
+
 namespace {
 
 using dnnl::memory;
@@ -196,12 +202,6 @@ struct DnnlState {
   ir::Activation activation = ir::Activation::None;
   float clip_min = 0, clip_max = 0;
 };
-
-std::string dims_text(const std::vector<std::int64_t>& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s.append(i ? "x" : "").append(std::to_string(d[i]));
-  return s;
-}
 
 // Binds the primitive's source to a dense View: directly when the layouts
 // agree, else through a reorder built now.

@@ -16,6 +16,9 @@
 
 namespace saturn::lower {
 
+// "1x32x112x112": a step label's dimensions.
+std::string dims_text(const std::vector<std::int64_t>& d);
+
 // How sgemm reads a [rows, cols] matrix from a view's last two dimensions:
 // row-major with leading dimension `ld`, or transposed (column-major).
 // nullopt when the view has neither layout (it must be copied first).

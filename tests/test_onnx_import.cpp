@@ -796,7 +796,7 @@ TEST_CASE("a quantization scale that fits neither per tensor nor per axis is an 
   CHECK(g8.error().message == "node 'dq8' (DequantizeLinear, opset 19): the zero point of a f8e4m3fn value must be 0");
 }
 
-TEST_CASE("raw initializers become the graph's constants without a copy - their values kept - short ones copied") {
+TEST_CASE("raw initializers become the graph's constants without a copy - their values kept - short ones too") {
   ModelBuilder b(17);
   std::vector<float> w(4096);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f - 7.0f;
@@ -806,8 +806,8 @@ TEST_CASE("raw initializers become the graph's constants without a copy - their 
   big->add_dims(64);
   big->add_dims(64);
   big->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float)));
-  // Four bytes sit in the string object itself (no heap buffer of its own):
-  // copied when not aligned as a tensor's storage is.
+  // Four bytes sit in the string object itself (no heap buffer of its own)
+  // and move with it: read in place or copied, as their new place is aligned.
   auto* small = b.m.mutable_graph()->add_initializer();
   small->set_name("s");
   small->set_data_type(1);
