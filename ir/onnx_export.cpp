@@ -7,11 +7,13 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/onnx_import.hpp"
 #include "ir/onnx_ops.hpp"
+#include "ir/onnx_write.hpp"
 #include "ir/resize.hpp"
 
 namespace saturn::ir {
@@ -19,25 +21,6 @@ namespace saturn::ir {
 namespace {
 
 constexpr int kOpset = 20;
-
-onnx::TensorProto tensor_proto(const Tensor& t, const std::string& name) {
-  onnx::TensorProto p;
-  p.set_name(name);
-  p.set_data_type(dtype_to_onnx(t.dtype()));
-  for (auto d : t.dims()) p.add_dims(d);
-  if (const int bits = packed_bits(t.dtype()); bits < 8) {
-    // Packed into bytes, the first element in the low bits.
-    const auto per_byte = static_cast<std::size_t>(8 / bits);
-    std::string packed((t.numel() + per_byte - 1) / per_byte, '\0');
-    for (std::size_t i = 0; i < t.numel(); ++i)
-      packed[i / per_byte] =
-          static_cast<char>(packed[i / per_byte] | ((t.bytes()[i] & ((1u << bits) - 1)) << (i % per_byte * bits)));
-    p.set_raw_data(std::move(packed));
-    return p;
-  }
-  p.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes()), t.nbytes()));
-  return p;
-}
 
 void set_type(onnx::ValueInfoProto* v, const std::string& name, const ValueType& t) {
   v->set_name(name);
@@ -53,11 +36,18 @@ void set_type(onnx::ValueInfoProto* v, const std::string& name, const ValueType&
   }
 }
 
+// The model without its initializers, which are written from the graph's
+// tensors (onnx_write.hpp).
+struct ExportedModel {
+  onnx::ModelProto model;
+  std::vector<NamedTensor> initializers;
+};
+
 class Exporter {
  public:
   Exporter(const Graph& g, const std::map<std::string, ValueType>& types) : g_(g), types_(types) {}
 
-  onnx::ModelProto run() {
+  ExportedModel run() {
     onnx::ModelProto m;
     m.set_ir_version(9);
     m.set_producer_name("saturn");
@@ -67,10 +57,10 @@ class Exporter {
     gp_ = m.mutable_graph();
     gp_->set_name(g_.name.empty() ? "main" : g_.name);
     for (const GraphValue& in : g_.inputs) set_type(gp_->add_input(), in.name, in.type);
-    for (const auto& [name, t] : g_.initializers) *gp_->add_initializer() = tensor_proto(t, name);
+    for (const auto& [name, t] : g_.initializers) initializers_.push_back({name, t});
     for (const Node& n : g_.nodes) node(n);
     for (const std::string& out : g_.outputs) set_type(gp_->add_output(), out, types_.at(out));
-    return m;
+    return {std::move(m), std::move(initializers_)};
   }
 
  private:
@@ -90,7 +80,7 @@ class Exporter {
   }
   std::string constant(const Tensor& t, const std::string& hint) {
     std::string name = hint + "__c" + std::to_string(counter_++);
-    *gp_->add_initializer() = tensor_proto(t, name);
+    initializers_.push_back({name, t});
     return name;
   }
   // Clip of x (element type t) to the bounds given as attributes, written
@@ -157,6 +147,7 @@ class Exporter {
   const Graph& g_;
   const std::map<std::string, ValueType>& types_;
   onnx::GraphProto* gp_ = nullptr;
+  std::vector<NamedTensor> initializers_;
   int counter_ = 0;
   std::unordered_set<std::string> node_names_;
 };
@@ -283,8 +274,10 @@ void Exporter::quantization(const Node& n, bool quantize, const ValueType& x_typ
 }
 
 void Exporter::node(const Node& n) {
-  // Library calls export as the op whose semantics they have.
-  const std::string op = n.op.find('.') != std::string::npos ? n.op.substr(n.op.find('.') + 1) : n.op;
+  // Library calls export as the op whose semantics they have (a Winograd
+  // or channels-last call as its `conv`).
+  const OpDef* library = OpRegistry::get().find(n.op);
+  const std::string op = library && library->kind == OpKind::Library ? library->semantics() : n.op;
   static const std::unordered_map<std::string, const OnnxOpName*> by_op = [] {
     std::unordered_map<std::string, const OnnxOpName*> m;
     for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
@@ -438,7 +431,7 @@ Expected<bool> write_tensor_pb(const Tensor& t, const std::string& path, const s
 
 namespace {
 
-Expected<onnx::ModelProto> export_model(const Graph& g) {
+Expected<ExportedModel> export_model(const Graph& g) {
   auto types = infer_types(g);
   if (!types) return types.error();
   try {
@@ -455,7 +448,9 @@ Expected<onnx::ModelProto> export_model(const Graph& g) {
 Expected<std::string> export_onnx_bytes(const Graph& g) {
   auto model = export_model(g);
   if (!model) return model.error();
-  return model->SerializeAsString();
+  std::ostringstream out;
+  write_onnx_model(out, model->model, model->initializers);
+  return std::move(out).str();
 }
 
 Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
@@ -463,7 +458,7 @@ Expected<bool> export_onnx_file(const Graph& g, const std::string& path) {
   if (!model) return model.error();
   // Streamed: a model's bytes are not held twice (vit_b_32 writes 350 MB).
   std::ofstream out(path, std::ios::binary);
-  if (!out || !model->SerializeToOstream(&out) || !out.flush())
+  if (!out || !write_onnx_model(out, model->model, model->initializers) || !out.flush())
     return Diagnostic{SourceLoc{path, 0, 0}, "cannot write file"};
   return true;
 }
