@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 
+#include "extract/dag_pricer.hpp"
 #include "extract/ilp.hpp"
 
 namespace saturn::extract {
@@ -68,22 +69,6 @@ Extraction extract_tree_greedy(const ExtractionProblem& p) {
 }
 
 namespace {
-
-// DAG cost of a choice, marking the classes it needs in `in` (resized).
-double selection(const ExtractionProblem& p, const std::vector<std::int32_t>& choice, std::vector<char>& in) {
-  in.assign(p.classes.size(), 0);
-  double total = dag_cost(p, choice);
-  if (total == kInfinity) return total;
-  std::vector<std::uint32_t> stack(p.roots.begin(), p.roots.end());
-  while (!stack.empty()) {
-    std::uint32_t c = stack.back();
-    stack.pop_back();
-    if (in[c]) continue;
-    in[c] = 1;
-    for (std::uint32_t k : p.nodes[static_cast<std::size_t>(choice[c])].children) stack.push_back(k);
-  }
-  return total;
-}
 
 // A bottom-up choice priced by DAG cost (extraction-gym's faster-greedy-dag
 // idea): each class keeps the classes its program contains with what they
@@ -195,15 +180,16 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Extraction x = extract_tree_greedy(p);
-  x.class_tree_cost.clear();  // stale once the choice changes
+  x.class_tree_cost.clear();
+  DagPricer price(p);  // stale once the choice changes
   // Start from the cheaper of the tree-greedy choice and the shared-cost one.
   // (Classes outside the chosen program keep tree-greedy's choice when the
   // shared-cost one has none.)
-  if (auto shared = shared_cost_greedy(p); dag_cost(p, shared) < x.dag_cost) {
+  if (auto shared = shared_cost_greedy(p); price.dag_cost(shared) < x.dag_cost) {
     for (std::size_t c = 0; c < shared.size(); ++c)
       if (shared[c] < 0) shared[c] = x.choice[c];
     x.choice = std::move(shared);
-    x.dag_cost = dag_cost(p, x.choice);
+    x.dag_cost = price.dag_cost(x.choice);
   }
   double current = x.dag_cost;
   if (current == kInfinity) return x;
@@ -220,12 +206,13 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
     return true;
   };
   std::vector<char> in, in_after;
+  std::vector<std::uint32_t> brought_in;
   // Improvements smaller than this are rounding (costs may be negative).
   const auto tolerance_of = [](double v) { return 1e-12 * std::max(1.0, std::abs(v)); };
   for (;;) {
     ++x.passes;
     bool improved = false;
-    selection(p, x.choice, in);
+    price.dag_cost(x.choice, &in);
     rechoose_outside(p, in, parents, x.choice);
     std::vector<std::uint32_t> needed;
     for (std::uint32_t c = 0; c < p.classes.size(); ++c)
@@ -236,13 +223,17 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
         if (static_cast<std::int32_t>(n) == x.choice[c] || !usable(n)) continue;
         std::vector<std::pair<std::uint32_t, std::int32_t>> undo = {{c, x.choice[c]}};
         x.choice[c] = static_cast<std::int32_t>(n);
-        double cost = selection(p, x.choice, in_after);
+        double cost = price.dag_cost(x.choice, &in_after);
         if (cost != kInfinity && !(cost < current - tolerance_of(current))) {
           // A swap that brings in new classes may pay off once other needed
           // classes reuse them (two projections sharing one merged product):
-          // follow up greedily through the new classes' parents.
-          for (std::uint32_t k = 0; k < p.classes.size(); ++k) {
-            if (!in_after[k] || in[k]) continue;
+          // follow up greedily through the new classes' parents, in class
+          // order.
+          brought_in.clear();
+          for (std::uint32_t k : price.order())
+            if (!in[k]) brought_in.push_back(k);
+          std::sort(brought_in.begin(), brought_in.end());
+          for (std::uint32_t k : brought_in) {
             for (std::uint32_t q : parents[k]) {
               const std::uint32_t qc = p.nodes[q].cls;
               if (!in_after[qc] || qc == c || static_cast<std::int32_t>(q) == x.choice[qc] || !usable(q)) continue;
@@ -251,7 +242,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
               if (!ready) continue;
               const std::int32_t before = x.choice[qc];
               x.choice[qc] = static_cast<std::int32_t>(q);
-              double c2 = dag_cost(p, x.choice);
+              double c2 = price.dag_cost(x.choice);
               if (c2 < cost) {
                 cost = c2;
                 undo.emplace_back(qc, before);
@@ -264,7 +255,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
         if (cost < current - tolerance_of(current)) {
           current = cost;
           improved = true;
-          selection(p, x.choice, in);
+          price.dag_cost(x.choice, &in);
         } else {
           for (auto it = undo.rbegin(); it != undo.rend(); ++it) x.choice[it->first] = it->second;
         }
@@ -277,7 +268,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
     }
     if (!improved) break;
   }
-  x.tree_cost = tree_cost(p, x.choice);
+  x.tree_cost = price.tree_cost(x.choice);
   x.dag_cost = current;
   return x;
 }

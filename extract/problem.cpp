@@ -1,5 +1,7 @@
 #include "extract/problem.hpp"
 
+#include "extract/dag_pricer.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -103,142 +105,16 @@ Expected<ExtractionProblem> read_serialized_json(const std::string& text, const 
   return p;
 }
 
-namespace {
-
-// Visits the classes a choice needs, children first; false on a cycle or a
-// missing choice. Hand-written on purpose: the DAG extractor prices
-// thousands of choices, and this walk touches only the classes a choice
-// needs, where Boost.Graph's DFS (children_first in class_graph.hpp) needs a
-// graph built over every class first: measured on the extraction-gym files,
-// dag-greedy took 1628 ms per file on average with it against 17.5 ms.
-template <class F>
-bool walk(const ExtractionProblem& p, const std::vector<std::int32_t>& choice, F&& visit) {
-  enum : std::uint8_t { kNew, kOpen, kDone };
-  std::vector<std::uint8_t> state(p.classes.size(), kNew);
-  std::vector<std::pair<std::uint32_t, std::size_t>> stack;
-  for (std::uint32_t root : p.roots) {
-    if (state[root] == kDone) continue;
-    stack.emplace_back(root, 0);
-    state[root] = kOpen;
-    while (!stack.empty()) {
-      auto& [c, next] = stack.back();
-      if (choice[c] < 0) return false;
-      const auto& kids = p.nodes[static_cast<std::size_t>(choice[c])].children;
-      if (next < kids.size()) {
-        std::uint32_t k = kids[next++];
-        if (state[k] == kOpen) return false;
-        if (state[k] == kNew) {
-          state[k] = kOpen;
-          stack.emplace_back(k, 0);
-        }
-        continue;
-      }
-      state[c] = kDone;
-      visit(c);
-      stack.pop_back();
-    }
-  }
-  return true;
-}
-
-// The DAG cost with fused chains priced once: an elementwise node used once
-// (not an output) joins its consumer's kernel when the consumer is an
-// elementwise node of the same size or a reduction, as the lowering fuses
-// it. A chain costs max(its compute, the bytes it reads from outside plus
-// its result's write) plus one kernel overhead.
-double fused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice,
-                      const std::vector<std::uint32_t>& order) {
-  const auto node_of = [&](std::uint32_t c) -> const ExtractionProblem::Node& {
-    return p.nodes[static_cast<std::size_t>(choice[c])];
-  };
-  // Scratch reused across calls: the DAG extractor prices thousands of
-  // choices of one problem.
-  thread_local std::vector<std::uint32_t> uses;
-  thread_local std::vector<char> joined;
-  thread_local std::vector<double> compute, bytes;
-  uses.assign(p.classes.size(), 0);
-  for (std::uint32_t r : p.roots) uses[r] += 2;  // an output is stored
-  for (std::uint32_t c : order)
-    for (std::uint32_t k : node_of(c).children) ++uses[k];
-  const auto joins = [&](const ExtractionProblem::Node& consumer, std::uint32_t k) {
-    if (uses[k] != 1 || consumer.fused.role == FuseRole::None) return false;
-    const FusedPrice& producer = node_of(k).fused;
-    if (producer.role != FuseRole::Elementwise || producer.boundary) return false;
-    return consumer.fused.role == FuseRole::Reduction || consumer.fused.out_elems == producer.out_elems;
-  };
-  joined.assign(p.classes.size(), 0);
-  for (std::uint32_t c : order)
-    for (std::uint32_t k : node_of(c).children)
-      if (joins(node_of(c), k)) joined[k] = 1;
-  // Children come first in `order`, so a chain's sums are complete when its
-  // consumer is reached.
-  compute.assign(p.classes.size(), 0);
-  bytes.assign(p.classes.size(), 0);
-  double total = 0;
-  for (std::uint32_t c : order) {
-    const ExtractionProblem::Node& n = node_of(c);
-    if (n.fused.role == FuseRole::None) {
-      total += n.cost;
-      continue;
-    }
-    double work = n.fused.compute_us, moved = 0;
-    bool joins_any = false;
-    for (std::size_t i = 0; i < n.children.size(); ++i) {
-      const std::uint32_t k = n.children[i];
-      if (joined[k]) {
-        const double times = i == 0 ? n.fused.operand_passes : 1;
-        work += compute[k] * times;
-        moved += bytes[k] * times;
-        joins_any = true;
-      } else if (i < n.fused.read_us.size()) {
-        moved += n.fused.read_us[i];
-      }
-    }
-    if (n.fused.boundary && !joins_any) continue;  // already in memory: no kernel
-    if (joined[c]) {
-      compute[c] = work;
-      bytes[c] = moved;
-    } else {
-      total += std::max(work, moved + n.fused.write_us) + n.fused.overhead_us;
-    }
-  }
-  return total;
-}
-
-}  // namespace
-
 double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
-  double total = 0;
-  thread_local std::vector<std::uint32_t> order;
-  order.clear();
-  if (!walk(p, choice, [&](std::uint32_t c) {
-        total += p.nodes[static_cast<std::size_t>(choice[c])].cost;
-        if (p.fusion) order.push_back(c);
-      }))
-    return kInfinity;
-  if (p.fusion && std::isfinite(total)) return fused_dag_cost(p, choice, order);
-  return total;
+  return DagPricer(p).dag_cost(choice);
 }
 
 double unfused_dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
-  double total = 0;
-  if (!walk(p, choice, [&](std::uint32_t c) { total += p.nodes[static_cast<std::size_t>(choice[c])].cost; }))
-    return kInfinity;
-  return total;
+  return DagPricer(p).unfused_dag_cost(choice);
 }
 
 double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice) {
-  std::vector<double> cost(p.classes.size(), 0);
-  bool ok = walk(p, choice, [&](std::uint32_t c) {
-    const auto& n = p.nodes[static_cast<std::size_t>(choice[c])];
-    double s = n.cost;
-    for (std::uint32_t k : n.children) s = cost_sum(s, cost[k]);
-    cost[c] = s;
-  });
-  if (!ok) return kInfinity;
-  double total = 0;
-  for (std::uint32_t r : p.roots) total = cost_sum(total, cost[r]);
-  return total;
+  return DagPricer(p).tree_cost(choice);
 }
 
 }  // namespace saturn::extract

@@ -119,7 +119,9 @@ Expected<ExtractionProblem> read_serialized_json(const std::string& text, const 
 
 // Costs of a choice from the problem's roots; infinity when a needed class
 // has no choice or the choice has a cycle. The DAG cost prices fused chains
-// once when the problem has fusion roles; the tree cost never fuses.
+// once when the problem has fusion roles; the tree cost never fuses. Each
+// is one call of a DagPricer (dag_pricer.hpp): keep one to price many
+// choices of a problem.
 double tree_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 double dag_cost(const ExtractionProblem& p, const std::vector<std::int32_t>& choice);
 // The DAG cost with every node priced alone, fused or not: what a linear

@@ -1,0 +1,72 @@
+// Pricing choices of one extraction problem (dag_cost, tree_cost and
+// unfused_dag_cost of problem.hpp are one call each of this).
+//
+// The DAG extractor's local search prices tens of thousands of choices of
+// one problem (densenet121: 21,000 choices of about 1,700 classes each), so
+// a pricer keeps what each call reads compact and in one place: the nodes'
+// costs, fusion figures and children in flat arrays, built once, and the
+// per-class scratch of a call kept between calls. The invariant: a call
+// reads scratch only for the classes the choice needs, which it writes
+// first, so no call depends on the one before; the results are those of
+// pricing the problem's nodes directly, added up in the same order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "extract/problem.hpp"
+
+namespace saturn::extract {
+
+class DagPricer {
+ public:
+  explicit DagPricer(const ExtractionProblem& p);
+
+  // Each class the choice needs paid once, fused chains priced once when
+  // the problem has fusion roles; infinity when a needed class has no
+  // choice or the choice has a cycle. With `needed`, also marks the classes
+  // the choice needs (all unmarked when the cost is infinite).
+  double dag_cost(const std::vector<std::int32_t>& choice, std::vector<char>* needed = nullptr);
+  // Every node priced alone, fused or not.
+  double unfused_dag_cost(const std::vector<std::int32_t>& choice);
+  // Shared subterms paid once per use.
+  double tree_cost(const std::vector<std::int32_t>& choice);
+
+  // The classes the last successful call's choice needs, children first.
+  const std::vector<std::uint32_t>& order() const { return order_; }
+
+ private:
+  struct Node {
+    double cost;
+    double compute_us, write_us, overhead_us, out_elems;
+    std::uint32_t children_begin, children_end;
+    std::uint32_t reads_begin, reads_end;
+    std::int32_t operand_passes;
+    FuseRole role;
+    bool boundary;
+  };
+  // The chosen classes from the roots, children first, into order_; false
+  // on a cycle or a missing choice.
+  bool walk(const std::vector<std::int32_t>& choice);
+  double fused_cost(const std::vector<std::int32_t>& choice);
+  const Node& chosen(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
+    return nodes_[static_cast<std::size_t>(choice[c])];
+  }
+
+  const ExtractionProblem& p_;
+  std::vector<Node> nodes_;
+  std::vector<std::uint32_t> children_;  // class indices, per node [children_begin, children_end)
+  std::vector<double> reads_;            // read_us, per node [reads_begin, reads_end)
+  // Per class: the walk's state (open, done) in the low two bits, above
+  // them the call that wrote it; from another call, the class is new.
+  std::vector<std::uint32_t> stamp_;
+  std::uint32_t call_ = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack_;  // (class, next child)
+  std::vector<std::uint32_t> order_;
+  // Per class, fusion's scratch: uses, joins its consumer, a chain's sums.
+  std::vector<std::uint32_t> uses_;
+  std::vector<char> joined_;
+  std::vector<double> compute_, bytes_;
+};
+
+}  // namespace saturn::extract
