@@ -180,8 +180,8 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Extraction x = extract_tree_greedy(p);
-  x.class_tree_cost.clear();
-  DagPricer price(p);  // stale once the choice changes
+  x.class_tree_cost.clear();  // stale once the choice changes
+  DagPricer price(p);
   // Start from the cheaper of the tree-greedy choice and the shared-cost one.
   // (Classes outside the chosen program keep tree-greedy's choice when the
   // shared-cost one has none.)
