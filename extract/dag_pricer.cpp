@@ -79,9 +79,7 @@ bool DagPricer::walk(const std::vector<std::int32_t>& choice) {
 
 double DagPricer::dag_cost(const std::vector<std::int32_t>& choice, std::vector<char>* needed) {
   if (needed) needed->assign(p_.classes.size(), 0);
-  if (!walk(choice)) return kInfinity;
-  double total = 0;
-  for (std::uint32_t c : order_) total += chosen(choice, c).cost;
+  double total = unfused_dag_cost(choice);
   if (p_.fusion && std::isfinite(total)) total = fused_cost(choice);
   if (needed && total != kInfinity)
     for (std::uint32_t c : order_) (*needed)[c] = 1;

@@ -32,7 +32,8 @@ class DagPricer {
   // Shared subterms paid once per use.
   double tree_cost(const std::vector<std::int32_t>& choice);
 
-  // The classes the last successful call's choice needs, children first.
+  // The classes the last call's choice needs, children first (complete
+  // when that call's walk found neither a cycle nor a missing choice).
   const std::vector<std::uint32_t>& order() const { return order_; }
 
  private:

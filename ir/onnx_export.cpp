@@ -276,15 +276,14 @@ void Exporter::quantization(const Node& n, bool quantize, const ValueType& x_typ
 void Exporter::node(const Node& n) {
   // Library calls export as the op whose semantics they have (a Winograd
   // or channels-last call as its `conv`).
-  const OpDef* library = OpRegistry::get().find(n.op);
-  const std::string op = library && library->kind == OpKind::Library ? library->semantics() : n.op;
+  const OpDef* def = OpRegistry::get().find(n.op);
+  const std::string op = def && def->kind == OpKind::Library ? def->semantics() : n.op;
   static const std::unordered_map<std::string, const OnnxOpName*> by_op = [] {
     std::unordered_map<std::string, const OnnxOpName*> m;
     for (const OnnxOpName& row : onnx_op_names()) m[row.op] = &row;
     return m;
   }();
-  if (const OpDef* def = OpRegistry::get().find(n.op);
-      def && (def->sum_epilogue || def->activation != Activation::None)) {
+  if (def && (def->sum_epilogue || def->activation != Activation::None)) {
     // A fused epilogue (conv_add_relu): the convolution, then Add, then the
     // activation, each written as the composite op it is.
     const EpilogueAttrs attrs = split_epilogue_attrs(def->activation, n.attrs);
@@ -313,7 +312,7 @@ void Exporter::node(const Node& n) {
     }
     return;
   }
-  if (const OpDef* def = OpRegistry::get().find(n.op); def && def->semantics().rfind("quantized_", 0) == 0) {
+  if (def && def->semantics().rfind("quantized_", 0) == 0) {
     // quantized_conv / quantized_matmul (and their int8 calls): what they
     // are defined as, DequantizeLinear of both operands, the product,
     // QuantizeLinear.
