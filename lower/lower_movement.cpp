@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "ir/slice.hpp"
 #include "lower/lowerer.hpp"
@@ -115,22 +116,82 @@ bool Lowerer::lower_tile(const ir::Node& n, Value& x, const ir::ValueType& out_t
   return true;
 }
 
+void Lowerer::plan_concat_chains() {
+  const std::set<std::string> outputs(graph_->outputs.begin(), graph_->outputs.end());
+  const auto single_result = [&](const ir::Node& c) {
+    return c.outputs.size() == 1 && !c.outputs[0].empty() && !outputs.count(c.outputs[0]);
+  };
+  struct Unheld {
+    std::size_t node;
+    std::int64_t axis;
+  };
+  std::vector<Unheld> unheld;  // earlier concats no later one holds yet
+  for (std::size_t i = 0; i < graph_->nodes.size(); ++i) {
+    const ir::Node& c = graph_->nodes[i];
+    if (!live_[i] || c.op != "concat" || !single_result(c)) continue;
+    const ir::ValueType& t = types_.at(c.outputs[0]);
+    const std::int64_t axis = ir::normalize_axis(c.attrs.i("axis", 0), static_cast<std::int64_t>(t.shape.size()));
+    // Of the earlier concats this one can hold, the longest: in a DenseNet
+    // block every earlier layer's concat is a prefix, the last one longest.
+    std::optional<std::size_t> best;
+    ConcatGuest guest;
+    std::int64_t best_length = 0;
+    for (std::size_t k = 0; k < unheld.size(); ++k) {
+      const ir::Node& g = graph_->nodes[unheld[k].node];
+      const ir::ValueType& gt = types_.at(g.outputs[0]);
+      if (unheld[k].axis != axis || gt.dtype != t.dtype || gt.shape.size() != t.shape.size()) continue;
+      std::size_t covered = 0;
+      if (!c.inputs.empty() && c.inputs[0] == g.outputs[0])
+        covered = 1;
+      else if (g.inputs.size() < c.inputs.size() && std::equal(g.inputs.begin(), g.inputs.end(), c.inputs.begin()))
+        covered = g.inputs.size();
+      const std::int64_t length = ir::static_dims(gt.shape)[static_cast<std::size_t>(axis)];
+      if (covered && length > best_length) {
+        best = k;
+        guest = {g.outputs[0], covered};
+        best_length = length;
+      }
+    }
+    if (best) {
+      concat_host_[guest.result] = c.outputs[0];
+      concat_guest_[c.outputs[0]] = guest;
+      unheld.erase(unheld.begin() + static_cast<std::ptrdiff_t>(*best));
+    }
+    unheld.push_back({i, axis});
+  }
+}
+
 // Operands stored densely in one shared dimension order (oneDNN's NHWC
 // results seen as NCHW) are concatenated in that order, and the result
 // keeps it: neither the operands nor the result's consumers (the next
-// convolution) convert layouts. Otherwise every operand is row-major.
+// convolution) convert layouts. Otherwise every operand is row-major. A
+// concat in a chain (plan_concat_chains) writes into the chain's buffer,
+// in the order its first concat chose.
 void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type) {
   const Dims out = ir::static_dims(out_type.shape);
   const auto axis =
       static_cast<std::size_t>(ir::normalize_axis(n.attrs.i("axis", 0), static_cast<std::int64_t>(out.size())));
+  std::string last = n.outputs[0];
+  for (auto h = concat_host_.find(last); h != concat_host_.end(); h = concat_host_.find(last)) last = h->second;
+  const auto guest = concat_guest_.find(n.outputs[0]);
+  const bool chained = last != n.outputs[0] || guest != concat_guest_.end();
+  const auto storage = concat_storage_.find(last);
   std::optional<Dims> order;
-  for (Value* v : in) {
-    const View d = dense(*v);
-    if (d.offset != 0 || (order && *order != d.order())) {
-      order.reset();
-      break;
+  if (storage != concat_storage_.end()) {
+    order = storage->second.order;
+  } else {
+    for (Value* v : in) {
+      const View d = dense(*v);
+      if (d.offset != 0 || (order && *order != d.order())) {
+        order.reset();
+        break;
+      }
+      order = d.order();
     }
-    order = d.order();
+  }
+  if (chained) {
+    lower_chained_concat(n, in, out, axis, order ? *order : identity_order(out.size()), last);
+    return;
   }
   const bool shared_order = order.has_value();
   if (!shared_order) order = identity_order(out.size());
@@ -148,6 +209,67 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
   p_->steps.push_back(target_->block_copy(c, "concat (" + std::to_string(c.parts.size()) + " block copies)"));
   Value r = stored(y.buffer);
   r.view = y;
+  r.dims = out;
+  values_[n.outputs[0]] = std::move(r);
+}
+
+void Lowerer::lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, const Dims& out, std::size_t axis,
+                                   const Dims& order, const std::string& last) {
+  auto storage = concat_storage_.find(last);
+  if (storage == concat_storage_.end()) {
+    const ir::ValueType& t = types_.at(last);
+    const View y = ordered_buffer(t.dtype, ir::static_dims(t.shape), order, last);
+    storage = concat_storage_.emplace(last, ConcatStorage{y, order}).first;
+  }
+  const View& y = storage->second.view;
+  // Leading operands already in place: the held concat's, when it was
+  // lowered into this buffer (not folded as a constant, not a reference).
+  std::size_t held = 0;
+  if (const auto g = concat_guest_.find(n.outputs[0]); g != concat_guest_.end()) {
+    const auto v = values_.find(g->second.result);
+    if (v != values_.end() && !v->second.pending && v->second.view.buffer == y.buffer) held = g->second.operands;
+  }
+  const auto physical = [&](const Dims& dims) {
+    Dims p;
+    for (std::int64_t k : order) p.push_back(dims[static_cast<std::size_t>(k)]);
+    return p;
+  };
+  // Parts of the chain's buffer this concat does not write (before and
+  // after its own operands) are sources -1, dropped from the plan.
+  std::vector<BufferId> srcs;
+  std::vector<Dims> dims;
+  const auto untouched = [&](std::int64_t length) {
+    if (length <= 0) return;
+    Dims d = y.dims;
+    d[axis] = length;
+    srcs.push_back(-1);
+    dims.push_back(physical(d));
+  };
+  std::int64_t at = 0;
+  for (std::size_t k = 0; k < held; ++k) at += in[k]->dims[axis];
+  untouched(at);
+  for (std::size_t k = held; k < in.size(); ++k) {
+    Value& v = *in[k];
+    store(v);
+    if (v.is_scalar_constant || v.view.offset != 0 || !v.view.dense() || v.view.order() != order)
+      copy_in_order(v, order);
+    srcs.push_back(v.view.buffer);
+    dims.push_back(physical(v.dims));
+    at += v.dims[axis];
+  }
+  untouched(y.dims[axis] - at);
+  const auto physical_axis =
+      static_cast<std::size_t>(std::find(order.begin(), order.end(), static_cast<std::int64_t>(axis)) - order.begin());
+  BlockCopy c = concat_block_copy(srcs, dims, physical_axis, ir::dtype_size(buffer(y.buffer).dtype), y.buffer);
+  std::erase_if(c.parts, [](const BlockCopy::Part& p) { return p.src < 0; });
+  // Shared unless it is the chain's last and its guest is not in place
+  // (a concat of weights, folded when lowered).
+  const bool shared = held > 0 || last != n.outputs[0];
+  if (!c.parts.empty())
+    p_->steps.push_back(target_->block_copy(
+        c, "concat (" + std::to_string(c.parts.size()) + " block copies" + (shared ? ", into a shared buffer)" : ")")));
+  Value r = stored(y.buffer);
+  r.view = y.sliced(Dims(out.size(), 0), Dims(out.size(), 1), out);
   r.dims = out;
   values_[n.outputs[0]] = std::move(r);
 }

@@ -118,15 +118,22 @@ View Lowerer::ordered_buffer(DType t, const Dims& dims, const Dims& order, const
   return View::of(add_buffer(BufferKind::Temp, t, physical, name), physical).transposed(inverse);
 }
 
-// The dimension order shared by every dense full-size operand of a pending
-// value; row-major when they disagree or there are none.
+// The dimension order shared by every full-size operand of a pending value
+// that is dense, or a slice of a dense layout (a concat's start in its
+// chain's buffer, channels of an NHWC result); row-major when they disagree
+// or there are none.
 Dims Lowerer::operand_order(const Value& v, bool any_order) {
   const Dims identity = identity_order(v.dims.size());
   if (!any_order) return identity;
+  const auto laid_out = [](const View& w) {
+    for (std::size_t d = 0; d < w.dims.size(); ++d)
+      if (w.dims[d] > 1 && w.strides[d] <= 0) return false;  // broadcast or reversed
+    return true;
+  };
   std::optional<Dims> shared;
   for (SymId id : ctx_->reachable(std::span<const SymId>(&v.sym, 1))) {
     auto it = leaf_views_.find(id);
-    if (it == leaf_views_.end() || it->second.dims != v.dims || !it->second.dense()) continue;
+    if (it == leaf_views_.end() || it->second.dims != v.dims || !(it->second.dense() || laid_out(it->second))) continue;
     Dims o = it->second.order();
     if (shared && *shared != o) return identity;
     shared = std::move(o);
@@ -372,6 +379,7 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
       for (const std::string& in : graph_->nodes[i].inputs)
         if (live_[i] && !in.empty()) ++uses_[in];
     for (const std::string& o : graph_->outputs) ++uses_[o];
+    plan_concat_chains();
     for (std::size_t i = 0; i < graph_->nodes.size(); ++i)
       if (live_[i]) lower_node(i);
     lower_outputs();

@@ -190,6 +190,32 @@ class Lowerer {
   // concat of any element type: operands stored contiguously, then block
   // copies into the result (lower/block_copy.hpp).
   void lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type);
+  // Concats that share storage (a DenseNet block, where each layer
+  // concatenates every earlier layer's features): a concat whose leading
+  // operands are an earlier concat, as its result or as the same operands
+  // in the same order along the same axis, holds that concat's result as
+  // the start of its own. A chain of them is one buffer (the last one's),
+  // each concat copying only its own new operands into it, instead of
+  // every operand again; the earlier results are views of its start. Set
+  // before the walk; a chain leaves out graph outputs (their buffers are
+  // the caller's, row-major).
+  void plan_concat_chains();
+  // A concat of the chain ending in `last`: its operands past those its
+  // guest holds copied into the chain's buffer (made now, in `order`, by
+  // the chain's first concat); its result a view of the buffer's start.
+  void lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, const Dims& out, std::size_t axis,
+                            const Dims& order, const std::string& last);
+  struct ConcatStorage {
+    View view;   // the chain's last concat's result
+    Dims order;  // the dimension order its buffer is laid out in
+  };
+  struct ConcatGuest {
+    std::string result;      // the earlier concat's result
+    std::size_t operands{};  // how many of the host's leading operands it covers
+  };
+  std::map<std::string, std::string> concat_host_;       // a concat's result -> the concat holding it
+  std::map<std::string, ConcatGuest> concat_guest_;      // a host's result -> the concat it holds
+  std::map<std::string, ConcatStorage> concat_storage_;  // the chain's last result -> its buffer, once made
   // gather / gather_elements of any element type: rows or elements copied
   // by the op kernel's own geometry, indices checked first.
   void lower_gather(const ir::Node& n, Value& data, Value& indices, const ir::ValueType& out_type);

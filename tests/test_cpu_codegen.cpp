@@ -1030,6 +1030,41 @@ TEST_CASE("A channel shuffle of convolution results stays in their layout - one 
   }
 }
 
+TEST_CASE("A DenseNet block's concats share one buffer - each copies only its new features") {
+  models::GraphBuilder b("dense");
+  std::string x = b.input("x", {1, 8, 6, 6});
+  ir::Attrs channels;
+  channels.set("axis", std::int64_t{1});
+  // Each layer reads every earlier layer's features: flat concats whose
+  // operands extend the previous one's, and one that concatenates the
+  // previous concat's result (as the e-graph's nested concats do).
+  std::string x0 = b.op("relu", {conv(b, x, 8, 8, 1, 1)});
+  std::string y1 = conv(b, b.op("relu", {x0}), 8, 4, 3, 1);
+  std::string c1 = b.op("concat", {x0, y1}, channels);
+  std::string y2 = conv(b, b.op("relu", {c1}), 12, 4, 3, 1);
+  std::string c2 = b.op("concat", {x0, y1, y2}, channels);
+  std::string y3 = conv(b, b.op("relu", {c2}), 16, 4, 3, 1);
+  std::string c3 = b.op("concat", {c2, y3}, channels);
+  std::string out = conv(b, b.op("relu", {c3}), 20, 4, 1, 1);
+  // c1 read again after c2 and c3 wrote the rest of the buffer.
+  std::string late = b.op("sigmoid", {c1});
+  // A concat of weights, folded at load time, is no part of a chain: the
+  // concat extending it copies every operand.
+  std::string folded = b.op("concat", {b.weight({1, 2, 6, 6}, 1.0), b.weight({1, 3, 6, 6}, 1.0)}, channels);
+  std::string after_folded = b.op("concat", {folded, x0}, channels);
+  // A graph output keeps its own buffer.
+  std::string returned = b.op("concat", {x0, y3}, channels);
+  std::string extends_returned = b.op("concat", {x0, y3, y1}, channels);
+  auto p = check_against_interpreter(
+      b.finish({out, late, b.op("tanh", {after_folded}), returned, b.op("tanh", {extends_returned})}), 1e-4, 1e-4);
+  CHECK(steps_with(*p, "concat (") == 6);
+  // c1 copies x0 and y1, c2 only y2, c3 only y3: one buffer of 20 channels.
+  CHECK(steps_with(*p, "concat (2 block copies, into a shared buffer)") == 1);
+  CHECK(steps_with(*p, "concat (1 block copies, into a shared buffer)") == 2);
+  CHECK(steps_with(*p, "concat (2 block copies)") == 2);  // after_folded and returned
+  CHECK(steps_with(*p, "concat (3 block copies)") == 1);  // extends_returned
+}
+
 TEST_CASE("Weights given at run time are reordered at every run - epilogues stay separate on reference convolutions") {
   SECTION("run-time and computed weights and bias - with the residual epilogue") {
     models::GraphBuilder b("runtime");
