@@ -265,7 +265,11 @@ TEST_CASE("Concat as 2-D device copies and slices and splits as views on the dev
   std::string xt = b.op("transpose", {x}, models::ints_attr("perm", {0, 2, 1}));  // [3 4 5]
   std::string wide = b.op("concat", {xt, b.op("slice", {xt}, sl)}, last);         // [3 4 7]
   auto parts = b.op_results("split", {joined}, 3, axis1);
-  check_executor(b.finish({joined, wide, b.op("add", {parts[0], parts[2]}), parts[1]}));
+  // A concat extending `joined` writes only its last operand into their
+  // shared buffer; `joined` is read after it.
+  std::string longer = b.op("concat", {joined, b.op("tanh", {x})}, axis1);  // [3 14 4]
+  check_executor(
+      b.finish({b.op("exp", {longer}), b.op("exp", {joined}), wide, b.op("add", {parts[0], parts[2]}), parts[1]}));
 }
 
 TEST_CASE("Comparisons - where and casts across element types run in device kernels") {

@@ -358,6 +358,19 @@ TEST_CASE("concat is one 2-D device copy per operand - of any element type - not
   CHECK(count(*p, lower::StepKind::Copy, "concat (3 block copies)") == 1);
 }
 
+TEST_CASE("Concats that extend one another write into one device buffer - each copying its new operands") {
+  models::GraphBuilder b("dense");
+  std::string x = b.input("x", {2, 3, 4});
+  std::string y = b.input("y", {2, 5, 4});
+  ir::Attrs a;
+  a.set("axis", std::int64_t{1});
+  std::string first = b.op("concat", {b.op("exp", {x}), y}, a);
+  std::string second = b.op("concat", {first, b.op("exp", {y})}, a);
+  auto p = lower_for_cuda(b.finish({b.op("tanh", {first}), b.op("tanh", {second})}));
+  CHECK(count(*p, lower::StepKind::Copy, "concat (2 block copies, into a shared buffer)") == 1);
+  CHECK(count(*p, lower::StepKind::Copy, "concat (1 block copies, into a shared buffer)") == 1);
+}
+
 TEST_CASE(
     "gather and gather_elements are device kernels with an index check - comparisons and casts are kernels - "
     "nothing on the host") {
