@@ -34,18 +34,13 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SATURN = os.path.join(ROOT, "build", "tools", "saturn")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from turns import ORT_SESSION  # noqa: E402
 
 ORT_SCRIPT = r"""
 import json, sys, time
-import numpy as np, onnxruntime as ort
 model, inp, runs, threads, spin = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-o = ort.SessionOptions()
-o.intra_op_num_threads = threads
-o.inter_op_num_threads = 1
-o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-o.add_session_config_entry("session.intra_op.allow_spinning", spin)
-s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
-x = {s.get_inputs()[0].name: np.load(inp)}
+""" + ORT_SESSION + r"""
 s.run(None, x)
 ms = []
 for _ in range(runs):

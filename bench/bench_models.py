@@ -3,9 +3,16 @@
 its peers (issue 25's benchmark).
 
 For each model of the bench suite (bench/export_models.py: torchvision and
-transformer models at random weights, batch 1), in one run, interleaved in
-rounds (each round a fresh process per contender, a warm-up, then RUNS
-timed runs):
+transformer models at random weights, batch 1), in one run, the contenders
+below take turns (bench/turns.py): each is PROCESSES processes that load
+and warm the model once and stay up, and ROUNDS times, the order rotating,
+each contender times RUNS runs in its next process, timed in Python around
+one call like the others (Saturn through its Python package from this
+tree's build/python; --saturn is the binary that optimizes and checks).
+This machine's slow spells last seconds and so fall on every contender
+alike. --fresh-processes is the earlier method: ROUNDS rounds, each a fresh
+process per contender with a warm-up and RUNS timed runs, in which a slow
+spell lands on one contender's whole round.
 
   lib+fusion  `saturn opt --target cpu` with only the library and fusion
               rulesets (blas, dnnl, fusion), then the program run as
@@ -25,7 +32,8 @@ faster), the optimization time of `saturn opt` (import to export, wall
 clock, all rulesets) and the geomeans. Every figure is measured.
 
 Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
-         [--threads T] [--ort-python PY] [--no-torch] [--json] [NAME...]
+         [--processes P] [--fresh-processes] [--threads T] [--ort-python PY]
+         [--no-torch] [--json] [NAME...]
 """
 import argparse
 import json
@@ -39,6 +47,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from bench_load import ort_samples  # noqa: E402  (ONNX Runtime timed as bench_load.py does)
+import turns  # noqa: E402
 SATURN = os.path.join(ROOT, "build", "tools", "saturn")
 RULES = os.path.join(ROOT, "rulesets")
 LIBRARY = ["blas.rules", "dnnl.rules", "fusion.rules"]
@@ -65,6 +74,28 @@ print(json.dumps({"ms": ms}))
 """
 
 
+# The same, as a contender process for alternating turns (turns.py).
+TORCH_SETUP = r"""
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import export_models
+name, inp, threads = sys.argv[2], sys.argv[3], int(sys.argv[4])
+torch.set_num_threads(threads)
+torch.set_grad_enabled(False)
+m = export_models.build(name)
+x = torch.from_numpy(np.load(inp))
+fm = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(m, (x,))))
+f = lambda: fm(x)
+"""
+
+
+def torch_env():
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    if os.path.exists(JEMALLOC):
+        env["LD_PRELOAD"] = JEMALLOC
+    return env
+
+
 def last_json(cmd, env=None):
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -80,11 +111,28 @@ def saturn_ms(saturn, program, inp, runs, threads):
 
 
 def torch_ms(name, inp, runs):
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-    if os.path.exists(JEMALLOC):
-        env["LD_PRELOAD"] = JEMALLOC
     return last_json(["/usr/bin/python3", "-c", TORCH_SCRIPT, os.path.join(ROOT, "bench"), name, inp, str(runs), "2"],
-                     env)["ms"]
+                     torch_env())["ms"]
+
+
+def alternating_ms(args, name, src, inp, programs):
+    """Every contender's samples from processes that stay up, timed in alternating turns."""
+    contenders = {}
+    procs = lambda *a: [turns.Contender(*a) for _ in range(args.processes)]
+    try:
+        for kind, path in programs.items():
+            contenders[kind] = procs("/usr/bin/python3", turns.SATURN_SETUP, [path, inp, args.threads],
+                                     turns.saturn_env(ROOT))
+        if args.ort_python:
+            for spin in ("1", "0"):
+                contenders["ort" + spin] = procs(args.ort_python, turns.ORT_SETUP, [src, inp, 2, spin])
+        if not args.no_torch:
+            contenders["torch"] = procs("/usr/bin/python3", TORCH_SETUP, [os.path.join(ROOT, "bench"), name, inp, 2],
+                                        torch_env())
+        return turns.alternate(contenders, args.rounds, args.runs)
+    finally:
+        for c in (c for cs in contenders.values() for c in cs):
+            c.close()
 
 
 def optimize(saturn, model, out, extra):
@@ -101,14 +149,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*")
     ap.add_argument("--models", default=os.path.join(ROOT, "build", "bench-models"))
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, help="runs per turn (default 3; 10 with --fresh-processes)")
+    ap.add_argument("--rounds", type=int, help="turns per contender (default 15; 3 with --fresh-processes)")
     ap.add_argument("--threads", type=int, default=0, help="saturn run --threads (0: Saturn's default)")
     ap.add_argument("--ort-python", default="", help="a python with onnxruntime (a venv's bin/python)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--saturn", default=SATURN)
     ap.add_argument("--json", action="store_true", help="one JSON object per model")
+    ap.add_argument("--fresh-processes", action="store_true",
+                    help="the earlier method: ROUNDS rounds of a fresh process per contender timing RUNS runs")
+    ap.add_argument("--processes", type=int, default=3,
+                    help="processes per contender taking turns (default 3; not with --fresh-processes)")
     args = ap.parse_args()
+    args.runs = args.runs or (10 if args.fresh_processes else 3)
+    args.rounds = args.rounds or (3 if args.fresh_processes else 15)
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "export_models.py"), args.models] + args.names,
                    check=True)
     names = args.names or sorted(n[:-5] for n in os.listdir(args.models) if n.endswith(".onnx"))
@@ -137,7 +191,9 @@ def main():
             if bad:
                 continue
             ms = {"lib": [], "all": [], "ort1": [], "ort0": [], "torch": []}
-            for r in range(args.rounds):
+            if not args.fresh_processes:
+                ms.update(alternating_ms(args, name, src, inp, programs))
+            for r in range(args.rounds if args.fresh_processes else 0):
                 jobs = [("lib", lambda: saturn_ms(args.saturn, programs["lib"], inp, args.runs, args.threads)),
                         ("all", lambda: saturn_ms(args.saturn, programs["all"], inp, args.runs, args.threads))]
                 if args.ort_python:

@@ -1,0 +1,113 @@
+"""Contenders timed in alternating turns, for a machine whose load changes.
+
+Each contender is a process that stays up for the whole comparison: it
+loads and warms its model once, then times a few runs whenever it is given
+a turn. The turns alternate between the contenders (each round starting
+with another one), so a slow spell of the machine, which lasts seconds,
+falls on every contender alike instead of on whichever process ran then.
+Every contender is timed the same way, in Python, around one call.
+
+A pause between turns lets the previous contender's idle threads stop
+spinning (libgomp's, ONNX Runtime's) before the next one runs.
+"""
+import json
+import os
+import subprocess
+import time
+
+# A contender's process: SETUP (the contender's own code) defines f(), one
+# run; the loop times `n` runs per line "n" it reads, as a JSON list of ms.
+WORKER = r"""
+import json, sys, time
+{setup}
+for _ in range(3):
+    f()
+print("ready", flush=True)
+for line in sys.stdin:
+    ms = []
+    for _ in range(int(line)):
+        t0 = time.perf_counter(); f(); ms.append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps(ms), flush=True)
+"""
+
+SATURN_SETUP = r"""
+import numpy as np, saturn
+program, inp, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+prog = saturn.compile(saturn.load(program), "cpu", optimize=False, threads=threads, cache=False)
+x = np.load(inp)
+f = lambda: prog(x)
+"""
+
+# ONNX Runtime at its best (issue 25's terms): all graph optimizations,
+# `threads` intra-op threads, spinning on ("1") or off ("0"); the session
+# `s` of `model` and its input `x` from `inp`.
+ORT_SESSION = r"""
+import numpy as np, onnxruntime as ort
+o = ort.SessionOptions()
+o.intra_op_num_threads = threads
+o.inter_op_num_threads = 1
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+o.add_session_config_entry("session.intra_op.allow_spinning", spin)
+s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+x = {s.get_inputs()[0].name: np.load(inp)}
+"""
+
+ORT_SETUP = r"""
+model, inp, threads, spin = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+""" + ORT_SESSION + r"""
+f = lambda: s.run(None, x)
+"""
+
+
+class Contender:
+    """One contender's process (Python `python`, its setup code, argv)."""
+
+    def __init__(self, python, setup, argv, env=None):
+        self.proc = subprocess.Popen([python, "-c", WORKER.format(setup=setup)] + [str(a) for a in argv],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError(f"{python} {' '.join(map(str, argv))}: {self.proc.stderr.read().strip()[-600:]}")
+
+    def turn(self, runs):
+        self.proc.stdin.write(f"{runs}\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.kill()
+        self.proc.wait()
+
+
+def saturn_env(root):
+    """The environment a Saturn program runs in (runtime/thread_env.hpp), with the build's Python package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(root, "build", "python") + os.pathsep + env.get("PYTHONPATH", "")
+    if "OMP_WAIT_POLICY" not in env:
+        env.setdefault("GOMP_SPINCOUNT", "20000")
+    if "OMP_NUM_THREADS" not in env:
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+def alternate(contenders, rounds, runs, pause_s=0.01):
+    """{name: [ms...]}: `rounds` turns of `runs` runs for each name of
+    `contenders` ({name: [Contender...]}), the order of the names rotating
+    every round, and each name's processes taking its turns in rotation.
+
+    Several processes per contender: where a process's memory lands makes
+    it a few percent faster or slower for its whole life (two processes of
+    one program differed by 1-4%, the same one faster in every round), so
+    one process per contender would compare placements, not programs."""
+    names = list(contenders)
+    ms = {k: [] for k in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(k + r) % len(names)]
+            procs = contenders[name]
+            ms[name] += procs[r % len(procs)].turn(runs)
+            time.sleep(pause_s)
+    return ms
