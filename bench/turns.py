@@ -94,9 +94,10 @@ def saturn_env(root):
 
 
 def alternate(contenders, rounds, runs, pause_s=0.01):
-    """{name: [ms...]}: `rounds` turns of `runs` runs for each name of
-    `contenders` ({name: [Contender...]}), the order of the names rotating
-    every round, and each name's processes taking its turns in rotation.
+    """{name: [ms...]}: `rounds` turns of `runs` runs (or runs[name]) for
+    each name of `contenders` ({name: [Contender...]}), the order of the
+    names rotating every round, and each name's processes taking its turns
+    in rotation.
 
     Several processes per contender: where a process's memory lands makes
     it a few percent faster or slower for its whole life (two processes of
@@ -108,6 +109,6 @@ def alternate(contenders, rounds, runs, pause_s=0.01):
         for k in range(len(names)):
             name = names[(k + r) % len(names)]
             procs = contenders[name]
-            ms[name] += procs[r % len(procs)].turn(runs)
+            ms[name] += procs[r % len(procs)].turn(runs[name] if isinstance(runs, dict) else runs)
             time.sleep(pause_s)
     return ms

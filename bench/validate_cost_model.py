@@ -5,8 +5,10 @@ For each model, several candidate programs: the model as written, and what
 `saturn opt --target T` extracts with only the library and fusion rulesets,
 with every ruleset but TASO's, and with every ruleset (tree-greedy and
 dag-greedy). Each is modeled (`saturn opt --json`: cost_before / cost_after)
-and measured (`saturn run --no-opt --bench`, the program exactly as
-extracted; distinct programs only, in interleaved rounds; on cuda the
+and measured (the program exactly as extracted, distinct programs only;
+on cpu each kept up in PROCESSES processes taking turns, bench/turns.py,
+or with --fresh-processes `saturn run --no-opt --bench` in interleaved
+rounds; on cuda that way too, the
 device time of the steps, `device_median_ms`, which is what the model
 prices: the host-device copies at the borders are not a program's). Prints per model the Spearman rank correlation of modeled against
 measured latency and each candidate's modeled/measured ratio, then the pooled
@@ -28,11 +30,14 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import turns  # noqa: E402
 RULES = os.path.join(ROOT, "rulesets")
 ALL = sorted(f for f in os.listdir(RULES) if f.endswith(".rules"))
 # Each target's library rulesets; the other target's are never loaded.
@@ -95,16 +100,39 @@ def run_json(cmd):
     return json.loads(out.stdout)
 
 
+def taking_turns(args, progs, model, inputs):
+    """Per program, its samples (ms), the programs kept up in PROCESSES
+    processes each and timed in alternating turns (bench/turns.py): ROUNDS
+    turns of RUNS runs, WRITTEN_RUNS for the model as written."""
+    contenders, runs = {}, {}
+    try:
+        for j, (path, _, _) in enumerate(progs):
+            contenders[j] = [turns.Contender("/usr/bin/python3", turns.SATURN_SETUP, [path, inputs, args.threads],
+                                             turns.saturn_env(ROOT)) for _ in range(args.processes)]
+            runs[j] = args.written_runs if path == model else args.runs
+        ms = turns.alternate(contenders, args.rounds, runs)
+    finally:
+        for c in (c for cs in contenders.values() for c in cs):
+            c.close()
+    return [ms[j] for j in range(len(progs))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("models")
     ap.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the median of their medians)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds (cpu: turns per program, the median of every sample; "
+                         "fresh processes and cuda: the median of the rounds' medians)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per round")
     ap.add_argument("--written-runs", type=int, default=1, help="timed runs per round of the (slow) model as written")
     ap.add_argument("--threads", type=int, default=2, help="cpu target: threads")
     ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", nargs="*", help="model names")
+    ap.add_argument("--processes", type=int, default=3,
+                    help="cpu: processes per program taking turns (bench/turns.py)")
+    ap.add_argument("--fresh-processes", action="store_true",
+                    help="cpu: the earlier method, a fresh `saturn run` per program and round (always on cuda)")
     args = ap.parse_args()
     names = sorted(f[:-5] for f in os.listdir(args.models) if f.endswith(".onnx"))
     if args.only:
@@ -132,7 +160,9 @@ def main():
                 programs[text] = [path, report["cost_after"] / 1e3, [cand]]
         progs = list(programs.values())
         medians = [[] for _ in progs]
-        for r in range(args.rounds):
+        if args.target == "cpu" and not args.fresh_processes:
+            medians = taking_turns(args, progs, model, inputs)
+        for r in range(args.rounds if args.target == "cuda" or args.fresh_processes else 0):
             for k in range(len(progs)):
                 j = (k + r) % len(progs)  # each round starts elsewhere
                 path = progs[j][0]
@@ -144,7 +174,7 @@ def main():
                 medians[j].append(out["device_median_ms"] if args.target == "cuda" else out["median_ms"])
         mod, meas = [], []
         for (path, modeled, cands), ms in zip(progs, medians):
-            measured = sorted(ms)[len(ms) // 2]
+            measured = statistics.median(ms)
             mod.append(modeled)
             meas.append(measured)
             ratio = modeled / measured
