@@ -6,7 +6,7 @@
 
 namespace saturn::lower {
 
-BlockCopy concat_block_copy(const std::vector<BufferId>& srcs, const std::vector<std::vector<std::int64_t>>& dims,
+BlockCopy concat_block_copy(const std::vector<BlockSource>& srcs, const std::vector<std::vector<std::int64_t>>& dims,
                             std::size_t axis, std::size_t element_bytes, BufferId dst) {
   const ir::ConcatBlocks g = ir::concat_blocks(dims, axis, element_bytes);
   BlockCopy c;
@@ -14,7 +14,9 @@ BlockCopy concat_block_copy(const std::vector<BufferId>& srcs, const std::vector
   c.outer = g.outer;
   c.dst_block = g.out_block;
   for (std::size_t k = 0; k < srcs.size(); ++k)
-    if (g.block[k]) c.parts.push_back({srcs[k], g.block[k], g.at[k]});
+    if (g.block[k])
+      c.parts.push_back(
+          {srcs[k].buffer, g.block[k], g.at[k], srcs[k].at, srcs[k].stride ? srcs[k].stride : g.block[k]});
   return c;
 }
 
@@ -32,7 +34,7 @@ Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
       for (std::int64_t t = begin; t < end; ++t) {
         const BlockCopy::Part& p = c.parts[static_cast<std::size_t>(t) % c.parts.size()];
         const std::size_t o = static_cast<std::size_t>(t) / c.parts.size();
-        std::memcpy(out + o * c.dst_block + p.at, ctx.at<std::uint8_t>(p.src) + o * p.block, p.block);
+        std::memcpy(out + o * c.dst_block + p.at, ctx.at<std::uint8_t>(p.src) + p.src_at + o * p.src_stride, p.block);
       }
     };
     // Split over the pool from 256 KiB of result (not tuned: the order of

@@ -779,8 +779,8 @@ Step make_cuda_block_copy_step(const BlockCopy& c, const std::string& label) {
   Step s = make_host_block_copy_step(c, label);  // its reads and writes; the copies are the device's
   s.run = [c](const RunContext& ctx) {
     for (const BlockCopy::Part& p : c.parts)
-      cu::copy_rows_on_device(device_address(ctx, c.dst) + p.at, c.dst_block, device_address(ctx, p.src), p.block,
-                              p.block, c.outer, stream_of(ctx));
+      cu::copy_rows_on_device(device_address(ctx, c.dst) + p.at, c.dst_block, device_address(ctx, p.src) + p.src_at,
+                              p.src_stride, p.block, c.outer, stream_of(ctx));
   };
   return s;
 }

@@ -161,12 +161,49 @@ void Lowerer::plan_concat_chains() {
   }
 }
 
-// Operands stored densely in one shared dimension order (oneDNN's NHWC
-// results seen as NCHW) are concatenated in that order, and the result
-// keeps it: neither the operands nor the result's consumers (the next
-// convolution) convert layouts. Otherwise every operand is row-major. A
-// concat in a chain (plan_concat_chains) writes into the chain's buffer,
-// in the order its first concat chose.
+namespace {
+
+// Where a view, seen in `order` (outermost first), lies as equal blocks one
+// stride apart, each block the dims from `axis` inwards stored row-major
+// (a channel slice of an NHWC result: a pixel's channels, the pixels a
+// row apart): a block copy reads it in place. nullopt otherwise.
+std::optional<BlockSource> blocks_in_place(const View& v, const Dims& order, std::size_t axis,
+                                           std::size_t element_bytes) {
+  const View p = v.transposed(order);
+  std::int64_t block = 1;
+  for (std::size_t i = p.dims.size(); i-- > axis;) {
+    if (p.dims[i] == 1) continue;
+    if (p.strides[i] != block) return std::nullopt;
+    block *= p.dims[i];
+  }
+  std::optional<std::int64_t> stride;
+  std::int64_t next = 0;
+  for (std::size_t i = axis; i-- > 0;) {
+    if (p.dims[i] == 1) continue;
+    if (!stride) {
+      stride = p.strides[i];
+      next = *stride * p.dims[i];
+    } else if (p.strides[i] == next) {
+      next *= p.dims[i];
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (p.offset < 0 || (stride && *stride < block)) return std::nullopt;
+  return BlockSource{v.buffer, static_cast<std::size_t>(p.offset) * element_bytes,
+                     static_cast<std::size_t>(stride.value_or(block)) * element_bytes};
+}
+
+}  // namespace
+
+// Operands stored in one shared dimension order (oneDNN's NHWC results
+// seen as NCHW, and slices of them) are concatenated in that order, and the
+// result keeps it: neither the operands nor the result's consumers (the
+// next convolution) convert layouts. Otherwise every operand is row-major.
+// An operand whose blocks lie one stride apart in that order is read where
+// it is (ShuffleNet's half of the previous block's channels); any other is
+// copied first. A concat in a chain (plan_concat_chains) writes into the
+// chain's buffer, in the order its first concat chose.
 void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type) {
   const Dims out = ir::static_dims(out_type.shape);
   const auto axis =
@@ -181,31 +218,38 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
     order = storage->second.order;
   } else {
     for (Value* v : in) {
-      const View d = dense(*v);
-      if (d.offset != 0 || (order && *order != d.order())) {
+      store(*v);
+      if (v->is_scalar_constant) {
         order.reset();
         break;
       }
-      order = d.order();
+      const Dims o = v->view.order();
+      if (order && *order != o) {
+        order.reset();
+        break;
+      }
+      order = o;
     }
   }
   if (chained) {
     lower_chained_concat(n, in, out, axis, order ? *order : identity_order(out.size()), last);
     return;
   }
-  const bool shared_order = order.has_value();
-  if (!shared_order) order = identity_order(out.size());
+  if (!order) order = identity_order(out.size());
   const View y = ordered_buffer(out_type.dtype, out, *order, n.outputs[0]);
-  std::vector<BufferId> srcs;
-  std::vector<Dims> physical;
-  for (Value* v : in) {
-    const View src = shared_order ? v->view : whole(*v);
-    srcs.push_back(src.buffer);
-    physical.push_back(src.transposed(*order).dims);
-  }
   const auto physical_axis = static_cast<std::size_t>(
       std::find(order->begin(), order->end(), static_cast<std::int64_t>(axis)) - order->begin());
-  const BlockCopy c = concat_block_copy(srcs, physical, physical_axis, ir::dtype_size(out_type.dtype), y.buffer);
+  const std::size_t element_bytes = ir::dtype_size(out_type.dtype);
+  std::vector<BlockSource> srcs;
+  std::vector<Dims> physical;
+  for (Value* v : in) {
+    std::optional<BlockSource> src;
+    if (!v->is_scalar_constant) src = blocks_in_place(v->view, *order, physical_axis, element_bytes);
+    if (!src) src = BlockSource{copy_in_order(*v, *order).buffer};
+    srcs.push_back(*src);
+    physical.push_back(v->view.transposed(*order).dims);
+  }
+  const BlockCopy c = concat_block_copy(srcs, physical, physical_axis, element_bytes, y.buffer);
   p_->steps.push_back(target_->block_copy(c, "concat (" + std::to_string(c.parts.size()) + " block copies)"));
   Value r = stored(y.buffer);
   r.view = y;
@@ -236,13 +280,13 @@ void Lowerer::lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, c
   };
   // Parts of the chain's buffer this concat does not write (before and
   // after its own operands) are sources -1, dropped from the plan.
-  std::vector<BufferId> srcs;
+  std::vector<BlockSource> srcs;
   std::vector<Dims> dims;
   const auto untouched = [&](std::int64_t length) {
     if (length <= 0) return;
     Dims d = y.dims;
     d[axis] = length;
-    srcs.push_back(-1);
+    srcs.push_back({});
     dims.push_back(physical(d));
   };
   std::int64_t at = 0;
@@ -253,7 +297,7 @@ void Lowerer::lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, c
     store(v);
     if (v.is_scalar_constant || v.view.offset != 0 || !v.view.dense() || v.view.order() != order)
       copy_in_order(v, order);
-    srcs.push_back(v.view.buffer);
+    srcs.push_back({v.view.buffer});
     dims.push_back(physical(v.dims));
     at += v.dims[axis];
   }

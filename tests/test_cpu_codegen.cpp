@@ -1070,6 +1070,39 @@ TEST_CASE("A DenseNet block's concats share one buffer - each copies only its ne
   }
 }
 
+TEST_CASE("A concat reads slices of an NHWC result where they are - ShuffleNet's half of the last block's channels") {
+  models::GraphBuilder b("shuffle");
+  std::string x = b.input("x", {1, 8, 6, 6});
+  std::string y = b.op("relu", {conv(b, x, 8, 8, 1, 1)});
+  // ShuffleNet's block: half the channels pass, the other half go through
+  // a branch, and the two are concatenated. The half that passes is a
+  // channel slice of y's NHWC buffer: a pixel's 4 channels, 8 apart.
+  ir::Attrs halves = models::ints_attr("split", {4, 4});
+  halves.set("axis", std::int64_t{1});
+  auto parts = b.op_results("split", {y}, 2, halves);
+  std::string branch = b.op("relu", {conv(b, parts[1], 4, 4, 3, 1)});
+  ir::Attrs channels;
+  channels.set("axis", std::int64_t{1});
+  std::string joined = b.op("concat", {parts[0], branch}, channels);
+  // Rows of y from row 2 on, twice along the rows: each a whole block at
+  // an offset of y's buffer.
+  ir::Attrs rows;
+  rows.set("axis", std::int64_t{2});
+  ir::Attrs from_row_2 = models::ints_attr("starts", {2});
+  from_row_2.set("ends", std::vector<std::int64_t>{6});
+  from_row_2.set("axes", std::vector<std::int64_t>{2});
+  std::string lower_rows = b.op("slice", {y}, from_row_2);
+  std::string stacked = b.op("concat", {lower_rows, lower_rows}, rows);
+  auto p = check_against_interpreter(b.finish({conv(b, joined, 8, 8, 1, 1), b.op("tanh", {stacked})}), 1e-4, 1e-4);
+  CHECK(steps_with(*p, "concat (2 block copies)") == 2);
+  if (steps_with(*p, "(dst reordered)") == 0) {
+    // y is NHWC: neither concat copies an operand first (the branch's
+    // convolution reads its half through a copy of its own).
+    CHECK(std::count_if(p->steps.begin(), p->steps.end(), [](const lower::Step& s) { return s.label == "copy"; }) == 1);
+    CHECK(p->fused_kernels <= 2);  // the branch's half, and the tanh
+  }
+}
+
 TEST_CASE("Weights given at run time are reordered at every run - epilogues stay separate on reference convolutions") {
   SECTION("run-time and computed weights and bias - with the residual epilogue") {
     models::GraphBuilder b("runtime");
