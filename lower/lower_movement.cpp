@@ -235,7 +235,8 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
     lower_chained_concat(n, in, out, axis, order ? *order : identity_order(out.size()), last);
     return;
   }
-  if (!order) order = identity_order(out.size());
+  const bool shared_order = order.has_value();
+  if (!shared_order) order = identity_order(out.size());
   const View y = ordered_buffer(out_type.dtype, out, *order, n.outputs[0]);
   const auto physical_axis = static_cast<std::size_t>(
       std::find(order->begin(), order->end(), static_cast<std::int64_t>(axis)) - order->begin());
@@ -243,6 +244,9 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
   std::vector<BlockSource> srcs;
   std::vector<Dims> physical;
   for (Value* v : in) {
+    // Operands after the one that ended the search for a shared order may
+    // be pending still: stored row-major, as the result is.
+    store(*v, "", shared_order);
     std::optional<BlockSource> src;
     if (!v->is_scalar_constant) src = blocks_in_place(v->view, *order, physical_axis, element_bytes);
     if (!src) src = BlockSource{copy_in_order(*v, *order).buffer};

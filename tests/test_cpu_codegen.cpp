@@ -381,6 +381,17 @@ TEST_CASE("Concat is block copies of any element type - along every axis - of vi
     CHECK(p->reference_ops.empty());
     CHECK(steps_with(*p, "concat (4 block copies)") == 1);
   }
+  SECTION("operands in different orders, a fused value after them") {
+    // The transposed view ends the search for a shared order before the
+    // tanh is computed: the concat is row-major, and the tanh stored for it.
+    models::GraphBuilder b("orders");
+    ir::Attrs a;
+    a.set("axis", std::int64_t{0});
+    std::string t = b.op("transpose", {b.input("y", {4, 3})}, models::ints_attr("perm", {1, 0}));
+    std::string joined = b.op("concat", {b.input("x", {2, 4}), t, b.op("tanh", {b.input("z", {5, 4})})}, a);
+    auto p = check_against_interpreter(b.finish({b.op("neg", {joined})}));
+    CHECK(steps_with(*p, "concat (3 block copies)") == 1);
+  }
   SECTION("large enough to split over the pool") {
     models::GraphBuilder b("big");
     ir::Attrs a;
