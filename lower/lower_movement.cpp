@@ -246,11 +246,7 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
   for (Value* v : in) {
     // Operands after the one that ended the search for a shared order may
     // be pending still: stored row-major, as the result is.
-    store(*v, "", shared_order);
-    std::optional<BlockSource> src;
-    if (!v->is_scalar_constant) src = blocks_in_place(v->view, *order, physical_axis, element_bytes);
-    if (!src) src = BlockSource{copy_in_order(*v, *order).buffer};
-    srcs.push_back(*src);
+    srcs.push_back(concat_source(*v, *order, physical_axis, element_bytes, shared_order, y.buffer));
     physical.push_back(v->view.transposed(*order).dims);
   }
   const BlockCopy c = concat_block_copy(srcs, physical, physical_axis, element_bytes, y.buffer);
@@ -259,6 +255,16 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
   r.view = y;
   r.dims = out;
   values_[n.outputs[0]] = std::move(r);
+}
+
+BlockSource Lowerer::concat_source(Value& v, const Dims& order, std::size_t physical_axis, std::size_t element_bytes,
+                                   bool any_order, BufferId dst) {
+  store(v, "", any_order);
+  // A view of the buffer being written (a chain's) is copied out first:
+  // memcpy must not read what the same copy writes.
+  if (!v.is_scalar_constant && v.view.buffer != dst)
+    if (std::optional<BlockSource> src = blocks_in_place(v.view, order, physical_axis, element_bytes)) return *src;
+  return {copy_in_order(v, order).buffer};
 }
 
 void Lowerer::lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, const Dims& out, std::size_t axis,
@@ -293,22 +299,20 @@ void Lowerer::lower_chained_concat(const ir::Node& n, std::vector<Value*>& in, c
     srcs.push_back({});
     dims.push_back(physical(d));
   };
+  const auto physical_axis =
+      static_cast<std::size_t>(std::find(order.begin(), order.end(), static_cast<std::int64_t>(axis)) - order.begin());
+  const std::size_t element_bytes = ir::dtype_size(buffer(y.buffer).dtype);
   std::int64_t at = 0;
   for (std::size_t k = 0; k < held; ++k) at += in[k]->dims[axis];
   untouched(at);
   for (std::size_t k = held; k < in.size(); ++k) {
     Value& v = *in[k];
-    store(v);
-    if (v.is_scalar_constant || v.view.offset != 0 || !v.view.dense() || v.view.order() != order)
-      copy_in_order(v, order);
-    srcs.push_back({v.view.buffer});
+    srcs.push_back(concat_source(v, order, physical_axis, element_bytes, true, y.buffer));
     dims.push_back(physical(v.dims));
     at += v.dims[axis];
   }
   untouched(y.dims[axis] - at);
-  const auto physical_axis =
-      static_cast<std::size_t>(std::find(order.begin(), order.end(), static_cast<std::int64_t>(axis)) - order.begin());
-  BlockCopy c = concat_block_copy(srcs, dims, physical_axis, ir::dtype_size(buffer(y.buffer).dtype), y.buffer);
+  BlockCopy c = concat_block_copy(srcs, dims, physical_axis, element_bytes, y.buffer);
   std::erase_if(c.parts, [](const BlockCopy::Part& p) { return p.src < 0; });
   // Shared unless it is the chain's last and its guest is not in place
   // (a concat of weights, folded when lowered).

@@ -190,6 +190,12 @@ class Lowerer {
   // concat of any element type: operands stored contiguously, then block
   // copies into the result (lower/block_copy.hpp).
   void lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir::ValueType& out_type);
+  // Where a concat's block copy into `dst` reads operand `v` (stored
+  // first, in any order or row-major): in place when it lies in `order` as
+  // equal blocks one stride apart in another buffer, else from a copy made
+  // in `order`.
+  BlockSource concat_source(Value& v, const Dims& order, std::size_t physical_axis, std::size_t element_bytes,
+                            bool any_order, BufferId dst);
   // Concats that share storage (a DenseNet block, where each layer
   // concatenates every earlier layer's features): a concat whose leading
   // operands are an earlier concat, as its result or as the same operands
