@@ -74,6 +74,16 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // at 80 MB, 22 at 320 MB.
     cpu.cache_bytes = 16e6;
     cpu.cache_gbytes_per_s = 150;
+    // Copies of a value into another layout: ShuffleNet's channel shuffles
+    // (a reshape of a transposed value, copied by a oneDNN reorder;
+    // `saturn run --profile` of shufflenet_v2_x1_0's program, 2 threads,
+    // 2026-11-28): 12-15 us moving 728 KB, 10-11 at 364 KB, 8 at 182 KB; a
+    // transformer's attention heads put back side by side, 6 us at 256 KB.
+    // (ShuffleNet's concats' block copies measure alike, 12-17 us at 728 KB,
+    // and stay priced at the streaming rate: priced as copies, they made
+    // pad and where, priced at that rate, look cheaper than a concat.)
+    cpu.copy_call_us = 5;
+    cpu.copy_gbytes_per_s = 100;
     return CostModel(cpu);
   }
   if (name == "cuda") {
@@ -177,8 +187,7 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   const double out_elems = elems(o);
   const double write_bytes = out_elems * static_cast<double>(ir::dtype_size(o.dtype));
   bytes += write_bytes;
-  const double per_us =  // bytes per microsecond
-      (bytes <= spec_.cache_bytes ? spec_.cache_gbytes_per_s : spec_.gbytes_per_s) * 1e3;
+  const double per_us = bytes_per_us(bytes);
   std::vector<double> read_us;
   for (double b : read_bytes) read_us.push_back(b / per_us);
   if (constant && is_folded(in_elems, out_elems)) return {0, {}};
@@ -241,6 +250,70 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   return p;
 }
 
+double CostModel::bytes_per_us(double bytes) const {
+  return (bytes <= spec_.cache_bytes ? spec_.cache_gbytes_per_s : spec_.gbytes_per_s) * 1e3;
+}
+
+double CostModel::copy_us(double moved) const {
+  if (spec_.copy_gbytes_per_s > 0) return spec_.copy_call_us + moved / (spec_.copy_gbytes_per_s * 1e3);
+  return spec_.kernel_overhead_us + moved / bytes_per_us(moved);
+}
+
+namespace {
+
+// The axes of a transpose by `perm` (empty: reversed), non-negative.
+std::vector<std::int64_t> transpose_perm(const ir::Attrs& attrs, std::size_t rank) {
+  std::vector<std::int64_t> perm = attrs.ints("perm");
+  if (perm.empty())
+    for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+  for (std::int64_t& a : perm)
+    if (a < 0) a += static_cast<std::int64_t>(rank);
+  return perm;
+}
+
+double bytes_of(const ir::ValueType& t) { return elems(t) * static_cast<double>(ir::dtype_size(t.dtype)); }
+
+}  // namespace
+
+std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Attrs& attrs,
+                                             std::span<const ir::ValueType> in, const ir::ValueType& out,
+                                             const ir::OpDef& producer, const ir::Attrs& producer_attrs,
+                                             std::span<const ir::ValueType> producer_in) const {
+  if (in.empty() || producer_in.empty() || !ir::is_static(out.shape) || !ir::is_static(in[0].shape) ||
+      !ir::is_static(producer_in[0].shape))
+    return std::nullopt;
+  if (def.view && producer.name == "transpose") {
+    const std::vector<std::int64_t> from = ir::static_dims(producer_in[0].shape);
+    const std::vector<std::int64_t> perm = transpose_perm(producer_attrs, from.size());
+    if (perm.size() != from.size()) return std::nullopt;
+    const std::vector<std::int64_t> row_major = ir::row_major_strides(from);
+    std::vector<std::int64_t> dims, strides;
+    for (std::int64_t a : perm) {
+      if (a < 0 || a >= static_cast<std::int64_t>(from.size())) return std::nullopt;
+      dims.push_back(from[static_cast<std::size_t>(a)]);
+      strides.push_back(row_major[static_cast<std::size_t>(a)]);
+    }
+    if (ir::reshaped_strides(dims, strides, ir::static_dims(out.shape))) return std::nullopt;
+    return copy_us(bytes_of(in[0]) + bytes_of(out));
+  }
+  if (def.name == "concat" && producer.name == "concat" && in.size() > 1 && in[0].shape.size() == out.shape.size()) {
+    const auto rank = static_cast<std::int64_t>(out.shape.size());
+    const auto axis_of = [rank](const ir::Attrs& a) {
+      const std::int64_t x = a.i("axis", 0);
+      return x < 0 ? x + rank : x;
+    };
+    if (axis_of(attrs) != axis_of(producer_attrs) || in[0].dtype != out.dtype) return std::nullopt;
+    // Priced as price() prices a concat, for only those operands.
+    double moved = 0, new_elems = 0;
+    for (std::size_t i = 1; i < in.size(); ++i) {
+      moved += 2 * bytes_of(in[i]);
+      new_elems += elems(in[i]);
+    }
+    return std::max(new_elems / (spec_.loop_gflops * 1e3), moved / bytes_per_us(moved)) + spec_.kernel_overhead_us;
+  }
+  return std::nullopt;
+}
+
 Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<double>* node_costs) {
   if (node_costs) node_costs->assign(g.nodes.size(), 0.0);
   auto types = ir::infer_types(g);
@@ -250,6 +323,7 @@ Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<
   ExtractionProblem p;
   std::map<std::string, std::uint32_t> class_of;
   std::set<std::string> constant;
+  std::map<std::string, const ir::Node*> producer_of;  // by result name
   const auto leaf = [&](const std::string& name) {
     class_of[name] = static_cast<std::uint32_t>(p.classes.size());
     p.classes.push_back({static_cast<std::uint32_t>(p.nodes.size())});
@@ -284,12 +358,22 @@ Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<
     auto first = std::find_if(n.outputs.begin(), n.outputs.end(), [](const std::string& o) { return !o.empty(); });
     if (first == n.outputs.end()) continue;
     NodePrice price = m.price(*def, n.attrs, in, types->at(*first), all_const, &facts);
+    if (!all_const && !n.inputs.empty())
+      if (auto it = producer_of.find(n.inputs[0]); it != producer_of.end()) {
+        std::vector<ir::ValueType> producer_in;
+        for (const std::string& i : it->second->inputs)
+          if (!i.empty()) producer_in.push_back(types->at(i));
+        const ir::OpDef* pdef = ir::OpRegistry::get().find(it->second->op);
+        if (auto after = m.price_after(*def, n.attrs, in, types->at(*first), *pdef, it->second->attrs, producer_in))
+          price = {*after, {}};
+      }
     node.cost = price.cost;  // paid once, whatever the node's number of results
     if (node_costs) (*node_costs)[static_cast<std::size_t>(&n - g.nodes.data())] = price.cost;
     node.fused = std::move(price.fused);
     p.fusion |= node.fused.role != FuseRole::None;
     for (const std::string& o : n.outputs) {
       if (o.empty()) continue;
+      producer_of[o] = &n;
       class_of[o] = node.cls;
       if (all_const) constant.insert(o);
     }

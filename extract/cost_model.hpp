@@ -63,6 +63,12 @@ struct TargetSpec {
   // is a multiple of 16.
   double channels_last_efficiency = 1.0;
   double channels_last_g16_efficiency = 1.0;
+  // A copy the lowering makes to lay a value out (a reshape that no
+  // strided view of a transposed value describes): copy_call_us plus the
+  // bytes read and written at copy_gbytes_per_s. 0: a loop kernel's
+  // overhead and the streaming rate.
+  double copy_call_us = 0;
+  double copy_gbytes_per_s = 0;
 };
 
 class CostModel {
@@ -91,12 +97,28 @@ class CostModel {
   // With `facts`, a timed op the calibration measured costs what it measured.
   NodePrice price(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                   const ir::ValueType& out, bool constant, const OperandFacts* facts = nullptr) const;
+  // What the node costs instead of price()'s when its operand 0 is the
+  // result of `producer` (applied to `producer_in`), the way the lowering
+  // lays that result out; nullopt when that changes nothing:
+  //  - a reshape (or flatten) of a transposed value is a view when every
+  //    run of dims it merges or splits stays row-major, and a copy
+  //    otherwise (ShuffleNet's channel shuffle);
+  //  - a concat that extends a concat along the same axis writes only its
+  //    other operands, into the buffer they share (DenseNet's blocks).
+  std::optional<double> price_after(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                                    const ir::ValueType& out, const ir::OpDef& producer,
+                                    const ir::Attrs& producer_attrs, std::span<const ir::ValueType> producer_in) const;
   // Whether a node computable from constants is folded at load time (the
   // same test fold_constant_nodes applies).
   static bool is_folded(double in_elems, double out_elems) { return out_elems <= 2 * in_elems + 4096; }
 
  private:
   ir::ValueType priced(const ir::ValueType& t) const;
+  // Streaming bytes per microsecond for an op moving `bytes` in all.
+  double bytes_per_us(double bytes) const;
+  // A copy moving `moved` bytes (read and written): a reshape that cannot
+  // be a view.
+  double copy_us(double moved) const;
   bool runs_library(const std::string& op) const;  // a call of this target's libraries
   TargetSpec spec_;
 };

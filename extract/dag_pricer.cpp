@@ -27,6 +27,11 @@ DagPricer::DagPricer(const ExtractionProblem& p) : p_(p) {
     c.reads_begin = static_cast<std::uint32_t>(reads_.size());
     reads_.insert(reads_.end(), n.fused.read_us.begin(), n.fused.read_us.end());
     c.reads_end = static_cast<std::uint32_t>(reads_.size());
+    c.layout_begin = static_cast<std::uint32_t>(layout_after_.size());
+    if (!n.children.empty())
+      for (std::uint32_t k : n.layout.after) layout_after_.push_back(static_cast<std::int32_t>(k));
+    c.layout_end = static_cast<std::uint32_t>(layout_after_.size());
+    c.layout_cost = n.layout.cost;
     nodes_.push_back(c);
   }
   const std::size_t nc = p.classes.size();
@@ -35,6 +40,14 @@ DagPricer::DagPricer(const ExtractionProblem& p) : p_(p) {
   joined_.assign(nc, 0);
   compute_.assign(nc, 0);
   bytes_.assign(nc, 0);
+}
+
+double DagPricer::chosen_cost(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
+  const Node& n = chosen(choice, c);
+  if (n.layout_begin == n.layout_end) return n.cost;
+  const std::int32_t first = choice[children_[n.children_begin]];
+  const auto begin = layout_after_.begin() + n.layout_begin, end = layout_after_.begin() + n.layout_end;
+  return std::find(begin, end, first) != end ? n.layout_cost : n.cost;
 }
 
 // Hand-written on purpose: this walk touches only the classes a choice
@@ -89,7 +102,7 @@ double DagPricer::dag_cost(const std::vector<std::int32_t>& choice, std::vector<
 double DagPricer::unfused_dag_cost(const std::vector<std::int32_t>& choice) {
   if (!walk(choice)) return kInfinity;
   double total = 0;
-  for (std::uint32_t c : order_) total += chosen(choice, c).cost;
+  for (std::uint32_t c : order_) total += chosen_cost(choice, c);
   return total;
 }
 
@@ -97,7 +110,7 @@ double DagPricer::tree_cost(const std::vector<std::int32_t>& choice) {
   if (!walk(choice)) return kInfinity;
   for (std::uint32_t c : order_) {  // children first: their sums are complete
     const Node& n = chosen(choice, c);
-    double s = n.cost;
+    double s = chosen_cost(choice, c);
     for (std::uint32_t i = n.children_begin; i < n.children_end; ++i) s = cost_sum(s, compute_[children_[i]]);
     compute_[c] = s;
   }
@@ -140,7 +153,7 @@ double DagPricer::fused_cost(const std::vector<std::int32_t>& choice) {
   for (std::uint32_t c : order_) {
     const Node& n = chosen(choice, c);
     if (n.role == FuseRole::None) {
-      total += n.cost;
+      total += chosen_cost(choice, c);
       continue;
     }
     double work = n.compute_us, moved = 0;

@@ -22,9 +22,10 @@ class DagPricer {
  public:
   explicit DagPricer(const ExtractionProblem& p);
 
-  // Each class the choice needs paid once, fused chains priced once when
-  // the problem has fusion roles; infinity when a needed class has no
-  // choice or the choice has a cycle. With `needed`, also marks the classes
+  // Each class the choice needs paid once (a node with a LayoutPrice at
+  // its layout cost when its first child's chosen node is one it names),
+  // fused chains priced once when the problem has fusion roles; infinity
+  // when a needed class has no choice or the choice has a cycle. With `needed`, also marks the classes
   // the choice needs (all unmarked when the cost is infinite).
   double dag_cost(const std::vector<std::int32_t>& choice, std::vector<char>* needed = nullptr);
   // Every node priced alone, fused or not.
@@ -42,6 +43,8 @@ class DagPricer {
     double compute_us, write_us, overhead_us, out_elems;
     std::uint32_t children_begin, children_end;
     std::uint32_t reads_begin, reads_end;
+    std::uint32_t layout_begin, layout_end;  // LayoutPrice::after, in layout_after_
+    double layout_cost;
     std::int32_t operand_passes;
     FuseRole role;
     bool boundary;
@@ -53,11 +56,14 @@ class DagPricer {
   const Node& chosen(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
     return nodes_[static_cast<std::size_t>(choice[c])];
   }
+  // The chosen node's cost given the node chosen for its first child.
+  double chosen_cost(const std::vector<std::int32_t>& choice, std::uint32_t c) const;
 
   const ExtractionProblem& p_;
   std::vector<Node> nodes_;
-  std::vector<std::uint32_t> children_;  // class indices, per node [children_begin, children_end)
-  std::vector<double> reads_;            // read_us, per node [reads_begin, reads_end)
+  std::vector<std::uint32_t> children_;     // class indices, per node [children_begin, children_end)
+  std::vector<double> reads_;               // read_us, per node [reads_begin, reads_end)
+  std::vector<std::int32_t> layout_after_;  // node indices, per node [layout_begin, layout_end)
   // Per class: the walk's state (open, done) in the low two bits, above
   // them the call that wrote it; from another call, the class is new.
   std::vector<std::uint32_t> stamp_;

@@ -20,6 +20,7 @@ ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const e
   auto ids = g.class_ids();  // increasing, so class_index can bisect
   p.class_ids.assign(ids.begin(), ids.end());
   p.classes.resize(ids.size());
+  std::vector<LayoutPrice<egraph::NodeId>> layouts;  // per node
   for (std::uint32_t c = 0; c < ids.size(); ++c) {
     for (egraph::NodeId n : g.nodes(ids[c])) {
       ExtractionProblem::Node node;
@@ -27,6 +28,7 @@ ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const e
       NodePrice np = price(g, n);
       node.cost = np.cost;
       node.fused = std::move(np.fused);
+      layouts.push_back(std::move(np.layout));
       p.fusion |= node.fused.role != FuseRole::None;
       for (egraph::EClassId k : g.children(n)) node.children.push_back(p.class_index(g.find(k)));
       node.op = g.op(n).name();
@@ -36,6 +38,15 @@ ExtractionProblem problem_from_egraph(const egraph::EGraph& g, std::span<const e
     }
   }
   for (egraph::EClassId r : roots) p.roots.push_back(p.class_index(g.find(r)));
+  // Layout prices name e-nodes; here they name the problem's nodes.
+  std::unordered_map<std::uint32_t, std::uint32_t> index_of;
+  for (std::uint32_t i = 0; i < p.node_ids.size(); ++i) index_of.emplace(p.node_ids[i].v, i);
+  for (std::uint32_t i = 0; i < p.nodes.size(); ++i)
+    for (egraph::NodeId n : layouts[i].after)
+      if (auto it = index_of.find(n.v); it != index_of.end()) {
+        p.nodes[i].layout.after.push_back(it->second);
+        p.nodes[i].layout.cost = layouts[i].cost;
+      }
   return p;
 }
 

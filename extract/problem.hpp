@@ -56,6 +56,15 @@ struct FusedPrice {
   bool boundary = false;
 };
 
+// A price that depends on the node chosen for a node's first child: how
+// the lowering lays that value out (CostModel::price_after). When child 0's
+// chosen node is one of `after`, the node costs `cost` instead of its own.
+template <typename NodeRef>
+struct LayoutPrice {
+  std::vector<NodeRef> after;
+  double cost = 0;
+};
+
 struct ExtractionProblem {
   struct Node {
     std::uint32_t cls = 0;
@@ -63,6 +72,7 @@ struct ExtractionProblem {
     std::vector<std::uint32_t> children;  // class indices
     std::string op;                       // for messages and reports
     FusedPrice fused;                     // role None: priced alone, at `cost`
+    LayoutPrice<std::uint32_t> layout;    // node indices
   };
   std::vector<Node> nodes;
   std::vector<std::vector<std::uint32_t>> classes;  // node indices per class
@@ -104,8 +114,11 @@ struct Extraction {
 using NodeCost = std::function<double(const egraph::EGraph&, egraph::NodeId)>;
 // The same with how it fuses (read_us per child slot).
 struct NodePrice {
+  NodePrice() = default;
+  NodePrice(double c, FusedPrice f) : cost(c), fused(std::move(f)) {}
   double cost = 0;
   FusedPrice fused;
+  LayoutPrice<egraph::NodeId> layout;
 };
 using NodePricing = std::function<NodePrice(const egraph::EGraph&, egraph::NodeId)>;
 

@@ -94,6 +94,57 @@ std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>&
   return s;
 }
 
+std::vector<ReshapeRun> reshape_runs(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to) {
+  std::vector<ReshapeRun> runs;
+  if (numel(from) != numel(to) || numel(from) == 0) return runs;
+  std::size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    ReshapeRun r{i, i, j, j};
+    std::int64_t pf = i < from.size() ? from[i++] : 1, pt = j < to.size() ? to[j++] : 1;
+    while (pf != pt) {
+      if (pf < pt && i < from.size())
+        pf *= from[i++];
+      else if (pt < pf && j < to.size())
+        pt *= to[j++];
+      else
+        return {};
+    }
+    r.from_end = i;
+    r.to_end = j;
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+std::optional<std::vector<std::int64_t>> reshaped_strides(const std::vector<std::int64_t>& dims,
+                                                          const std::vector<std::int64_t>& strides,
+                                                          const std::vector<std::int64_t>& to) {
+  if (dims == to) return strides;
+  const std::vector<ReshapeRun> runs = reshape_runs(dims, to);
+  if (runs.empty()) return std::nullopt;
+  std::vector<std::int64_t> out(to.size());
+  for (const ReshapeRun& r : runs) {
+    // The stride of the run's innermost dim, when its dims (size 1 aside)
+    // are row-major among themselves.
+    std::optional<std::int64_t> inner;
+    std::int64_t want = 0;
+    for (std::size_t k = r.from_end; k-- > r.from_begin;) {
+      if (dims[k] == 1) continue;
+      if (!inner)
+        inner = strides[k];
+      else if (strides[k] != want)
+        return std::nullopt;
+      want = strides[k] * dims[k];
+    }
+    std::int64_t s = inner.value_or(1);
+    for (std::size_t k = r.to_end; k-- > r.to_begin;) {
+      out[k] = s;
+      s *= to[k];
+    }
+  }
+  return out;
+}
+
 std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
   std::size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -49,6 +49,22 @@ std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dim
 // NHWC, NDHWC): C varies fastest, then the spatial dims, N slowest.
 std::vector<std::int64_t> channels_last_strides(const std::vector<std::int64_t>& dims);
 
+// The runs a reshape from `from` to `to` maps onto each other: dims
+// [from_begin, from_end) hold the same elements as [to_begin, to_end).
+// Empty when the shapes hold no elements or do not match.
+struct ReshapeRun {
+  std::size_t from_begin, from_end, to_begin, to_end;
+};
+std::vector<ReshapeRun> reshape_runs(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to);
+// The strides of a strided layout (dims, strides) reshaped to `to` without
+// a copy, when every run of dims that the reshape merges or splits is
+// row-major within itself (numpy's no-copy reshape); nullopt when the
+// reshape needs a copy. The lowering makes a view exactly then, and the
+// cost model prices a copy otherwise.
+std::optional<std::vector<std::int64_t>> reshaped_strides(const std::vector<std::int64_t>& dims,
+                                                          const std::vector<std::int64_t>& strides,
+                                                          const std::vector<std::int64_t>& to);
+
 // Numpy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast(const Shape& a, const Shape& b);
 

@@ -89,79 +89,21 @@ View View::reshaped(const std::vector<std::int64_t>& to) const {
   return View{buffer, offset, to, row_major_strides(to)};
 }
 
-namespace {
-
-// The runs a reshape from `from` to `to` maps onto each other: dims
-// [from_begin, from_end) hold the same elements as [to_begin, to_end).
-// Empty when the shapes hold no elements or do not match.
-struct ReshapeRun {
-  std::size_t from_begin, from_end, to_begin, to_end;
-};
-
-std::vector<ReshapeRun> reshape_runs(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to) {
-  std::vector<ReshapeRun> runs;
-  if (ir::numel(from) != ir::numel(to) || ir::numel(from) == 0) return runs;
-  std::size_t i = 0, j = 0;
-  while (i < from.size() || j < to.size()) {
-    ReshapeRun r{i, i, j, j};
-    std::int64_t pf = i < from.size() ? from[i++] : 1, pt = j < to.size() ? to[j++] : 1;
-    while (pf != pt) {
-      if (pf < pt && i < from.size())
-        pf *= from[i++];
-      else if (pt < pf && j < to.size())
-        pt *= to[j++];
-      else
-        return {};
-    }
-    r.from_end = i;
-    r.to_end = j;
-    runs.push_back(r);
-  }
-  return runs;
-}
-
-// The stride of the run's innermost dim when its dims (size 1 aside) are
-// row-major among themselves; nullopt when they are not.
-std::optional<std::int64_t> run_stride(const View& v, const ReshapeRun& r) {
-  std::optional<std::int64_t> inner;
-  std::int64_t want = 0;
-  for (std::size_t k = r.from_end; k-- > r.from_begin;) {
-    if (v.dims[k] == 1) continue;
-    if (!inner)
-      inner = v.strides[k];
-    else if (v.strides[k] != want)
-      return std::nullopt;
-    want = v.strides[k] * v.dims[k];
-  }
-  return inner ? *inner : 1;
-}
-
-}  // namespace
-
 std::optional<View> View::reshaped_in_place(const std::vector<std::int64_t>& to) const {
   if (dims == to) return *this;
   if (ir::numel(dims) != ir::numel(to)) return std::nullopt;
-  const std::vector<ReshapeRun> runs = reshape_runs(dims, to);
-  if (runs.empty()) return contiguous() ? std::optional<View>(reshaped(to)) : std::nullopt;  // (no elements)
-  View v{buffer, offset, to, std::vector<std::int64_t>(to.size())};
-  for (const ReshapeRun& r : runs) {
-    const std::optional<std::int64_t> inner = run_stride(*this, r);
-    if (!inner) return std::nullopt;
-    std::int64_t s = *inner;
-    for (std::size_t k = r.to_end; k-- > r.to_begin;) {
-      v.strides[k] = s;
-      s *= to[k];
-    }
-  }
-  return v;
+  if (ir::numel(dims) == 0) return contiguous() ? std::optional<View>(reshaped(to)) : std::nullopt;
+  std::optional<std::vector<std::int64_t>> s = ir::reshaped_strides(dims, strides, to);
+  if (!s) return std::nullopt;
+  return View{buffer, offset, to, std::move(*s)};
 }
 
 std::vector<std::int64_t> View::reshape_copy_order(const std::vector<std::int64_t>& to) const {
   const std::vector<std::int64_t> own = order();
-  std::vector<ReshapeRun> runs = reshape_runs(dims, to);
+  std::vector<ir::ReshapeRun> runs = ir::reshape_runs(dims, to);
   if (runs.empty()) return identity_order(dims.size());
   // A run's place: where its innermost dim stands in this view's order.
-  auto place = [&](const ReshapeRun& r) {
+  auto place = [&](const ir::ReshapeRun& r) {
     std::size_t p = 0;
     for (std::size_t k = r.from_begin; k < r.from_end; ++k)
       p = std::max(
@@ -169,9 +111,9 @@ std::vector<std::int64_t> View::reshape_copy_order(const std::vector<std::int64_
     return p;
   };
   std::stable_sort(runs.begin(), runs.end(),
-                   [&](const ReshapeRun& a, const ReshapeRun& b) { return place(a) < place(b); });
+                   [&](const ir::ReshapeRun& a, const ir::ReshapeRun& b) { return place(a) < place(b); });
   std::vector<std::int64_t> o;
-  for (const ReshapeRun& r : runs)
+  for (const ir::ReshapeRun& r : runs)
     for (std::size_t k = r.from_begin; k < r.from_end; ++k) o.push_back(static_cast<std::int64_t>(k));
   return o;
 }

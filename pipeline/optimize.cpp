@@ -193,6 +193,19 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
       constant &= ci.constant;
     }
     extract::NodePrice price = model->price(*node->def, node->attrs, in, self.type, constant, &facts);
+    if (!constant && !facts.given.empty() && facts.given[0])
+      for (egraph::NodeId m : g.nodes(given[0])) {
+        auto producer = an.decode(g, m);
+        if (!producer) continue;
+        std::vector<ir::ValueType> producer_in;
+        for (const auto& c : producer->operands)
+          if (c) producer_in.push_back(an.data(g.find(*c)).type);
+        if (auto after = model->price_after(*node->def, node->attrs, in, self.type, *producer->def, producer->attrs,
+                                            producer_in)) {
+          price.layout.after.push_back(m);
+          price.layout.cost = *after;
+        }
+      }
     if (price.fused.role != extract::FuseRole::None) {
       // Reads by operand -> by child slot (attribute children read nothing).
       std::vector<double> by_slot;

@@ -41,6 +41,15 @@ int kernels_of(const std::string& sat) {
   return (*p)->fused_kernels;
 }
 
+ExtractionProblem::Node node(std::uint32_t cls, std::vector<std::uint32_t> children, const char* op, double cost) {
+  ExtractionProblem::Node n;
+  n.cls = cls;
+  n.children = std::move(children);
+  n.op = op;
+  n.cost = cost;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("a fused elementwise chain is priced as one kernel") {
@@ -165,25 +174,13 @@ TEST_CASE("the extractor picks a chain the lowering fuses over a cheaper-looking
     ExtractionProblem p;
     p.classes = {{0, 1}, {2}, {3}, {4}};
     auto elementwise = [](std::uint32_t cls, std::uint32_t child, const char* op) {
-      ExtractionProblem::Node n;
-      n.cls = cls;
-      n.children = {child};
-      n.op = op;
-      n.cost = 9;
+      ExtractionProblem::Node n = node(cls, {child}, op, 9);
       n.fused = {FuseRole::Elementwise, 1, 4, 1, 1000, {4}};
       return n;
     };
-    ExtractionProblem::Node lib;
-    lib.cls = 0;
-    lib.children = {1};
-    lib.op = "lib";
-    lib.cost = 15;
-    ExtractionProblem::Node input;
-    input.cls = 1;
-    input.cost = 0;
-    input.op = "x";
     // Class 3 = sqrt(2), a second output when neg is shared.
-    p.nodes = {lib, elementwise(0, 2, "relu"), input, elementwise(2, 1, "neg"), elementwise(3, 2, "sqrt")};
+    p.nodes = {node(0, {1}, "lib", 15), elementwise(0, 2, "relu"), node(1, {}, "x", 0), elementwise(2, 1, "neg"),
+               elementwise(3, 2, "sqrt")};
     p.fusion = true;
     p.roots = {0};
     if (neg_shared) p.roots.push_back(3);
@@ -411,4 +408,97 @@ TEST_CASE("a grouped convolution in oneDNN's blocked layout pays its reorders - 
   // either way, nothing added.
   CHECK(price(blocked, 32) == Approx(price(channels_last, 32)));
   CHECK(price(blocked, 1) == Approx(std::max(flops_us, (16384 + 4096) / 1e3) + 1));
+}
+
+TEST_CASE("a reshape of a transposed value is priced as the copy the lowering makes - one that stays a view is not") {
+  // [2 3 4] transposed to [2 4 3]: merging its last two dims (strides 1
+  // and 4) needs a copy, splitting one of them does not. The unit model
+  // prices the copy as a kernel: 1 us plus 96 bytes read and 96 written at
+  // 1 GB/s. The transpose itself is priced alike either way.
+  const auto shuffle = [](const char* shape) {
+    return std::string(R"((graph shuffle
+      (input x f32 [2 3 4])
+      (node t transpose (y) (x) :perm [0 2 1])
+      (node r reshape (z) (y) :shape )") +
+           shape + R"()
+      (output z)))";
+  };
+  const double transpose = 1 + 0.192;
+  CHECK(cost_of(shuffle("[2 12]")) == Approx(transpose + 1 + 0.192));
+  CHECK(cost_of(shuffle("[2 2 2 3]")) == Approx(transpose + 0.01));
+  // The lowering agrees: a copy step before the output's in the first
+  // program only.
+  const auto copies = [&](const char* shape) {
+    auto g = ir::read_sat(shuffle(shape), "t.sat");
+    REQUIRE(g);
+    auto p = lower::compile_cpu(*g);
+    REQUIRE(p);
+    int n = 0;
+    for (const lower::Step& s : (*p)->steps) n += s.label.rfind("output copy", 0) != 0;
+    return n;
+  };
+  CHECK(copies("[2 12]") == 1);
+  CHECK(copies("[2 2 2 3]") == 0);
+  // A target's own copy rate replaces the kernel's.
+  extract::TargetSpec spec{"copies", 1, 1, 1, 1, 1, 1, {}, {}, {}};
+  spec.copy_call_us = 5;
+  spec.copy_gbytes_per_s = 0.1;
+  const extract::CostModel m(spec);
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({2, 3, 4})}, y{ir::DType::F32, ir::shape_of({2, 4, 3})};
+  ir::Attrs perm;
+  perm.set("perm", std::vector<std::int64_t>{0, 2, 1});
+  ir::Attrs to;
+  to.set("shape", std::vector<std::int64_t>{2, 12});
+  const ir::OpDef& reshape = *ir::OpRegistry::get().find("reshape");
+  const ir::OpDef& transpose_op = *ir::OpRegistry::get().find("transpose");
+  const ir::ValueType z{ir::DType::F32, ir::shape_of({2, 12})};
+  auto after =
+      m.price_after(reshape, to, std::vector<ir::ValueType>{y}, z, transpose_op, perm, std::vector<ir::ValueType>{x});
+  REQUIRE(after);
+  CHECK(*after == Approx(5 + 192 / 100.0));
+  // After anything but a transpose, a reshape is what price() says.
+  CHECK_FALSE(m.price_after(reshape, to, std::vector<ir::ValueType>{y}, z, *ir::OpRegistry::get().find("relu"), {},
+                            std::vector<ir::ValueType>{y}));
+}
+
+TEST_CASE("a concat that extends a concat along its axis is priced by the operands it writes") {
+  // c1 = concat(a, b), c2 = concat(c1, d) along the same axis: c2 copies
+  // only d into the buffer c1 shares (read 40 bytes, write 40), 1 us a
+  // kernel. Along another axis it copies all its operands (read 160,
+  // write 160).
+  const std::string chained = R"((graph chain
+    (input a f32 [10 1]) (input b f32 [10 1]) (input d f32 [20 1])
+    (node c1 concat (u) (a b) :axis 0)
+    (node c2 concat (v) (u d) :axis 0)
+    (output v)))";
+  const std::string across = R"((graph across
+    (input a f32 [10 1]) (input b f32 [10 1]) (input d f32 [20 1])
+    (node c1 concat (u) (a b) :axis 0)
+    (node c2 concat (v) (u d) :axis 1)
+    (output v)))";
+  const double first = 1 + 0.160;  // 80 bytes read, 80 written
+  CHECK(cost_of(chained) == Approx(first + 1 + 0.160));
+  CHECK(cost_of(across) == Approx(first + 1 + 0.320));
+}
+
+TEST_CASE("the extractor weighs a producer by what it costs its consumer's layout") {
+  // Class 0 (the output): a reshape of class 1, free as a view, 10 after
+  // class 1's transpose (a copy). Class 1: the transpose (1) or another
+  // node (3), both of class 2 (an input). The transpose looks cheaper
+  // alone; with the copy it costs 11 against 3.01.
+  ExtractionProblem p;
+  p.classes = {{0}, {1, 2}, {3}};
+  ExtractionProblem::Node reshape = node(0, {1}, "reshape", 0.01);
+  reshape.layout = {{1}, 10};
+  p.nodes = {reshape, node(1, {2}, "transpose", 1), node(1, {2}, "other", 3), node(2, {}, "x", 0)};
+  p.roots = {0};
+  CHECK(extract::dag_cost(p, {0, 1, 3}) == Approx(11));
+  CHECK(extract::tree_cost(p, {0, 1, 3}) == Approx(11));
+  CHECK(extract::dag_cost(p, {0, 2, 3}) == Approx(3.01));
+  auto x = extract::extract_dag_greedy(p);
+  CHECK(x.choice[1] == 2);
+  CHECK(x.dag_cost == Approx(3.01));
+  // Without the layout price the transpose wins.
+  p.nodes[0].layout = {};
+  CHECK(extract::extract_dag_greedy(p).choice[1] == 1);
 }

@@ -63,7 +63,7 @@ TEST_CASE("an e-graph is drawn with classes as clusters - the extracted program 
   // holds h(class 0), a cycle no program takes.
   extract::ExtractionProblem p;
   auto node = [&](std::uint32_t cls, const std::string& op, double cost, std::vector<std::uint32_t> kids) {
-    p.nodes.push_back({cls, cost, std::move(kids), op, {}});
+    p.nodes.push_back({cls, cost, std::move(kids), op, {}, {}});
     p.classes[cls].push_back(static_cast<std::uint32_t>(p.nodes.size() - 1));
   };
   p.classes.resize(3);
