@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "extract/cost_model.hpp"
 
@@ -13,7 +14,9 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
   const auto start = Clock::now();
   auto out_of_time = [&] { return std::chrono::duration<double>(Clock::now() - start).count() > budget_s; };
   CalibrationPass pass;
-  std::vector<const std::pair<const std::string, TimedOp>*> suspect;
+  // Measured over roofline, per op timed, and by op name.
+  std::vector<std::pair<const std::pair<const std::string, TimedOp>*, double>> ratio;
+  std::map<std::string, std::vector<double>> ratios_of;
   for (const auto& entry : ops) {
     if (out_of_time()) {
       pass.budget_hit = true;
@@ -27,8 +30,23 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
     }
     c.us[sig] = *us;
     ++pass.measured;
-    if (roofline && *us > kSecondLookRatio * roofline->cost(*op.def, op.attrs, op.in, op.out, false))
-      suspect.push_back(&entry);
+    if (!roofline) continue;
+    const double priced = roofline->cost(*op.def, op.attrs, op.in, op.out, false);
+    if (!(priced > 0) || !std::isfinite(priced)) continue;
+    ratio.emplace_back(&entry, *us / priced);
+    ratios_of[op.def->name].push_back(*us / priced);
+  }
+  // The median ratio of each op name measured kFamilySize times or more.
+  std::map<std::string, double> usual;
+  for (auto& [name, r] : ratios_of)
+    if (r.size() >= kFamilySize) {
+      std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
+      usual[name] = r[r.size() / 2];
+    }
+  std::vector<const std::pair<const std::string, TimedOp>*> suspect;
+  for (const auto& [entry, r] : ratio) {
+    auto it = usual.find(entry->second.def->name);
+    if (r > kSecondLookRatio || (it != usual.end() && r > kSecondLookRatio * it->second)) suspect.push_back(entry);
   }
   for (const auto* entry : suspect) {
     if (out_of_time()) {

@@ -28,6 +28,16 @@ class CostModel;
 // then been extracted as plain loops: 1.9 ms each in the program, 14.7 ms
 // for the model against 4.8-6.1.)
 inline constexpr double kSecondLookRatio = 3.0;
+// The roofline's constants were fitted on one machine; on another a whole
+// family of ops (every oneDNN product) runs faster or slower than it
+// prices, and a spell can stretch one of them 4x while staying under 3x
+// the roofline. So a measurement is also suspect when its ratio to the
+// roofline is over kSecondLookRatio times the median ratio of the ops of
+// its name in the pass, where kFamilySize or more were timed. (On an
+// Intel Xeon VM, 2026-11-28: transformer_encoder's 128x256x1024 product
+// measured 876 us in one calibration, 206 in the next and 211 in its
+// program; priced 447, the family's median ratio about 0.5.)
+inline constexpr std::size_t kFamilySize = 3;
 
 struct CalibrationPass {
   struct Failure {
@@ -50,8 +60,9 @@ using OpTimer = std::function<Expected<double>(const TimedOp&)>;
 
 // Times each of `ops` (signature -> op) into `c` with `time` until
 // `budget_s` seconds have passed (checked before each timing), then gives
-// the suspect ones (over kSecondLookRatio times `roofline`'s price; none
-// when it is null) a second look within the same budget.
+// the suspect ones (over kSecondLookRatio times `roofline`'s price, or
+// times its name's median ratio to it; none when it is null) a second look
+// within the same budget.
 CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, Calibration& c, const OpTimer& time,
                                      const CostModel* roofline, double budget_s);
 

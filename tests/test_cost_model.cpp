@@ -298,6 +298,48 @@ TEST_CASE("a calibration pass times a suspect op again and keeps the faster - fa
   CHECK(none.us.empty());
 }
 
+TEST_CASE("a time far over what its op's family reaches is suspect - even under 3x the roofline") {
+  // On a machine faster than the roofline's (every product at half its
+  // price), a spell that stretches one product 4x leaves it under 3x the
+  // roofline, but over 3x the median of the products timed in the pass.
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
+  const ir::OpDef& matmul = *ir::OpRegistry::get().find("blas.matmul");
+  const extract::TimedOp op{&matmul, {}, {p, v}, {{true, true}, {false, false}}, v};
+  const double roofline = cpu->cost(matmul, {}, op.in, op.out, false);
+  std::map<std::string, std::vector<double>> script{{"a", {0.5 * roofline}},
+                                                    {"b", {0.5 * roofline}},
+                                                    {"c", {0.5 * roofline}},
+                                                    {"d stretched", {2 * roofline, 0.5 * roofline}},
+                                                    {"e a bit slow", {1.2 * roofline}}};
+  std::map<std::string, extract::TimedOp> ops;
+  for (const auto& [sig, times] : script) ops.emplace(sig, op);
+  std::map<const extract::TimedOp*, std::string> names;
+  for (const auto& [sig, o] : ops) names[&o] = sig;
+  std::map<std::string, int> timed;
+  auto fake = [&](const extract::TimedOp& o) -> Expected<double> {
+    const std::string& sig = names.at(&o);
+    return script.at(sig).at(static_cast<std::size_t>(timed[sig]++));
+  };
+  extract::Calibration cal;
+  const auto pass = extract::run_calibration_pass(ops, cal, fake, &*cpu, 60);
+  REQUIRE(pass.second_looks.size() == 1);
+  CHECK(pass.second_looks[0].op == "d stretched");
+  CHECK(cal.us.at("d stretched") == Approx(0.5 * roofline));
+  // 2.4x the family's median: kept as measured, timed once.
+  CHECK(timed["e a bit slow"] == 1);
+  CHECK(cal.us.at("e a bit slow") == Approx(1.2 * roofline));
+  // Fewer than kFamilySize products: only the roofline's bound holds.
+  std::map<std::string, extract::TimedOp> few{{"a", op}, {"d stretched", op}};
+  names.clear();
+  for (const auto& [sig, o] : few) names[&o] = sig;
+  timed.clear();
+  extract::Calibration alone;
+  CHECK(extract::run_calibration_pass(few, alone, fake, &*cpu, 60).second_looks.empty());
+  CHECK(alone.us.at("d stretched") == Approx(2 * roofline));
+}
+
 TEST_CASE("calibration files: written and read back - another machine's ignored - a malformed one named") {
   const auto dir = std::filesystem::temp_directory_path() / ("saturn-cal-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -348,7 +348,8 @@ int run_calibrate(const CalibrateOptions& o) {
       std::cerr << m << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
                 << " known before"
                 << (twice ? ", " + std::to_string(twice) + " timed twice (over " +
-                                std::to_string(static_cast<int>(extract::kSecondLookRatio)) + "x the roofline at first)"
+                                std::to_string(static_cast<int>(extract::kSecondLookRatio)) +
+                                "x the roofline, or its op's usual ratio to it, at first)"
                           : "")
                 << (c.value("budget_hit", false) ? ", stopped at --budget" : "") << "\n";
       for (const auto& e : c["failed"])
