@@ -22,8 +22,9 @@ namespace saturn::extract {
 
 struct Calibration {
   // Bumped when what a signature or a measurement means changes (6: loops
-  // over short rows and maxima of fused bodies compile to faster code).
-  static constexpr int kFormat = 6;
+  // over short rows and maxima of fused bodies compile to faster code; 7:
+  // each timed copy reads weights of its own, and reduce_sum is timed).
+  static constexpr int kFormat = 7;
   std::string target;
   std::string machine;               // CPU model, threads (pipeline's machine_id)
   std::map<std::string, double> us;  // signature -> median measured microseconds

@@ -48,7 +48,17 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                     {"avg_pool", 0.004},
                     {"quantized_conv", 0.004},
                     {"quantized_matmul", 0.004},
-                    {"windows", 0.004}}};
+                    {"windows", 0.004},
+                    {"reduce_sum", 1.0}}};
+    // reduce_sum at the loop rate, but listed so that a calibration times
+    // it (CostModel::timed): a product decomposed as a broadcast `mul` and a
+    // `reduce_sum` (decompose.rules' matmul-def) is priced by the roofline
+    // far below what it runs in. mobilenet_v3_small's classifier,
+    // 1x1024 by 1024x1000, so written: 28 us modeled, 822 us in the program
+    // (a reduction over the middle axis of [1 1024 1000]; alone 226 us,
+    // fused with the broadcast product 652), against 99-105 us for the
+    // oneDNN product the calibration measured, and the calibrated
+    // extraction chose it (Intel Xeon VM, 2026-11-28).
     // oneDNN's Winograd convolutions, in programs (`saturn run --profile`
     // of resnet18, googlenet and densenet121 against the same programs with
     // direct ones, 2026-11-27, two runs): 1.06-2.1x faster than the direct

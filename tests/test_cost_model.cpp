@@ -213,6 +213,10 @@ TEST_CASE("a measured price replaces the roofline for timed ops - only those - a
   CHECK(cpu->timed(conv));
   CHECK(cpu->timed(*r.find("conv")));  // a plain loop nest
   CHECK_FALSE(cpu->timed(*r.find("relu")));
+  // A sum is measured (the roofline prices a broadcast product summed over
+  // a middle axis 20-30x below what it runs in); a mean, an exp are not.
+  CHECK(cpu->timed(*r.find("reduce_sum")));
+  CHECK_FALSE(cpu->timed(*r.find("reduce_mean")));
   CHECK_FALSE(cpu->timed(*r.find("cudnn.conv")));  // another target's library
   const double roofline = cpu->cost(conv, attrs, in, x, false);
 
