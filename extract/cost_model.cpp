@@ -285,12 +285,14 @@ double bytes_of(const ir::ValueType& t) { return elems(t) * static_cast<double>(
 
 }  // namespace
 
+bool CostModel::priced_after_producer(const ir::OpDef& def) { return def.view || def.name == "concat"; }
+
 std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Attrs& attrs,
                                              std::span<const ir::ValueType> in, const ir::ValueType& out,
                                              const ir::OpDef& producer, const ir::Attrs& producer_attrs,
                                              std::span<const ir::ValueType> producer_in) const {
-  if (in.empty() || producer_in.empty() || !ir::is_static(out.shape) || !ir::is_static(in[0].shape) ||
-      !ir::is_static(producer_in[0].shape))
+  if (!priced_after_producer(def) || in.empty() || producer_in.empty() || !ir::is_static(out.shape) ||
+      !ir::is_static(in[0].shape) || !ir::is_static(producer_in[0].shape))
     return std::nullopt;
   if (def.view && producer.name == "transpose") {
     const std::vector<std::int64_t> from = ir::static_dims(producer_in[0].shape);
@@ -312,14 +314,14 @@ std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Att
       const std::int64_t x = a.i("axis", 0);
       return x < 0 ? x + rank : x;
     };
-    if (axis_of(attrs) != axis_of(producer_attrs) || in[0].dtype != out.dtype) return std::nullopt;
-    // Priced as price() prices a concat, for only those operands.
-    double moved = 0, new_elems = 0;
-    for (std::size_t i = 1; i < in.size(); ++i) {
-      moved += 2 * bytes_of(in[i]);
-      new_elems += elems(in[i]);
-    }
-    return std::max(new_elems / (spec_.loop_gflops * 1e3), moved / bytes_per_us(moved)) + spec_.kernel_overhead_us;
+    const std::int64_t axis = axis_of(attrs);
+    if (axis != axis_of(producer_attrs) || axis < 0 || axis >= rank || in[0].dtype != out.dtype) return std::nullopt;
+    // price()'s price of a concat of the other operands alone.
+    const std::vector<ir::ValueType> rest(in.begin() + 1, in.end());
+    ir::ValueType rest_out = out;
+    ir::Dim& d = rest_out.shape[static_cast<std::size_t>(axis)];
+    d = ir::Dim::of(d.value() - in[0].shape[static_cast<std::size_t>(axis)].value());
+    return price(def, attrs, rest, rest_out, false).cost;
   }
   return std::nullopt;
 }
@@ -368,7 +370,7 @@ Expected<double> graph_cost(const ir::Graph& g, const CostModel& m, std::vector<
     auto first = std::find_if(n.outputs.begin(), n.outputs.end(), [](const std::string& o) { return !o.empty(); });
     if (first == n.outputs.end()) continue;
     NodePrice price = m.price(*def, n.attrs, in, types->at(*first), all_const, &facts);
-    if (!all_const && !n.inputs.empty())
+    if (!all_const && !n.inputs.empty() && CostModel::priced_after_producer(*def))
       if (auto it = producer_of.find(n.inputs[0]); it != producer_of.end()) {
         std::vector<ir::ValueType> producer_in;
         for (const std::string& i : it->second->inputs)

@@ -105,6 +105,9 @@ class CostModel {
   //    otherwise (ShuffleNet's channel shuffle);
   //  - a concat that extends a concat along the same axis writes only its
   //    other operands, into the buffer they share (DenseNet's blocks).
+  // Whether price_after can differ from price() for nodes of `def`: the
+  // callers look for the producer only then.
+  static bool priced_after_producer(const ir::OpDef& def);
   std::optional<double> price_after(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                                     const ir::ValueType& out, const ir::OpDef& producer,
                                     const ir::Attrs& producer_attrs, std::span<const ir::ValueType> producer_in) const;

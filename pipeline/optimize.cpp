@@ -193,7 +193,7 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
       constant &= ci.constant;
     }
     extract::NodePrice price = model->price(*node->def, node->attrs, in, self.type, constant, &facts);
-    if (!constant && !facts.given.empty() && facts.given[0])
+    if (!constant && !facts.given.empty() && facts.given[0] && extract::CostModel::priced_after_producer(*node->def))
       for (egraph::NodeId m : g.nodes(given[0])) {
         auto producer = an.decode(g, m);
         if (!producer) continue;
