@@ -33,7 +33,8 @@ for line in sys.stdin:
 SATURN_SETUP = r"""
 import numpy as np, saturn
 program, inp, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
-prog = saturn.compile(saturn.load(program), "cpu", optimize=False, threads=threads, cache=False)
+fixed = sys.argv[4:5] == ["fixed"]  # every run on `threads`, whatever the load
+prog = saturn.compile(saturn.load(program), "cpu", optimize=False, threads=threads, fixed_threads=fixed, cache=False)
 x = np.load(inp)
 f = lambda: prog(x)
 """

@@ -107,7 +107,8 @@ def taking_turns(args, progs, model, inputs):
     contenders, runs = {}, {}
     try:
         for j, (path, _, _) in enumerate(progs):
-            contenders[j] = [turns.Contender("/usr/bin/python3", turns.SATURN_SETUP, [path, inputs, args.threads],
+            contenders[j] = [turns.Contender("/usr/bin/python3", turns.SATURN_SETUP,
+                                             [path, inputs, args.threads, "fixed"],
                                              turns.saturn_env(ROOT)) for _ in range(args.processes)]
             runs[j] = args.written_runs if path == model else args.runs
         ms = turns.alternate(contenders, args.rounds, runs)
@@ -167,7 +168,7 @@ def main():
                 j = (k + r) % len(progs)  # each round starts elsewhere
                 path = progs[j][0]
                 written = path == model
-                threads = ["--threads", str(args.threads)] if args.target == "cpu" else []
+                threads = ["--threads", str(args.threads), "--fixed-threads"] if args.target == "cpu" else []
                 out = run_json([args.saturn, "run", path, "--target", args.target, "--no-opt"] + threads +
                                ["--inputs", inputs, "--bench", str(args.written_runs if written else args.runs),
                                 "--json"])

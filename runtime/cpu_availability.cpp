@@ -15,10 +15,6 @@ namespace saturn::runtime {
 
 namespace {
 
-struct CpuTimes {
-  unsigned long long idle = 0, total = 0;
-};
-
 // Per-CPU jiffies from /proc/stat ("cpuN user nice system idle iowait ...").
 std::map<int, CpuTimes> read_cpu_times() {
   std::map<int, CpuTimes> out;
@@ -67,33 +63,17 @@ unsigned long long own_ticks() {
   return utime + stime;
 }
 
-// The CPUs of the mask minus those that other processes kept busy over a
-// short window: their busy ticks, less this process's own (its libraries'
-// idle threads may still be spinning from start-up or an earlier run), in
-// whole CPUs, rounded to the nearest.
+// The free CPUs over a short window, rounded to the nearest whole CPU
+// (others' busy ticks, less this process's own: its libraries' idle threads
+// may still be spinning from start-up or an earlier run).
 int sample_free_cpus() {
-  const cpu_set_t mask = affinity();
   const int usable = usable_cpus();
-  const auto before = read_cpu_times();
-  const unsigned long long own_before = own_ticks();
-  if (before.empty()) return usable;
+  const CpuReading before = read_cpu_load();
+  if (before.cpus.empty()) return usable;
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const auto after = read_cpu_times();
-  const unsigned long long own = own_ticks() - own_before;
-  unsigned long long busy = 0, window = 0;
-  int cpus = 0;
-  for (const auto& [cpu, a] : after) {
-    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) continue;
-    auto b = before.find(cpu);
-    if (b == before.end()) continue;
-    const unsigned long long total = a.total - b->second.total;
-    busy += total - (a.idle - b->second.idle);
-    window = std::max(window, total);
-    ++cpus;
-  }
-  if (window == 0 || cpus == 0) return usable;
-  const double others = static_cast<double>(busy > own ? busy - own : 0) / static_cast<double>(window);
-  return std::clamp(usable - static_cast<int>(others + 0.5), 1, usable);
+  const std::optional<double> free = free_cpus_between(before, read_cpu_load());
+  if (!free) return usable;
+  return std::clamp(static_cast<int>(*free + 0.5), 1, usable);
 }
 
 }  // namespace
@@ -101,6 +81,25 @@ int sample_free_cpus() {
 int usable_cpus() {
   cpu_set_t set = affinity();
   return std::max(1, CPU_COUNT(&set));
+}
+
+CpuReading read_cpu_load() { return {read_cpu_times(), own_ticks()}; }
+
+std::optional<double> free_cpus_between(const CpuReading& before, const CpuReading& after) {
+  const cpu_set_t mask = affinity();
+  unsigned long long busy = 0, window = 0;
+  for (const auto& [cpu, a] : after.cpus) {
+    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) continue;
+    auto b = before.cpus.find(cpu);
+    if (b == before.cpus.end() || a.total < b->second.total || a.idle < b->second.idle) continue;
+    const unsigned long long total = a.total - b->second.total;
+    busy += total - std::min(total, a.idle - b->second.idle);
+    window = std::max(window, total);
+  }
+  if (window == 0) return std::nullopt;
+  const unsigned long long own = after.own > before.own ? after.own - before.own : 0;
+  const double others = static_cast<double>(busy > own ? busy - own : 0) / static_cast<double>(window);
+  return std::max(0.0, static_cast<double>(usable_cpus()) - others);
 }
 
 int free_cpus_now() { return sample_free_cpus(); }

@@ -13,23 +13,81 @@ namespace saturn::runtime {
 
 Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, const CpuExecutorOptions& o) {
   std::unique_ptr<CpuExecutor> e(new CpuExecutor());
-  e->pool_ = std::make_unique<ThreadPool>(o.threads);
-  lower::set_library_threads(e->pool_->size());
+  e->graph_ = g;
+  e->lowering_ = o.lowering;
+  auto pool = std::make_unique<ThreadPool>(o.threads);
+  const int first = pool->size();
+  e->threads_reason_ = pool->size_reason();
+  lower::set_library_threads(first);
   auto program = lower::compile_cpu(g, o.lowering);
   if (!program) return program.error();
-  e->program_ = *program;
+  e->lowering_.progress = {};  // (a later team's compile is not the one the user watched)
+  TeamProgram& tp = e->programs_[first];
+  tp.program = *program;
+  tp.pool = std::move(pool);
+  e->first_ = e->current_ = &tp;
+  e->last_team_ = first;
   e->source_ = g.source;
   e->profile_ = o.profile;
-  const std::size_t bytes = std::max<std::size_t>(64, e->program_->arena_bytes);
+  // The most a run may take: what was asked for, or every usable CPU when
+  // the free ones chose.
+  const int most = o.threads > 0 ? first : usable_cpus();
+  if (o.adapt_team && most > 1) {
+    e->team_choice_.emplace(most, first, read_cpu_load(), TeamChoice::Clock::now());
+    e->threads_reason_ += "; each run takes as many of " + std::to_string(most) + " as other processes leave free";
+  }
+  if (auto r = e->reserve_arena(tp.program->arena_bytes); !r) return r.error();
+  return e;
+}
+
+Expected<bool> CpuExecutor::reserve_arena(std::size_t bytes) {
+  bytes = std::max<std::size_t>(64, bytes);
+  if (arena_ && bytes <= arena_bytes_) return true;
   std::uint8_t* raw = nullptr;
   try {
     raw = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64)));
   } catch (const std::bad_alloc&) {
-    return Diagnostic{SourceLoc{g.source, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
+    return Diagnostic{SourceLoc{source_, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
   }
-  e->arena_ = std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)>(
+  arena_ = std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)>(
       raw, [](std::uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); });
-  return e;
+  arena_bytes_ = bytes;
+  return true;
+}
+
+Expected<CpuExecutor::TeamProgram*> CpuExecutor::program_for(int threads) {
+  if (auto it = programs_.find(threads); it != programs_.end()) return &it->second;
+  auto pool = std::make_unique<ThreadPool>(threads);
+  lower::set_library_threads(pool->size());
+  auto program = lower::compile_cpu(graph_, lowering_);
+  if (!program) return program.error();
+  if (auto r = reserve_arena((*program)->arena_bytes); !r) return r.error();
+  TeamProgram& tp = programs_[pool->size()];
+  tp.program = *program;
+  tp.pool = std::move(pool);
+  return &tp;
+}
+
+Expected<bool> CpuExecutor::use_team(int threads) {
+  auto tp = program_for(std::clamp(threads, 1, usable_cpus()));
+  if (!tp) return tp.error();
+  current_ = *tp;
+  return true;
+}
+
+void CpuExecutor::select_team() {
+  if (!team_choice_) return;
+  const auto now = TeamChoice::Clock::now();
+  if (!team_choice_->due(now)) return;
+  const int team = team_choice_->next(read_cpu_load(), now);
+  if (team == current_->pool->size()) return;
+  auto tp = program_for(team);
+  if (!tp) {  // (not expected: the first team's compiled) it runs on, and the choice stops
+    team_choice_.reset();
+    current_ = first_;
+    return;
+  }
+  current_ = *tp;
 }
 
 Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> inputs) {
@@ -40,14 +98,16 @@ Expected<std::vector<ir::Tensor>> CpuExecutor::run(std::span<const ir::Tensor> i
 }
 
 Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::vector<ir::Tensor>& outs) {
-  if (auto why = prepare_outputs(*program_, outs)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};
+  select_team();
+  if (auto why = prepare_outputs(program(), outs)) return Diagnostic{SourceLoc{source_, 0, 0}, *why};
   std::vector<std::uint8_t*> addr(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) addr[k] = outs[k].bytes();
   return run_bound(inputs, addr);
 }
 
-bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) const {
-  const lower::Program& p = *program_;
+namespace {
+
+bool updatable_in_place(const lower::Program& p, std::size_t output, std::size_t input) {
   if (output >= p.outputs.size()) return false;
   const lower::BufferId out = p.outputs[output];
   const lower::Buffer& ob = p.buffers[static_cast<std::size_t>(out)];
@@ -72,9 +132,16 @@ bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) con
   return true;
 }
 
+}  // namespace
+
+bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) const {
+  return updatable_in_place(*current_->program, output, input) && updatable_in_place(program(), output, input);
+}
+
 Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outs,
                                          std::span<const std::pair<std::size_t, std::size_t>> in_place) {
-  const lower::Program& p = *program_;
+  select_team();
+  const lower::Program& p = *current_->program;
   std::vector<bool> elsewhere(p.outputs.size(), false);
   for (const auto& [o, i] : in_place) {
     if (!can_update_in_place(o, i) || i >= inputs.size())
@@ -94,11 +161,14 @@ Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vect
 
 Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs,
                                       const std::vector<std::uint8_t*>& output_addr) {
-  const lower::Program& p = *program_;
   auto fail = [&](const std::string& msg) { return Diagnostic{SourceLoc{source_, 0, 0}, msg}; };
+  const lower::Program& p = *current_->program;
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
+  lower::set_library_threads(current_->pool->size());
+  ++runs_by_team_[current_->pool->size()];
+  last_team_ = current_->pool->size();
   lower::RunContext ctx;
-  ctx.pool = pool_.get();
+  ctx.pool = current_->pool.get();
   ctx.addr.resize(p.buffers.size(), nullptr);
   for (std::size_t b = 0; b < p.buffers.size(); ++b) {
     const lower::Buffer& buf = p.buffers[b];

@@ -4,9 +4,18 @@
 // out), the thread pool, and the program (JIT code, oneDNN primitives,
 // weights: loaded once, at creation). run() binds the inputs' memory in
 // place (no copy), runs the steps in order and copies the outputs out.
+//
+// The team a run takes follows the CPUs other processes leave free
+// (runtime/team_choice.hpp), up to the threads asked for. oneDNN's
+// primitives run on the team size they were made for, so a smaller team
+// runs a program of its own, compiled from the same graph the first time
+// that size is needed (and kept): the same steps and values, its library
+// calls made for that team.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,12 +23,17 @@
 #include "ir/graph.hpp"
 #include "lower/lowering.hpp"
 #include "lower/program.hpp"
+#include "runtime/team_choice.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace saturn::runtime {
 
 struct CpuExecutorOptions {
   int threads = 0;  // 0: every free CPU; more than the process may use: capped (runtime::team_size)
+  // Each run on as many of `threads` (the most) as other processes leave
+  // free (runtime::TeamChoice); false: always `threads` (calibration,
+  // which times one team).
+  bool adapt_team = true;
   lower::LoweringOptions lowering;
   bool profile = false;  // time every step (step_ms)
 };
@@ -48,10 +62,18 @@ class CpuExecutor {
   Expected<bool> run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outputs,
                               std::span<const std::pair<std::size_t, std::size_t>> in_place);
 
-  const lower::Program& program() const { return *program_; }
-  // The threads it runs on, and why that many.
-  int threads() const { return pool_->size(); }
-  const std::string& threads_reason() const { return pool_->size_reason(); }
+  // The program of the team it was created with (the largest it runs).
+  const lower::Program& program() const { return *first_->program; }
+  // The threads it was created with, and why that many.
+  int threads() const { return first_->pool->size(); }
+  const std::string& threads_reason() const { return threads_reason_; }
+  // Runs so far by team size, and the team of the last run.
+  const std::map<int, std::int64_t>& runs_by_team() const { return runs_by_team_; }
+  int last_team() const { return last_team_; }
+  // Runs on `threads` threads from now on, as when the free CPUs say so
+  // (for tests and tools; the team stays until the next reading moves it,
+  // or for good when the executor does not adapt).
+  Expected<bool> use_team(int threads);
   // Milliseconds per step of the last run (with profile on).
   const std::vector<double>& step_ms() const { return step_ms_; }
   void set_profile(bool on) { profile_ = on; }
@@ -60,8 +82,28 @@ class CpuExecutor {
   CpuExecutor() = default;
   // Runs with the outputs written at `output_addr` (by output).
   Expected<bool> run_bound(std::span<const ir::Tensor> inputs, const std::vector<std::uint8_t*>& output_addr);
-  std::shared_ptr<lower::Program> program_;
-  std::unique_ptr<ThreadPool> pool_;
+  // A program compiled for one team size, and that team.
+  struct TeamProgram {
+    std::shared_ptr<lower::Program> program;
+    std::unique_ptr<ThreadPool> pool;
+  };
+  // The program for `threads`, compiled now when it is the first run on
+  // that many; nullptr (and the reason) when it does not compile.
+  Expected<TeamProgram*> program_for(int threads);
+  // Moves to the team the CPUs' load asks for (read when due), before a run.
+  void select_team();
+  Expected<bool> reserve_arena(std::size_t bytes);
+
+  std::map<int, TeamProgram> programs_;  // by team size
+  TeamProgram* first_ = nullptr;
+  TeamProgram* current_ = nullptr;
+  ir::Graph graph_;  // what a team's program compiles from (weights shared)
+  lower::LoweringOptions lowering_;
+  std::optional<TeamChoice> team_choice_;
+  std::map<int, std::int64_t> runs_by_team_;
+  int last_team_ = 0;
+  std::string threads_reason_;
+  std::size_t arena_bytes_ = 0;
   std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};
   std::string source_;
   bool profile_ = false;

@@ -14,7 +14,9 @@
 #include "runtime/cpu_availability.hpp"
 #include "runtime/thread_env.hpp"
 #include "runtime/thread_pool.hpp"
+#include "tests/busy_cpu.hpp"
 
+using namespace saturn;
 using namespace saturn::runtime;
 
 TEST_CASE("an asked-for team size is kept up to the usable CPUs, and capped above") {
@@ -43,26 +45,12 @@ TEST_CASE("a CPU another process keeps busy is not free") {
     WARN("one usable CPU: nothing to leave out");
     return;
   }
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  REQUIRE(sched_getaffinity(0, sizeof mask, &mask) == 0);
-  int last = -1;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &mask)) last = c;
-  const pid_t hog = fork();
-  REQUIRE(hog >= 0);
-  if (hog == 0) {  // the other process: spins on one CPU until killed
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(last, &one);
-    sched_setaffinity(0, sizeof one, &one);
-    std::atomic<unsigned long> spins{0};
-    for (;;) spins.fetch_add(1, std::memory_order_relaxed);
+  int free = 0;
+  {
+    test::BusyCpu other;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    free = free_cpus_now();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const int free = free_cpus_now();
-  kill(hog, SIGKILL);
-  waitpid(hog, nullptr, 0);
   CHECK(free >= 1);
   CHECK(free <= usable - 1);
 }

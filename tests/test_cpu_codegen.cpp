@@ -65,6 +65,7 @@ std::shared_ptr<const lower::Program> check_program(const ir::Graph& g, const st
                                                     const std::vector<ir::Tensor>& want, double rtol, double atol) {
   runtime::CpuExecutorOptions o;
   o.threads = 2;
+  o.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
   o.lowering.keep_ir = true;
   auto exec = runtime::CpuExecutor::create(g, o);
   if (!exec) FAIL(exec.error().to_string());
@@ -2304,6 +2305,7 @@ TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
     ir::Tensor in = random_tensor({1, 3, 6, 7}, 5, 1e38, 3e38);
     runtime::CpuExecutorOptions opts;
     opts.threads = 2;
+    opts.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
     auto exec = runtime::CpuExecutor::create(test::as_library_calls(h, "cpu"), opts);
     REQUIRE(exec);
     auto got = (*exec)->run(std::vector<ir::Tensor>{in});

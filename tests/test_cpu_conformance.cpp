@@ -56,6 +56,7 @@ TEST_CASE("ONNX backend conformance on the CPU target") {
         const std::string what = name + (form == &library ? " (library calls)" : "");
         runtime::CpuExecutorOptions o;
         o.threads = 2;
+        o.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
         auto exec = runtime::CpuExecutor::create(*form, o);
         if (!exec) {
           failures.push_back(what + ": compile: " + exec.error().message);

@@ -66,6 +66,7 @@ TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - bef
       for (bool fuse : {true, false}) {
         runtime::CpuExecutorOptions co;
         co.threads = 2;
+        co.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
         co.lowering.fuse = fuse;
         auto exec = runtime::CpuExecutor::create(*graph, co);
         if (!exec) FAIL(exec.error().to_string());

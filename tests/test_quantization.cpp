@@ -98,6 +98,7 @@ Tensor random_input(std::vector<std::int64_t> dims, unsigned seed) {
 std::vector<Tensor> run_cpu(const Graph& g, const std::vector<Tensor>& inputs, int* int8_convs) {
   runtime::CpuExecutorOptions co;
   co.threads = 2;
+  co.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
   auto exec = runtime::CpuExecutor::create(g, co);
   if (!exec) FAIL(exec.error().to_string());
   const lower::Program& p = (*exec)->program();
@@ -255,6 +256,7 @@ TEST_CASE("a QDQ matrix product optimizes into oneDNN's int8 matmul - s8 rows - 
   CHECK(count_op(opt->graph, "dnnl.qmatmul") == 1);
   runtime::CpuExecutorOptions co;
   co.threads = 2;
+  co.adapt_team = false;  // (two threads whatever the load: their parallel paths are under test)
   auto exec = runtime::CpuExecutor::create(opt->graph, co);
   if (!exec) FAIL(exec.error().to_string());
   int int8 = 0;

@@ -137,6 +137,7 @@ Expected<double> median_us(const std::function<Expected<double>()>& run) {
 Expected<double> time_on_cpu(const ir::Graph& g, int threads) {
   runtime::CpuExecutorOptions co;
   co.threads = threads;
+  co.adapt_team = false;  // (the times are those of this team)
   co.profile = true;
   auto exec = runtime::CpuExecutor::create(g, co);
   if (!exec) return exec.error();

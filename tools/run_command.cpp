@@ -43,11 +43,13 @@ void add_run_command(CLI::App& app, RunOptions& o) {
       ->check(non_negative());
   cmd->add_flag("--json", o.json, "Print the summary as JSON");
   cmd->add_option("--threads", o.threads,
-                  "cpu target: worker threads (0: every CPU that no other process keeps busy; never more than the "
-                  "CPUs this process may use)")
+                  "cpu target: the most worker threads (0: every CPU that no other process keeps busy; never more "
+                  "than the CPUs this process may use); each run takes fewer while other processes keep CPUs busy")
       ->check(non_negative())
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--fixed-threads", o.fixed_threads,
+                "cpu target: every run on the --threads team, whatever other processes' load (to time one team)");
   cmd->add_flag("--profile", o.profile, "cpu and cuda targets: print the time of every step (median of 7 runs)");
   cmd->add_flag("--no-fuse", o.no_fuse, "cpu and cuda targets: one kernel per elementwise op (to measure fusion)");
   cmd->add_flag("--no-cache", o.no_cache,
@@ -186,6 +188,7 @@ int run_model(const RunOptions& o) {
   if (o.target == "cpu") {
     runtime::CpuExecutorOptions co;
     co.threads = o.threads;
+    co.adapt_team = !o.fixed_threads;
     co.lowering = lowering_options(o.no_cache);
     co.lowering.fuse = !o.no_fuse;
     if (!o.json && stderr_is_terminal())  // a progress line while LLVM compiles (seconds on a big model)
@@ -306,6 +309,17 @@ int run_model(const RunOptions& o) {
                   << (gpu->graphs_note().empty() ? std::string() : " (" + gpu->graphs_note() + ")") << "\n";
     }
 #endif
+    if (cpu && cpu->runs_by_team().size() > 1) {
+      // The team moved with other processes' load (runtime/team_choice.hpp).
+      nlohmann::json teams = nlohmann::json::object();
+      std::string line;
+      for (const auto& [threads, runs] : cpu->runs_by_team()) {
+        teams[std::to_string(threads)] = runs;
+        line += (line.empty() ? "" : ", ") + std::to_string(runs) + " on " + std::to_string(threads);
+      }
+      summary["runs_by_team"] = teams;
+      if (!o.json) std::cerr << "cpu: runs by team size (other processes kept CPUs busy): " << line << "\n";
+    }
     if (!o.json)
       std::cout << "latency over " << o.bench << " runs: median " << ms[ms.size() / 2] << " ms, min " << ms.front()
                 << " ms\n";

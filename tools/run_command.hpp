@@ -25,7 +25,8 @@ struct RunOptions {
   double atol = 1e-7;
   int bench = 0;
   bool json = false;
-  int threads = 0;               // cpu target: 0 = every free CPU (runtime::team_size)
+  int threads = 0;               // cpu target: the most; 0 = every free CPU (runtime::team_size)
+  bool fixed_threads = false;    // cpu target: every run on `threads`, whatever the load
   bool profile = false;          // cpu target: time each step of one run
   bool no_fuse = false;          // cpu target: one kernel per elementwise op
   bool no_cache = false;         // compile every kernel again and keep none on disk

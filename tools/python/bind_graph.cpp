@@ -161,11 +161,13 @@ class Program {
     graph_ = std::make_shared<ir::Graph>(std::move(g));
     report_ = std::move(report);
     int threads = 0;
-    bool fuse = true;
+    bool fuse = true, fixed_threads = false;
     for (auto [key, value] : kw) {
       const std::string k = py::str(key);
       if (k == "threads")
         threads = static_cast<int>(count(k, value));
+      else if (k == "fixed_threads")
+        fixed_threads = value.cast<bool>();
       else if (k == "fuse")
         fuse = value.cast<bool>();
       else
@@ -178,6 +180,7 @@ class Program {
     if (target_ == "cpu") {
       runtime::CpuExecutorOptions co;
       co.threads = threads;
+      co.adapt_team = !fixed_threads;
       co.lowering = lo;
       cpu_ = unwrap(runtime::CpuExecutor::create(*graph_, co));
       describe(cpu_->program());

@@ -92,21 +92,24 @@ def optimize(model, target="cpu", rules=None, **options):
     return _core._optimize(_graph(model), target, **_optimize_options(rules, **options))
 
 
-def compile(model, target="cpu", *, optimize=True, threads=0, fuse=True, cache=True, **optimize_options):
+def compile(model, target="cpu", *, optimize=True, threads=0, fixed_threads=False, fuse=True, cache=True,
+            **optimize_options):
     """Compiles a model for "cpu", "cuda" or "interp" (the reference
     interpreter) and returns a Program: prog(x) or prog(x=...) returns an
     array (a tuple for several outputs); prog.run({name: array}) a dict.
 
     optimize=True optimizes first, as `saturn run` does, with the options
     of saturn.optimize (optimize_options); optimize=False compiles the graph
-    as written. threads: cpu worker threads (0: every CPU no other process
-    keeps busy). fuse=False: one kernel per elementwise op. By default the
+    as written. threads: the most cpu worker threads (0: every CPU no other
+    process keeps busy); each call takes fewer while other processes keep
+    CPUs busy, unless fixed_threads=True. fuse=False: one kernel per elementwise op. By default the
     optimized graph and the compiled kernels are kept in Saturn's cache
     folder, and compiling the same model again reads them (report["cache"]
     says "hit"); cache=False optimizes and compiles everything again.
     """
     opt_kw = _optimize_options(threads=threads, **optimize_options)
-    return _core._compile(_graph(model), target, optimize, opt_kw, cache, threads=threads, fuse=fuse)
+    return _core._compile(_graph(model), target, optimize, opt_kw, cache, threads=threads,
+                          fixed_threads=fixed_threads, fuse=fuse)
 
 
 def verify(rules, *, max_dim=3, max_rank=4, max_instances=256, fp32=False, only="", jobs=0, rule_time_limit=10.0):
