@@ -114,6 +114,9 @@ def test_compiled_cpu_matches_numpy(models):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert prog.report is None
     assert saturn.compile(g, "cpu", calibration=False).report["nodes_before"] == 8
+    # A team held at two threads whatever the load computes the same.
+    fixed = saturn.compile(g, "cpu", optimize=False, threads=2, fixed_threads=True)
+    np.testing.assert_allclose(fixed(x), want, rtol=1e-4, atol=1e-5)
 
 
 def test_cnn_cpu_matches_interpreter(models):
