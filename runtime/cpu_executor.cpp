@@ -33,7 +33,7 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
   // the free ones chose.
   const int most = o.threads > 0 ? first : usable_cpus();
   if (o.adapt_team && most > 1) {
-    e->team_choice_.emplace(most, first, read_cpu_load(), TeamChoice::Clock::now());
+    e->team_choice_.emplace(most, first);
     e->threads_reason_ += "; each run takes as many of " + std::to_string(most) + " as other processes leave free";
   }
   if (auto r = e->reserve_arena(tp.program->arena_bytes); !r) return r.error();
@@ -77,9 +77,8 @@ Expected<bool> CpuExecutor::use_team(int threads) {
 
 void CpuExecutor::select_team() {
   if (!team_choice_) return;
-  const auto now = TeamChoice::Clock::now();
-  if (!team_choice_->due(now)) return;
-  const int team = team_choice_->next(read_cpu_load(), now);
+  team_choice_->run_starts(TeamChoice::Clock::now(), read_cpu_load);
+  const int team = team_choice_->size();
   if (team == current_->pool->size()) return;
   auto tp = program_for(team);
   if (!tp) {  // (not expected: the first team's compiled) it runs on, and the choice stops
@@ -103,6 +102,10 @@ Expected<bool> CpuExecutor::run_into(std::span<const ir::Tensor> inputs, std::ve
   std::vector<std::uint8_t*> addr(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) addr[k] = outs[k].bytes();
   return run_bound(inputs, addr);
+}
+
+void CpuExecutor::run_ended() {
+  if (team_choice_) team_choice_->run_ended(TeamChoice::Clock::now(), read_cpu_load);
 }
 
 namespace {
@@ -202,8 +205,10 @@ Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs,
       step_ms_[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   } catch (const std::exception& e) {
+    run_ended();
     return fail(e.what());
   }
+  run_ended();
   return true;
 }
 

@@ -70,9 +70,9 @@ class CpuExecutor {
   // Runs so far by team size, and the team of the last run.
   const std::map<int, std::int64_t>& runs_by_team() const { return runs_by_team_; }
   int last_team() const { return last_team_; }
-  // Runs on `threads` threads from now on, as when the free CPUs say so
-  // (for tests and tools; the team stays until the next reading moves it,
-  // or for good when the executor does not adapt).
+  // Runs on `threads` threads from now on (for tests and tools: for good
+  // when the executor does not adapt, else until its next run, which takes
+  // the team the load asks for).
   Expected<bool> use_team(int threads);
   // Milliseconds per step of the last run (with profile on).
   const std::vector<double>& step_ms() const { return step_ms_; }
@@ -90,8 +90,10 @@ class CpuExecutor {
   // The program for `threads`, compiled now when it is the first run on
   // that many; nullptr (and the reason) when it does not compile.
   Expected<TeamProgram*> program_for(int threads);
-  // Moves to the team the CPUs' load asks for (read when due), before a run.
+  // Moves to the team the CPUs' load asks for, before a run (and opens the
+  // load's window when none is); after one, closes it when due.
   void select_team();
+  void run_ended();
   Expected<bool> reserve_arena(std::size_t bytes);
 
   std::map<int, TeamProgram> programs_;  // by team size

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 namespace saturn::runtime {
 
@@ -13,21 +12,22 @@ int team_for_free_cpus(double free, int current, int most) {
   return std::clamp(static_cast<int>(std::lround(free)), 1, most);
 }
 
-TeamChoice::TeamChoice(int most, int first, CpuReading start, Clock::time_point at, Clock::duration interval)
-    : most_(std::max(1, most)),
-      size_(std::clamp(first, 1, most_)),
-      window_reading_(std::move(start)),
-      window_start_(at),
-      interval_(interval) {}
+TeamChoice::TeamChoice(int most, int first, Clock::duration interval)
+    : most_(std::max(1, most)), size_(std::clamp(first, 1, most_)), interval_(interval) {}
 
-int TeamChoice::next(const CpuReading& now, Clock::time_point at) {
-  if (!due(at)) return size_;
-  const std::optional<double> free = free_cpus_between(window_reading_, now);
-  if (!free) return size_;  // no tick passed yet: the window goes on
+void TeamChoice::run_starts(Clock::time_point at, const Read& read) {
+  if (window_ && last_end_ && at - *last_end_ <= interval_) return;
+  window_ = Window{read(), at};
+}
+
+void TeamChoice::run_ended(Clock::time_point at, const Read& read) {
+  last_end_ = at;
+  if (!window_ || at - window_->at < interval_) return;
+  CpuReading now = read();
+  const std::optional<double> free = free_cpus_between(window_->start, now);
+  if (!free) return;  // no tick passed yet: the window goes on
   size_ = team_for_free_cpus(*free, size_, most_);
-  window_reading_ = now;
-  window_start_ = at;
-  return size_;
+  window_ = Window{std::move(now), at};
 }
 
 }  // namespace saturn::runtime

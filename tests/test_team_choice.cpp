@@ -77,29 +77,53 @@ TEST_CASE("free CPUs between two readings leave out this process's own ticks") {
   CHECK_FALSE(free_cpus_between(a, a));
 }
 
-TEST_CASE("a team choice reads the load once per interval, and moves on it") {
+TEST_CASE("a team choice reads the load over its own runs, and moves on it") {
   if (usable_cpus() < 2) {
     WARN("one usable CPU: one team");
     return;
   }
+  // A clock and a CPU load the test moves by hand; `reads` counts readings.
+  CpuReading load = start();
+  int reads = 0;
+  const TeamChoice::Read read = [&] {
+    ++reads;
+    return load;
+  };
   const auto t0 = TeamChoice::Clock::now();
-  const CpuReading r0 = start();
-  TeamChoice c(2, 2, r0, t0, 250ms);
+  auto run = [&](TeamChoice& c, std::chrono::milliseconds from, std::chrono::milliseconds to, double busy_cpus) {
+    c.run_starts(t0 + from, read);
+    load = after(load, static_cast<unsigned long long>((to - from).count() / 10), busy_cpus, 0);
+    c.run_ended(t0 + to, read);
+  };
+  TeamChoice c(2, 2, 250ms);
   CHECK(c.size() == 2);
-  CHECK_FALSE(c.due(t0 + 100ms));
-  // Not due yet: a busy reading does not count.
-  CHECK(c.next(after(r0, 10, usable_cpus(), 0), t0 + 100ms) == 2);
-  CHECK(c.due(t0 + 300ms));
-  // Over the window another process kept one CPU busy: a team of one.
-  const CpuReading r1 = after(r0, 30, 1.0, 0);
-  CHECK(c.next(r1, t0 + 300ms) == 1);
-  // The next window is measured from there: quiet again, two.
-  const CpuReading r2 = after(r1, 30, 0.0, 0);
-  CHECK(c.next(r2, t0 + 400ms) == 1);  // (not due)
-  CHECK(c.next(r2, t0 + 600ms) == 2);
-  // No tick passed since: the window goes on, the team stays.
-  CHECK(c.next(r2, t0 + 900ms) == 2);
-  CHECK(c.due(t0 + 900ms));
+  // Runs of 100 ms with another process keeping a CPU busy: the window
+  // closes at the end of the first run 250 ms after it opened.
+  run(c, 0ms, 100ms, 1.0);
+  run(c, 100ms, 200ms, 1.0);
+  CHECK(c.size() == 2);
+  CHECK(reads == 1);  // the window's start only
+  run(c, 200ms, 300ms, 1.0);
+  CHECK(c.size() == 1);
+  CHECK(reads == 2);
+  // Quiet again: back to two at the next closed window.
+  run(c, 300ms, 500ms, 0.0);
+  CHECK(c.size() == 1);
+  run(c, 500ms, 600ms, 0.0);
+  CHECK(c.size() == 2);
+  // A long idle gap in which another process was busy drops the window:
+  // what it did while this one was idle does not count.
+  TeamChoice d(2, 2, 250ms);
+  run(d, 0ms, 100ms, 0.0);
+  load = after(load, 200, 2.0, 0);  // two seconds of others' work, idle here
+  run(d, 2100ms, 2200ms, 0.0);
+  run(d, 2200ms, 2400ms, 0.0);
+  CHECK(d.size() == 2);
+  // No tick in a window: it goes on, the team stays.
+  TeamChoice e(2, 1, 250ms);
+  e.run_starts(t0, read);
+  e.run_ended(t0 + 300ms, read);
+  CHECK(e.size() == 1);
 }
 
 namespace {
