@@ -5,6 +5,7 @@
 #include <set>
 
 #include "extract/problem.hpp"
+#include "ir/slice.hpp"
 
 namespace saturn::extract {
 
@@ -272,15 +273,6 @@ double CostModel::copy_us(double moved) const {
 namespace {
 
 // The axes of a transpose by `perm` (empty: reversed), non-negative.
-std::vector<std::int64_t> transpose_perm(const ir::Attrs& attrs, std::size_t rank) {
-  std::vector<std::int64_t> perm = attrs.ints("perm");
-  if (perm.empty())
-    for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-  for (std::int64_t& a : perm)
-    if (a < 0) a += static_cast<std::int64_t>(rank);
-  return perm;
-}
-
 double bytes_of(const ir::ValueType& t) { return elems(t) * static_cast<double>(ir::dtype_size(t.dtype)); }
 
 }  // namespace
@@ -296,12 +288,15 @@ std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Att
     return std::nullopt;
   if (def.view && producer.name == "transpose") {
     const std::vector<std::int64_t> from = ir::static_dims(producer_in[0].shape);
-    const std::vector<std::int64_t> perm = transpose_perm(producer_attrs, from.size());
-    if (perm.size() != from.size()) return std::nullopt;
+    std::vector<std::int64_t> perm;
+    try {
+      perm = ir::transpose_perm(producer_attrs, from.size());
+    } catch (const ir::ShapeError&) {
+      return std::nullopt;  // (not a transpose the graph can hold)
+    }
     const std::vector<std::int64_t> row_major = ir::row_major_strides(from);
     std::vector<std::int64_t> dims, strides;
     for (std::int64_t a : perm) {
-      if (a < 0 || a >= static_cast<std::int64_t>(from.size())) return std::nullopt;
       dims.push_back(from[static_cast<std::size_t>(a)]);
       strides.push_back(row_major[static_cast<std::size_t>(a)]);
     }

@@ -86,6 +86,21 @@ Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& spec, bool
 
 }  // namespace
 
+std::vector<std::int64_t> transpose_perm(const Attrs& a, std::size_t rank) {
+  auto p = a.ints("perm");
+  if (p.empty())
+    for (std::size_t i = rank; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
+  if (p.size() != rank)
+    shape_error("transpose: perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rank));
+  std::vector<bool> seen(rank, false);
+  for (auto& v : p) {
+    v = normalize_axis(v, static_cast<std::int64_t>(rank), "perm entry");
+    if (seen[static_cast<std::size_t>(v)]) shape_error("transpose: perm repeats axis " + std::to_string(v));
+    seen[static_cast<std::size_t>(v)] = true;
+  }
+  return p;
+}
+
 SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims) {
   const auto rank = static_cast<std::int64_t>(dims.size());
   auto starts = a.ints("starts"), ends = a.ints("ends"), axes = a.ints("axes"), steps = a.ints("steps");
@@ -154,28 +169,14 @@ void register_movement_ops(OpRegistry& r) {
   }
   {
     OpDef d = make("transpose", OpKind::Primitive, 1, 1, "permute axes by attribute `perm` (default: reverse)");
-    auto perm_of = [](const Attrs& a, std::size_t rank) {
-      auto p = a.ints("perm");
-      if (p.empty())
-        for (std::size_t i = rank; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
-      if (p.size() != rank)
-        shape_error("transpose: perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rank));
-      std::vector<bool> seen(rank, false);
-      for (auto& v : p) {
-        v = normalize_axis(v, static_cast<std::int64_t>(rank), "perm entry");
-        if (seen[static_cast<std::size_t>(v)]) shape_error("transpose: perm repeats axis " + std::to_string(v));
-        seen[static_cast<std::size_t>(v)] = true;
-      }
-      return p;
-    };
-    d.infer = [perm_of](const Attrs& a, Inputs in, std::size_t) {
-      auto p = perm_of(a, in[0].type.shape.size());
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      auto p = transpose_perm(a, in[0].type.shape.size());
       Shape out;
       for (auto v : p) out.push_back(in[0].type.shape[static_cast<std::size_t>(v)]);
       return std::vector<ValueType>{{in[0].type.dtype, out}};
     };
-    d.eval = [perm_of](const Attrs& a, Args x, Given, std::size_t) {
-      auto p = perm_of(a, x[0].rank());
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      auto p = transpose_perm(a, x[0].rank());
       std::vector<std::int64_t> od;
       for (auto v : p) od.push_back(x[0].dims()[static_cast<std::size_t>(v)]);
       Tensor out = Tensor::uninitialized(x[0].dtype(), od);

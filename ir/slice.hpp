@@ -1,8 +1,9 @@
 // Slice geometry (ONNX semantics: negative and out-of-range starts/ends
-// clamp, negative steps walk backwards). One definition serves the slice
-// op's shape rule and kernel and the lowering, which reads a slice in place
-// as a strided view (lower/view.hpp), so the two cannot disagree on which
-// elements a slice takes.
+// clamp, negative steps walk backwards), and a transpose's permutation.
+// One definition serves each op's shape rule and kernel, the lowering,
+// which reads a slice or a transpose in place as a strided view
+// (lower/view.hpp), and the cost model's layout prices, so they cannot
+// disagree on which elements an op takes.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +22,10 @@ struct SliceSpec {
 // The slice op's attributes (starts, ends, axes, steps) over an input of
 // `dims`. Throws ShapeError when they do not fit.
 SliceSpec slice_spec(const Attrs& a, const std::vector<std::int64_t>& dims);
+
+// The transpose op's permutation of a rank-`rank` input: its `perm`
+// attribute (default: the axes reversed), negative entries counted from
+// the end. Throws ShapeError when it is not a permutation of the axes.
+std::vector<std::int64_t> transpose_perm(const Attrs& a, std::size_t rank);
 
 }  // namespace saturn::ir

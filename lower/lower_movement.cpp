@@ -42,10 +42,7 @@ bool Lowerer::lower_view(const ir::Node& n, std::vector<Value*>& in, const std::
     Value v = *in[0];
     store(v);
     *in[0] = v;
-    Dims perm = n.attrs.ints("perm");
-    if (perm.empty())
-      for (std::size_t i = v.dims.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-    v.view = v.view.transposed(perm);
+    v.view = v.view.transposed(ir::transpose_perm(n.attrs, v.dims.size()));
     v.dims = out;
     values_[n.outputs[0]] = std::move(v);
     return true;

@@ -322,6 +322,15 @@ TEST_CASE("Transposed and expanded operands are read in place") {
   std::string out = b.op("add", {b.op("mul", {xt, y}), e});
   auto p = check_against_interpreter(b.finish({out}));
   CHECK(p->fused_kernels == 1);
+  SECTION("a perm counted from the end, and the default perm") {
+    // perm [-1 0 1] is [2 0 1] (ir::transpose_perm, shared by the op, the
+    // lowering's view and the cost model).
+    models::GraphBuilder c("negative_perm");
+    std::string v = c.input("v", {5, 3, 7});
+    std::string back = c.op("transpose", {v}, models::ints_attr("perm", {-1, 0, 1}));
+    std::string rev = c.op("transpose", {c.input("w", {3, 5, 7})}, ir::Attrs{});
+    check_against_interpreter(c.finish({c.op("add", {back, rev})}));
+  }
 }
 
 TEST_CASE("Slices and splits are read in place - strided - reversed - of fused values - into products and reshapes") {

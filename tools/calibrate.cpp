@@ -58,60 +58,6 @@ std::string in_library_layout(ir::Graph& g, const std::string& name, const ir::V
   return out;
 }
 
-// The op alone, `copies` times over the same activations (so that a short
-// op runs back to back with itself, as steps of a program do, rather than
-// after an idle thread pool): activations as graph inputs, weights as
-// initializers (so that a library prepares them at compile time, as in a
-// real model). Each copy reads weights of its own: in a program a weight
-// was last read a whole run ago, and copies sharing one would find it in
-// the cache. (A plain-loop gemm of mobilenet_v3_small's classifier, 1x576
-// by a 2.4 MB weight, measured 18 us so and took 115 in the program, and
-// the calibrated extraction chose it over oneDNN's product.)
-ir::Graph one_node_graph(const extract::TimedOp& op, const std::string& target, int copies) {
-  ir::Graph g;
-  g.name = "calibrate";
-  const bool onednn = target == "cpu" && op.def->name.rfind("dnnl.", 0) == 0;
-  std::vector<std::string> activations(op.facts.given.size());  // per operand slot; empty: a weight or omitted
-  std::size_t k = 0;
-  for (std::size_t i = 0; i < op.facts.given.size(); ++i) {
-    if (!op.facts.given[i]) continue;
-    const ir::ValueType& t = op.in[k++];
-    if (op.facts.weight[k - 1]) continue;
-    const std::string name = "x" + std::to_string(i);
-    g.inputs.push_back(ir::GraphValue{name, t});
-    activations[i] = onednn && t.dtype == ir::DType::F32 && t.shape.size() >= 3 && t.shape.size() <= 5
-                         ? in_library_layout(g, name, t)
-                         : name;
-  }
-  for (int c = 0; c < copies; ++c) {
-    ir::Node n;
-    n.op = op.def->name;
-    n.attrs = op.attrs;
-    n.name = "timed" + std::to_string(c);
-    k = 0;
-    for (std::size_t i = 0; i < op.facts.given.size(); ++i) {
-      if (!op.facts.given[i]) {
-        n.inputs.emplace_back();
-        continue;
-      }
-      const ir::ValueType& t = op.in[k];
-      if (op.facts.weight[k++]) {
-        // Values of their own too, so that nothing shares them as equal
-        // constants.
-        const std::string name = "w" + std::to_string(i) + "." + std::to_string(c);
-        g.initializers.emplace(name, random_tensor(t, static_cast<std::uint32_t>(100 + i + 1000 * c)));
-        n.inputs.push_back(name);
-      } else {
-        n.inputs.push_back(activations[i]);
-      }
-    }
-    n.outputs = {"y" + std::to_string(c)};
-    g.nodes.push_back(n);
-    g.outputs.push_back(n.outputs[0]);
-  }
-  return g;
-}
-
 // Median microseconds over 3 to 15 timed runs (about 0.1 s) after a
 // warm-up: `run` runs the program once and returns the milliseconds it
 // spent in its own steps.
@@ -191,15 +137,60 @@ Expected<double> time_graph(const ir::Graph& g, const std::string& target, int t
 // the mean of 8 back-to-back copies (a lone short op mostly measures the
 // thread pool waking up, which a program's next step does not pay).
 Expected<double> time_op(const extract::TimedOp& op, const std::string& target, int threads) {
-  auto alone = time_graph(one_node_graph(op, target, 1), target, threads);
+  auto alone = time_graph(timed_op_graph(op, target, 1), target, threads);
   if (!alone || *alone > 500) return alone;
   constexpr int kCopies = 8;
-  auto batch = time_graph(one_node_graph(op, target, kCopies), target, threads);
+  auto batch = time_graph(timed_op_graph(op, target, kCopies), target, threads);
   if (!batch) return batch.error();
   return *batch / kCopies;
 }
 
 }  // namespace
+
+ir::Graph timed_op_graph(const extract::TimedOp& op, const std::string& target, int copies) {
+  ir::Graph g;
+  g.name = "calibrate";
+  const bool onednn = target == "cpu" && op.def->name.rfind("dnnl.", 0) == 0;
+  std::vector<std::string> activations(op.facts.given.size());  // per operand slot; empty: a weight or omitted
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < op.facts.given.size(); ++i) {
+    if (!op.facts.given[i]) continue;
+    const ir::ValueType& t = op.in[k++];
+    if (op.facts.weight[k - 1]) continue;
+    const std::string name = "x" + std::to_string(i);
+    g.inputs.push_back(ir::GraphValue{name, t});
+    activations[i] = onednn && t.dtype == ir::DType::F32 && t.shape.size() >= 3 && t.shape.size() <= 5
+                         ? in_library_layout(g, name, t)
+                         : name;
+  }
+  for (int c = 0; c < copies; ++c) {
+    ir::Node n;
+    n.op = op.def->name;
+    n.attrs = op.attrs;
+    n.name = "timed" + std::to_string(c);
+    k = 0;
+    for (std::size_t i = 0; i < op.facts.given.size(); ++i) {
+      if (!op.facts.given[i]) {
+        n.inputs.emplace_back();
+        continue;
+      }
+      const ir::ValueType& t = op.in[k];
+      if (op.facts.weight[k++]) {
+        // Values of their own too, so that nothing shares them as equal
+        // constants.
+        const std::string name = "w" + std::to_string(i) + "." + std::to_string(c);
+        g.initializers.emplace(name, random_tensor(t, static_cast<std::uint32_t>(100 + i + 1000 * c)));
+        n.inputs.push_back(name);
+      } else {
+        n.inputs.push_back(activations[i]);
+      }
+    }
+    n.outputs = {"y" + std::to_string(c)};
+    g.nodes.push_back(n);
+    g.outputs.push_back(n.outputs[0]);
+  }
+  return g;
+}
 
 void add_calibration_flags(CLI::App& cmd, CalibrationFlags& f) {
   cmd.add_flag("--calibrate", f.calibrate,

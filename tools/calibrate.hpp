@@ -72,6 +72,20 @@ Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipel
 // cuda; an error when the target has no device here.
 Expected<std::string> machine_id(const std::string& target, int threads);
 
+// What measuring `op` runs: the op alone, `copies` times over the same activations (so that a short
+// op runs back to back with itself, as steps of a program do, rather than
+// after an idle thread pool): activations as graph inputs, weights as
+// initializers (so that a library prepares them at compile time, as in a
+// real model). Each copy reads weights of its own: in a program a weight
+// was last read a whole run ago, and copies sharing one would find it in
+// the cache. (A plain-loop gemm of mobilenet_v3_small's classifier, 1x576
+// by a 2.4 MB weight, measured 18 us so and took 115 in the program, and
+// the calibrated extraction chose it over oneDNN's product.) On cpu, a
+// oneDNN op's 3- to 5-D float activations first pass a 1x1 depthwise
+// oneDNN convolution of ones, so that they come in the layout oneDNN's
+// own results have in a program.
+ir::Graph timed_op_graph(const extract::TimedOp& op, const std::string& target, int copies);
+
 // Times each op as a one-node program (operands random, weights constant)
 // on the target: a warm-up, then 3 to 15 runs (about 0.1 s), the median;
 // a suspect time is taken again (extract/calibration_pass.hpp). Returns the
