@@ -76,7 +76,7 @@ Expected<bool> CpuExecutor::use_team(int threads) {
 }
 
 void CpuExecutor::select_team() {
-  if (!team_choice_) return;
+  if (!team_choice_ || profile_) return;
   team_choice_->run_starts(TeamChoice::Clock::now(), read_cpu_load);
   const int team = team_choice_->size();
   if (team == current_->pool->size()) return;
@@ -138,7 +138,7 @@ bool updatable_in_place(const lower::Program& p, std::size_t output, std::size_t
 }  // namespace
 
 bool CpuExecutor::can_update_in_place(std::size_t output, std::size_t input) const {
-  return updatable_in_place(*current_->program, output, input) && updatable_in_place(program(), output, input);
+  return updatable_in_place(*current_->program, output, input) && updatable_in_place(*first_->program, output, input);
 }
 
 Expected<bool> CpuExecutor::run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outs,

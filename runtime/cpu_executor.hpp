@@ -62,8 +62,10 @@ class CpuExecutor {
   Expected<bool> run_in_place(std::span<ir::Tensor> inputs, std::vector<ir::Tensor>& outputs,
                               std::span<const std::pair<std::size_t, std::size_t>> in_place);
 
-  // The program of the team it was created with (the largest it runs).
-  const lower::Program& program() const { return *first_->program; }
+  // The program the last run took (before any run, the one of the team it
+  // was created with): the same steps for every team, their library calls
+  // made for that team. step_ms() is by its steps.
+  const lower::Program& program() const { return *current_->program; }
   // The threads it was created with, and why that many.
   int threads() const { return first_->pool->size(); }
   const std::string& threads_reason() const { return threads_reason_; }
@@ -76,6 +78,8 @@ class CpuExecutor {
   Expected<bool> use_team(int threads);
   // Milliseconds per step of the last run (with profile on).
   const std::vector<double>& step_ms() const { return step_ms_; }
+  // While profiling, runs keep the team they have (step_ms() stays by the
+  // same program's steps).
   void set_profile(bool on) { profile_ = on; }
 
  private:
