@@ -32,7 +32,7 @@ faster), the optimization time of `saturn opt` (import to export, wall
 clock, all rulesets) and the geomeans. Every figure is measured.
 
 Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
-         [--processes P] [--fresh-processes] [--threads T] [--ort-python PY]
+         [--processes P] [--fresh-processes] [--warm-ms W] [--threads T] [--ort-python PY]
          [--no-torch] [--json] [NAME...]
 """
 import argparse
@@ -129,7 +129,7 @@ def alternating_ms(args, name, src, inp, programs):
         if not args.no_torch:
             contenders["torch"] = procs("/usr/bin/python3", TORCH_SETUP, [os.path.join(ROOT, "bench"), name, inp, 2],
                                         torch_env())
-        return turns.alternate(contenders, args.rounds, args.runs)
+        return turns.alternate(contenders, args.rounds, args.runs, warm_ms=args.warm_ms)
     finally:
         for c in (c for cs in contenders.values() for c in cs):
             c.close()
@@ -160,6 +160,9 @@ def main():
                     help="the earlier method: ROUNDS rounds of a fresh process per contender timing RUNS runs")
     ap.add_argument("--processes", type=int, default=3,
                     help="processes per contender taking turns (default 3; not with --fresh-processes)")
+    ap.add_argument("--warm-ms", type=float, default=0,
+                    help="untimed runs for this long at the start of each turn (bench/turns.py: for a VM that "
+                         "runs slowly for a while after it sat idle)")
     args = ap.parse_args()
     args.runs = args.runs or (10 if args.fresh_processes else 3)
     args.rounds = args.rounds or (3 if args.fresh_processes else 15)

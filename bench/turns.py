@@ -9,6 +9,13 @@ Every contender is timed the same way, in Python, around one call.
 
 A pause between turns lets the previous contender's idle threads stop
 spinning (libgomp's, ONNX Runtime's) before the next one runs.
+
+`warm_ms` runs each turn's contender untimed for that long first (one run
+at least). On a VM whose vCPU runs slowly for a while after it sat idle
+(an Intel Xeon VM on 2026-11-28: one thread's run of 8 ms took 20 ms after
+50 ms idle and 120-186 ms after 1 s, for Saturn and ONNX Runtime alike),
+each process sits idle between its turns, and without it the first runs
+of every turn time that ramp instead of the program.
 """
 import json
 import os
@@ -16,7 +23,8 @@ import subprocess
 import time
 
 # A contender's process: SETUP (the contender's own code) defines f(), one
-# run; the loop times `n` runs per line "n" it reads, as a JSON list of ms.
+# run; per line "n w" it reads, the loop runs f() untimed for w ms (once at
+# least, when w > 0), then times n runs, and writes a JSON list of ms.
 WORKER = r"""
 import json, sys, time
 {setup}
@@ -24,8 +32,14 @@ for _ in range(3):
     f()
 print("ready", flush=True)
 for line in sys.stdin:
+    n, w = (line.split() + ["0"])[:2]
+    if float(w) > 0:
+        until = time.perf_counter() + float(w) / 1e3
+        f()
+        while time.perf_counter() < until:
+            f()
     ms = []
-    for _ in range(int(line)):
+    for _ in range(int(n)):
         t0 = time.perf_counter(); f(); ms.append((time.perf_counter() - t0) * 1e3)
     print(json.dumps(ms), flush=True)
 """
@@ -71,8 +85,8 @@ class Contender:
             self.close()
             raise RuntimeError(f"{python} {' '.join(map(str, argv))}: {self.proc.stderr.read().strip()[-600:]}")
 
-    def turn(self, runs):
-        self.proc.stdin.write(f"{runs}\n")
+    def turn(self, runs, warm_ms=0):
+        self.proc.stdin.write(f"{runs} {warm_ms}\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
 
@@ -94,7 +108,7 @@ def saturn_env(root):
     return env
 
 
-def alternate(contenders, rounds, runs, pause_s=0.01):
+def alternate(contenders, rounds, runs, pause_s=0.01, warm_ms=0):
     """{name: [ms...]}: `rounds` turns of `runs` runs (or runs[name]) for
     each name of `contenders` ({name: [Contender...]}), the order of the
     names rotating every round, and each name's processes taking its turns
@@ -110,6 +124,6 @@ def alternate(contenders, rounds, runs, pause_s=0.01):
         for k in range(len(names)):
             name = names[(k + r) % len(names)]
             procs = contenders[name]
-            ms[name] += procs[r % len(procs)].turn(runs[name] if isinstance(runs, dict) else runs)
+            ms[name] += procs[r % len(procs)].turn(runs[name] if isinstance(runs, dict) else runs, warm_ms)
             time.sleep(pause_s)
     return ms

@@ -111,7 +111,7 @@ def taking_turns(args, progs, model, inputs):
                                              [path, inputs, args.threads, "fixed"],
                                              turns.saturn_env(ROOT)) for _ in range(args.processes)]
             runs[j] = args.written_runs if path == model else args.runs
-        ms = turns.alternate(contenders, args.rounds, runs)
+        ms = turns.alternate(contenders, args.rounds, runs, warm_ms=args.warm_ms)
     finally:
         for c in (c for cs in contenders.values() for c in cs):
             c.close()
@@ -132,6 +132,8 @@ def main():
     ap.add_argument("--only", nargs="*", help="model names")
     ap.add_argument("--processes", type=int, default=3,
                     help="cpu: processes per program taking turns (bench/turns.py)")
+    ap.add_argument("--warm-ms", type=float, default=0,
+                    help="cpu: untimed runs for this long at the start of each turn (bench/turns.py)")
     ap.add_argument("--fresh-processes", action="store_true",
                     help="cpu: the earlier method, a fresh `saturn run` per program and round (always on cuda)")
     args = ap.parse_args()
