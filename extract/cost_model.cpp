@@ -272,7 +272,6 @@ double CostModel::copy_us(double moved) const {
 
 namespace {
 
-// The axes of a transpose by `perm` (empty: reversed), non-negative.
 double bytes_of(const ir::ValueType& t) { return elems(t) * static_cast<double>(ir::dtype_size(t.dtype)); }
 
 }  // namespace

@@ -26,7 +26,6 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
   tp.program = *program;
   tp.pool = std::move(pool);
   e->first_ = e->current_ = &tp;
-  e->last_team_ = first;
   e->source_ = g.source;
   e->profile_ = o.profile;
   // The most a run may take: what was asked for, or every usable CPU when
@@ -169,7 +168,6 @@ Expected<bool> CpuExecutor::run_bound(std::span<const ir::Tensor> inputs,
   if (auto why = input_count_mismatch(p, inputs)) return fail(*why);
   lower::set_library_threads(current_->pool->size());
   ++runs_by_team_[current_->pool->size()];
-  last_team_ = current_->pool->size();
   lower::RunContext ctx;
   ctx.pool = current_->pool.get();
   ctx.addr.resize(p.buffers.size(), nullptr);

@@ -69,9 +69,10 @@ class CpuExecutor {
   // The threads it was created with, and why that many.
   int threads() const { return first_->pool->size(); }
   const std::string& threads_reason() const { return threads_reason_; }
-  // Runs so far by team size, and the team of the last run.
+  // Runs so far by team size, and the team of the last run (or the one
+  // use_team set since).
   const std::map<int, std::int64_t>& runs_by_team() const { return runs_by_team_; }
-  int last_team() const { return last_team_; }
+  int last_team() const { return current_->pool->size(); }
   // Runs on `threads` threads from now on (for tests and tools: for good
   // when the executor does not adapt, else until its next run, which takes
   // the team the load asks for).
@@ -107,7 +108,6 @@ class CpuExecutor {
   lower::LoweringOptions lowering_;
   std::optional<TeamChoice> team_choice_;
   std::map<int, std::int64_t> runs_by_team_;
-  int last_team_ = 0;
   std::string threads_reason_;
   std::size_t arena_bytes_ = 0;
   std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};

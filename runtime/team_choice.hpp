@@ -49,7 +49,6 @@ class TeamChoice {
   // reads, moves the team on the free CPUs over it, and opens the next.
   void run_ended(Clock::time_point at, const Read& read);
   int size() const { return size_; }
-  int most() const { return most_; }
 
  private:
   struct Window {

@@ -227,6 +227,17 @@ TEST_CASE("run --target cpu never runs more threads than the CPUs it may use, an
   REQUIRE(d.status == 0);
   const auto k = nlohmann::json::parse(d.out.substr(d.out.find('{')));
   CHECK(k.at("threads_reason").get<std::string>().find("free CPU") != std::string::npos);
+  // Two threads at most adapt to the load; --fixed-threads holds them.
+  if (usable >= 2) {
+    const std::string two = "run " + dir + "mlp.onnx --target cpu --inputs " + dir + "mlp.input.pb --threads 2 --json";
+    for (const bool fixed : {false, true}) {
+      auto f = run_saturn(two + (fixed ? " --fixed-threads" : ""));
+      REQUIRE(f.status == 0);
+      const auto reason = nlohmann::json::parse(f.out.substr(f.out.find('{'))).at("threads_reason").get<std::string>();
+      INFO(reason);
+      CHECK((reason.find("each run takes as many of 2 as other processes leave free") != std::string::npos) == !fixed);
+    }
+  }
 }
 
 TEST_CASE("run on a compiled target runs the optimized program - --no-opt the graph as written - same outputs") {

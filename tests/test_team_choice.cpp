@@ -5,7 +5,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <filesystem>
 
 #include "ir/onnx_import.hpp"
 #include "pipeline/optimize.hpp"

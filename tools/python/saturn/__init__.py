@@ -102,8 +102,8 @@ def compile(model, target="cpu", *, optimize=True, threads=0, fixed_threads=Fals
     of saturn.optimize (optimize_options); optimize=False compiles the graph
     as written. threads: the most cpu worker threads (0: every CPU no other
     process keeps busy); each call takes fewer while other processes keep
-    CPUs busy, unless fixed_threads=True. fuse=False: one kernel per elementwise op. By default the
-    optimized graph and the compiled kernels are kept in Saturn's cache
+    CPUs busy, unless fixed_threads=True. fuse=False: one kernel per
+    elementwise op. By default the optimized graph and the compiled kernels are kept in Saturn's cache
     folder, and compiling the same model again reads them (report["cache"]
     says "hit"); cache=False optimizes and compiles everything again.
     """
