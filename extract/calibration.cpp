@@ -55,7 +55,8 @@ std::string op_signature(const ir::OpDef& def, const ir::Attrs& attrs, std::span
     if (k < in.size()) s += type_text(in[k]);
     ++k;
   }
-  return s + ") -> " + type_text(out);
+  s += ") -> " + type_text(out);
+  return facts.weights_from_memory ? s + " weights from memory" : s;
 }
 
 std::string Calibration::default_path(const std::string& target, const std::string& machine) {

@@ -51,6 +51,10 @@ struct Calibration {
 struct OperandFacts {
   std::vector<bool> given;   // per operand slot
   std::vector<bool> weight;  // per given operand
+  // The node reads weights and the program's weights are too many to stay
+  // in the cache from one run to the next (CostModel::weights_stream): it
+  // reads them from memory, and is timed so.
+  bool weights_from_memory = false;
 };
 
 // An op to measure: what a one-node program of it needs.
@@ -64,8 +68,9 @@ struct TimedOp {
 
 // "op :attr value ... (f32[1 64 56 56] w:f32[64 64 3 3]) -> f32[1 64 56 56]":
 // `w:` marks a weight (a constant operand the library prepares at compile
-// time), `-` an omitted operand (trailing ones are left out). Empty when a shape is symbolic (such ops
-// are not measured).
+// time), `-` an omitted operand (trailing ones are left out); " weights
+// from memory" follows when the facts say so. Empty when a shape is
+// symbolic (such ops are not measured).
 std::string op_signature(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                          const OperandFacts& facts, const ir::ValueType& out);
 

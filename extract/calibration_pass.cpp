@@ -31,7 +31,7 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
     c.us[sig] = *us;
     ++pass.measured;
     if (!roofline) continue;
-    const double priced = roofline->cost(*op.def, op.attrs, op.in, op.out, false);
+    const double priced = roofline->price(*op.def, op.attrs, op.in, op.out, false, &op.facts).cost;
     if (!(priced > 0) || !std::isfinite(priced)) continue;
     ratio.emplace_back(&entry, *us / priced);
     ratios_of[op.def->name].push_back(*us / priced);

@@ -95,6 +95,36 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // pad and where, priced at that rate, look cheaper than a concat.)
     cpu.copy_call_us = 5;
     cpu.copy_gbytes_per_s = 100;
+    // The broadcast product and sum of a decomposed matrix product
+    // (decompose.rules' matmul-def, a sum over the middle axis of [M K N]):
+    // densenet121's classifier, 1x1024 by 1024x1000, took 0.86 ms in its
+    // program (saturn run --profile, 2026-11-28), 2 M operations at 2.4
+    // GFLOP/s, where oneDNN's product took 0.24; mobilenet_v3_small's,
+    // alike, 0.65-0.82 ms (a sum alone over that axis: 0.23).
+    cpu.across_rows_reduce_efficiency = 0.025;
+    // Winograd's blocked layout: resnet18's program converts each
+    // activation a Winograd call reads and its result (ONEDNN_VERBOSE,
+    // 2026-11-28, medians of 20 runs): 65-99 us for 800 KB, 44-54 for
+    // 400, 25-43 for 200, 14-37 for 100.
+    cpu.blocked_layout_calls = {"dnnl.wino_"};
+    cpu.blocked_reorder_us = 10;
+    cpu.blocked_reorder_gbytes_per_s = 10;
+    // Weights read from memory (Intel Xeon VM, 2 threads, 2026-11-28).
+    // oneDNN's 512x512x3x3 convolution at 7x7 over copies of its weights
+    // of their own, in turn: 0.74-0.78 ms while the copies took 9-19 MB,
+    // 0.81-0.95 at 38 MB, 1.1-1.46 at 75 MB and 1.45-1.6 at 151 MB; its
+    // Winograd form alike, over 1.78x the bytes (0.74, 0.85-0.97 at 34-67
+    // MB, 1.45-1.61 at 134-268 MB). In resnet18's program (47 MB of
+    // weights; ONEDNN_VERBOSE's times, medians of 20 runs) those layers
+    // took 1.35-1.39 ms direct and 1.56-1.77 as Winograd, where
+    // alone (weights in the cache) the Winograd call was the faster one,
+    // 0.63-0.67 ms. Winograd holds F(2x2, 3x3)'s 4x4 transformed kernels
+    // (oneDNN's wino_2x3): 16/9 of the weight bytes. At 12 GB/s the
+    // roofline prices the 512-channel layers as they ran (direct 1.54 ms,
+    // Winograd 1.7) and keeps Winograd where the weights are small.
+    cpu.weight_cache_bytes = 32e6;
+    cpu.weight_gbytes_per_s = 12;
+    cpu.weight_expansion = {{"dnnl.wino_", 16.0 / 9.0}};
     return CostModel(cpu);
   }
   if (name == "cuda") {
@@ -166,6 +196,18 @@ int operand_passes(const std::string& op) {
   return it == passes.end() ? 1 : it->second;
 }
 
+// Whether a reduction keeps the innermost axis of its operand (of more
+// than one element): each output element then sums elements a row apart.
+bool sums_across_rows(const ir::Attrs& attrs, std::span<const ir::ValueType> in) {
+  if (in.empty() || in[0].shape.size() < 2) return false;
+  const auto rank = static_cast<std::int64_t>(in[0].shape.size());
+  const ir::Dim& last = in[0].shape.back();
+  if (last.is_static() && last.value() == 1) return false;
+  const std::vector<std::int64_t> axes = attrs.ints("axes");
+  if (axes.empty()) return false;  // (all of them)
+  return std::none_of(axes.begin(), axes.end(), [&](std::int64_t a) { return a == rank - 1 || a == -1; });
+}
+
 }  // namespace
 
 double CostModel::cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
@@ -202,13 +244,22 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   std::vector<double> read_us;
   for (double b : read_bytes) read_us.push_back(b / per_us);
   if (constant && is_folded(in_elems, out_elems)) return {0, {}};
+  OperandFacts node_facts;
+  double weight_bytes = 0;
+  if (facts) {
+    node_facts = *facts;
+    for (std::size_t k = 0; k < node_facts.weight.size() && k < read_bytes.size(); ++k)
+      if (node_facts.weight[k]) weight_bytes += read_bytes[k];
+    node_facts.weights_from_memory = weight_bytes > 0 && (node_facts.weights_from_memory || weights_stream());
+  }
   if (calibration && facts && timed(def)) {
-    std::string sig = op_signature(def, attrs, in, *facts, out);
+    std::string sig = op_signature(def, attrs, in, node_facts, out);
     if (const double* us = calibration->find(sig)) return {*us, {}};
     if (unmeasured && !sig.empty() && !unmeasured->count(sig))
-      unmeasured->emplace(std::move(sig), TimedOp{&def, attrs, {in.begin(), in.end()}, *facts, out});
+      unmeasured->emplace(std::move(sig), TimedOp{&def, attrs, {in.begin(), in.end()}, node_facts, out});
   }
 
+  const bool from_memory = node_facts.weights_from_memory && spec_.weight_gbytes_per_s > 0;
   const std::string& name = def.name;
   double work = 0;
   try {
@@ -234,20 +285,48 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
               spec_.grouped_conv_reorder_us + 2 * (read_bytes[0] + write_bytes) / (spec_.reorder_gbytes_per_s * 1e3);
       }
     }
-    return {std::max(work / (gflops * 1e3), bytes / per_us) + call_us, {}};
+    if (spec_.blocked_reorder_gbytes_per_s > 0 &&
+        std::any_of(spec_.blocked_layout_calls.begin(), spec_.blocked_layout_calls.end(),
+                    [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; })) {
+      double moved = write_bytes;
+      int values = 1;
+      for (std::size_t k = 0; k < read_bytes.size(); ++k)
+        if (facts ? k < facts->weight.size() && !facts->weight[k] : k == 0) {
+          moved += read_bytes[k];
+          ++values;
+        }
+      call_us += values * spec_.blocked_reorder_us + moved / (spec_.blocked_reorder_gbytes_per_s * 1e3);
+    }
+    double weight_us = 0;
+    if (from_memory) {
+      for (const auto& [prefix, factor] : spec_.weight_expansion)
+        if (name.rfind(prefix, 0) == 0) weight_bytes *= factor;
+      weight_us = weight_bytes / (spec_.weight_gbytes_per_s * 1e3);
+    }
+    return {std::max({work / (gflops * 1e3), bytes / per_us, weight_us}) + call_us, {}};
   }
   if (def.view) return {0.01, {}};
   if (name == "const" || name == "fill") return {0.0, {}};
   double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
   if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
+  if (name == "reduce_sum" && spec_.across_rows_reduce_efficiency > 0 && sums_across_rows(attrs, ins))
+    gflops *= spec_.across_rows_reduce_efficiency;
   work *= def.unit_work;
+  double memory_us = bytes / per_us;
+  if (from_memory)  // (a loop reads its weights from memory too: a product decomposed as mul and reduce_sum)
+    for (std::size_t k = 0; k < node_facts.weight.size() && k < read_us.size(); ++k)
+      if (node_facts.weight[k]) {
+        const double us = read_bytes[k] / (spec_.weight_gbytes_per_s * 1e3);
+        memory_us += us - read_us[k];
+        read_us[k] = us;
+      }
   const int passes = operand_passes(name);
   if (passes > 1 && !read_us.empty()) {
-    bytes += (passes - 1) * read_bytes[0];
+    memory_us += (passes - 1) * read_us[0];
     read_us[0] *= passes;
   }
   const double overhead = spec_.kernel_overhead_us * passes;
-  NodePrice p{std::max(work / (gflops * 1e3), bytes / per_us) + overhead, {}};
+  NodePrice p{std::max(work / (gflops * 1e3), memory_us) + overhead, {}};
   if (def.elementwise || name.rfind("reduce_", 0) == 0 || passes > 1) {
     p.fused.role = def.elementwise ? FuseRole::Elementwise : FuseRole::Reduction;
     p.fused.compute_us = work / (gflops * 1e3);

@@ -69,6 +69,26 @@ struct TargetSpec {
   // overhead and the streaming rate.
   double copy_call_us = 0;
   double copy_gbytes_per_s = 0;
+  // A program whose weights (its constants) take more than
+  // weight_cache_bytes finds none of them in the cache when a run reaches
+  // them: the rest of the run evicted them. Its library calls then read
+  // their weights at weight_gbytes_per_s, `weight_expansion` times the
+  // bytes where the library holds them in a larger form of its own (op-name
+  // prefix -> factor). 0: weights priced as any operand.
+  double weight_cache_bytes = 0;
+  double weight_gbytes_per_s = 0;
+  std::map<std::string, double> weight_expansion = {};
+  // Library calls that compute in a blocked layout of their own (op-name
+  // prefixes), so that each call converts every activation it reads and
+  // its result: priced per such value as blocked_reorder_us plus its bytes
+  // at blocked_reorder_gbytes_per_s.
+  // A reduce_sum that keeps its operand's innermost axis (summing rows
+  // of elements apart in memory) runs, with the chain fused into it, at
+  // this fraction of its loop rate. 0: at its loop rate.
+  double across_rows_reduce_efficiency = 0;
+  std::vector<std::string> blocked_layout_calls = {};
+  double blocked_reorder_us = 0;
+  double blocked_reorder_gbytes_per_s = 0;
 };
 
 class CostModel {
@@ -88,13 +108,23 @@ class CostModel {
   // Whether the op is one a calibration measures: the target's library
   // calls, plain contractions and loops priced below the loop rate.
   bool timed(const ir::OpDef& def) const;
+  // The bytes of the weights of the program being priced (the model's
+  // constants), and whether they are too many to stay in the cache between
+  // runs (TargetSpec::weight_cache_bytes): then every node reading a weight
+  // is priced, and timed, with its weights read from memory.
+  double program_weight_bytes = 0;
+  bool weights_stream() const {
+    return spec_.weight_cache_bytes > 0 && program_weight_bytes > spec_.weight_cache_bytes;
+  }
 
   // Modeled microseconds; infinity when the target cannot run the op.
   double cost(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in, const ir::ValueType& out,
               bool constant) const;
   // The same cost, with its split for fusion (read_us per operand of `in`;
   // role None for anything but a loop kernel).
-  // With `facts`, a timed op the calibration measured costs what it measured.
+  // With `facts`, a timed op the calibration measured costs what it measured,
+  // and a library call's weights are read from memory when they stream
+  // (weights_stream(), or facts->weights_from_memory).
   NodePrice price(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                   const ir::ValueType& out, bool constant, const OperandFacts* facts = nullptr) const;
   // What the node costs instead of price()'s when its operand 0 is the

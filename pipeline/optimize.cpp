@@ -103,6 +103,7 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
 
   // Import.
   model->calibration = o.calibration;
+  for (const auto& [name, w] : graph.initializers) model->program_weight_bytes += static_cast<double>(w.nbytes());
   std::map<std::string, extract::TimedOp> unmeasured;
   const std::size_t known_before = o.calibration ? o.calibration->us.size() : 0;
   if (o.calibration) model->unmeasured = &unmeasured;
@@ -159,7 +160,8 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
                 {"rule_files", o.rule_files},
                 {"rules", rules_json},
                 {"phases", phases},
-                {"rule_phases", sat.phases}};
+                {"rule_phases", sat.phases},
+                {"weights", {{"bytes", model->program_weight_bytes}, {"from_memory", model->weights_stream()}}}};
   if (an.conflict()) {
     res.unsound = true;
     res.report["error"] = *an.conflict();
@@ -352,6 +354,9 @@ std::string summarize(const nlohmann::json& r) {
     else if (m["kept"] == "written")
       s << "\n  kept the model as written: the optimized program measured slower";
   }
+  if (r.contains("weights") && r["weights"].value("from_memory", false))
+    s << std::setprecision(1) << "\n  weights: " << num(r["weights"]["bytes"]) / 1e6
+      << " MB, more than the cache keeps between runs: priced as read from memory at every run";
   s << std::setprecision(1) << "\n  nodes: " << r["nodes_before"] << " -> " << r.value("nodes_after", nlohmann::json())
     << "\n  ops changed:";
   std::map<std::string, std::pair<std::size_t, std::size_t>> ops;

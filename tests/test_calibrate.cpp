@@ -4,6 +4,7 @@
 // over the same activations, which a oneDNN op on cpu receives in
 // oneDNN's own layout.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <set>
 
 #include "ir/graph.hpp"
@@ -79,4 +80,29 @@ TEST_CASE("off the cpu, or for an op that is not oneDNN's, the copies read the a
     REQUIRE(g.nodes.size() == 2);
     for (const ir::Node& n : g.nodes) CHECK(n.inputs[0] == g.inputs[0].name);
   }
+}
+
+TEST_CASE("an op whose weights come from memory is timed over copies whose weights overflow the cache") {
+  extract::TimedOp op = conv_op("dnnl.conv");
+  CHECK(cli::timed_copies(op, "cpu", 1) == 1);  // weights in the cache: alone (or 8 copies when short)
+  op.facts.weights_from_memory = true;
+  // 8x8x3x3 floats (2.3 KB, 0.19 us at 12 GB/s): as many copies as the
+  // cap allows, but not for an op 10 times longer than its weights' read.
+  CHECK(cli::timed_copies(op, "cpu", 1) == cli::kMaxWeightCopies);
+  CHECK(cli::timed_copies(op, "cpu", 2) == 1);
+  // ResNet's 512x512x3x3 (9.4 MB, 786 us): enough to take 3x the CPU
+  // model's 32 MB, for a oneDNN call of 0.7 ms; a plain loop nest of 20 ms
+  // alone.
+  op.in[1] = ir::ValueType{ir::DType::F32, ir::shape_of({512, 512, 3, 3})};
+  const double bytes = 512.0 * 512 * 9 * 4;
+  const int copies = cli::timed_copies(op, "cpu", 700);
+  CHECK(copies == static_cast<int>(std::ceil(cli::kWeightSweep * 32e6 / bytes)));
+  CHECK(copies * bytes >= cli::kWeightSweep * 32e6);
+  CHECK((copies - 1) * bytes < cli::kWeightSweep * 32e6);
+  CHECK(cli::timed_copies(op, "cpu", 20000) == 1);
+  // Larger than the sweep alone: two, so that each copy follows another's weights.
+  op.in[1] = ir::ValueType{ir::DType::F32, ir::shape_of({8192, 8192, 1, 1})};
+  CHECK(cli::timed_copies(op, "cpu", 1000) == 2);
+  // The GPU model keeps no such cache: alone.
+  CHECK(cli::timed_copies(op, "cuda", 1000) == 1);
 }

@@ -548,3 +548,117 @@ TEST_CASE("the extractor weighs a producer by what it costs its consumer's layou
   p.nodes[0].layout = {};
   CHECK(extract::extract_dag_greedy(p).choice[1] == 1);
 }
+
+TEST_CASE("weights too many for the cache are priced read from memory - Winograd's larger form too") {
+  // 1 TFLOP/s for the library, 1000 GB/s in memory; weights of a program
+  // over 1 MB come from memory at 1 GB/s, Winograd's at twice their bytes.
+  extract::TargetSpec spec{"streams", 1, 1, 1000, 1000, 1, 1, {"dnnl."}, {}, {}};
+  spec.weight_cache_bytes = 1e6;
+  spec.weight_gbytes_per_s = 1;
+  spec.weight_expansion = {{"dnnl.wino_", 2.0}};
+  extract::CostModel m(spec);
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  // [1 16 8 8] by [16 16 3 3]: 9216 bytes of weights (9.2 us at 1 GB/s).
+  ir::Attrs a;
+  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})};
+  const std::vector<ir::ValueType> in{x, w};
+  const extract::OperandFacts facts{{true, true}, {false, true}};
+  const double flops_us = 2.0 * 64 * 16 * 16 * 9 / 1e6;  // 0.3 us
+  const double moved_us = (4096 + 9216 + 4096) / 1e6;
+  auto price = [&](const char* op, const extract::OperandFacts* f) {
+    return m.price(*r.find(op), a, in, x, false, f).cost;
+  };
+  m.program_weight_bytes = 1e6;  // fits: priced as any operand
+  CHECK_FALSE(m.weights_stream());
+  CHECK(price("dnnl.conv", &facts) == Approx(std::max(flops_us, moved_us) + 1));
+  m.program_weight_bytes = 2e6;
+  CHECK(m.weights_stream());
+  CHECK(price("dnnl.conv", &facts) == Approx(9.216 + 1));
+  CHECK(price("dnnl.wino_conv", &facts) == Approx(2 * 9.216 + 1));
+  // Which operands are weights the facts say: none, nothing from memory.
+  const extract::OperandFacts no_weight{{true, true}, {false, false}};
+  CHECK(price("dnnl.conv", &no_weight) == Approx(std::max(flops_us, moved_us) + 1));
+  // A loop reading a weight reads it from memory too: a broadcast product
+  // by a [1000 1000] weight moves 4 MB of it (4000 us at 1 GB/s).
+  const ir::ValueType row{ir::DType::F32, ir::shape_of({1, 1000})}, big{ir::DType::F32, ir::shape_of({1000, 1000})};
+  const extract::OperandFacts mul_facts{{true, true}, {false, true}};
+  const extract::NodePrice mul =
+      m.price(*r.find("mul"), {}, std::vector<ir::ValueType>{row, big}, big, false, &mul_facts);
+  CHECK(mul.cost > 4000);
+  REQUIRE(mul.fused.read_us.size() == 2);
+  CHECK(mul.fused.read_us[1] == Approx(4000));
+  CHECK(mul.fused.read_us[0] < 1);
+  // A calibration keeps the times apart: the signature says so, and the op
+  // listed to measure carries it to the timing.
+  extract::Calibration cal;
+  std::map<std::string, extract::TimedOp> missing;
+  m.calibration = &cal;
+  m.unmeasured = &missing;
+  price("dnnl.conv", &facts);
+  REQUIRE(missing.size() == 1);
+  CHECK(missing.begin()->first ==
+        "dnnl.conv :kernel_shape [3 3] :pads [1 1 1 1] (f32[1 16 8 8] w:f32[16 16 3 3]) -> f32[1 16 8 8] weights from "
+        "memory");
+  CHECK(missing.begin()->second.facts.weights_from_memory);
+  cal.us[missing.begin()->first] = 77;
+  CHECK(price("dnnl.conv", &facts) == Approx(77));
+  m.program_weight_bytes = 0;
+  CHECK(price("dnnl.conv", &facts) == Approx(std::max(flops_us, moved_us) + 1));  // (the hot time: not measured)
+  // The shipped CPU model streams them past 32 MB; the GPU's never.
+  CHECK(extract::CostModel::for_target("cpu")->spec().weight_cache_bytes == Approx(32e6));
+  CHECK(extract::CostModel::for_target("cuda")->spec().weight_cache_bytes == 0);
+}
+
+TEST_CASE("a call in a blocked layout of its own pays the conversion of each activation and of its result") {
+  // 10 us and 1 GB/s a converted value: Winograd's convolution converts its
+  // source, the value it adds and its result (three values, 4 KB each);
+  // the direct one converts nothing.
+  extract::TargetSpec spec{"blocked", 1, 1, 1000, 1000, 1, 1, {"dnnl."}, {}, {}};
+  spec.blocked_layout_calls = {"dnnl.wino_"};
+  spec.blocked_reorder_us = 10;
+  spec.blocked_reorder_gbytes_per_s = 1;
+  const extract::CostModel m(spec);
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  ir::Attrs a;
+  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})},
+      b{ir::DType::F32, ir::shape_of({16})};
+  const std::vector<ir::ValueType> in{x, w, b, x};
+  const extract::OperandFacts facts{{true, true, true, true}, {false, true, true, false}};
+  const double direct = m.price(*r.find("dnnl.conv_add"), a, in, x, false, &facts).cost;
+  const double winograd = m.price(*r.find("dnnl.wino_conv_add"), a, in, x, false, &facts).cost;
+  CHECK(winograd - direct == Approx(3 * (10 + 4.096)));
+  // Without facts, operand 0 is the activation.
+  const double alone = m.price(*r.find("dnnl.wino_conv"), a, std::vector<ir::ValueType>{x, w}, x, false).cost;
+  CHECK(alone - m.price(*r.find("dnnl.conv"), a, std::vector<ir::ValueType>{x, w}, x, false).cost ==
+        Approx(2 * (10 + 4.096)));
+}
+
+TEST_CASE("a sum that keeps the innermost axis is priced at its slower rate - a sum along it is not") {
+  // Loops at 1 GFLOP/s, memory far faster; a sum across rows at a tenth of
+  // that: [4 100 50] summed over its middle axis, 20,000 additions.
+  extract::TargetSpec spec{"rows", 1, 1, 1, 1e6, 0, 0, {}, {}, {}};
+  spec.across_rows_reduce_efficiency = 0.1;
+  const extract::CostModel m(spec);
+  const ir::OpDef& sum = *ir::OpRegistry::get().find("reduce_sum");
+  auto price = [&](std::vector<std::int64_t> dims, std::vector<std::int64_t> axes) {
+    ir::Attrs a;
+    a.set("axes", axes);
+    a.set("keepdims", std::int64_t{1});
+    const ir::ValueType x{ir::DType::F32, ir::shape_of(dims)};
+    ir::ValueType out = x;
+    for (std::int64_t ax : axes) out.shape[static_cast<std::size_t>(ax < 0 ? ax + 3 : ax)] = ir::Dim::of(1);
+    return m.price(sum, a, std::vector<ir::ValueType>{x}, out, false);
+  };
+  const extract::NodePrice across = price({4, 100, 50}, {1});
+  CHECK(across.cost == Approx(200).epsilon(0.01));
+  CHECK(across.fused.compute_us == Approx(200).epsilon(0.01));  // (what the chain fused into it pays)
+  CHECK(price({4, 100, 50}, {0}).cost == Approx(200).epsilon(0.01));
+  CHECK(price({4, 100, 50}, {2}).cost == Approx(20).epsilon(0.01));
+  CHECK(price({4, 100, 50}, {-1}).cost == Approx(20).epsilon(0.01));
+  CHECK(price({4, 100, 50}, {1, 2}).cost == Approx(20).epsilon(0.01));
+  CHECK(price({400, 50, 1}, {1}).cost == Approx(20).epsilon(0.01));  // (rows of one element: contiguous)
+}

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -135,17 +136,36 @@ Expected<double> time_graph(const ir::Graph& g, const std::string& target, int t
 
 // Microseconds of one application of the op: alone when it is long, else
 // the mean of 8 back-to-back copies (a lone short op mostly measures the
-// thread pool waking up, which a program's next step does not pay).
+// thread pool waking up, which a program's next step does not pay). An op
+// whose weights come from memory (OperandFacts::weights_from_memory) is
+// timed over timed_copies() copies, whose weights together overflow the
+// cache, so that no copy finds its weights there.
 Expected<double> time_op(const extract::TimedOp& op, const std::string& target, int threads) {
   auto alone = time_graph(timed_op_graph(op, target, 1), target, threads);
-  if (!alone || *alone > 500) return alone;
-  constexpr int kCopies = 8;
-  auto batch = time_graph(timed_op_graph(op, target, kCopies), target, threads);
+  if (!alone) return alone;
+  const int copies = timed_copies(op, target, *alone);
+  if (copies == 1 && *alone > 500) return alone;
+  const int n = copies > 1 ? copies : 8;
+  auto batch = time_graph(timed_op_graph(op, target, n), target, threads);
   if (!batch) return batch.error();
-  return *batch / kCopies;
+  return *batch / n;
 }
 
 }  // namespace
+
+int timed_copies(const extract::TimedOp& op, const std::string& target, double alone_us) {
+  if (!op.facts.weights_from_memory) return 1;
+  const std::optional<extract::CostModel> model = extract::CostModel::for_target(target);
+  if (!model || !(model->spec().weight_cache_bytes > 0) || !(model->spec().weight_gbytes_per_s > 0)) return 1;
+  double weight_bytes = 0;
+  for (std::size_t k = 0; k < op.in.size() && k < op.facts.weight.size(); ++k)
+    if (op.facts.weight[k])
+      weight_bytes += static_cast<double>(ir::numel(ir::static_dims(op.in[k].shape)) * ir::dtype_size(op.in[k].dtype));
+  const double read_us = weight_bytes / (model->spec().weight_gbytes_per_s * 1e3);
+  if (!(weight_bytes > 0) || read_us < kWeightShare * alone_us) return 1;
+  const double sweep = kWeightSweep * model->spec().weight_cache_bytes;
+  return static_cast<int>(std::clamp(std::ceil(sweep / weight_bytes), 2.0, double(kMaxWeightCopies)));
+}
 
 ir::Graph timed_op_graph(const extract::TimedOp& op, const std::string& target, int copies) {
   ir::Graph g;

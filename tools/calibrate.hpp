@@ -86,6 +86,22 @@ Expected<std::string> machine_id(const std::string& target, int threads);
 // own results have in a program.
 ir::Graph timed_op_graph(const extract::TimedOp& op, const std::string& target, int copies);
 
+// How many copies of `op` its timing runs, given the microseconds it took
+// alone: 1 (alone, or 8 copies when short), but for an op whose weights
+// come from memory and whose weights' read from there
+// (extract::TargetSpec::weight_gbytes_per_s) would take kWeightShare of
+// that time or more, as many copies as take kWeightSweep times the cache
+// that keeps weights between runs (TargetSpec::weight_cache_bytes), at
+// least 2 and at most kMaxWeightCopies. (An op with small weights, under
+// about 3 MB, is so timed with some of them in the cache; a plain loop
+// nest, 20-50 ms at resnet18's shapes, alone: its weights are a few
+// percent of its time, and timing 11 copies of it took most of a
+// calibration's budget.)
+constexpr double kWeightSweep = 3;
+constexpr double kWeightShare = 0.1;
+constexpr int kMaxWeightCopies = 32;
+int timed_copies(const extract::TimedOp& op, const std::string& target, double alone_us);
+
 // Times each op as a one-node program (operands random, weights constant)
 // on the target: a warm-up, then 3 to 15 runs (about 0.1 s), the median;
 // a suspect time is taken again (extract/calibration_pass.hpp). Returns the
