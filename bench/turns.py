@@ -7,8 +7,16 @@ with another one), so a slow spell of the machine, which lasts seconds,
 falls on every contender alike instead of on whichever process ran then.
 Every contender is timed the same way, in Python, around one call.
 
-A pause between turns lets the previous contender's idle threads stop
-spinning (libgomp's, ONNX Runtime's) before the next one runs.
+Between turns, the next contender waits until the previous one's process
+has gone idle (no CPU tick for 30 ms, at most 1 s): its threads may go on
+after its turn (libgomp's and ONNX Runtime's spinning; a TorchScript
+process ran one thread for about 110 ms after each turn of
+efficientnet_b0, with OMP_WAIT_POLICY=PASSIVE), and the contender after
+it would time its runs against that load. (Without the wait, the suite
+benchmark's library+fusion programs, whose turns always followed
+PyTorch's, measured efficientnet_b0 at 9.0-13.4 ms against 7.3-7.9 for
+the same kind of program in the next turn; with their team held, 8.0
+against 8.0.)
 
 `warm_ms` runs each turn's contender untimed for that long first (one run
 at least). On a VM whose vCPU runs slowly for a while after it sat idle
@@ -74,6 +82,31 @@ f = lambda: s.run(None, x)
 """
 
 
+def cpu_ticks(pid):
+    """CPU ticks (user and system, every thread) process `pid` took so far; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def settle(pids, quiet_s=0.03, poll_s=0.01, most_s=1.0):
+    """Waits until the processes `pids` took no CPU tick for `quiet_s`
+    (at most `most_s`); the seconds waited."""
+    t0 = time.perf_counter()
+    last, since = None, t0
+    while True:
+        now = time.perf_counter()
+        ticks = [cpu_ticks(p) for p in pids]
+        if ticks != last:
+            last, since = ticks, now
+        elif now - since >= quiet_s or now - t0 >= most_s:
+            return now - t0
+        time.sleep(poll_s)
+
+
 class Contender:
     """One contender's process (Python `python`, its setup code, argv)."""
 
@@ -124,6 +157,8 @@ def alternate(contenders, rounds, runs, pause_s=0.01, warm_ms=0):
         for k in range(len(names)):
             name = names[(k + r) % len(names)]
             procs = contenders[name]
-            ms[name] += procs[r % len(procs)].turn(runs[name] if isinstance(runs, dict) else runs, warm_ms)
+            proc = procs[r % len(procs)]
+            ms[name] += proc.turn(runs[name] if isinstance(runs, dict) else runs, warm_ms)
             time.sleep(pause_s)
+            settle([proc.proc.pid])
     return ms

@@ -15,19 +15,45 @@ int team_for_free_cpus(double free, int current, int most) {
 TeamChoice::TeamChoice(int most, int first, Clock::duration interval)
     : most_(std::max(1, most)), size_(std::clamp(first, 1, most_)), interval_(interval) {}
 
+void TeamChoice::add_stretch() {
+  if (!stretch_ || !stretch_->last) return;
+  const CpuReading& from = stretch_->first.load;
+  const CpuReading& to = stretch_->last->load;
+  for (const auto& [cpu, t] : to.cpus) {
+    auto f = from.cpus.find(cpu);
+    if (f == from.cpus.end() || t.total < f->second.total || t.idle < f->second.idle) continue;
+    CpuTimes& sum = added_.cpus[cpu];
+    sum.total += t.total - f->second.total;
+    sum.idle += t.idle - f->second.idle;
+  }
+  added_.own += to.own > from.own ? to.own - from.own : 0;
+  added_time_ += stretch_->last->at - stretch_->first.at;
+}
+
 void TeamChoice::run_starts(Clock::time_point at, const Read& read) {
-  if (window_ && last_end_ && at - *last_end_ <= interval_) return;
-  window_ = Window{read(), at};
+  if (stretch_ && last_end_ && at - *last_end_ <= interval_) return;
+  add_stretch();
+  stretch_ = Stretch{{read(), at}, std::nullopt};
 }
 
 void TeamChoice::run_ended(Clock::time_point at, const Read& read) {
   last_end_ = at;
-  if (!window_ || at - window_->at < interval_) return;
-  CpuReading now = read();
-  const std::optional<double> free = free_cpus_between(window_->start, now);
-  if (!free) return;  // no tick passed yet: the window goes on
+  if (!stretch_) return;
+  const Clock::time_point read_at = stretch_->last ? stretch_->last->at : stretch_->first.at;
+  if (stretch_->last && at - read_at < kReadEvery) return;
+  stretch_->last = Reading{read(), at};
+  if (added_time_ + (at - stretch_->first.at) < interval_) return;
+  add_stretch();
+  // (The sums as a reading after an all-zero one of the same CPUs.)
+  CpuReading zero = added_;
+  for (auto& [cpu, t] : zero.cpus) t = CpuTimes{};
+  zero.own = 0;
+  const std::optional<double> free = free_cpus_between(zero, added_);
+  stretch_ = Stretch{*stretch_->last, std::nullopt};
+  if (!free) return;  // no tick passed yet: the sums go on
   size_ = team_for_free_cpus(*free, size_, most_);
-  window_ = Window{std::move(now), at};
+  added_ = CpuReading{};
+  added_time_ = {};
 }
 
 }  // namespace saturn::runtime

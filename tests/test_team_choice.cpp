@@ -96,15 +96,16 @@ TEST_CASE("a team choice reads the load over its own runs, and moves on it") {
   };
   TeamChoice c(2, 2, 250ms);
   CHECK(c.size() == 2);
-  // Runs of 100 ms with another process keeping a CPU busy: the window
-  // closes at the end of the first run 250 ms after it opened.
+  // Runs of 100 ms with another process keeping a CPU busy: the team moves
+  // at the end of the first run 250 ms after the first reading. Each
+  // run's end is read, and the stretch's start.
   run(c, 0ms, 100ms, 1.0);
   run(c, 100ms, 200ms, 1.0);
   CHECK(c.size() == 2);
-  CHECK(reads == 1);  // the window's start only
+  CHECK(reads == 3);
   run(c, 200ms, 300ms, 1.0);
   CHECK(c.size() == 1);
-  CHECK(reads == 2);
+  CHECK(reads == 4);
   // Quiet again: back to two at the next closed window.
   run(c, 300ms, 500ms, 0.0);
   CHECK(c.size() == 1);
@@ -118,6 +119,25 @@ TEST_CASE("a team choice reads the load over its own runs, and moves on it") {
   run(d, 2100ms, 2200ms, 0.0);
   run(d, 2200ms, 2400ms, 0.0);
   CHECK(d.size() == 2);
+  // Short runs back to back are read every 10 ms at most: 200 runs of 1
+  // ms, 21 readings.
+  TeamChoice f(2, 2, 250ms);
+  reads = 0;
+  for (int i = 0; i < 200; ++i) run(f, i * 1ms, i * 1ms + 1ms, 0.0);
+  CHECK(reads == 21);
+  // Bursts of 60 ms a second apart, another process keeping a CPU busy
+  // while they run and both while they do not: the bursts add up, and the
+  // team moves on the load over them alone (one CPU free), at the end of
+  // the fifth burst (300 ms of them).
+  TeamChoice g(2, 2, 250ms);
+  for (int burst = 0; burst < 5; ++burst) {
+    const auto at = burst * 1000ms;
+    CHECK(g.size() == 2);
+    run(g, at, at + 30ms, 1.0);
+    run(g, at + 30ms, at + 60ms, 1.0);
+    load = after(load, 94, 2.0, 0);  // idle here
+  }
+  CHECK(g.size() == 1);
   // No tick in a window: it goes on, the team stays.
   TeamChoice e(2, 1, 250ms);
   e.run_starts(t0, read);
