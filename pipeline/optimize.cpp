@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "extract/cost_model.hpp"
@@ -103,7 +104,12 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
 
   // Import.
   model->calibration = o.calibration;
-  for (const auto& [name, w] : graph.initializers) model->program_weight_bytes += static_cast<double>(w.nbytes());
+  {
+    std::set<std::string> read;  // (an initializer no node reads is never loaded by a run)
+    for (const ir::Node& n : graph.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+    for (const auto& [name, w] : graph.initializers)
+      if (read.count(name)) model->program_weight_bytes += static_cast<double>(w.nbytes());
+  }
   std::map<std::string, extract::TimedOp> unmeasured;
   const std::size_t known_before = o.calibration ? o.calibration->us.size() : 0;
   if (o.calibration) model->unmeasured = &unmeasured;
