@@ -59,6 +59,15 @@ std::string op_signature(const ir::OpDef& def, const ir::Attrs& attrs, std::span
   return facts.weights_from_memory ? s + " weights from memory" : s;
 }
 
+double weight_bytes(std::span<const ir::ValueType> in, const OperandFacts& facts) {
+  double bytes = 0;
+  for (std::size_t k = 0; k < in.size() && k < facts.weight.size(); ++k)
+    if (facts.weight[k])
+      bytes += static_cast<double>(ir::numel(ir::static_dims(in[k].shape))) *
+               static_cast<double>(ir::dtype_size(in[k].dtype));
+  return bytes;
+}
+
 std::string Calibration::default_path(const std::string& target, const std::string& machine) {
   return (ir::cache_dir() / ("calibration-" + target + "-" + short_hash(machine) + ".json")).string();
 }

@@ -57,6 +57,9 @@ struct OperandFacts {
   bool weights_from_memory = false;
 };
 
+// The bytes of the operands of `in` that `facts` marks as weights.
+double weight_bytes(std::span<const ir::ValueType> in, const OperandFacts& facts);
+
 // An op to measure: what a one-node program of it needs.
 struct TimedOp {
   const ir::OpDef* def = nullptr;

@@ -244,22 +244,18 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   std::vector<double> read_us;
   for (double b : read_bytes) read_us.push_back(b / per_us);
   if (constant && is_folded(in_elems, out_elems)) return {0, {}};
-  OperandFacts node_facts;
-  double weight_bytes = 0;
-  if (facts) {
-    node_facts = *facts;
-    for (std::size_t k = 0; k < node_facts.weight.size() && k < read_bytes.size(); ++k)
-      if (node_facts.weight[k]) weight_bytes += read_bytes[k];
-    node_facts.weights_from_memory = weight_bytes > 0 && (node_facts.weights_from_memory || weights_stream());
-  }
+  double weights = facts ? weight_bytes(ins, *facts) : 0;
+  const bool weights_from_memory = weights > 0 && (facts->weights_from_memory || weights_stream());
   if (calibration && facts && timed(def)) {
-    std::string sig = op_signature(def, attrs, in, node_facts, out);
+    OperandFacts timed_facts = *facts;
+    timed_facts.weights_from_memory = weights_from_memory;
+    std::string sig = op_signature(def, attrs, in, timed_facts, out);
     if (const double* us = calibration->find(sig)) return {*us, {}};
     if (unmeasured && !sig.empty() && !unmeasured->count(sig))
-      unmeasured->emplace(std::move(sig), TimedOp{&def, attrs, {in.begin(), in.end()}, node_facts, out});
+      unmeasured->emplace(std::move(sig), TimedOp{&def, attrs, {in.begin(), in.end()}, timed_facts, out});
   }
 
-  const bool from_memory = node_facts.weights_from_memory && spec_.weight_gbytes_per_s > 0;
+  const bool from_memory = weights_from_memory && spec_.weight_gbytes_per_s > 0;
   const std::string& name = def.name;
   double work = 0;
   try {
@@ -287,7 +283,7 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     }
     if (spec_.blocked_reorder_gbytes_per_s > 0 &&
         std::any_of(spec_.blocked_layout_calls.begin(), spec_.blocked_layout_calls.end(),
-                    [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; })) {
+                    [&](const std::string& prefix) { return name.starts_with(prefix); })) {
       double moved = write_bytes;
       int values = 1;
       for (std::size_t k = 0; k < read_bytes.size(); ++k)
@@ -300,8 +296,8 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     double weight_us = 0;
     if (from_memory) {
       for (const auto& [prefix, factor] : spec_.weight_expansion)
-        if (name.rfind(prefix, 0) == 0) weight_bytes *= factor;
-      weight_us = weight_bytes / (spec_.weight_gbytes_per_s * 1e3);
+        if (name.starts_with(prefix)) weights *= factor;
+      weight_us = weights / (spec_.weight_gbytes_per_s * 1e3);
     }
     return {std::max({work / (gflops * 1e3), bytes / per_us, weight_us}) + call_us, {}};
   }
@@ -314,8 +310,8 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   work *= def.unit_work;
   double memory_us = bytes / per_us;
   if (from_memory)  // (a loop reads its weights from memory too: a product decomposed as mul and reduce_sum)
-    for (std::size_t k = 0; k < node_facts.weight.size() && k < read_us.size(); ++k)
-      if (node_facts.weight[k]) {
+    for (std::size_t k = 0; k < facts->weight.size() && k < read_us.size(); ++k)
+      if (facts->weight[k]) {
         const double us = read_bytes[k] / (spec_.weight_gbytes_per_s * 1e3);
         memory_us += us - read_us[k];
         read_us[k] = us;

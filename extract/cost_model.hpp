@@ -78,14 +78,14 @@ struct TargetSpec {
   double weight_cache_bytes = 0;
   double weight_gbytes_per_s = 0;
   std::map<std::string, double> weight_expansion = {};
-  // Library calls that compute in a blocked layout of their own (op-name
-  // prefixes), so that each call converts every activation it reads and
-  // its result: priced per such value as blocked_reorder_us plus its bytes
-  // at blocked_reorder_gbytes_per_s.
   // A reduce_sum that keeps its operand's innermost axis (summing rows
   // of elements apart in memory) runs, with the chain fused into it, at
   // this fraction of its loop rate. 0: at its loop rate.
   double across_rows_reduce_efficiency = 0;
+  // Library calls that compute in a blocked layout of their own (op-name
+  // prefixes), so that each call converts every activation it reads and
+  // its result: priced per such value as blocked_reorder_us plus its bytes
+  // at blocked_reorder_gbytes_per_s.
   std::vector<std::string> blocked_layout_calls = {};
   double blocked_reorder_us = 0;
   double blocked_reorder_gbytes_per_s = 0;

@@ -85,21 +85,32 @@ int usable_cpus() {
 
 CpuReading read_cpu_load() { return {read_cpu_times(), own_ticks()}; }
 
-std::optional<double> free_cpus_between(const CpuReading& before, const CpuReading& after) {
-  const cpu_set_t mask = affinity();
-  unsigned long long busy = 0, window = 0;
+CpuReading ticks_between(const CpuReading& before, const CpuReading& after) {
+  CpuReading ticks;
   for (const auto& [cpu, a] : after.cpus) {
-    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) continue;
     auto b = before.cpus.find(cpu);
     if (b == before.cpus.end() || a.total < b->second.total || a.idle < b->second.idle) continue;
-    const unsigned long long total = a.total - b->second.total;
-    busy += total - std::min(total, a.idle - b->second.idle);
-    window = std::max(window, total);
+    ticks.cpus[cpu] = CpuTimes{a.idle - b->second.idle, a.total - b->second.total};
+  }
+  ticks.own = after.own > before.own ? after.own - before.own : 0;
+  return ticks;
+}
+
+std::optional<double> free_cpus_in(const CpuReading& ticks) {
+  const cpu_set_t mask = affinity();
+  unsigned long long busy = 0, window = 0;
+  for (const auto& [cpu, t] : ticks.cpus) {
+    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) continue;
+    busy += t.total - std::min(t.total, t.idle);
+    window = std::max(window, t.total);
   }
   if (window == 0) return std::nullopt;
-  const unsigned long long own = after.own > before.own ? after.own - before.own : 0;
-  const double others = static_cast<double>(busy > own ? busy - own : 0) / static_cast<double>(window);
+  const double others = static_cast<double>(busy > ticks.own ? busy - ticks.own : 0) / static_cast<double>(window);
   return std::max(0.0, static_cast<double>(usable_cpus()) - others);
+}
+
+std::optional<double> free_cpus_between(const CpuReading& before, const CpuReading& after) {
+  return free_cpus_in(ticks_between(before, after));
 }
 
 int free_cpus_now() { return sample_free_cpus(); }

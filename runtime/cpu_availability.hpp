@@ -54,6 +54,11 @@ CpuReading read_cpu_load();
 // the mask's size less the CPU time others took. Nothing when no tick
 // passed on any CPU of the mask in between, or without /proc/stat.
 std::optional<double> free_cpus_between(const CpuReading& before, const CpuReading& after);
+// The ticks between two readings, per CPU and this process's own (CPUs
+// whose counters went back left out), and the free CPUs over such ticks:
+// several windows' ticks added up are read as one window.
+CpuReading ticks_between(const CpuReading& before, const CpuReading& after);
+std::optional<double> free_cpus_in(const CpuReading& ticks);
 
 // requested > 0: that many, capped to usable_cpus() (never oversubscribed).
 // requested <= 0: free_cpus() (at least 1).

@@ -17,16 +17,13 @@ TeamChoice::TeamChoice(int most, int first, Clock::duration interval)
 
 void TeamChoice::add_stretch() {
   if (!stretch_ || !stretch_->last) return;
-  const CpuReading& from = stretch_->first.load;
-  const CpuReading& to = stretch_->last->load;
-  for (const auto& [cpu, t] : to.cpus) {
-    auto f = from.cpus.find(cpu);
-    if (f == from.cpus.end() || t.total < f->second.total || t.idle < f->second.idle) continue;
+  const CpuReading ticks = ticks_between(stretch_->first.load, stretch_->last->load);
+  for (const auto& [cpu, t] : ticks.cpus) {
     CpuTimes& sum = added_.cpus[cpu];
-    sum.total += t.total - f->second.total;
-    sum.idle += t.idle - f->second.idle;
+    sum.idle += t.idle;
+    sum.total += t.total;
   }
-  added_.own += to.own > from.own ? to.own - from.own : 0;
+  added_.own += ticks.own;
   added_time_ += stretch_->last->at - stretch_->first.at;
 }
 
@@ -44,11 +41,7 @@ void TeamChoice::run_ended(Clock::time_point at, const Read& read) {
   stretch_->last = Reading{read(), at};
   if (added_time_ + (at - stretch_->first.at) < interval_) return;
   add_stretch();
-  // (The sums as a reading after an all-zero one of the same CPUs.)
-  CpuReading zero = added_;
-  for (auto& [cpu, t] : zero.cpus) t = CpuTimes{};
-  zero.own = 0;
-  const std::optional<double> free = free_cpus_between(zero, added_);
+  const std::optional<double> free = free_cpus_in(added_);
   stretch_ = Stretch{*stretch_->last, std::nullopt};
   if (!free) return;  // no tick passed yet: the sums go on
   size_ = team_for_free_cpus(*free, size_, most_);

@@ -77,7 +77,7 @@ class TeamChoice {
   Clock::duration interval_;
   std::optional<Stretch> stretch_;
   std::optional<Clock::time_point> last_end_;
-  CpuReading added_;  // ticks over the stretches added since the last move
+  CpuReading added_;  // ticks (ticks_between) over the stretches added since the last move
   Clock::duration added_time_{};
 };
 }  // namespace saturn::runtime

@@ -157,10 +157,7 @@ int timed_copies(const extract::TimedOp& op, const std::string& target, double a
   if (!op.facts.weights_from_memory) return 1;
   const std::optional<extract::CostModel> model = extract::CostModel::for_target(target);
   if (!model || !(model->spec().weight_cache_bytes > 0) || !(model->spec().weight_gbytes_per_s > 0)) return 1;
-  double weight_bytes = 0;
-  for (std::size_t k = 0; k < op.in.size() && k < op.facts.weight.size(); ++k)
-    if (op.facts.weight[k])
-      weight_bytes += static_cast<double>(ir::numel(ir::static_dims(op.in[k].shape)) * ir::dtype_size(op.in[k].dtype));
+  const double weight_bytes = extract::weight_bytes(op.in, op.facts);
   const double read_us = weight_bytes / (model->spec().weight_gbytes_per_s * 1e3);
   if (!(weight_bytes > 0) || read_us < kWeightShare * alone_us) return 1;
   const double sweep = kWeightSweep * model->spec().weight_cache_bytes;
