@@ -309,6 +309,13 @@ void Exporter::node(const Node& n) {
       case Activation::Clip:  // (y, an intermediate, has the result's type)
         clip(n, y, dtype_of(n.outputs[0]), attrs.activation, n.outputs);
         break;
+      case Activation::Silu:
+        emit("Sigmoid", n, {y}, {n.outputs[0] + "__sigmoid"});
+        emit("Mul", n, {y, n.outputs[0] + "__sigmoid"}, n.outputs);
+        break;
+      case Activation::HardSwish:
+        emit("HardSwish", n, {y}, n.outputs);
+        break;
     }
     return;
   }

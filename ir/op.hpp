@@ -100,7 +100,9 @@ inline AttrSpec attr_reals(std::string n) { return {std::move(n), AttrType::Real
 inline AttrSpec attr_tensor(std::string n) { return {std::move(n), AttrType::Tensor, std::nullopt, {}}; }
 
 // The activation a fused library call applies to its result.
-enum class Activation : std::uint8_t { None, Relu, Clip };
+// Silu is x sigmoid(x) (ONNX's Mul of a value and its Sigmoid), HardSwish
+// ONNX's HardSwish.
+enum class Activation : std::uint8_t { None, Relu, Clip, Silu, HardSwish };
 
 // A fused call's attributes (dnnl.conv_clip's): the convolution's, and its
 // activation's (clip's min and max, those given).
@@ -108,6 +110,9 @@ struct EpilogueAttrs {
   Attrs conv, activation;
 };
 EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs);
+// The arithmetic operations per element of an activation, for the cost
+// models (the unit work of the ops it stands for; 0 for None).
+double activation_unit_work(Activation activation);
 
 struct OpDef {
   std::string name;
@@ -172,7 +177,7 @@ struct OpDef {
   // ("matmul" for blas.matmul and cublas.matmul), and the epilogue it
   // fuses: a fourth operand added to the result (dnnl.conv_add), then an
   // activation (dnnl.conv_relu, dnnl.conv_add_relu, dnnl.conv_clip with
-  // clip's min and max attributes).
+  // clip's min and max attributes, dnnl.conv_silu, dnnl.conv_hard_swish).
   std::string library_of;
   bool sum_epilogue = false;
   Activation activation = Activation::None;

@@ -22,6 +22,23 @@ EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs) {
   return s;
 }
 
+double activation_unit_work(Activation activation) {
+  auto work = [](const char* op) { return OpRegistry::get().find(op)->unit_work; };
+  switch (activation) {
+    case Activation::None:
+      return 0;
+    case Activation::Relu:
+      return work("relu");
+    case Activation::Clip:
+      return work("clip");
+    case Activation::Silu:
+      return work("sigmoid") + work("mul");
+    case Activation::HardSwish:
+      return work("hard_swish");
+  }
+  return 0;
+}
+
 void register_library_ops(OpRegistry& r) {
   struct Call {
     const char* name;
@@ -61,11 +78,13 @@ void register_library_ops(OpRegistry& r) {
   // conv+add fusions produce: relu(conv(x, w, b)) (oneDNN's ReLU post-op,
   // cuDNN's fused conv-bias-activation), conv(x, w, b) + skip (the residual
   // add as oneDNN's sum post-op or cuDNN's z operand) and relu of that, and
-  // clip (ReLU6 of mobile networks) as a oneDNN post-op. The skip operand
-  // comes fourth and has the convolution's result type. (oneDNN 2.6's swish
-  // post-op, SiLU, measured slower than the convolution followed by Saturn's
-  // sigmoid-mul kernel: over efficientnet_b0's 17 1x1 and 16 depthwise
-  // convolutions 3.07 ms against 2.85 and 1.40 against 1.20.)
+  // clip (ReLU6 of mobile networks), SiLU (x sigmoid(x), oneDNN's swish)
+  // and hard swish as oneDNN post-ops. The skip operand comes fourth and has
+  // the convolution's result type. Whether a SiLU post-op pays depends on
+  // the machine: on a Zen 4 (2026-11) it ran slower than the convolution
+  // followed by Saturn's sigmoid-mul kernel (efficientnet_b0's 17 1x1 and
+  // 16 depthwise convolutions: 3.07 ms against 2.85, 1.40 against 1.20), on
+  // the Intel Xeon VM faster (docs/cpu-backend.md); the cost model chooses.
   struct Fused {
     const char* name;
     bool sum;
@@ -85,6 +104,10 @@ void register_library_ops(OpRegistry& r) {
        "oneDNN convolution with sum and ReLU post-ops (CPU); semantics of `relu(add(conv(x, w, b), skip))`"},
       {"dnnl.conv_clip", false, Activation::Clip,
        "oneDNN convolution with a clip post-op (CPU); semantics of `clip(conv(...))` with its min and max"},
+      {"dnnl.conv_silu", false, Activation::Silu,
+       "oneDNN convolution with a swish post-op (CPU); semantics of `mul(conv(...), sigmoid(conv(...)))`"},
+      {"dnnl.conv_hard_swish", false, Activation::HardSwish,
+       "oneDNN convolution with a hard swish post-op (CPU); semantics of `hard_swish(conv(...))`"},
       {"cudnn.conv_add", true, Activation::None,
        "cuDNN convolution adding z (CUDA); semantics of `add(conv(x, w, b), skip)`"},
       {"cudnn.conv_add_relu", true, Activation::Relu,
@@ -123,6 +146,13 @@ void register_library_ops(OpRegistry& r) {
        "oneDNN channels-last convolution with a clip post-op (CPU); semantics of `clip(conv(...))` with its min and "
        "max",
        false, true},
+      {"dnnl.cl_conv_silu", false, Activation::Silu,
+       "oneDNN channels-last convolution with a swish post-op (CPU); semantics of `mul(conv(...), "
+       "sigmoid(conv(...)))`",
+       false, true},
+      {"dnnl.cl_conv_hard_swish", false, Activation::HardSwish,
+       "oneDNN channels-last convolution with a hard swish post-op (CPU); semantics of `hard_swish(conv(...))`", false,
+       true},
   };
   const OpDef* conv = r.find("conv");
   if (!conv) return;
@@ -162,6 +192,9 @@ void register_library_ops(OpRegistry& r) {
       if (sum) out = kernel("add", Attrs{}, std::vector{out[0], x[3]});
       if (act == Activation::Relu) out = kernel("relu", Attrs{}, std::vector{out[0]});
       if (act == Activation::Clip) out = kernel("clip", split_epilogue_attrs(act, a).activation, std::vector{out[0]});
+      if (act == Activation::Silu)
+        out = kernel("mul", Attrs{}, std::vector{out[0], kernel("sigmoid", Attrs{}, std::vector{out[0]})[0]});
+      if (act == Activation::HardSwish) out = kernel("hard_swish", Attrs{}, std::vector{out[0]});
       return out;
     };
     auto conv_eval = conv->eval;

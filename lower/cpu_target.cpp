@@ -23,7 +23,7 @@ class CpuTarget final : public Target {
   CpuTarget(Program& p, const LoweringOptions& o)
       : p_(p), keep_ir_(o.keep_ir), cache_dir_(o.kernel_cache_dir), progress_(o.progress) {
     traits_.name = "cpu";
-    traits_.conv_clip_epilogue = true;
+    traits_.conv_activation_epilogues = true;
   }
   const TargetTraits& traits() const override { return traits_; }
 

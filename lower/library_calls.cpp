@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -368,6 +369,12 @@ void reference_activation(const DnnlState& p, const memory& m) {
     case ir::Activation::Clip:
       for (std::size_t i = 0; i < n; ++i) y[i] = y[i] < p.clip_min ? p.clip_min : y[i] > p.clip_max ? p.clip_max : y[i];
       return;
+    case ir::Activation::Silu:  // (-inf times sigmoid's 0 is NaN, as the reference's mul makes it)
+      for (std::size_t i = 0; i < n; ++i) y[i] = y[i] * (1.0f / (1.0f + std::exp(-y[i])));
+      return;
+    case ir::Activation::HardSwish:
+      for (std::size_t i = 0; i < n; ++i) y[i] = y[i] * std::max(0.0f, std::min(1.0f, y[i] / 6.0f + 0.5f));
+      return;
   }
 }
 
@@ -469,6 +476,12 @@ dnnl::primitive_attr epilogue_attr(const ConvSpec& spec) {
       po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(spec.clip_min),
                         static_cast<float>(spec.clip_max));
       break;
+    case ir::Activation::Silu:  // x sigmoid(alpha x), alpha 1
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+      break;
+    case ir::Activation::HardSwish:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      break;
   }
   attr.set_post_ops(po);
   return attr;
@@ -480,6 +493,10 @@ const char* activation_label(ir::Activation a) {
       return " +relu";
     case ir::Activation::Clip:
       return " +clip";
+    case ir::Activation::Silu:
+      return " +silu";
+    case ir::Activation::HardSwish:
+      return " +hard_swish";
     case ir::Activation::None:
       break;
   }
@@ -599,7 +616,11 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     st->winograd = std::move(fallback);
     return r;
   }
-  if (spec.activation != ir::Activation::None) {
+  // oneDNN's swish and hardswish post-ops end multiplying by the result, so
+  // a NaN or infinity there comes out as the reference's mul makes it (NaN
+  // for -inf and NaN, inf for inf; test_cpu_codegen): only ReLU and clip,
+  // whose max and min drop a NaN, need the guard.
+  if (spec.activation == ir::Activation::Relu || spec.activation == ir::Activation::Clip) {
     // The same convolution in the layouts chosen above, without the activation.
     ConvSpec no_relu = spec;
     no_relu.activation = ir::Activation::None;

@@ -313,27 +313,42 @@ void Lowerer::read_in_several_kernels(Value& x) {
 
 std::string Lowerer::where() const { return o_.target == LoweringTarget::Cuda ? "cuda" : "cpu"; }
 
-// A convolution whose clip epilogue the target's library cannot take
+// A convolution whose activation epilogue the target's library cannot take
 // (cuDNN's fused call takes a ReLU only) becomes the library convolution
-// and the clip after it, in the graph being lowered (its own copy), so
-// that the clip is typed, lowered and fused like any other.
+// and the activation after it, in the graph being lowered (its own copy), so
+// that the activation is typed, lowered and fused like any other.
 void Lowerer::split_unfusable_epilogues() {
-  if (target_->traits().conv_clip_epilogue) return;
+  if (target_->traits().conv_activation_epilogues) return;
   std::vector<ir::Node> nodes;
   for (ir::Node& n : graph_->nodes) {
     const ir::OpDef* def = ir::OpRegistry::get().find(n.op);
-    if (!def || def->activation != ir::Activation::Clip || n.outputs.empty()) {
+    if (!def || def->activation == ir::Activation::None || def->activation == ir::Activation::Relu ||
+        def->sum_epilogue || n.outputs.empty()) {
       nodes.push_back(std::move(n));
       continue;
     }
     ir::EpilogueAttrs attrs = ir::split_epilogue_attrs(def->activation, n.attrs);
-    ir::Node conv = n,
-             clip{n.name, "clip", {n.outputs[0] + " before clip"}, n.outputs, std::move(attrs.activation), n.source_op};
+    ir::Node conv = n;
+    const std::string y = n.outputs[0] + " before " + def->name;
     conv.op = n.op.substr(0, n.op.find('.')) + ".conv";
-    conv.outputs = {clip.inputs[0]};
+    conv.outputs = {y};
     conv.attrs = std::move(attrs.conv);
     nodes.push_back(std::move(conv));
-    nodes.push_back(std::move(clip));
+    switch (def->activation) {
+      case ir::Activation::Clip:
+        nodes.push_back({n.name, "clip", {y}, n.outputs, std::move(attrs.activation), n.source_op});
+        break;
+      case ir::Activation::Silu:
+        nodes.push_back({n.name, "sigmoid", {y}, {y + " sigmoid"}, {}, n.source_op});
+        nodes.push_back({n.name, "mul", {y, y + " sigmoid"}, n.outputs, {}, n.source_op});
+        break;
+      case ir::Activation::HardSwish:
+        nodes.push_back({n.name, "hard_swish", {y}, n.outputs, {}, n.source_op});
+        break;
+      case ir::Activation::None:
+      case ir::Activation::Relu:
+        break;
+    }
   }
   graph_->nodes = std::move(nodes);
 }

@@ -53,9 +53,11 @@ struct TargetTraits {
   // The pooling kernel of lower/host_steps or cuda_codegen takes f16 /
   // bf16 values; otherwise they run the reference kernel.
   bool half_pooling_kernel = false;
-  // A library convolution takes clip as an epilogue (oneDNN's eltwise
-  // post-op); otherwise the clip of dnnl.conv_clip is a kernel after it.
-  bool conv_clip_epilogue = false;
+  // A library convolution takes every fused activation as its epilogue
+  // (oneDNN's eltwise post-ops: clip, swish, hard swish); otherwise ReLU
+  // only (cuDNN's fused call), and the activation of dnnl.conv_clip,
+  // dnnl.conv_silu or dnnl.conv_hard_swish is a kernel after it.
+  bool conv_activation_epilogues = false;
 };
 
 class Target {

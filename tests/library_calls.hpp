@@ -3,9 +3,10 @@
 // renamed to its library op (blas.matmul, dnnl.conv, cudnn.max_pool, ...),
 // as matmul-blas, conv-dnnl and their cuda twins rewrite it (the same
 // guards), then a library convolution's only use by an add of a value of
-// its result's type, or by a relu (or on the CPU an f32 clip), fused into
-// it (conv-add-dnnl, conv-relu-dnnl, conv-add-relu-dnnl, conv-clip-dnnl; of
-// an add of two convolutions, the later one takes it), without saturating. Lowering tests compile both
+// its result's type, or by a relu (or on the CPU an f32 clip, hard swish or
+// SiLU), fused into it (conv-add-dnnl, conv-relu-dnnl, conv-add-relu-dnnl,
+// conv-clip-dnnl, conv-hard-swish-dnnl, conv-silu-dnnl; of an add of two
+// convolutions, the later one takes it), without saturating. Lowering tests compile both
 // forms: the graph as written runs Saturn's loop nests, this one the
 // libraries.
 #pragma once
@@ -13,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ir/graph.hpp"
 #include "ir/op.hpp"
@@ -43,6 +45,7 @@ inline ir::Graph as_library_calls(ir::Graph g, const std::string& target) {
     for (const std::string& i : n.inputs) ++uses[i];
   for (const std::string& o : g.outputs) ++uses[o];
   std::map<std::string, std::size_t> producer;
+  std::set<std::size_t> dead;  // a SiLU's convolution and sigmoid, now in its conv_silu
   // Node n becomes `op` over the inputs of the convolution computing
   // value v (its only use), plus `skip`.
   auto take = [&](ir::Node& n, const std::string& v, const std::string& op, const std::string& skip,
@@ -81,9 +84,34 @@ inline ir::Graph as_library_calls(ir::Graph g, const std::string& target) {
     } else if (!cuda && n.op == "clip" && n.inputs.size() == 1 && types->at(n.inputs[0]).dtype == ir::DType::F32 &&
                producer.count(n.inputs[0]) && g.nodes[producer.at(n.inputs[0])].op == dnn + "conv") {
       take(n, n.inputs[0], dnn + "conv_clip", "", n.attrs);
+    } else if (!cuda && n.op == "hard_swish" && types->at(n.inputs[0]).dtype == ir::DType::F32 &&
+               producer.count(n.inputs[0]) && g.nodes[producer.at(n.inputs[0])].op == dnn + "conv") {
+      take(n, n.inputs[0], dnn + "conv_hard_swish", "");
+    } else if (!cuda && n.op == "mul" && n.inputs.size() == 2) {
+      // mul(y, sigmoid(y)) or mul(sigmoid(y), y), y a convolution's (its
+      // only uses) and the sigmoid's result used once: conv_silu.
+      for (std::size_t k : {0, 1}) {
+        const std::string &y = n.inputs[k], &s = n.inputs[1 - k];
+        if (!producer.count(y) || !producer.count(s) || uses[y] != 2 || uses[s] != 1) continue;
+        const ir::Node &conv = g.nodes[producer.at(y)], &sig = g.nodes[producer.at(s)];
+        if (conv.op != dnn + "conv" || types->at(y).dtype != ir::DType::F32 || sig.op != "sigmoid" ||
+            sig.inputs != std::vector<std::string>{y})
+          continue;
+        dead.insert(producer.at(y));
+        dead.insert(producer.at(s));
+        ir::Node fused = conv;
+        fused.op = dnn + "conv_silu";
+        fused.outputs = n.outputs;
+        n = std::move(fused);
+        break;
+      }
     }
     for (const std::string& o : n.outputs) producer[o] = i;
   }
+  std::vector<ir::Node> live;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dead.count(i)) live.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(live);
   return g;
 }
 

@@ -423,6 +423,26 @@ TEST_CASE("a windows left as it is is priced as the reference loop the lowering 
   CHECK(as_windows > 20 * as_pool);
 }
 
+TEST_CASE("an activation post-op adds its arithmetic at the loop rate - no memory pass") {
+  // Loops at 2 GFLOP/s, the library at 1, 1 GB/s, 1 us a call.
+  const extract::CostModel m(extract::TargetSpec{"post-ops", 2, 1, 1, 1, 1, 1, {"dnnl."}, {}, {}});
+  // [1 32 8 8] by [32 32 1 1]: 131 072 flops (131 us), 16 KB in and 4 KB of
+  // weights (20.5 us); 2048 results.
+  auto price = [&](const char* op) {
+    ir::Attrs a;
+    a.set("kernel_shape", std::vector<std::int64_t>{1, 1});
+    const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 32, 8, 8})};
+    const ir::ValueType w{ir::DType::F32, ir::shape_of({32, 32, 1, 1})};
+    return m.price(*ir::OpRegistry::get().find(op), a, std::vector<ir::ValueType>{x, w}, x, false).cost;
+  };
+  const double conv = 2 * 2048 * 32 / 1e3 + 1;
+  CHECK(price("dnnl.conv") == Approx(conv));
+  CHECK(price("dnnl.conv_relu") == Approx(conv + 2048 * 1 / 2e3));
+  CHECK(price("dnnl.conv_hard_swish") == Approx(conv + 2048 * 4 / 2e3));
+  CHECK(price("dnnl.conv_silu") == Approx(conv + 2048 * 11 / 2e3));  // sigmoid's 10 and the mul
+  CHECK(price("dnnl.cl_conv_silu") == Approx(price("dnnl.conv_silu")));
+}
+
 TEST_CASE("a grouped convolution in oneDNN's blocked layout pays its reorders - channels last pays its kernel's rate") {
   // 1 GFLOP/s, 1 GB/s, 1 us a call; reorders 10 us and 1 GB/s; channels
   // last at half the rate, a quarter where 16 divides the groups.

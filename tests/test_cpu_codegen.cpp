@@ -2270,6 +2270,29 @@ TEST_CASE("A clip fused into a oneDNN convolution keeps NaN - and its bounds") {
   SECTION("infinities in the source") { check_with(3, {{40, INFINITY}, {41, -INFINITY}}); }
 }
 
+TEST_CASE("SiLU and hard swish fused into oneDNN convolutions keep NaN and infinities - with no guard") {
+  // oneDNN's swish and hardswish post-ops end multiplying by the result:
+  // -inf and NaN give NaN, inf gives inf, as the reference's mul does; the
+  // step runs the fused primitive alone (no scan of its source).
+  models::GraphBuilder b("conv_silu_nan");
+  std::string x = b.input("x", {1, 3, 6, 7});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  const std::string y = b.op("conv", {x, b.weight({4, 3, 3, 3}, 2.0), b.weight({4}, 0.5)}, pads);
+  const ir::Graph g = b.finish({b.op("mul", {y, b.op("sigmoid", {y})}),
+                                b.op("hard_swish", {b.op("conv", {x, b.weight({4, 3, 3, 3}, 2.0)}, pads)})});
+  auto check_with = [&](std::uint32_t seed, std::vector<std::pair<std::size_t, float>> special) {
+    ir::Tensor in = random_tensor({1, 3, 6, 7}, seed);
+    for (auto [i, v] : special) in.set(i, v);
+    auto p = check_against_interpreter(g, {in}, 1e-5, 1e-5);
+    CHECK(steps_with(*p, "+silu") == 1);
+    CHECK(steps_with(*p, "+hard_swish") == 1);
+    CHECK(steps_with(*p, "sigmoid") == 0);  // no kernel of its own
+  };
+  SECTION("finite operands") { check_with(1, {}); }
+  SECTION("a NaN in the source") { check_with(2, {{17, NAN}}); }
+  SECTION("infinities in the source") { check_with(3, {{40, INFINITY}, {41, -INFINITY}, {3, INFINITY}}); }
+}
+
 TEST_CASE("A ReLU fused into a oneDNN convolution keeps NaN") {
   // oneDNN's ReLU post-op maps NaN to 0; found by tools/fuzz_targets.py --family nn.
   models::GraphBuilder b("conv_relu_nan");

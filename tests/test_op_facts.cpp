@@ -154,7 +154,7 @@ TEST_CASE("A library call lowers as the composite it stands for - on either targ
 #endif
     ++checked;
   }
-  CHECK(checked == 28);
+  CHECK(checked == 32);
 }
 
 TEST_CASE("The cost models price an op by its registry row - views - work per element - contractions") {

@@ -148,6 +148,36 @@ TEST_CASE("a ReLU6 after a convolution becomes oneDNN's clip post-op - and compu
   for (const ir::Node& n : back->nodes) CHECK(n.op != "dnnl.conv_clip");
 }
 
+TEST_CASE("SiLU and hard swish after convolutions become oneDNN's post-ops - and compute the same", "[opt][e2e]") {
+  // EfficientNet's block (a 1x1 expansion and a depthwise 3x3, each
+  // followed by x * sigmoid(x), written either way round) and MobileNet
+  // V3's (hard swish).
+  models::GraphBuilder b("swish");
+  std::string x = b.input("x", {1, 8, 14, 14});
+  ir::Attrs depthwise;
+  depthwise.set("group", std::int64_t{32});
+  depthwise.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  std::string y = b.op("conv", {x, b.weight({32, 8, 1, 1}, 0.5), b.weight({32}, 0.1)});
+  std::string e = b.op("mul", {y, b.op("sigmoid", {y})});
+  std::string z = b.op("conv", {e, b.weight({32, 1, 3, 3}, 0.5), b.weight({32}, 0.1)}, depthwise);
+  std::string d = b.op("mul", {b.op("sigmoid", {z}), z});
+  std::string h = b.op("hard_swish", {b.op("conv", {d, b.weight({16, 32, 1, 1}, 0.5)})});
+  const ir::Graph g = b.finish({h});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  CHECK(ops.value("dnnl.conv_silu", 0) + ops.value("dnnl.cl_conv_silu", 0) == 2);
+  CHECK(ops.value("dnnl.conv_hard_swish", 0) == 1);
+  CHECK_FALSE(ops.contains("sigmoid"));
+  CHECK_FALSE(ops.contains("hard_swish"));
+  check_same_outputs(g, res->graph, 3);
+  auto bytes = ir::export_onnx_bytes(res->graph);
+  REQUIRE(bytes);
+  auto back = ir::import_onnx_bytes(*bytes, "swish");
+  if (!back) FAIL(back.error().to_string());
+  check_same_outputs(g, *back, 4);
+}
+
 TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogues kept - written back as Conv",
           "[opt]") {
   // A ResNet basic block at 256x14x14 (231 MFLOP a convolution), then a
