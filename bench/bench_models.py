@@ -29,7 +29,11 @@ Before timing, both Saturn programs are checked against PyTorch's output
 (rtol 1e-3, atol 1e-4). Prints each contender's median, the ratios
 lib+fusion/all (what the rewrites are worth), ort/all and torch/all (above 1: Saturn is
 faster), the optimization time of `saturn opt` (import to export, wall
-clock, all rulesets) and the geomeans. Every figure is measured.
+clock, all rulesets) and the geomeans. Every figure is measured. Under a
+model's row, a line counts the turns in which a Saturn program ran on one
+thread (its team follows the load it reads; the second-busiest thread of
+its process took under a quarter of the busiest's CPU ticks): its median
+then mixes two teams.
 
 Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
          [--processes P] [--fresh-processes] [--warm-ms W] [--threads T] [--ort-python PY]
@@ -115,8 +119,14 @@ def torch_ms(name, inp, runs):
                      torch_env())["ms"]
 
 
-def alternating_ms(args, name, src, inp, programs):
-    """Every contender's samples from processes that stay up, timed in alternating turns."""
+# A turn whose second-busiest thread took under this share of the busiest's
+# CPU ticks ran on one thread (turns.second_thread_share).
+ONE_THREAD_SHARE = 0.25
+
+
+def alternating_ms(args, name, src, inp, programs, shares=None):
+    """Every contender's samples from processes that stay up, timed in alternating turns
+    (`shares`: each Saturn turn's turns.second_thread_share, by contender)."""
     contenders = {}
     procs = lambda *a: [turns.Contender(*a) for _ in range(args.processes)]
     try:
@@ -129,7 +139,7 @@ def alternating_ms(args, name, src, inp, programs):
         if not args.no_torch:
             contenders["torch"] = procs("/usr/bin/python3", TORCH_SETUP, [os.path.join(ROOT, "bench"), name, inp, 2],
                                         torch_env())
-        return turns.alternate(contenders, args.rounds, args.runs, warm_ms=args.warm_ms)
+        return turns.alternate(contenders, args.rounds, args.runs, warm_ms=args.warm_ms, shares=shares)
     finally:
         for c in (c for cs in contenders.values() for c in cs):
             c.close()
@@ -194,8 +204,9 @@ def main():
             if bad:
                 continue
             ms = {"lib": [], "all": [], "ort1": [], "ort0": [], "torch": []}
+            shares = {}
             if not args.fresh_processes:
-                ms.update(alternating_ms(args, name, src, inp, programs))
+                ms.update(alternating_ms(args, name, src, inp, programs, shares))
             for r in range(args.rounds if args.fresh_processes else 0):
                 jobs = [("lib", lambda: saturn_ms(args.saturn, programs["lib"], inp, args.runs, args.threads)),
                         ("all", lambda: saturn_ms(args.saturn, programs["all"], inp, args.runs, args.threads))]
@@ -215,6 +226,13 @@ def main():
                 row.update(ort_ms=med[spin], ort_spinning=spin == "ort1", ort_over_all=med[spin] / med["all"])
             if "torch" in med:
                 row.update(torch_ms=med["torch"], torch_over_all=med["torch"] / med["all"])
+            # Turns a Saturn program ran on one thread (its team follows the
+            # load it reads; the second-busiest thread under a quarter of
+            # the busiest's ticks): the median then times two programs.
+            one_thread = {k: sum(1 for x in shares.get(k, []) if x is not None and x < ONE_THREAD_SHARE)
+                          for k in ("lib", "all")}
+            row.update(lib_one_thread_turns=one_thread["lib"], all_one_thread_turns=one_thread["all"],
+                       turns=len(shares.get("all", [])))
             rows.append(row)
             if args.json:
                 print(json.dumps(row), flush=True)
@@ -223,6 +241,9 @@ def main():
                 print(f"{name:20} {f('lib_fusion_ms', 10)} {f('all_ms')} {f('ort_ms')} {f('torch_ms')}   "
                       f"{f('rewrites_speedup', 6)}x {f('ort_over_all', 6)}x {f('torch_over_all', 8)}x  {opt_s:5.2f}",
                       flush=True)
+                if any(one_thread.values()):
+                    print(f"{'':20} (turns on one thread: lib+fusion {one_thread['lib']}, all {one_thread['all']} "
+                          f"of {row['turns']})", flush=True)
     if rows and not args.json:
         print(f"geomean over {len(rows)} models: rewrites (lib+fusion/all) {geomean([r['rewrites_speedup'] for r in rows]):.3f}x"
               + (f", ort/all {geomean([r['ort_over_all'] for r in rows]):.3f}x" if args.ort_python else "")

@@ -92,6 +92,33 @@ def cpu_ticks(pid):
         return None
 
 
+def thread_ticks(pid):
+    """{thread id: CPU ticks (user and system)} of process `pid`'s threads; {} once it is gone."""
+    ticks = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return ticks
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks[tid] = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks
+
+
+def second_thread_share(before, after):
+    """Of the CPU ticks the threads took between two thread_ticks() readings:
+    the second-busiest thread's over the busiest's (0: one thread did the
+    work; about 1: two shared it); None when no thread took a tick."""
+    deltas = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
+    if not deltas or deltas[0] <= 0:
+        return None
+    return (deltas[1] if len(deltas) > 1 else 0) / deltas[0]
+
+
 def settle(pids, quiet_s=0.03, poll_s=0.01, most_s=1.0):
     """Waits until the processes `pids` took no CPU tick for `quiet_s`
     (at most `most_s`); the seconds waited."""
@@ -141,11 +168,13 @@ def saturn_env(root):
     return env
 
 
-def alternate(contenders, rounds, runs, pause_s=0.01, warm_ms=0):
+def alternate(contenders, rounds, runs, pause_s=0.01, warm_ms=0, shares=None):
     """{name: [ms...]}: `rounds` turns of `runs` runs (or runs[name]) for
     each name of `contenders` ({name: [Contender...]}), the order of the
     names rotating every round, and each name's processes taking its turns
-    in rotation.
+    in rotation. With `shares` (a dict), shares[name] lists each turn's
+    second_thread_share(): whether a program that picks its thread team
+    per run (Saturn's) ran that turn on one thread or on two.
 
     Several processes per contender: where a process's memory lands makes
     it a few percent faster or slower for its whole life (two processes of
@@ -158,7 +187,10 @@ def alternate(contenders, rounds, runs, pause_s=0.01, warm_ms=0):
             name = names[(k + r) % len(names)]
             procs = contenders[name]
             proc = procs[r % len(procs)]
+            before = thread_ticks(proc.proc.pid) if shares is not None else {}
             ms[name] += proc.turn(runs[name] if isinstance(runs, dict) else runs, warm_ms)
+            if shares is not None:
+                shares.setdefault(name, []).append(second_thread_share(before, thread_ticks(proc.proc.pid)))
             time.sleep(pause_s)
             settle([proc.proc.pid])
     return ms
