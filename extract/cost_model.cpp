@@ -301,10 +301,10 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     }
     // An activation post-op computes on the result in registers, as it is
     // written, after the call's own work: its arithmetic at the loop rate,
-    // no memory pass. (oneDNN 2.6's swish post-op added 4.2-4.9 ns per
-    // thousand elements to EfficientNet's convolutions, 11 operations each
-    // at 64 GFLOP/s 4.3; hardswish's 1.3-2.6 for 4 operations, 1.5;
-    // channels last, 2 threads, Intel Xeon VM, 2026-11-28.)
+    // no memory pass. (oneDNN 2.6's swish post-op added 0.20-0.26 ns per
+    // element to EfficientNet's convolutions, 11 operations each at 64
+    // GFLOP/s 0.17; hardswish's 0.05-0.10 for 4 operations, 0.06; channels
+    // last, 2 threads, Intel Xeon VM, 2026-11-28.)
     call_us += out_elems * ir::activation_unit_work(def.activation) / (spec_.loop_gflops * 1e3);
     return {std::max({work / (gflops * 1e3), bytes / per_us, weight_us}) + call_us, {}};
   }
