@@ -49,4 +49,10 @@ std::vector<bool> live_nodes(const Graph& g);
 // The type of every value; fails naming the node, its op and the dims.
 Expected<std::map<std::string, ValueType>> infer_types(const Graph& g);
 
+// The nodes of `activation_steps(a)` from y to `outputs` (each step's
+// intermediate named after outputs[0]), named and sourced as `from`;
+// `attrs` are the activation's own (split_epilogue_attrs).
+std::vector<Node> activation_nodes(Activation a, const Attrs& attrs, const std::string& y,
+                                   const std::vector<std::string>& outputs, const Node& from);
+
 }  // namespace saturn::ir

@@ -127,7 +127,10 @@ class Exporter {
     for (const char* k : names)
       if (n.attrs.has(k)) attr(p, k, n.attrs.all().at(k));
   }
-  DType dtype_of(const std::string& v) const { return types_.at(v).dtype; }
+  DType dtype_of(const std::string& v) const {
+    auto own = intermediate_types_.find(v);
+    return own != intermediate_types_.end() ? own->second : types_.at(v).dtype;
+  }
 
   void node(const Node& n);
   void resize(const Node& n);
@@ -146,6 +149,7 @@ class Exporter {
 
   const Graph& g_;
   const std::map<std::string, ValueType>& types_;
+  std::map<std::string, DType> intermediate_types_;  // values the export itself names (a fused call's steps)
   onnx::GraphProto* gp_ = nullptr;
   std::vector<NamedTensor> initializers_;
   int counter_ = 0;
@@ -300,22 +304,11 @@ void Exporter::node(const Node& n) {
       emit("Add", n, {y, n.inputs.at(3)}, {sum});
       y = sum;
     }
-    switch (def->activation) {
-      case Activation::None:
-        break;
-      case Activation::Relu:
-        emit("Relu", n, {y}, n.outputs);
-        break;
-      case Activation::Clip:  // (y, an intermediate, has the result's type)
-        clip(n, y, dtype_of(n.outputs[0]), attrs.activation, n.outputs);
-        break;
-      case Activation::Silu:
-        emit("Sigmoid", n, {y}, {n.outputs[0] + "__sigmoid"});
-        emit("Mul", n, {y, n.outputs[0] + "__sigmoid"}, n.outputs);
-        break;
-      case Activation::HardSwish:
-        emit("HardSwish", n, {y}, n.outputs);
-        break;
+    // (each intermediate has the result's type)
+    intermediate_types_.emplace(y, dtype_of(n.outputs[0]));
+    for (const Node& step : activation_nodes(def->activation, attrs.activation, y, n.outputs, n)) {
+      intermediate_types_.emplace(step.outputs[0], dtype_of(n.outputs[0]));
+      node(step);
     }
     return;
   }

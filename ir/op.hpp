@@ -110,8 +110,19 @@ struct EpilogueAttrs {
   Attrs conv, activation;
 };
 EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs);
+
+// An activation as the primitive ops it stands for, applied in order to a
+// value y: each step takes the previous step's result (y for the first),
+// after y itself where `takes_y` (SiLU's mul(y, sigmoid(y))). Every
+// definition of an activation (a fused call's reference semantics, its
+// export, a target's split, its price) is read from here.
+struct ActivationStep {
+  const char* op;
+  bool takes_y = false;
+};
+std::span<const ActivationStep> activation_steps(Activation activation);
 // The arithmetic operations per element of an activation, for the cost
-// models (the unit work of the ops it stands for; 0 for None).
+// models (the unit work of its steps; 0 for None).
 double activation_unit_work(Activation activation);
 
 struct OpDef {

@@ -2,6 +2,7 @@
 // lowerable on its own target. Their reference semantics are those of the
 // composite they replace, so the interpreter, `saturn verify` and the cost
 // models read them from here like any other op.
+#include "ir/graph.hpp"
 #include "ir/op.hpp"
 
 #include <algorithm>
@@ -22,21 +23,44 @@ EpilogueAttrs split_epilogue_attrs(Activation activation, const Attrs& attrs) {
   return s;
 }
 
-double activation_unit_work(Activation activation) {
-  auto work = [](const char* op) { return OpRegistry::get().find(op)->unit_work; };
+std::span<const ActivationStep> activation_steps(Activation activation) {
+  static const ActivationStep relu[] = {{"relu"}}, clip[] = {{"clip"}}, hard_swish[] = {{"hard_swish"}};
+  static const ActivationStep silu[] = {{"sigmoid"}, {"mul", true}};
   switch (activation) {
     case Activation::None:
-      return 0;
+      return {};
     case Activation::Relu:
-      return work("relu");
+      return relu;
     case Activation::Clip:
-      return work("clip");
+      return clip;
     case Activation::Silu:
-      return work("sigmoid") + work("mul");
+      return silu;
     case Activation::HardSwish:
-      return work("hard_swish");
+      return hard_swish;
   }
-  return 0;
+  return {};
+}
+
+double activation_unit_work(Activation activation) {
+  double work = 0;
+  for (const ActivationStep& s : activation_steps(activation)) work += OpRegistry::get().find(s.op)->unit_work;
+  return work;
+}
+
+std::vector<Node> activation_nodes(Activation a, const Attrs& attrs, const std::string& y,
+                                   const std::vector<std::string>& outputs, const Node& from) {
+  const auto steps = activation_steps(a);
+  std::vector<Node> nodes;
+  std::string last = y;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Node n{from.name, steps[i].op, {}, {}, attrs, from.source_op};
+    if (steps[i].takes_y) n.inputs.push_back(y);
+    n.inputs.push_back(last);
+    n.outputs = i + 1 == steps.size() ? outputs : std::vector{outputs.at(0) + "__" + steps[i].op};
+    last = n.outputs[0];
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
 }
 
 void register_library_ops(OpRegistry& r) {
@@ -184,17 +208,16 @@ void register_library_ops(OpRegistry& r) {
         return conv_work(a, in.first(3), out) + static_cast<double>(numel(static_dims(out[0].shape)));
       };
     }
-    // The epilogue is the composite ops' own kernels (add, relu, clip), so
+    // The epilogue is the composite ops' own kernels (add, activation_steps), so
     // that the call computes exactly what it replaces.
     const bool sum = f.sum;
     const Activation act = f.activation;
     auto epilogue = [sum, act](const Attrs& a, auto out, auto x, auto kernel) {
       if (sum) out = kernel("add", Attrs{}, std::vector{out[0], x[3]});
-      if (act == Activation::Relu) out = kernel("relu", Attrs{}, std::vector{out[0]});
-      if (act == Activation::Clip) out = kernel("clip", split_epilogue_attrs(act, a).activation, std::vector{out[0]});
-      if (act == Activation::Silu)
-        out = kernel("mul", Attrs{}, std::vector{out[0], kernel("sigmoid", Attrs{}, std::vector{out[0]})[0]});
-      if (act == Activation::HardSwish) out = kernel("hard_swish", Attrs{}, std::vector{out[0]});
+      const auto y = out[0];
+      const Attrs attrs = split_epilogue_attrs(act, a).activation;
+      for (const ActivationStep& s : activation_steps(act))
+        out = kernel(s.op, attrs, s.takes_y ? std::vector{y, out[0]} : std::vector{out[0]});
       return out;
     };
     auto conv_eval = conv->eval;

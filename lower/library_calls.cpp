@@ -368,7 +368,7 @@ void reference_activation(const DnnlState& p, const memory& m) {
     case ir::Activation::Clip:
       for (std::size_t i = 0; i < n; ++i) y[i] = y[i] < p.clip_min ? p.clip_min : y[i] > p.clip_max ? p.clip_max : y[i];
       return;
-    case ir::Activation::Silu:  // (no guard: their post-ops keep NaN, make_conv_step)
+    case ir::Activation::Silu:  // (no guard: post_op_drops_nan)
     case ir::Activation::HardSwish:
       return;
   }
@@ -455,6 +455,13 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
 }
 
 namespace {
+
+// Whether oneDNN's post-op for `a` loses a NaN of the convolution's result
+// (its max and min drop one: ReLU and clip), so the fused call needs a guard.
+// The swish and hardswish post-ops end multiplying by the result, so a NaN or
+// infinity comes out as the reference's mul makes it (NaN for -inf and NaN,
+// inf for inf; test_cpu_codegen).
+bool post_op_drops_nan(ir::Activation a) { return a == ir::Activation::Relu || a == ir::Activation::Clip; }
 
 // The post-ops a convolution (direct or transposed) takes: the residual sum,
 // then the activation.
@@ -612,11 +619,7 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     st->winograd = std::move(fallback);
     return r;
   }
-  // oneDNN's swish and hardswish post-ops end multiplying by the result, so
-  // a NaN or infinity there comes out as the reference's mul makes it (NaN
-  // for -inf and NaN, inf for inf; test_cpu_codegen): only ReLU and clip,
-  // whose max and min drop a NaN, need the guard.
-  if (spec.activation == ir::Activation::Relu || spec.activation == ir::Activation::Clip) {
+  if (post_op_drops_nan(spec.activation)) {
     // The same convolution in the layouts chosen above, without the activation.
     ConvSpec no_relu = spec;
     no_relu.activation = ir::Activation::None;

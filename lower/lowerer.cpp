@@ -334,21 +334,8 @@ void Lowerer::split_unfusable_epilogues() {
     conv.outputs = {y};
     conv.attrs = std::move(attrs.conv);
     nodes.push_back(std::move(conv));
-    switch (def->activation) {
-      case ir::Activation::Clip:
-        nodes.push_back({n.name, "clip", {y}, n.outputs, std::move(attrs.activation), n.source_op});
-        break;
-      case ir::Activation::Silu:
-        nodes.push_back({n.name, "sigmoid", {y}, {y + " sigmoid"}, {}, n.source_op});
-        nodes.push_back({n.name, "mul", {y, y + " sigmoid"}, n.outputs, {}, n.source_op});
-        break;
-      case ir::Activation::HardSwish:
-        nodes.push_back({n.name, "hard_swish", {y}, n.outputs, {}, n.source_op});
-        break;
-      case ir::Activation::None:
-      case ir::Activation::Relu:
-        break;
-    }
+    for (ir::Node& step : ir::activation_nodes(def->activation, attrs.activation, y, n.outputs, n))
+      nodes.push_back(std::move(step));
   }
   graph_->nodes = std::move(nodes);
 }
