@@ -5,6 +5,7 @@
 #include <set>
 
 #include "extract/problem.hpp"
+#include "ir/pool.hpp"
 #include "ir/slice.hpp"
 
 namespace saturn::extract {
@@ -22,14 +23,18 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // Plain products and convolutions lowered as Saturn's loop nests
     // (`saturn run --no-opt`) measured 1.4-5 GFLOP/s (resnet18's 3x3
     // convolutions 5, transformer_encoder's matmuls 1.4): 3 used. Plain
-    // max/avg pooling runs a scalar host loop: resnet18's 3x3 max_pool,
-    // 1.8 M window reads, took 8.8 ms (0.2 GFLOP/s, 0.004 of 64). The
+    // avg pooling runs a scalar host loop: resnet18's 3x3 max_pool, 1.8 M
+    // window reads, took 8.8 ms so (0.2 GFLOP/s, 0.004 of 64). max_pool is
+    // a loop kernel over its windows now (Lowerer::lower_max_pool), at the
+    // loop rate (listed so that a calibration times it): squeezenet1_1's
+    // three, NHWC, took 0.075, 0.028 and 0.014 ms against oneDNN's 0.19,
+    // 0.068 and 0.035 (its NaN scan included; 2 threads, Xeon VM). The
     // quantized products that no int8 call takes run their reference
-    // kernel, slower still (priced as the pooling loop), and so does a
-    // `windows` the extractor keeps as it is (its movement-op form,
-    // windows-def, is the one the lowering reads in place): squeezenet1_1's
-    // three took 102, 48 and 22 ms where the model, pricing them as a
-    // copy, had chosen them over oneDNN's pooling at 0.19 ms.
+    // kernel, slower still (priced as the pooling loop). A `windows` is a
+    // strided view the lowering reads in place (as of 2026-11-28; before,
+    // its reference kernel took squeezenet1_1's three 102, 48 and 22 ms),
+    // priced as the other movement ops, a copy: an upper bound, which keeps
+    // reduce_max(windows(x)) above the max_pool it decomposes.
     TargetSpec cpu{"cpu",
                    64,
                    3,
@@ -45,11 +50,10 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                     {"dnnl.wino_conv_relu", 1.4},
                     {"dnnl.wino_conv_add", 1.4},
                     {"dnnl.wino_conv_add_relu", 1.4}},
-                   {{"max_pool", 0.004},
+                   {{"max_pool", 1.0},
                     {"avg_pool", 0.004},
                     {"quantized_conv", 0.004},
                     {"quantized_matmul", 0.004},
-                    {"windows", 0.004},
                     {"reduce_sum", 1.0}}};
     // reduce_sum at the loop rate, but listed so that a calibration times
     // it (CostModel::timed): a product decomposed as a broadcast `mul` and a
@@ -109,6 +113,12 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     cpu.blocked_layout_calls = {"dnnl.wino_"};
     cpu.blocked_reorder_us = 10;
     cpu.blocked_reorder_gbytes_per_s = 10;
+    // oneDNN's max pooling lets a NaN lose, so each run scans its source
+    // (lower/library_calls.cpp, make_pool_step).
+    cpu.source_scan_calls = {"dnnl.max_pool"};
+    // resnet18's stem pool (3x3, stride 2, padding 1, 64x112x112 NHWC):
+    // the pad 0.13-0.15 ms, the loop 0.09, where oneDNN's call took 0.21.
+    cpu.max_pool_pad_copy = true;
     // Weights read from memory (Intel Xeon VM, 2 threads, 2026-11-28).
     // oneDNN's 512x512x3x3 convolution at 7x7 over copies of its weights
     // of their own, in turn: 0.74-0.78 ms while the copies took 9-19 MB,
@@ -152,8 +162,8 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // 128 28 28 3 3] summed in 0.24 ms), where the elementwise rate had priced
     // it 30 times cheaper and the extractor chose it over cuDNN. `saturn
     // calibrate --target cuda` measures the library calls and loop nests at a
-    // model's shapes, which replaces these. The quantized products and a
-    // `windows` left as it is run their reference kernel on the host there.
+    // model's shapes, which replaces these. The quantized products run
+    // their reference kernel on the host there.
     TargetSpec cuda{"cuda",
                     30000,
                     450,
@@ -167,7 +177,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                      {"cudnn.conv_add", 0.5},
                      {"cudnn.conv_add_relu", 0.5},
                      {"cudnn.conv_transpose", 0.5}},
-                    {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}, {"windows", 1e-5}, {"reduce_sum", 0.016}}};
+                    {{"quantized_conv", 1e-5}, {"quantized_matmul", 1e-5}, {"reduce_sum", 0.016}}};
     cuda.library_call_us = {{"cudnn.", 5.0}};
     return CostModel(cuda);
   }
@@ -189,6 +199,27 @@ double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::
 // (lower/lower_reductions.cpp): softmax's max, sum and result, a norm's
 // mean, variance and result, log-sum-exp's max and sum. A chain fused
 // into the op is computed in each.
+// The elements of a max_pool's operand padded as far as its windows reach
+// (Lowerer::lower_max_pool's pad), or 0 where they stay inside it.
+double padded_pool_elems(const ir::Attrs& attrs, const std::vector<std::int64_t>& dims) {
+  ir::PoolWindow p;
+  try {
+    p = ir::pool_window(attrs, dims, true);
+  } catch (const ir::ShapeError&) {
+    return 0;
+  }
+  const auto [begin, end] = ir::reached_pads(p);
+  const std::size_t lead = dims.size() - begin.size();
+  double n = 1;
+  bool padded = false;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const std::int64_t more = d < lead ? 0 : begin[d - lead] + end[d - lead];
+    padded = padded || more > 0;
+    n *= static_cast<double>(dims[d] + more);
+  }
+  return padded ? n : 0;
+}
+
 int operand_passes(const std::string& op) {
   static const std::map<std::string, int> passes = {
       {"softmax", 3}, {"log_softmax", 3}, {"layer_norm", 3}, {"instance_norm", 3}, {"reduce_log_sum_exp", 2}};
@@ -293,6 +324,9 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
         }
       call_us += values * spec_.blocked_reorder_us + moved / (spec_.blocked_reorder_gbytes_per_s * 1e3);
     }
+    if (!read_bytes.empty() && std::any_of(spec_.source_scan_calls.begin(), spec_.source_scan_calls.end(),
+                                           [&](const std::string& prefix) { return name.starts_with(prefix); }))
+      call_us += read_bytes[0] / per_us;
     double weight_us = 0;
     if (from_memory) {
       for (const auto& [prefix, factor] : spec_.weight_expansion)
@@ -330,6 +364,10 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   }
   const double overhead = spec_.kernel_overhead_us * passes;
   NodePrice p{std::max(work / (gflops * 1e3), memory_us) + overhead, {}};
+  if (name == "max_pool" && spec_.max_pool_pad_copy && !ins.empty() && ir::is_static(ins[0].shape) &&
+      ins[0].shape.size() >= 3)
+    if (const double padded = padded_pool_elems(attrs, ir::static_dims(ins[0].shape)); padded > 0)
+      p.cost += copy_us((elems(ins[0]) + padded) * static_cast<double>(ir::dtype_size(ins[0].dtype)));
   if (def.elementwise || name.rfind("reduce_", 0) == 0 || passes > 1) {
     p.fused.role = def.elementwise ? FuseRole::Elementwise : FuseRole::Reduction;
     p.fused.compute_us = work / (gflops * 1e3);

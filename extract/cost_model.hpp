@@ -89,6 +89,15 @@ struct TargetSpec {
   std::vector<std::string> blocked_layout_calls = {};
   double blocked_reorder_us = 0;
   double blocked_reorder_gbytes_per_s = 0;
+  // Library calls that read their source once more at every run (op-name
+  // prefixes): a scan for the NaN or infinity the library's kernel would
+  // lose. Priced as one more read of operand 0.
+  std::vector<std::string> source_scan_calls = {};
+  // A plain max_pool whose windows reach past its operand (explicit
+  // padding, or ceil_mode's last window) copies the operand padded with
+  // -inf first (Lowerer::lower_max_pool): priced as a copy (copy_us) of the
+  // operand into the padded value.
+  bool max_pool_pad_copy = false;
 };
 
 class CostModel {

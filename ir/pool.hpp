@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ir/window.hpp"
@@ -75,6 +76,19 @@ inline PoolWindow pool_window(const Attrs& a, const std::vector<std::int64_t>& x
   p.include_pad = a.i("count_include_pad", 0) != 0;
   p.column_major = a.i("storage_order", 0) != 0;
   return p;
+}
+
+// The padding the windows read past each end of the spatial axes: the
+// begin padding, and at the end as far as the last window reaches (explicit
+// padding, or ceil_mode's last window; 0 where the windows end inside x).
+// A pooling over x padded so (with its identity) reads only in-bounds taps.
+inline std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> reached_pads(const PoolWindow& p) {
+  std::vector<std::int64_t> end;
+  for (std::size_t j = 0; j < p.rank(); ++j) {
+    const std::int64_t reach = (p.w.out[j] - 1) * p.w.strides[j] + (p.w.kernel[j] - 1) * p.w.dilations[j] + 1;
+    end.push_back(std::max<std::int64_t>(0, reach - p.w.pads_begin[j] - p.x_dims[2 + j]));
+  }
+  return {p.w.pads_begin, end};
 }
 
 // Results of planes [begin, end) of x (row-major [N C spatial...]) into out

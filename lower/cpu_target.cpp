@@ -24,6 +24,7 @@ class CpuTarget final : public Target {
       : p_(p), keep_ir_(o.keep_ir), cache_dir_(o.kernel_cache_dir), progress_(o.progress) {
     traits_.name = "cpu";
     traits_.conv_activation_epilogues = true;
+    traits_.max_pool_as_reduction = true;
   }
   const TargetTraits& traits() const override { return traits_; }
 

@@ -3,9 +3,12 @@
 // softmax, layer / instance / batch norm, lrn, global pooling, einsum, and
 // argmax / argmin through the target's step. Sums are kept in f32 (f64 for
 // f64 values), as the reference's double sums round to the result.
+#include <algorithm>
+#include <limits>
 #include <map>
 
 #include "ir/einsum.hpp"
+#include "ir/pool.hpp"
 #include "lower/lowerer.hpp"
 
 namespace saturn::lower {
@@ -66,9 +69,58 @@ bool Lowerer::lower_reduction(const ir::Node& n, Value& x, const Dims& out) {
   if (n.op == "reduce_mean") post = acc / static_cast<double>(count);
   if (n.op == "reduce_l2") post = ir::scalar::sqrt(acc);
   if (n.op == "reduce_log_sum") post = ir::scalar::log(acc);
-  values_[n.outputs[0]] = reshaped_to(
-      reduce(body.id(), full, red, reduction_kinds().at(n.op), post.id(), ops, n.op, x.dtype, compute), out);
+  values_[n.outputs[0]] = reshaped_to(reduce(body.id(), full, red, reduction_kinds().at(n.op), post.id(), ops, n.op,
+                                             x.dtype, compute, kept_dims_order(x, red)),
+                                      out);
   return true;
+}
+
+bool Lowerer::lower_max_pool(const ir::Node& n, Value& x, const Dims& out) {
+  if (!ir::is_float(x.dtype) || x.dims.size() < 3 || n.outputs.empty() || n.outputs[0].empty() ||
+      (n.outputs.size() > 1 && !n.outputs[1].empty()))
+    return false;
+  const ir::PoolWindow p = ir::pool_window(n.attrs, x.dims, true);
+  const std::size_t rank = x.dims.size(), lead = rank - p.w.kernel.size();
+  if (std::any_of(p.w.out.begin(), p.w.out.end(), [](std::int64_t o) { return o <= 0; })) return false;
+  const auto [begin, end] = ir::reached_pads(p);
+  Dims pads(2 * rank, 0);
+  std::copy(begin.begin(), begin.end(), pads.begin() + static_cast<std::ptrdiff_t>(lead));
+  std::copy(end.begin(), end.end(), pads.begin() + static_cast<std::ptrdiff_t>(rank + lead));
+  const bool padded = std::any_of(pads.begin(), pads.end(), [](std::int64_t q) { return q > 0; });
+  const DType compute = float_compute(x);
+  store(x);
+  Value src = x;
+  if (padded) {
+    src.view = pad_in_layout(x, pads, "constant", -std::numeric_limits<double>::infinity(), n.outputs[0] + " padded");
+    src.dims = src.view.dims;
+  }
+  Value windows = src;
+  windows.view = src.view.windowed(lead, p.w.out, p.w.kernel, p.w.strides, p.w.dilations);
+  windows.dims = windows.view.dims;
+  std::vector<bool> red(windows.dims.size(), false);
+  std::fill(red.begin() + static_cast<std::ptrdiff_t>(rank), red.end(), true);
+  ir::Sym acc(ctx_.get(), acc_);
+  std::string label = "max_pool loop (window";
+  for (std::int64_t k : p.w.kernel) label += " " + std::to_string(k);
+  label += ")";
+  values_[n.outputs[0]] = reshaped_to(reduce(expr_over(windows, windows.dims), windows.dims, red, ReduceKind::Max,
+                                             acc.id(), 1, label, x.dtype, compute, kept_dims_order(windows, red)),
+                                      out);
+  return true;
+}
+
+// A stored operand's kept dims in its own layout's order (a pooling's
+// windows of an NHWC value: N, OH, OW, then C), the reduced ones after: the
+// result keeps the operand's layout, and the kernel reduces columns of its
+// innermost kept dim (reduce_by_columns). Empty (row-major) where the
+// operand is pending or its kept dims are in row-major order already.
+Dims Lowerer::kept_dims_order(const Value& x, const std::vector<bool>& reduced) {
+  if (x.pending || x.is_scalar_constant) return {};
+  Dims kept, dropped;
+  for (std::int64_t d : x.view.order()) (reduced[static_cast<std::size_t>(d)] ? dropped : kept).push_back(d);
+  if (std::is_sorted(kept.begin(), kept.end())) return {};
+  kept.insert(kept.end(), dropped.begin(), dropped.end());
+  return kept;
 }
 
 bool Lowerer::lower_softmax(const ir::Node& n, Value& x) {

@@ -80,7 +80,9 @@ Value Lowerer::stored(BufferId b) const {
 
 Value Lowerer::reshaped_to(Value v, const Dims& out) {
   if (v.dims != out) {
-    v.view = v.view.reshaped(out);
+    // (in place: a reduction's result laid out in its operand's order)
+    std::optional<View> in_place = v.view.reshaped_in_place(out);
+    v.view = in_place ? *in_place : v.view.reshaped(out);
     v.dims = out;
   }
   return v;
@@ -177,23 +179,17 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
   k.out = out;
   k.out_dtype = buffer(out).dtype;
   k.ops = ops;
-  for (std::size_t d = 0; d < full.size(); ++d)
-    (!reduced.empty() && reduced[d] ? k.red_dims : k.dims)
-        .push_back(full[order.empty() ? d : static_cast<std::size_t>(order[d])]);
+  const Dims walk = order.empty() ? identity_order(full.size()) : order;
+  auto is_reduced = [&](std::int64_t d) { return !reduced.empty() && reduced[static_cast<std::size_t>(d)]; };
+  for (std::int64_t d : walk) (is_reduced(d) ? k.red_dims : k.dims).push_back(full[static_cast<std::size_t>(d)]);
   for (SymId id : ctx_->reachable(std::span<const SymId>(&body, 1))) {
     if (ctx_->node(id).op != ir::SymOp::Var || id == acc_) continue;
     const View& v = leaf_views_.at(id);
     Leaf l{v.buffer, v.offset, {}, buffer(v.buffer).dtype};
-    if (reduced.empty() && !order.empty()) {
-      for (std::int64_t d : order) l.strides.push_back(v.strides[static_cast<std::size_t>(d)]);
-    } else if (reduced.empty()) {
-      l.strides = v.strides;
-    } else {  // kept dims first, then the reduced ones
-      for (std::size_t d = 0; d < reduced.size(); ++d)
-        if (!reduced[d]) l.strides.push_back(v.strides[d]);
-      for (std::size_t d = 0; d < reduced.size(); ++d)
-        if (reduced[d]) l.strides.push_back(v.strides[d]);
-    }
+    // (kept dims first, then the reduced ones)
+    for (bool red : {false, true})
+      for (std::int64_t d : walk)
+        if (is_reduced(d) == red) l.strides.push_back(v.strides[static_cast<std::size_t>(d)]);
     k.leaves.push_back(std::move(l));
     k.leaf_vars.push_back(id);
   }
@@ -275,15 +271,16 @@ SymId Lowerer::channel(Value& p, const Dims& full) {
 }
 
 Value Lowerer::reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post,
-                      int ops, const std::string& what, DType dtype, DType compute) {
+                      int ops, const std::string& what, DType dtype, DType compute, const Dims& order) {
   Dims out_dims;
   for (std::size_t d = 0; d < full.size(); ++d) out_dims.push_back(reduced[d] ? 1 : full[d]);
-  BufferId out = add_buffer(BufferKind::Temp, dtype, out_dims, what);
-  emit_kernel(full, reduced, how, body, post, out, ops, what, {}, compute);
+  const View out = order.empty() ? View::of(add_buffer(BufferKind::Temp, dtype, out_dims, what), out_dims)
+                                 : ordered_buffer(dtype, out_dims, order, what);
+  emit_kernel(full, reduced, how, body, post, out.buffer, ops, what, order, compute);
   Value v;
   v.dtype = dtype;
   v.dims = out_dims;
-  v.view = View::of(out, out_dims);
+  v.view = out;
   return v;
 }
 
@@ -557,6 +554,9 @@ bool Lowerer::lower_any_type(const ir::Node& n, const ir::OpDef& def, std::vecto
     return true;
   if (is_reduction(def.semantics()) && in.size() == 1 && in[0] &&
       lower_reduction(n, *in[0], ir::static_dims(out_types[0].shape)))
+    return true;
+  if (n.op == "max_pool" && target_->traits().max_pool_as_reduction && in.size() == 1 && in[0] &&
+      lower_max_pool(n, *in[0], ir::static_dims(out_types[0].shape)))
     return true;
   if (lower_through_f32(n, in, out_types)) return true;
   if ((def.semantics() == "max_pool" || def.semantics() == "avg_pool") && in.size() == 1 && in[0] &&

@@ -84,7 +84,8 @@ class Lowerer {
   BufferId add_weight(const ir::Tensor* t, const std::string& name);
   const Buffer& buffer(BufferId b) const { return p_->buffer(b); }
   Value stored(BufferId b) const;
-  // v (stored, row-major) as the node's dims `out`: a reduction's result
+  // v (stored; row-major, or a reduction's result in its operand's order)
+  // as the node's dims `out`: a reduction's result
   // without its kept size-1 axes, a product's without a 1-D operand's.
   static Value reshaped_to(Value v, const Dims& out);
   // A variable reading `v` (a view over the kernel's dims).
@@ -115,16 +116,22 @@ class Lowerer {
   // A loop kernel writing `out`. Leaves of `body` are views over `full`:
   // the result's dims (elementwise, `reduced` empty), or the operand's dims
   // before reducing the axes `reduced` marks (the result keeps the others).
-  // An elementwise kernel may walk (and write its result in) another
-  // dimension `order` than row-major. The arithmetic is in `compute`.
+  // A kernel may walk (and write its result in) another dimension `order`
+  // than row-major (a reduction: its kept dims in that order, then the
+  // reduced ones). The arithmetic is in `compute`.
   void emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
                    BufferId out, int ops, const std::string& what, const Dims& order = {}, DType compute = DType::F32);
   // k's fault bits and their errors: a bit per node dividing in k.body,
   // in graph order (the 32nd and later share the last).
   void assign_fault_bits(LoopKernel& k) const;
-  // reduce(expr over `full`) along `reduced`, keeping them as size 1.
+  // A stored operand's kept dims in its own layout's order, the reduced
+  // ones after (empty: row-major): what a reduction of x is written in.
+  Dims kept_dims_order(const Value& x, const std::vector<bool>& reduced);
+  // reduce(expr over `full`) along `reduced`, keeping them as size 1; the
+  // result laid out in `order` (a permutation of full's dims; empty:
+  // row-major).
   Value reduce(SymId body, const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId post, int ops,
-               const std::string& what, DType dtype = DType::F32, DType compute = DType::F32);
+               const std::string& what, DType dtype = DType::F32, DType compute = DType::F32, const Dims& order = {});
   // A pending operand that one node reads in several kernels (softmax's
   // max, sum and result; a norm's mean, variance and result) is recomputed
   // in each when it is an elementwise chain: whether it should be stored
@@ -236,6 +243,12 @@ class Lowerer {
   // x padded by `pads` (ONNX's: begins then ends) in `mode`, into a new
   // buffer named `name`.
   BufferId emit_pad(Value& x, const Dims& pads, const std::string& mode, double value, const std::string& name);
+  // x padded likewise into a buffer laid out in x's own dimension order
+  // (an NHWC value's padding stays NHWC, so the pooling reading it converts
+  // nothing).
+  View pad_in_layout(Value& x, const Dims& pads, const std::string& mode, double value, const std::string& name);
+  BufferId pad_rows_step(BufferId src, const Dims& dims, const Dims& pads, DType t, const std::string& mode,
+                         double value, const std::string& name);
   void lower_trilu(const ir::Node& n, Value& x, const ir::ValueType& out_type);
 
   // ---- lower_reductions.cpp
@@ -245,6 +258,11 @@ class Lowerer {
   // the others, the result of x's type.
   bool lower_reduction(const ir::Node& n, Value& x, const Dims& out);
   static bool is_reduction(const std::string& op);
+  // max_pool of a float value without its indices: the largest tap of each
+  // window, one loop kernel reducing a strided view of x (padded with -inf
+  // first where windows reach past it, in x's own layout), its result in
+  // x's layout.
+  bool lower_max_pool(const ir::Node& n, Value& x, const Dims& out);
   // softmax / log_softmax of a float value: the maximum, the sum of
   // exp(x - max) (both kept in the compute type), then a pending
   // exp(x - max) / sum of x's type.

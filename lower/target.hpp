@@ -58,6 +58,11 @@ struct TargetTraits {
   // only (cuDNN's fused call), and the activation of dnnl.conv_clip,
   // dnnl.conv_silu or dnnl.conv_hard_swish is a kernel after it.
   bool conv_activation_epilogues = false;
+  // A plain max_pool is a loop kernel reducing a strided view of its
+  // windows (Lowerer::lower_max_pool: the CPU's loops, vectorized over an
+  // NHWC value's channels); otherwise the target's pooling kernel
+  // (cuda_codegen's, one thread per output).
+  bool max_pool_as_reduction = false;
 };
 
 class Target {

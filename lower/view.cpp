@@ -98,6 +98,22 @@ std::optional<View> View::reshaped_in_place(const std::vector<std::int64_t>& to)
   return View{buffer, offset, to, std::move(*s)};
 }
 
+View View::windowed(std::size_t lead, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& kernel,
+                    const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& dilation) const {
+  View w = *this;
+  w.dims.resize(lead);
+  w.strides.resize(lead);
+  for (std::size_t j = 0; j < kernel.size(); ++j) {
+    w.dims.push_back(out[j]);
+    w.strides.push_back(strides[lead + j] * stride[j]);
+  }
+  for (std::size_t j = 0; j < kernel.size(); ++j) {
+    w.dims.push_back(kernel[j]);
+    w.strides.push_back(strides[lead + j] * dilation[j]);
+  }
+  return w;
+}
+
 std::vector<std::int64_t> View::reshape_copy_order(const std::vector<std::int64_t>& to) const {
   const std::vector<std::int64_t> own = order();
   std::vector<ir::ReshapeRun> runs = ir::reshape_runs(dims, to);

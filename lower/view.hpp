@@ -1,5 +1,5 @@
-// Strided views of buffers: how reshape, transpose, expand, slice and
-// broadcasting cost nothing. A View reads element (i0, ..., in-1) of its dims at
+// Strided views of buffers: how reshape, transpose, expand, slice, sliding
+// windows and broadcasting cost nothing. A View reads element (i0, ..., in-1) of its dims at
 // `offset + sum(ik * strides[k])` of its buffer (strides in elements; 0
 // repeats an element along a broadcast dimension).
 #pragma once
@@ -48,6 +48,11 @@ struct View {
   // backwards), as ir::slice_spec gives them.
   View sliced(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
               const std::vector<std::int64_t>& count) const;
+  // The sliding windows over the dims from `lead` on: [lead..., out...,
+  // kernel...], window o's tap k of an axis at o stride + k dilation of it
+  // (the taps of neighbouring windows share elements).
+  View windowed(std::size_t lead, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& kernel,
+                const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& dilation) const;
 };
 
 using ir::row_major_strides;  // (ir/shape.hpp)

@@ -399,28 +399,52 @@ TEST_CASE("an op that moves little enough is priced at the cache's rate - a larg
   CHECK(extract::CostModel::for_target("cuda")->spec().cache_bytes == 0);
 }
 
-TEST_CASE("a windows left as it is is priced as the reference loop the lowering runs - never as a copy") {
-  // The CPU lowering reads windows' movement-op form (windows-def) in
-  // place, but runs a windows node itself by its reference kernel:
-  // squeezenet1_1's three took 22-102 ms once the extractor, pricing them
-  // as a copy, kept them instead of oneDNN's pooling.
+TEST_CASE("max pooling is priced as the loop over its windows - plus the pad copy - oneDNN's plus its NaN scan") {
   auto cpu = extract::CostModel::for_target("cpu");
   REQUIRE(cpu);
-  const ir::OpDef* windows = ir::OpRegistry::get().find("windows");
-  const ir::OpDef* pool = ir::OpRegistry::get().find("dnnl.max_pool");
-  REQUIRE(windows);
-  REQUIRE(pool);
+  const auto& registry = ir::OpRegistry::get();
+  const ir::OpDef* windows = registry.find("windows");
+  const ir::OpDef* reduce_max = registry.find("reduce_max");
+  const ir::OpDef* loop = registry.find("max_pool");
+  const ir::OpDef* dnnl = registry.find("dnnl.max_pool");
   ir::Attrs w;
   w.set("kernel_shape", std::vector<std::int64_t>{3, 3});
   w.set("strides", std::vector<std::int64_t>{2, 2});
   const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 64, 111, 111})};
   const ir::ValueType taps{ir::DType::F32, ir::shape_of({1, 64, 55, 55, 3, 3})};
   const ir::ValueType pooled{ir::DType::F32, ir::shape_of({1, 64, 55, 55})};
-  CHECK(cpu->timed(*windows));  // (calibration measures it, as it does the pooling loop)
-  const double as_windows = cpu->cost(*windows, w, std::vector<ir::ValueType>{x}, taps, false);
-  const double as_pool = cpu->cost(*pool, w, std::vector<ir::ValueType>{x}, pooled, false);
-  CHECK(as_windows > 1000);  // us: 1.7 M taps at the pooling loop's 0.26 GFLOP/s
-  CHECK(as_windows > 20 * as_pool);
+  auto cost = [&](const ir::OpDef* op, const ir::Attrs& a, const ir::ValueType& in, const ir::ValueType& out) {
+    return cpu->cost(*op, a, std::vector<ir::ValueType>{in}, out, false);
+  };
+  // SqueezeNet's pools (windows inside x): the loop, 1.7 M taps at the
+  // loop rate (27 us) and a kernel's overhead, below oneDNN's call, which
+  // scans its 3.2 MB source for a NaN too.
+  CHECK(cpu->timed(*loop));  // (a calibration measures it)
+  const double as_loop = cost(loop, w, x, pooled);
+  const double as_call = cost(dnnl, w, x, pooled);
+  CHECK(as_loop == Approx(64 * 55 * 55 * 9 / 64e3 + 1).epsilon(0.01));
+  CHECK(as_call == Approx(as_loop + 64 * 111 * 111 * 4 / 150e3).epsilon(0.01));
+  // Its decomposed form: the windows a view priced as a copy (an upper
+  // bound), their maximum read in full: above the op.
+  ir::Attrs last;
+  last.set("axes", std::vector<std::int64_t>{4, 5});
+  last.set("keepdims", std::int64_t{0});
+  CHECK(cost(windows, w, x, taps) + cost(reduce_max, last, taps, pooled) > 2 * as_loop);
+  // ResNet's stem pool reads past x (padding 1): the loop first copies x
+  // padded, 3.2 + 3.3 MB at the copy rate and a call; oneDNN's does not.
+  ir::Attrs padded = w;
+  padded.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  const ir::ValueType stem{ir::DType::F32, ir::shape_of({1, 64, 112, 112})};
+  const ir::ValueType stem_out{ir::DType::F32, ir::shape_of({1, 64, 56, 56})};
+  const double copy = 5 + (112.0 * 112 + 114 * 114) * 64 * 4 / 100e3;
+  CHECK(cost(loop, padded, stem, stem_out) == Approx(cost(loop, w, stem, stem_out) + copy).epsilon(0.01));
+  CHECK(cost(loop, padded, stem, stem_out) > cost(dnnl, padded, stem, stem_out));
+  // ceil_mode's last window past the end: 111 -> 56 windows read 113.
+  ir::Attrs ceil = w;
+  ceil.set("ceil_mode", std::int64_t{1});
+  const ir::ValueType ceil_x{ir::DType::F32, ir::shape_of({1, 64, 112, 112})};
+  CHECK(cost(loop, ceil, ceil_x, stem_out) ==
+        Approx(cost(loop, w, ceil_x, stem_out) + 5 + (112.0 * 112 + 113 * 113) * 64 * 4 / 100e3).epsilon(0.01));
 }
 
 TEST_CASE("an activation post-op adds its arithmetic at the loop rate - no memory pass") {

@@ -1251,6 +1251,83 @@ TEST_CASE("Pooling oneDNN does not take runs the op's own kernel - indices - int
   CHECK(steps_with(*p, "avg_pool (window 2 2 2)") == 1);
 }
 
+TEST_CASE("max_pool as written is a loop over a strided view of its windows - in its operand's layout - NaN kept") {
+  // x NHWC (the layout oneDNN's convolutions leave), seen as NCHW.
+  models::GraphBuilder b("pool_loops");
+  std::string x = b.op("transpose", {b.input("x", {2, 9, 9, 16})}, models::ints_attr("perm", {0, 3, 1, 2}));
+  std::string y = b.input("y", {1, 8, 11, 11});  // NCHW
+  std::string z = b.op("transpose", {b.input("z", {2, 13, 24})}, models::ints_attr("perm", {0, 2, 1}));
+  std::string v = b.op("transpose", {b.input("v", {1, 5, 6, 7, 8})}, models::ints_attr("perm", {0, 4, 1, 2, 3}));
+  auto pool = [](const std::vector<std::pair<std::string, Dims>>& ints) {
+    ir::Attrs a;
+    for (const auto& [name, d] : ints)
+      if (name == "ceil_mode")
+        a.set(name, d[0]);
+      else
+        a.set(name, d);
+    return a;
+  };
+  const ir::Graph g = b.finish({
+      b.op("max_pool", {x}, pool({{"kernel_shape", {3, 3}}, {"strides", {2, 2}}})),  // windows inside x
+      b.op("max_pool", {x}, pool({{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}})),
+      b.op("max_pool", {x}, pool({{"kernel_shape", {2, 2}}, {"strides", {2, 2}}, {"ceil_mode", {1}}})),
+      b.op("max_pool", {y},
+           pool({{"kernel_shape", {2, 3}}, {"strides", {1, 2}}, {"dilations", {2, 1}}, {"pads", {0, 1, 1, 0}}})),
+      b.op("max_pool", {z}, pool({{"kernel_shape", {3}}, {"strides", {2}}, {"pads", {1, 1}}, {"ceil_mode", {1}}})),
+      b.op("max_pool", {v}, pool({{"kernel_shape", {2, 2, 2}}, {"strides", {2, 2, 2}}})),
+  });
+  std::vector<ir::Tensor> in;
+  std::uint32_t seed = 11;
+  for (const ir::GraphValue& i : g.inputs) {
+    in.push_back(random_tensor(ir::static_dims(i.type.shape), seed++, -3, 3));
+    // NaN wins a window and infinities hold theirs, as in the reference.
+    in.back().set(5, NAN);
+    in.back().set(17, INFINITY);
+    in.back().set(40, -INFINITY);
+    in.back().set(41, -INFINITY);
+  }
+  auto want = runtime::interpret(g, in);
+  REQUIRE(want);
+  auto p = check_program(g, in, *want, 0, 0);
+  check_native(*p);
+  CHECK(steps_with(*p, "max_pool loop (window") == 6);
+  CHECK(steps_with(*p, "oneDNN max pool") == 0);
+  CHECK(steps_with(*p, "max_pool (window") == 0);  // (the host's pooling step)
+  // The padded ones pad a copy of their operand (-inf) in its layout, in
+  // rows of its innermost padded axis and those inside it: x's [2 11 11 16]
+  // (padding 1) and [2 10 10 16] (ceil_mode's last window) as 22 and 20
+  // rows of W C, z's [2 15 24] as 2 rows, y's NCHW [1 8 12 12] as 96 of W.
+  CHECK(steps_with(*p, "pad (constant, 22 rows)") == 1);
+  CHECK(steps_with(*p, "pad (constant, 20 rows)") == 1);
+  CHECK(steps_with(*p, "pad (constant, 2 rows)") == 1);
+  CHECK(steps_with(*p, "pad (constant, 96 rows)") == 1);
+  // Each result in its operand's layout: NHWC's pools write [N OH OW C]
+  // (then the reduced axes), the NCHW one [N C OH OW], z's [N OL C].
+  std::vector<Dims> written;
+  for (const lower::Step& s : p->steps)
+    if (s.label.find("max_pool loop") != std::string::npos)
+      written.push_back(p->buffers[static_cast<std::size_t>(s.writes[0])].dims);
+  REQUIRE(written.size() == 6);
+  CHECK(written[0] == Dims{2, 4, 4, 16, 1, 1});
+  CHECK(written[1] == Dims{2, 5, 5, 16, 1, 1});
+  CHECK(written[2] == Dims{2, 5, 5, 16, 1, 1});
+  CHECK(written[3] == Dims{1, 8, 10, 5, 1, 1});
+  CHECK(written[4] == Dims{2, 7, 24, 1});
+  CHECK(written[5] == Dims{1, 2, 3, 3, 8, 1, 1, 1});
+  // A windows op itself is the same view: reduce_max of it reads x in place.
+  models::GraphBuilder w("windows_view");
+  std::string t = w.op("transpose", {w.input("t", {1, 7, 7, 16})}, models::ints_attr("perm", {0, 3, 1, 2}));
+  ir::Attrs win = models::ints_attr("kernel_shape", {3, 3});
+  win.set("strides", Dims{2, 2});
+  ir::Attrs last = models::ints_attr("axes", {4, 5});
+  last.set("keepdims", std::int64_t{0});
+  auto q = check_against_interpreter(w.finish({w.op("reduce_max", {w.op("windows", {t}, win)}, last)}));
+  check_native(*q);
+  CHECK(std::none_of(q->steps.begin(), q->steps.end(), [](const lower::Step& s) {
+    return s.kind == lower::StepKind::Copy && s.label.find("output") == std::string::npos;
+  }));
+}
+
 TEST_CASE("Transposed convolutions go to oneDNN - 1-D to 3-D - groups - dilations - output_padding - output_shape") {
   struct Case {
     Dims x, w;

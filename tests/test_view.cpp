@@ -97,3 +97,17 @@ TEST_CASE("Reshapes that merge dims out of order are not views - their copy orde
   // Shapes that do not hold the same elements are refused.
   CHECK_FALSE(View::of(0, {2, 3}).reshaped_in_place({5}));
 }
+
+TEST_CASE("Sliding windows are a view whose window and tap axes step through the same axis") {
+  // [1 2 7 7] row-major, 3x3 windows, stride 2: [1 2 3 3 3 3].
+  const View w = View::of(0, {1, 2, 7, 7}).windowed(2, {3, 3}, {3, 3}, {2, 2}, {1, 1});
+  CHECK(w.dims == Dims{1, 2, 3, 3, 3, 3});
+  CHECK(w.strides == Dims{98, 49, 14, 2, 7, 1});
+  // Window (1, 2)'s tap (2, 1) is element (1*2 + 2, 2*2 + 1) = (4, 5) of the plane.
+  CHECK(w.offset + 1 * w.strides[1] + 1 * w.strides[2] + 2 * w.strides[3] + 2 * w.strides[4] + 1 * w.strides[5] ==
+        49 + 4 * 7 + 5);
+  // An NHWC value's: the channel stride stays 1; dilation 2 in W.
+  const View c = nhwc(16, 9, 9).windowed(2, {4, 3}, {2, 2}, {2, 3}, {1, 2});
+  CHECK(c.dims == Dims{1, 16, 4, 3, 2, 2});
+  CHECK(c.strides == Dims{9 * 9 * 16, 1, 2 * 9 * 16, 3 * 16, 9 * 16, 2 * 16});
+}
