@@ -28,7 +28,11 @@ class CpuTarget final : public Target {
   }
   const TargetTraits& traits() const override { return traits_; }
 
-  Step block_copy(const BlockCopy& c, const std::string& label) override { return make_host_block_copy_step(c, label); }
+  Step block_copy(const BlockCopy& c, const std::string& label) override {
+    Step s = make_host_block_copy_step(c, label);
+    for (const BlockCopy::Part& part : c.parts) s.bounded_by.push_back(part.src);
+    return s;
+  }
   Step gather(const ir::GatherRows& g, bool i64, BufferId src, BufferId idx, BufferId out, const std::string& label,
               const std::string& node) override {
     return host_gather_step(g, i64, src, idx, out, label, node);
@@ -70,7 +74,7 @@ class CpuTarget final : public Target {
   std::optional<LibraryStep> conv(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                   const std::optional<LibraryOperand>& bias, const View* skip, BufferId out) override {
     try {
-      return make_conv_step(spec, x, w, bias, skip, out, p_.keep_alive);
+      return make_conv_step(spec, x, w, bias, skip, out, p_.keep_alive, &bounds_);
     } catch (const dnnl::error&) {
       if (!spec.winograd && !spec.channels_last) return std::nullopt;
     }
@@ -104,7 +108,7 @@ class CpuTarget final : public Target {
   std::optional<LibraryStep> pool(const PoolSpec& spec, const ir::WindowGeometry&, const View& x,
                                   BufferId out) override {
     try {
-      return make_pool_step(spec, x, out, p_.keep_alive);
+      return make_pool_step(spec, x, out, p_.keep_alive, &bounds_);
     } catch (const dnnl::error&) {
       return std::nullopt;
     }
@@ -130,6 +134,7 @@ class CpuTarget final : public Target {
   }
 
   Program& p_;
+  ValueBounds bounds_;  // published between the library steps (lower/value_bounds.hpp)
   bool keep_ir_ = false;
   std::string cache_dir_;
   CompileProgress progress_;
@@ -179,6 +184,19 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
       if (flag && *flag) throw std::runtime_error(fault_message(errors, *flag));
     };
   }
+  // A step bounded by its operands passes their bounds on, after it ran.
+  for (Step& s : p_.steps) {
+    if (s.bounded_by.empty() || s.writes.size() != 1) continue;
+    std::vector<std::shared_ptr<ValueBound>> from;
+    for (BufferId b : s.bounded_by) from.push_back(bounds_.read(b));
+    s.run = [run = std::move(s.run), from = std::move(from), to = bounds_.written(s.writes[0])](const RunContext& ctx) {
+      run(ctx);
+      float m = 0;
+      for (const auto& f : from) m = std::max(m, f->known());
+      to->magnitude = m;
+    };
+  }
+  bounds_.keep_single_writers(p_.steps);
 }
 
 }  // namespace

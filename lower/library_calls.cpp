@@ -216,6 +216,11 @@ struct DnnlState {
   std::shared_ptr<WinogradFallback> winograd;  // a Winograd convolution
   ir::Activation activation = ir::Activation::None;
   float clip_min = 0, clip_max = 0;
+  // Bounds published between steps (lower/value_bounds.hpp): what the
+  // writers of the source and of the residual published, and this step's
+  // result; an unguarded convolution's constants, to bound its result by.
+  std::shared_ptr<ValueBound> source_bound, skip_bound, result_bound;
+  std::optional<OperandBound> unguarded;
 };
 
 // Binds the primitive's source to a dense View: directly when the layouts
@@ -358,15 +363,43 @@ float as_magnitude(std::int32_t bits) { return std::bit_cast<float>(bits); }
 // thousands of terms by well under a percent.)
 constexpr double kDirectLimit = std::numeric_limits<float>::max() / 2;
 constexpr double kWinogradLimit = kDirectLimit / 1024;  // the transforms' growth, with room
-bool result_is_finite(const DnnlState& p, const OperandBound& g, const RunContext& ctx, bool sum, double limit) {
-  const std::int32_t x = max_magnitude(ctx, p.src);
+constexpr double kUnknown = std::numeric_limits<double>::infinity();
+double known(const std::shared_ptr<ValueBound>& b) { return b ? double{b->known()} : kUnknown; }
+
+std::optional<double> result_bound(const DnnlState& p, const OperandBound& g, const RunContext& ctx, bool sum,
+                                   double limit) {
   const std::int32_t w = p.run_weights ? max_magnitude(ctx, p.weights) : std::bit_cast<std::int32_t>(g.weight_max);
   const std::int32_t b = p.run_bias ? max_magnitude(ctx, p.bias) : std::bit_cast<std::int32_t>(g.bias_max);
+  if (std::max(w, b) >= kInfBits) return std::nullopt;
+  auto total = [&](double x, double s) { return g.taps * x * double{as_magnitude(w)} + double{as_magnitude(b)} + s; };
+  // The writers' bounds when they prove it (no read); else the operands read.
+  const double x_known = known(p.source_bound), s_known = sum ? known(p.skip_bound) : 0;
+  if (total(x_known, s_known) < limit) return total(x_known, s_known);
+  const std::int32_t x = max_magnitude(ctx, p.src);
   const std::int32_t s = sum ? max_magnitude(ctx, p.dst) : 0;
-  if (std::max({x, w, b, s}) >= kInfBits) return false;
-  const double bound =
-      g.taps * double{as_magnitude(x)} * double{as_magnitude(w)} + double{as_magnitude(b)} + double{as_magnitude(s)};
-  return bound < limit;
+  if (std::max(x, s) >= kInfBits) return std::nullopt;
+  const double bound = total(as_magnitude(x), as_magnitude(s));
+  return bound < limit ? std::optional(bound) : std::nullopt;
+}
+
+// An unguarded convolution's result bound, from its writers' bounds only.
+double bound_from_writers(const DnnlState& p, const OperandBound& g, bool sum) {
+  if (p.run_weights || p.run_bias) return kUnknown;
+  return g.taps * known(p.source_bound) * double{g.weight_max} + double{g.bias_max} + (sum ? known(p.skip_bound) : 0);
+}
+
+// Publishes `bound` (of the convolution's result before its activation;
+// infinite: nothing known) as the result's: clip's bounds cap a finite one, ReLU, SiLU and hard swish only shrink
+// a magnitude; with room for the library's rounding (a percent, where a
+// float sum of n terms strays by n 6e-8 of its terms' magnitudes).
+void publish(const DnnlState& p, double bound) {
+  if (!p.result_bound) return;
+  if (!(bound < kUnknown)) bound = kUnknown;  // (NaN too: nothing known, a NaN may be there)
+  if (bound < kUnknown && p.activation == ir::Activation::Clip)
+    bound = std::min(bound, double{std::max(std::abs(p.clip_min), std::abs(p.clip_max))});
+  bound *= 1.01;
+  p.result_bound->magnitude =
+      bound < std::numeric_limits<float>::max() ? static_cast<float>(bound) : std::numeric_limits<float>::infinity();
 }
 
 // The activation as the reference computes it, over a result that may hold
@@ -408,21 +441,32 @@ void run_primitive(DnnlState& p, const RunContext& ctx, const View& x, BufferId 
   args.emplace(DNNL_ARG_SRC, p.src);
   args.emplace(DNNL_ARG_DST, p.dst);
   if (p.guard || p.winograd) p.stream.wait();  // (the reorders' results are scanned)
-  if (p.winograd && !result_is_finite(p, p.winograd->bound, ctx, skip != nullptr, kWinogradLimit)) {
-    WinogradFallback& f = *p.winograd;
-    if (!f.direct) f.direct = f.make_direct(f.keep).step;
-    f.direct->run(ctx);  // (from the caller's buffers, as this step would have)
-    return;
+  double bound = kUnknown;
+  if (p.winograd) {
+    const std::optional<double> b = result_bound(p, p.winograd->bound, ctx, skip != nullptr, kWinogradLimit);
+    if (!b) {
+      WinogradFallback& f = *p.winograd;
+      if (!f.direct) f.direct = f.make_direct(f.keep).step;
+      f.direct->run(ctx);  // (from the caller's buffers, as this step would have)
+      publish(p, kUnknown);
+      return;
+    }
+    bound = *b;
   }
-  if (p.guard && !result_is_finite(p, p.guard->bound, ctx, skip != nullptr, kDirectLimit)) {
+  const std::optional<double> guarded =
+      p.guard ? result_bound(p, p.guard->bound, ctx, skip != nullptr, kDirectLimit) : std::nullopt;
+  if (p.guard && !guarded) {
     p.guard->unfused.execute(p.stream, args);
     p.stream.wait();
     reference_activation(p, p.dst);
   } else {
     p.prim.execute(p.stream, args);
+    if (guarded) bound = *guarded;
+    if (p.unguarded) bound = bound_from_writers(p, *p.unguarded, skip != nullptr);
   }
   if (p.from_dst) p.from_dst->execute(p.stream, p.dst, p.user_dst);
   p.stream.wait();
+  publish(p, bound);
 }
 
 }  // namespace
@@ -561,7 +605,7 @@ LibraryStep convolution_step(std::shared_ptr<DnnlState> st, const PrimitiveDesc&
 
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
-                           std::vector<std::shared_ptr<void>>& keep) {
+                           std::vector<std::shared_ptr<void>>& keep, ValueBounds* bounds) {
   auto st = std::make_shared<DnnlState>();
   // The weights as they are laid out, [O, I, k...]; with groups [G, O/G, I, k...].
   memory::desc user_w = plain_desc(w.view);
@@ -622,6 +666,14 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     if (bias && !st->run_bias) b.bias_max = as_magnitude(max_magnitude(now, st->bias));
     return b;
   };
+  st->activation = spec.activation;
+  st->clip_min = static_cast<float>(spec.clip_min);
+  st->clip_max = static_cast<float>(spec.clip_max);
+  if (bounds) {
+    st->source_bound = bounds->read(x.buffer);
+    if (skip) st->skip_bound = bounds->read(skip->buffer);
+    st->result_bound = bounds->written(out);
+  }
   if (spec.winograd) {
     auto fallback = std::make_shared<WinogradFallback>();
     fallback->bound = constants_bound();
@@ -645,9 +697,8 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
     g.unfused = dnnl::convolution_forward({same, epilogue_attr(no_relu), st->engine});
     g.bound = constants_bound();
     st->guard = std::move(g);
-    st->activation = spec.activation;
-    st->clip_min = static_cast<float>(spec.clip_min);
-    st->clip_max = static_cast<float>(spec.clip_max);
+  } else if (st->source_bound && st->result_bound) {
+    st->unguarded = constants_bound();
   }
   return r;
 }
@@ -755,8 +806,8 @@ std::vector<std::int64_t> empty_windows(const PoolSpec& spec, const View& x,
 
 }  // namespace
 
-LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
-                           std::vector<std::shared_ptr<void>>& keep) {
+LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, std::vector<std::shared_ptr<void>>& keep,
+                           ValueBounds* bounds) {
   auto st = std::make_shared<DnnlState>();
   memory::desc src_md = plain_desc(x), any_y(to_dims(spec.out_dims), dt::f32, tag::any);
   auto alg = spec.max                 ? dnnl::algorithm::pooling_max
@@ -770,6 +821,10 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
   bind_source(*st, pd.src_desc(), x);
   LibraryStep r;
   r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
+  if (bounds) {
+    st->source_bound = bounds->read(x.buffer);
+    st->result_bound = bounds->written(out);
+  }
   keep.push_back(st);
   Step& s = r.step;
   s.kind = StepKind::Pool;
@@ -782,10 +837,19 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out,
     run_primitive(*p, ctx, x, out, nullptr, {});
     float* y = ctx.at<float>(out);
     for (std::int64_t off : empty) y[off] = spec.max ? -std::numeric_limits<float>::infinity() : 0.0f;
-    // (A pass over the input; the windows rewritten only where it holds a
-    // NaN or an infinity.)
-    if (spec.max && max_magnitude(ctx, address(ctx, x), ir::numel(x.dims), kInfBits) >= kInfBits)
-      exact_max_windows(spec, ctx.at<const float>(x.buffer), x, y, out_strides);
+    // (A pass over the input, unless its writer's bound shows it finite; the
+    // windows rewritten only where it holds a NaN or an infinity.)
+    double bound = known(p->source_bound);
+    if (spec.max && bound == kUnknown) {
+      const std::int32_t m = max_magnitude(ctx, address(ctx, x), ir::numel(x.dims), kInfBits);
+      if (m >= kInfBits)
+        exact_max_windows(spec, ctx.at<const float>(x.buffer), x, y, out_strides);
+      else
+        bound = as_magnitude(m);
+    }
+    // (A maximum or an average is no larger than its taps; an empty
+    // window's -inf is.)
+    if (p->result_bound) p->result_bound->magnitude = empty.empty() || !spec.max ? static_cast<float>(bound) : INFINITY;
   };
   return r;
 }

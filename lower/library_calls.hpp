@@ -12,6 +12,7 @@
 
 #include "ir/op.hpp"
 #include "lower/program.hpp"
+#include "lower/value_bounds.hpp"
 #include "lower/view.hpp"
 
 namespace saturn::lower {
@@ -87,9 +88,12 @@ struct LibraryOperand {
   View view;
   const ir::Tensor* constant = nullptr;
 };
+// With `bounds`, the step proves its source (and residual) finite from the
+// bounds their writers published where it can, and publishes its result's
+// (lower/value_bounds.hpp).
 LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                            const std::optional<LibraryOperand>& bias, const View* skip, BufferId out,
-                           std::vector<std::shared_ptr<void>>& keep);
+                           std::vector<std::shared_ptr<void>>& keep, ValueBounds* bounds = nullptr);
 
 // An int8 convolution (dnnl.qconv, lower/dnnl_int8.cpp): u8 or s8 x with
 // one zero point, constant s8 weights [O, I/G, k...] without one, per-channel
@@ -132,7 +136,9 @@ struct PoolSpec {
   bool count_include_pad = false;
 };
 // x: a dense View; the result keeps x's layout when oneDNN does.
-LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, std::vector<std::shared_ptr<void>>& keep);
+// With `bounds`, as make_conv_step's.
+LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, std::vector<std::shared_ptr<void>>& keep,
+                           ValueBounds* bounds = nullptr);
 
 // A copy of f32 elements read with `src_strides` (elements, all positive)
 // from `offset` of `src` into `out`, row-major over `dims`: a oneDNN

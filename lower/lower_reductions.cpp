@@ -106,6 +106,8 @@ bool Lowerer::lower_max_pool(const ir::Node& n, Value& x, const Dims& out) {
   values_[n.outputs[0]] = reshaped_to(reduce(expr_over(windows, windows.dims), windows.dims, red, ReduceKind::Max,
                                              acc.id(), 1, label, x.dtype, compute, kept_dims_order(windows, red)),
                                       out);
+  // (Its windows always hold an element of x: its maximum is no larger.)
+  p_->steps.back().bounded_by = {x.view.buffer};
   return true;
 }
 

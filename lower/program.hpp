@@ -76,6 +76,10 @@ struct Step {
   // when such an operand dies here.
   std::vector<BufferId> in_place_ok;
   std::function<void(const RunContext&)> run;
+  // Buffers whose elements' magnitudes bound the (single) result's: it is
+  // a maximum over windows of one, or a concat of them (the CPU target
+  // passes their bounds on, lower/value_bounds.hpp).
+  std::vector<BufferId> bounded_by;
   // cuda: the step waits for the device mid-run (a fault flag or an index
   // check read back, a host fallback), so a CUDA graph cannot hold it.
   bool host_sync = false;

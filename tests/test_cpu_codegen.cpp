@@ -2347,6 +2347,47 @@ TEST_CASE("A clip fused into a oneDNN convolution keeps NaN - and its bounds") {
   SECTION("infinities in the source") { check_with(3, {{40, INFINITY}, {41, -INFINITY}}); }
 }
 
+TEST_CASE(
+    "Guarded convolutions trust the bounds their source's writers publish - and read it where those prove nothing") {
+  // conv+clip -> conv+clip -> conv -> conv+relu, a pool and a concat
+  // between: each guarded call's source written by a oneDNN call, a max
+  // pooling loop or a concat of them. A NaN or an infinity in x reaches
+  // every result as the reference computes it: a writer that saw one
+  // publishes nothing, and its readers read their source again.
+  models::GraphBuilder b("bounds_chain");
+  std::string x = b.input("x", {1, 3, 8, 8});
+  ir::Attrs pads = models::ints_attr("pads", {1, 1, 1, 1});
+  ir::Attrs relu6;
+  relu6.set("min", 0.0);
+  relu6.set("max", 6.0);
+  ir::Attrs pool = models::ints_attr("kernel_shape", {2, 2});
+  pool.set("strides", Dims{2, 2});
+  ir::Attrs channels = models::ints_attr("axis", {1});
+  channels.set("axis", std::int64_t{1});
+  auto conv = [&](const std::string& in, std::int64_t cin, std::int64_t cout, double scale) {
+    return b.op("conv", {in, b.weight({cout, cin, 3, 3}, scale), b.weight({cout}, 0.5)}, pads);
+  };
+  const std::string a = b.op("clip", {conv(x, 3, 8, 2.0)}, relu6);
+  const std::string c = b.op("clip", {conv(a, 8, 8, 2.0)}, relu6);
+  const std::string d = conv(c, 8, 8, 1.0);
+  const std::string e = b.op("relu", {conv(d, 8, 8, 1.0)});
+  const std::string f = b.op("relu", {conv(b.op("max_pool", {e}, pool), 8, 4, 1.0)});
+  const std::string h = b.op("relu", {conv(b.op("concat", {a, e}, channels), 16, 4, 1.0)});
+  // Weights large enough that the bounds overflow: the call reads its source.
+  const std::string big = b.op("relu", {conv(f, 4, 4, 1e30)});
+  const ir::Graph g = b.finish({a, c, e, f, h, big});
+  auto check_with = [&](std::uint32_t seed, std::vector<std::pair<std::size_t, float>> special) {
+    ir::Tensor in = random_tensor({1, 3, 8, 8}, seed);
+    for (auto [i, v] : special) in.set(i, v);
+    auto p = check_against_interpreter(g, {in}, 1e-3, 1e-4);  // (rounding along five convolutions)
+    CHECK(steps_with(*p, "+clip") == 2);
+    CHECK(steps_with(*p, "+relu") == 4);
+  };
+  SECTION("finite operands") { check_with(1, {}); }
+  SECTION("a NaN in x") { check_with(2, {{17, NAN}}); }
+  SECTION("infinities in x") { check_with(3, {{40, INFINITY}, {100, -INFINITY}}); }
+}
+
 TEST_CASE("SiLU and hard swish fused into oneDNN convolutions keep NaN and infinities - with no guard") {
   // oneDNN's swish and hardswish post-ops end multiplying by the result:
   // -inf and NaN give NaN, inf gives inf, as the reference's mul does; the

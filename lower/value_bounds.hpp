@@ -1,0 +1,59 @@
+// Magnitude bounds that travel between library steps, so that a step whose
+// library would lose a NaN (oneDNN's ReLU and clip post-ops, its max
+// pooling, Winograd's transforms) proves its source finite from what the
+// step that wrote it knew, instead of reading it again.
+//
+// Invariant: after the step writing buffer B ran in a run, B's ValueBound
+// holds +inf (nothing known) or a bound on the magnitude of every element
+// of B, all of them finite. A bound is trusted only where that step is B's
+// one writer in the program (ValueBounds::keep_single_writers, when the
+// target finishes); a reader checks `known()` at every run, after its
+// writer ran (steps run in program order).
+#pragma once
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "lower/program.hpp"
+
+namespace saturn::lower {
+
+struct ValueBound {
+  float magnitude = std::numeric_limits<float>::infinity();
+  bool published = false;  // a step publishes into it
+  bool single_writer = true;
+  float known() const { return single_writer ? magnitude : std::numeric_limits<float>::infinity(); }
+};
+
+class ValueBounds {
+ public:
+  // b's cell, for a step reading it (made now when no step publishes into
+  // it yet; it stays unknown unless one does).
+  std::shared_ptr<ValueBound> read(BufferId b) {
+    return cells_.try_emplace(b, std::make_shared<ValueBound>()).first->second;
+  }
+  // The cell a step writing `b` publishes into (a second such step makes
+  // it untrusted).
+  std::shared_ptr<ValueBound> written(BufferId b) {
+    std::shared_ptr<ValueBound> cell = read(b);
+    if (cell->published) cell->single_writer = false;
+    cell->published = true;
+    return cell;
+  }
+  // Untrusts the cells of buffers that not exactly one step of `steps`
+  // writes (a concat chain's buffer, a value updated in place).
+  void keep_single_writers(const std::vector<Step>& steps) {
+    std::map<BufferId, int> writers;
+    for (const Step& s : steps)
+      for (BufferId b : s.writes) ++writers[b];
+    for (auto& [b, cell] : cells_)
+      if (writers[b] != 1) cell->single_writer = false;
+  }
+
+ private:
+  std::map<BufferId, std::shared_ptr<ValueBound>> cells_;
+};
+
+}  // namespace saturn::lower
