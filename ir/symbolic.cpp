@@ -359,6 +359,27 @@ std::vector<SymId> SymContext::reachable(std::span<const SymId> roots) const {
   return out;
 }
 
+std::vector<SymId> SymContext::post_order(SymId root, std::set<SymId>& done) const {
+  std::vector<SymId> out;
+  std::vector<std::pair<SymId, bool>> todo{{root, false}};  // (node, operands done)
+  while (!todo.empty()) {
+    auto [id, operands_done] = todo.back();
+    todo.pop_back();
+    if (done.count(id)) continue;
+    if (operands_done) {
+      done.insert(id);
+      out.push_back(id);
+      continue;
+    }
+    todo.push_back({id, true});
+    const SymNode& n = nodes_[id];
+    const SymId kids[] = {n.a, n.b, n.c};
+    for (int i = arity(n.op); i-- > 0;)
+      if (!done.count(kids[i])) todo.push_back({kids[i], false});
+  }
+  return out;
+}
+
 std::string SymContext::to_string(SymId id) const {
   const SymNode& n = nodes_[id];
   if (n.op == SymOp::Var) return names_[n.a];

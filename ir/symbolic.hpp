@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -109,6 +110,9 @@ class SymContext {
   double evaluate(SymId id, const std::function<double(std::size_t)>& var_value) const;
   // Every node reachable from `roots`, each once (roots first, then below).
   std::vector<SymId> reachable(std::span<const SymId> roots) const;
+  // The nodes reachable from `root` that `done` does not hold, operands
+  // before their users (depth first, operands in order), each added to it.
+  std::vector<SymId> post_order(SymId root, std::set<SymId>& done) const;
   std::string to_string(SymId id) const;
 
   // Conditions (0/1 Syms) under which the ops evaluated so far are defined,

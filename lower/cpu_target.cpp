@@ -5,6 +5,9 @@
 // that only transposes f32 elements becomes a oneDNN reorder, several times
 // faster.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 
@@ -158,6 +161,7 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     Step& s = p_.steps[kernel_steps[k]];
     if (auto r = transposing_copy(kernels[k], s.label)) {
+      r->bounded_by = std::move(s.bounded_by);
       s = std::move(*r);
       --p_.fused_kernels;
       continue;
@@ -184,14 +188,63 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
       if (flag && *flag) throw std::runtime_error(fault_message(errors, *flag));
     };
   }
+  // A loop kernel publishes its result's bound from its leaves' (a
+  // constant's magnitude, read now; a value's published bound, at each run).
+  std::map<BufferId, double> constant_magnitude;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    Step& s = p_.steps[kernel_steps[k]];
+    if (!s.bounded_by.empty()) continue;
+    std::optional<KernelBound> bound = KernelBound::of(kernels[k]);
+    if (!bound) continue;
+    std::vector<double> fixed;
+    std::vector<std::shared_ptr<ValueBound>> cells;
+    bool known = true;
+    for (const Leaf& l : kernels[k].leaves) {
+      const Buffer& b = p_.buffer(l.buffer);
+      cells.push_back(b.kind == BufferKind::Temp ? bounds_.read(l.buffer) : nullptr);
+      double m = std::numeric_limits<double>::infinity();
+      if (b.kind == BufferKind::Weight && b.weight && b.weight->numel() <= (1u << 20)) {
+        auto [it, fresh] = constant_magnitude.try_emplace(l.buffer, 0.0);
+        if (fresh)
+          for (std::size_t i = 0; i < b.weight->numel(); ++i)
+            it->second = std::max(it->second, std::abs(b.weight->at(i)));
+        m = it->second;
+      }
+      known = known && (cells.back() || m < std::numeric_limits<double>::infinity());
+      fixed.push_back(m);
+    }
+    if (!known) continue;
+    s.run = [run = std::move(s.run), bound = std::move(*bound), fixed = std::move(fixed), cells = std::move(cells),
+             to = bounds_.written(kernels[k].out)](const RunContext& ctx) {
+      run(ctx);
+      std::vector<double> leaf = fixed;
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        if (cells[i]) leaf[i] = cells[i]->known();
+      const double m = bound(leaf) * 1.01;  // (room for the kernel's rounding)
+      to->magnitude =
+          m < std::numeric_limits<float>::max() ? static_cast<float>(m) : std::numeric_limits<float>::infinity();
+    };
+  }
   // A step bounded by its operands passes their bounds on, after it ran.
-  for (Step& s : p_.steps) {
-    if (s.bounded_by.empty() || s.writes.size() != 1) continue;
+  // Where several such steps write parts of one buffer (a concat chain's),
+  // each publishes the largest bound so far this run, the first resetting it.
+  std::map<BufferId, std::vector<std::size_t>> writers;
+  for (std::size_t i = 0; i < p_.steps.size(); ++i)
+    for (BufferId b : p_.steps[i].writes) writers[b].push_back(i);
+  auto passes_bounds = [&](const Step& s) { return !s.bounded_by.empty() && s.writes.size() == 1; };
+  for (std::size_t i = 0; i < p_.steps.size(); ++i) {
+    Step& s = p_.steps[i];
+    if (!passes_bounds(s)) continue;
+    const std::vector<std::size_t>& all = writers[s.writes[0]];
+    const bool shared = all.size() > 1;
+    if (shared && !std::all_of(all.begin(), all.end(), [&](std::size_t j) { return passes_bounds(p_.steps[j]); }))
+      continue;
     std::vector<std::shared_ptr<ValueBound>> from;
     for (BufferId b : s.bounded_by) from.push_back(bounds_.read(b));
-    s.run = [run = std::move(s.run), from = std::move(from), to = bounds_.written(s.writes[0])](const RunContext& ctx) {
+    s.run = [run = std::move(s.run), from = std::move(from), reset = all.front() == i,
+             to = shared ? bounds_.accumulated(s.writes[0]) : bounds_.written(s.writes[0])](const RunContext& ctx) {
       run(ctx);
-      float m = 0;
+      float m = reset ? 0.0f : to->magnitude;
       for (const auto& f : from) m = std::max(m, f->known());
       to->magnitude = m;
     };

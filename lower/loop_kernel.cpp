@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace saturn::lower {
@@ -237,22 +238,11 @@ std::string kernel_signature(const LoopKernel& k) {
   std::map<ir::SymId, std::size_t> leaf;
   for (std::size_t i = 0; i < k.leaf_vars.size(); ++i) leaf.emplace(k.leaf_vars[i], i);
   const ir::SymContext& ctx = *k.ctx;
-  std::vector<std::pair<ir::SymId, bool>> todo;  // (node, children done)
+  std::set<ir::SymId> done;
   for (ir::SymId root : {k.body, k.reduce == ReduceKind::None ? k.body : k.post}) {
-    todo.push_back({root, false});
-    while (!todo.empty()) {
-      auto [id, done] = todo.back();
-      todo.pop_back();
-      if (number.count(id)) continue;
+    for (ir::SymId id : ctx.post_order(root, done)) {
       const ir::SymNode& n = ctx.node(id);
       const int arity = ir::sym_op_arity(n.op);
-      if (!done) {
-        todo.push_back({id, true});
-        const ir::SymId kids[] = {n.a, n.b, n.c};
-        for (int i = arity; i-- > 0;)
-          if (!number.count(kids[i])) todo.push_back({kids[i], false});
-        continue;
-      }
       number.emplace(id, number.size());
       put(n.op);
       if (n.op == ir::SymOp::Const) put(n.value);

@@ -155,6 +155,7 @@ View Lowerer::dense(Value& v) {
 View Lowerer::copy_in_order(Value& v, const Dims& order) {
   const View out = ordered_buffer(v.dtype, v.dims, order.empty() ? identity_order(v.dims.size()) : order, "copy");
   emit_kernel(v.dims, {}, ReduceKind::None, leaf(v.view), 0, out.buffer, 0, "copy", order, compute_dtype(v.dtype));
+  p_->steps.back().bounded_by = {v.view.buffer};
   v.view = out;
   v.is_scalar_constant = false;
   return out;

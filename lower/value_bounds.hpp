@@ -14,8 +14,11 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
+#include "lower/loop_kernel.hpp"
 #include "lower/program.hpp"
 
 namespace saturn::lower {
@@ -23,6 +26,10 @@ namespace saturn::lower {
 struct ValueBound {
   float magnitude = std::numeric_limits<float>::infinity();
   bool published = false;  // a step publishes into it
+  // Several steps write the buffer, each a part, each publishing the
+  // largest bound of what was written this run (a concat chain's buffer:
+  // a reader reads parts written before it).
+  bool accumulates = false;
   bool single_writer = true;
   float known() const { return single_writer ? magnitude : std::numeric_limits<float>::infinity(); }
 };
@@ -42,18 +49,49 @@ class ValueBounds {
     cell->published = true;
     return cell;
   }
+  // The cell that several steps writing parts of `b` publish into, each
+  // the largest bound so far this run (the first resets it).
+  std::shared_ptr<ValueBound> accumulated(BufferId b) {
+    std::shared_ptr<ValueBound> cell = read(b);
+    cell->published = true;
+    cell->accumulates = true;
+    return cell;
+  }
   // Untrusts the cells of buffers that not exactly one step of `steps`
-  // writes (a concat chain's buffer, a value updated in place).
+  // writes (a value updated in place), unless all of them accumulate.
   void keep_single_writers(const std::vector<Step>& steps) {
     std::map<BufferId, int> writers;
     for (const Step& s : steps)
       for (BufferId b : s.writes) ++writers[b];
     for (auto& [b, cell] : cells_)
-      if (writers[b] != 1) cell->single_writer = false;
+      if (writers[b] != 1 && !(cell->accumulates && writers[b] > 1)) cell->single_writer = false;
   }
 
  private:
   std::map<BufferId, std::shared_ptr<ValueBound>> cells_;
+};
+
+// The magnitude a loop kernel's result can reach from its leaves' (leaf[i]
+// bounds leaves[i]; +inf: unknown), evaluated over its expression: sums
+// and products of bounds, 1 for comparisons and tanh, exp of a bound.
+// Only arithmetic that keeps finite operands finite has one: a division
+// by anything but a constant, a logarithm, a square root or a power makes
+// it nullopt, and so does an expression of more than 512 nodes.
+class KernelBound {
+ public:
+  static std::optional<KernelBound> of(const LoopKernel& k);
+  // +inf (never NaN) where the leaves' bounds prove nothing.
+  double operator()(std::span<const double> leaf) const;
+
+ private:
+  struct Node {
+    ir::SymOp op = ir::SymOp::Const;
+    double value = 0;          // Const: its magnitude; a reduction's sum: its terms
+    int a = -1, b = -1;        // operand nodes (earlier in nodes_)
+    int leaf = -1;             // Var: the leaf it reads
+    bool accumulator = false;  // Var: the reduction's accumulator (reads node `a`)
+  };
+  std::vector<Node> nodes_;  // operands before their users; the result last
 };
 
 }  // namespace saturn::lower
