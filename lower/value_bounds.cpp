@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -152,7 +153,9 @@ double KernelBound::operator()(std::span<const double> leaf) const {
         v[i] = 1;
         break;
     }
-    if (!(v[i] < inf)) v[i] = inf;  // (inf * 0: nothing known)
+    // A value past float's range may be an infinity in the kernel, which
+    // a later product by 0 makes NaN: nothing is known then.
+    if (!(v[i] < std::numeric_limits<float>::max() / 2)) return inf;
   }
   return nodes_.empty() ? inf : v.back();
 }

@@ -92,6 +92,11 @@ TEST_CASE("A loop kernel's result bound is its expression over its leaves' bound
   CHECK(std::isinf((*affine)(unknown)));
   auto product = KernelBound::of(kernel_of([](Sym a, Sym b) { return a * b; }));
   CHECK(std::isinf((*product)(unknown)));
+  // A product that may overflow float is no bound, even times 0 after it.
+  const double huge[] = {1e30, 1e30};
+  auto zeroed = KernelBound::of(kernel_of([](Sym a, Sym b) { return a * b * 0.0; }));
+  REQUIRE(zeroed);
+  CHECK(std::isinf((*zeroed)(huge)));
   // A mean of 4 terms of l0 + l1: 4 (2 + 3) / 4.
   auto mean = KernelBound::of(kernel_of([](Sym a, Sym b) { return a + b; }, ReduceKind::Sum));
   REQUIRE(mean);
