@@ -188,65 +188,71 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
       if (flag && *flag) throw std::runtime_error(fault_message(errors, *flag));
     };
   }
-  // A loop kernel publishes its result's bound from its leaves' (a
-  // constant's magnitude, read now; a value's published bound, at each run).
+  // Steps that pass bounds on (a copy, a concat, a pooling loop: from the
+  // buffers they are bounded by; a loop kernel: its expression over its
+  // leaves' bounds and its constants' magnitudes), where a step reads
+  // their result's bound: from the last step up, so that a bound read
+  // through several of them is published by each. Where several write
+  // parts of one buffer (a concat chain's), each publishes the largest
+  // bound so far this run, the first resetting it.
+  std::map<BufferId, std::vector<std::size_t>> writers;
+  for (std::size_t i = 0; i < p_.steps.size(); ++i)
+    for (BufferId b : p_.steps[i].writes) writers[b].push_back(i);
+  std::map<std::size_t, std::size_t> kernel_at;
+  for (std::size_t k = 0; k < kernel_steps.size(); ++k) kernel_at[kernel_steps[k]] = k;
+  auto passes_bounds = [&](const Step& s) { return !s.bounded_by.empty() && s.writes.size() == 1; };
   std::map<BufferId, double> constant_magnitude;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    Step& s = p_.steps[kernel_steps[k]];
-    if (!s.bounded_by.empty()) continue;
-    std::optional<KernelBound> bound = KernelBound::of(kernels[k]);
-    if (!bound) continue;
+  for (std::size_t i = p_.steps.size(); i-- > 0;) {
+    Step& s = p_.steps[i];
+    if (s.writes.size() != 1 || !bounds_.find(s.writes[0])) continue;
+    const BufferId out = s.writes[0];
+    if (passes_bounds(s)) {
+      const std::vector<std::size_t>& all = writers[out];
+      const bool shared = all.size() > 1;
+      if (shared && !std::all_of(all.begin(), all.end(), [&](std::size_t j) { return passes_bounds(p_.steps[j]); }))
+        continue;
+      std::vector<std::shared_ptr<ValueBound>> from;
+      for (BufferId b : s.bounded_by) from.push_back(bounds_.read(b));
+      s.run = [run = std::move(s.run), from = std::move(from), reset = all.front() == i,
+               to = shared ? bounds_.accumulated(out) : bounds_.written(out)](const RunContext& ctx) {
+        run(ctx);
+        float m = reset ? 0.0f : to->magnitude;
+        for (const auto& f : from) m = std::max(m, f->known());
+        to->magnitude = m;
+      };
+      continue;
+    }
+    auto k = kernel_at.find(i);
+    if (k == kernel_at.end()) continue;
+    const LoopKernel& kernel = kernels[k->second];
+    std::optional<KernelBound> bound = KernelBound::of(kernel);
+    if (!bound || kernel.out != out) continue;
     std::vector<double> fixed;
     std::vector<std::shared_ptr<ValueBound>> cells;
     bool known = true;
-    for (const Leaf& l : kernels[k].leaves) {
+    for (const Leaf& l : kernel.leaves) {
       const Buffer& b = p_.buffer(l.buffer);
-      cells.push_back(b.kind == BufferKind::Temp ? bounds_.read(l.buffer) : nullptr);
       double m = std::numeric_limits<double>::infinity();
       if (b.kind == BufferKind::Weight && b.weight && b.weight->numel() <= (1u << 20)) {
         auto [it, fresh] = constant_magnitude.try_emplace(l.buffer, 0.0);
         if (fresh)
-          for (std::size_t i = 0; i < b.weight->numel(); ++i)
-            it->second = std::max(it->second, std::abs(b.weight->at(i)));
+          for (std::size_t e = 0; e < b.weight->numel(); ++e)
+            it->second = std::max(it->second, std::abs(b.weight->at(e)));
         m = it->second;
       }
-      known = known && (cells.back() || m < std::numeric_limits<double>::infinity());
+      known = known && (b.kind == BufferKind::Temp || m < std::numeric_limits<double>::infinity());
       fixed.push_back(m);
+      cells.push_back(b.kind == BufferKind::Temp ? bounds_.read(l.buffer) : nullptr);
     }
     if (!known) continue;
-    s.run = [run = std::move(s.run), bound = std::move(*bound), fixed = std::move(fixed), cells = std::move(cells),
-             to = bounds_.written(kernels[k].out)](const RunContext& ctx) {
+    s.run = [run = std::move(s.run), bound = std::move(*bound), leaf = std::move(fixed), cells = std::move(cells),
+             scratch = std::vector<double>(), to = bounds_.written(out)](const RunContext& ctx) mutable {
       run(ctx);
-      std::vector<double> leaf = fixed;
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        if (cells[i]) leaf[i] = cells[i]->known();
-      const double m = bound(leaf) * 1.01;  // (room for the kernel's rounding)
+      for (std::size_t l = 0; l < cells.size(); ++l)
+        if (cells[l]) leaf[l] = cells[l]->known();
+      const double m = bound(leaf, scratch) * 1.01;  // (room for the kernel's rounding)
       to->magnitude =
           m < std::numeric_limits<float>::max() ? static_cast<float>(m) : std::numeric_limits<float>::infinity();
-    };
-  }
-  // A step bounded by its operands passes their bounds on, after it ran.
-  // Where several such steps write parts of one buffer (a concat chain's),
-  // each publishes the largest bound so far this run, the first resetting it.
-  std::map<BufferId, std::vector<std::size_t>> writers;
-  for (std::size_t i = 0; i < p_.steps.size(); ++i)
-    for (BufferId b : p_.steps[i].writes) writers[b].push_back(i);
-  auto passes_bounds = [&](const Step& s) { return !s.bounded_by.empty() && s.writes.size() == 1; };
-  for (std::size_t i = 0; i < p_.steps.size(); ++i) {
-    Step& s = p_.steps[i];
-    if (!passes_bounds(s)) continue;
-    const std::vector<std::size_t>& all = writers[s.writes[0]];
-    const bool shared = all.size() > 1;
-    if (shared && !std::all_of(all.begin(), all.end(), [&](std::size_t j) { return passes_bounds(p_.steps[j]); }))
-      continue;
-    std::vector<std::shared_ptr<ValueBound>> from;
-    for (BufferId b : s.bounded_by) from.push_back(bounds_.read(b));
-    s.run = [run = std::move(s.run), from = std::move(from), reset = all.front() == i,
-             to = shared ? bounds_.accumulated(s.writes[0]) : bounds_.written(s.writes[0])](const RunContext& ctx) {
-      run(ctx);
-      float m = reset ? 0.0f : to->magnitude;
-      for (const auto& f : from) m = std::max(m, f->known());
-      to->magnitude = m;
     };
   }
   bounds_.keep_single_writers(p_.steps);

@@ -670,8 +670,12 @@ LibraryStep make_conv_step(const ConvSpec& spec, const View& x, const LibraryOpe
   st->clip_min = static_cast<float>(spec.clip_min);
   st->clip_max = static_cast<float>(spec.clip_max);
   if (bounds) {
-    st->source_bound = bounds->read(x.buffer);
-    if (skip) st->skip_bound = bounds->read(skip->buffer);
+    // A guarded call reads its operands' bounds (its writers publish them
+    // for it); an unguarded one passes them on where they are published.
+    const bool guarded = spec.winograd || post_op_drops_nan(spec.activation);
+    auto bound_of = [&](BufferId b) { return guarded ? bounds->read(b) : bounds->find(b); };
+    st->source_bound = bound_of(x.buffer);
+    if (skip) st->skip_bound = bound_of(skip->buffer);
     st->result_bound = bounds->written(out);
   }
   if (spec.winograd) {
@@ -822,7 +826,7 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, st
   LibraryStep r;
   r.out_strides = bind_result(*st, pd.dst_desc(), spec.out_dims);
   if (bounds) {
-    st->source_bound = bounds->read(x.buffer);
+    st->source_bound = spec.max ? bounds->read(x.buffer) : bounds->find(x.buffer);  // (max: its NaN scan)
     st->result_bound = bounds->written(out);
   }
   keep.push_back(st);

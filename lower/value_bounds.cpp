@@ -107,9 +107,9 @@ std::optional<KernelBound> KernelBound::of(const LoopKernel& k) {
   return bound;
 }
 
-double KernelBound::operator()(std::span<const double> leaf) const {
+double KernelBound::operator()(std::span<const double> leaf, std::vector<double>& v) const {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> v(nodes_.size());
+  v.resize(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     const double a = n.a >= 0 ? v[static_cast<std::size_t>(n.a)] : 0,

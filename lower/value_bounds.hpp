@@ -36,6 +36,12 @@ struct ValueBound {
 
 class ValueBounds {
  public:
+  // b's cell if a step reads or publishes it (a step whose result no one
+  // reads a bound of publishes none).
+  std::shared_ptr<ValueBound> find(BufferId b) const {
+    auto it = cells_.find(b);
+    return it == cells_.end() ? nullptr : it->second;
+  }
   // b's cell, for a step reading it (made now when no step publishes into
   // it yet; it stays unknown unless one does).
   std::shared_ptr<ValueBound> read(BufferId b) {
@@ -80,8 +86,13 @@ class ValueBounds {
 class KernelBound {
  public:
   static std::optional<KernelBound> of(const LoopKernel& k);
-  // +inf (never NaN) where the leaves' bounds prove nothing.
-  double operator()(std::span<const double> leaf) const;
+  // +inf (never NaN) where the leaves' bounds prove nothing; `scratch`
+  // holds the nodes' values (kept between calls: no allocation per run).
+  double operator()(std::span<const double> leaf, std::vector<double>& scratch) const;
+  double operator()(std::span<const double> leaf) const {
+    std::vector<double> scratch;
+    return (*this)(leaf, scratch);
+  }
 
  private:
   struct Node {
