@@ -195,10 +195,6 @@ namespace {
 
 double elems(const ir::ValueType& t) { return static_cast<double>(ir::numel(ir::static_dims(t.shape))); }
 
-// The kernels of the lowering that read operand 0 of an op
-// (lower/lower_reductions.cpp): softmax's max, sum and result, a norm's
-// mean, variance and result, log-sum-exp's max and sum. A chain fused
-// into the op is computed in each.
 // The elements of a max_pool's operand padded as far as its windows reach
 // (Lowerer::lower_max_pool's pad), or 0 where they stay inside it.
 double padded_pool_elems(const ir::Attrs& attrs, const std::vector<std::int64_t>& dims) {
@@ -220,6 +216,10 @@ double padded_pool_elems(const ir::Attrs& attrs, const std::vector<std::int64_t>
   return padded ? n : 0;
 }
 
+// The kernels of the lowering that read operand 0 of an op
+// (lower/lower_reductions.cpp): softmax's max, sum and result, a norm's
+// mean, variance and result, log-sum-exp's max and sum. A chain fused
+// into the op is computed in each.
 int operand_passes(const std::string& op) {
   static const std::map<std::string, int> passes = {
       {"softmax", 3}, {"log_softmax", 3}, {"layer_norm", 3}, {"instance_norm", 3}, {"reduce_log_sum_exp", 2}};

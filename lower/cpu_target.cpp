@@ -250,9 +250,7 @@ void CpuTarget::finish(std::vector<LoopKernel>& kernels, const std::vector<std::
       run(ctx);
       for (std::size_t l = 0; l < cells.size(); ++l)
         if (cells[l]) leaf[l] = cells[l]->known();
-      const double m = bound(leaf, scratch) * 1.01;  // (room for the kernel's rounding)
-      to->magnitude =
-          m < std::numeric_limits<float>::max() ? static_cast<float>(m) : std::numeric_limits<float>::infinity();
+      to->publish(bound(leaf, scratch));
     };
   }
   bounds_.keep_single_writers(p_.steps);

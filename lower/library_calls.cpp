@@ -389,17 +389,13 @@ double bound_from_writers(const DnnlState& p, const OperandBound& g, bool sum) {
 }
 
 // Publishes `bound` (of the convolution's result before its activation;
-// infinite: nothing known) as the result's: clip's bounds cap a finite one, ReLU, SiLU and hard swish only shrink
-// a magnitude; with room for the library's rounding (a percent, where a
-// float sum of n terms strays by n 6e-8 of its terms' magnitudes).
+// infinite: nothing known) as the result's: clip's bounds cap a finite
+// one; ReLU, SiLU and hard swish only shrink a magnitude.
 void publish(const DnnlState& p, double bound) {
   if (!p.result_bound) return;
-  if (!(bound < kUnknown)) bound = kUnknown;  // (NaN too: nothing known, a NaN may be there)
   if (bound < kUnknown && p.activation == ir::Activation::Clip)
     bound = std::min(bound, double{std::max(std::abs(p.clip_min), std::abs(p.clip_max))});
-  bound *= 1.01;
-  p.result_bound->magnitude =
-      bound < std::numeric_limits<float>::max() ? static_cast<float>(bound) : std::numeric_limits<float>::infinity();
+  p.result_bound->publish(bound);
 }
 
 // The activation as the reference computes it, over a result that may hold
@@ -853,7 +849,7 @@ LibraryStep make_pool_step(const PoolSpec& spec, const View& x, BufferId out, st
     }
     // (A maximum or an average is no larger than its taps; an empty
     // window's -inf is.)
-    if (p->result_bound) p->result_bound->magnitude = empty.empty() || !spec.max ? static_cast<float>(bound) : INFINITY;
+    if (p->result_bound) p->result_bound->publish(empty.empty() || !spec.max ? bound : kUnknown);
   };
   return r;
 }

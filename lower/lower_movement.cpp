@@ -1,8 +1,9 @@
 // Movement: ops that change where elements are, not their values, for
 // any element type. split, transpose, slice, expand, windows and
-// reshape-like ops (OpDef::view) become strided views of a stored operand (nothing runs);
-// concat, gather, gather_elements, tile, resize, pad and trilu copy by the
-// geometry of their op kernel in ir/, through the target's copy steps.
+// reshape-like ops (OpDef::view) become strided views of a stored operand
+// (nothing runs); concat, gather, gather_elements, tile, resize, pad and
+// trilu copy by the geometry of their op kernel in ir/, through the
+// target's copy steps.
 #include <algorithm>
 #include <cstring>
 #include <optional>

@@ -85,8 +85,8 @@ class Lowerer {
   const Buffer& buffer(BufferId b) const { return p_->buffer(b); }
   Value stored(BufferId b) const;
   // v (stored; row-major, or a reduction's result in its operand's order)
-  // as the node's dims `out`: a reduction's result
-  // without its kept size-1 axes, a product's without a 1-D operand's.
+  // as the node's dims `out`: a reduction's result without its kept size-1
+  // axes, a product's without a 1-D operand's.
   static Value reshaped_to(Value v, const Dims& out);
   // A variable reading `v` (a view over the kernel's dims).
   SymId leaf(const View& v);

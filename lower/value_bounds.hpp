@@ -32,6 +32,15 @@ struct ValueBound {
   bool accumulates = false;
   bool single_writer = true;
   float known() const { return single_writer ? magnitude : std::numeric_limits<float>::infinity(); }
+  // Sets the bound of a value computed in floats from a bound of the exact
+  // result: with a percent of room for the computation's rounding (a float
+  // sum of n terms strays by n 6e-8 of its terms' magnitudes); unknown for
+  // NaN or past float's range.
+  void publish(double exact) {
+    const double room = exact * 1.01;
+    magnitude =
+        room < std::numeric_limits<float>::max() ? static_cast<float>(room) : std::numeric_limits<float>::infinity();
+  }
 };
 
 class ValueBounds {

@@ -84,6 +84,11 @@ TEST_CASE("A loop kernel's result bound is its expression over its leaves' bound
       KernelBound::of(kernel_of([](Sym a, Sym b) { return a / a.lift(4.0) + b.with(saturn::ir::SymOp::Tanh); }));
   REQUIRE(divided);
   CHECK((*divided)(leaves) == 1.5);
+  // A select is bounded by its two values, whatever its condition.
+  auto chosen = KernelBound::of(
+      kernel_of([](Sym a, Sym b) { return scalar::select(a.with(saturn::ir::SymOp::Less, b), a * 10.0, b); }));
+  REQUIRE(chosen);
+  CHECK((*chosen)(leaves) == 20);
   auto exp = KernelBound::of(kernel_of([](Sym a, Sym) { return a.with(saturn::ir::SymOp::Exp); }));
   REQUIRE(exp);
   CHECK((*exp)(leaves) == Approx(std::exp(2.0)));
