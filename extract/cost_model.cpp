@@ -113,6 +113,14 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     cpu.blocked_layout_calls = {"dnnl.wino_"};
     cpu.blocked_reorder_us = 10;
     cpu.blocked_reorder_gbytes_per_s = 10;
+    // Weights computed at run time: efficientnet_b0's squeeze-and-excitation
+    // scales folded into its eleven 1x1 convolutions (taso.rules'
+    // fold-channel-scale-into-conv) made each call 11-26 us slower at 2-38
+    // KB of weights, 31-57 at 154-301 KB (`saturn run --profile`, 2 threads,
+    // Xeon VM, 2026-11-29; their reorders alone, ONEDNN_VERBOSE: 8 us at 2
+    // KB, 33 at 154 KB, 49 at 301 KB).
+    cpu.run_weights_reorder_us = 12;
+    cpu.run_weights_reorder_gbytes_per_s = 6.5;
     // oneDNN's max pooling lets a NaN lose, so each run scans its source
     // (lower/library_calls.cpp, make_pool_step).
     cpu.source_scan_calls = {"dnnl.max_pool"};
@@ -324,6 +332,9 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
         }
       call_us += values * spec_.blocked_reorder_us + moved / (spec_.blocked_reorder_gbytes_per_s * 1e3);
     }
+    if (spec_.run_weights_reorder_gbytes_per_s > 0 && def.library_of == "conv" && facts && facts->weight.size() > 1 &&
+        !facts->weight[1] && read_bytes.size() > 1)
+      call_us += spec_.run_weights_reorder_us + read_bytes[1] / (spec_.run_weights_reorder_gbytes_per_s * 1e3);
     if (!read_bytes.empty() && std::any_of(spec_.source_scan_calls.begin(), spec_.source_scan_calls.end(),
                                            [&](const std::string& prefix) { return name.starts_with(prefix); }))
       call_us += read_bytes[0] / per_us;

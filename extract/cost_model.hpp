@@ -89,6 +89,13 @@ struct TargetSpec {
   std::vector<std::string> blocked_layout_calls = {};
   double blocked_reorder_us = 0;
   double blocked_reorder_gbytes_per_s = 0;
+  // Library convolutions keep their weights in a blocked layout of their
+  // own: constant weights are converted once, when the program loads;
+  // weights computed at run time (a scale folded into them) at every run,
+  // priced as run_weights_reorder_us plus their bytes at
+  // run_weights_reorder_gbytes_per_s (0: weights are read as they are).
+  double run_weights_reorder_us = 0;
+  double run_weights_reorder_gbytes_per_s = 0;
   // Library calls that read their source once more at every run (op-name
   // prefixes): a scan for the NaN or infinity the library's kernel would
   // lose. Priced as one more read of operand 0.

@@ -235,9 +235,12 @@ TEST_CASE("a measured price replaces the roofline for timed ops - only those - a
   CHECK(missing.at(sig).facts.given == conv_facts.given);
   cal.us[sig] = 1234;
   CHECK(cpu->price(conv, attrs, in, x, false, &conv_facts).cost == Approx(1234));
-  // The same op with its bias, or its weight as an input, is another signature.
+  // The same op with its bias, or its weight as an input, is another
+  // signature (whose weights are reordered at every run).
   const extract::OperandFacts as_input{{true, true, false}, {false, false}};
-  CHECK(cpu->price(conv, attrs, in, x, false, &as_input).cost == Approx(roofline));
+  const extract::TargetSpec& spec = cpu->spec();
+  CHECK(cpu->price(conv, attrs, in, x, false, &as_input).cost ==
+        Approx(roofline + spec.run_weights_reorder_us + 8 * 8 * 9 * 4 / (spec.run_weights_reorder_gbytes_per_s * 1e3)));
   // Elementwise ops stay modeled (they fuse), whatever the table says.
   const std::vector<ir::ValueType> one{x};
   const extract::OperandFacts relu_facts{{true}, {false}};
@@ -679,6 +682,31 @@ TEST_CASE("a call in a blocked layout of its own pays the conversion of each act
   const double alone = m.price(*r.find("dnnl.wino_conv"), a, std::vector<ir::ValueType>{x, w}, x, false).cost;
   CHECK(alone - m.price(*r.find("dnnl.conv"), a, std::vector<ir::ValueType>{x, w}, x, false).cost ==
         Approx(2 * (10 + 4.096)));
+}
+
+TEST_CASE("a library convolution whose weights are computed at run time pays their reorder - constant ones do not") {
+  // 12 us and 1 GB/s: 16x16x3x3 weights (9216 bytes) scaled at run time.
+  extract::TargetSpec spec{"reorders", 1, 1, 1000, 1000, 1, 1, {"dnnl."}, {}, {}};
+  spec.run_weights_reorder_us = 12;
+  spec.run_weights_reorder_gbytes_per_s = 1;
+  const extract::CostModel m(spec);
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  ir::Attrs a;
+  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})};
+  const std::vector<ir::ValueType> in{x, w};
+  const extract::OperandFacts constant{{true, true}, {false, true}}, computed{{true, true}, {false, false}};
+  for (const char* op : {"dnnl.conv", "dnnl.conv_relu"}) {
+    INFO(op);
+    const double once = m.price(*r.find(op), a, in, x, false, &constant).cost;
+    CHECK(m.price(*r.find(op), a, in, x, false, &computed).cost - once == Approx(12 + 9.216));
+  }
+  // A product's weights are read as they are.
+  const ir::ValueType p{ir::DType::F32, ir::shape_of({16, 16})};
+  const std::vector<ir::ValueType> pin{p, p};
+  CHECK(m.price(*r.find("blas.matmul"), {}, pin, p, false, &computed).cost ==
+        m.price(*r.find("blas.matmul"), {}, pin, p, false, &constant).cost);
 }
 
 TEST_CASE("a sum that keeps the innermost axis is priced at its slower rate - a sum along it is not") {

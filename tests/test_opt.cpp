@@ -178,6 +178,34 @@ TEST_CASE("SiLU and hard swish after convolutions become oneDNN's post-ops - and
   check_same_outputs(g, *back, 4);
 }
 
+TEST_CASE("a squeeze-and-excitation scale folds into the next convolution's weights where they are the smaller",
+          "[opt]") {
+  // EfficientNet's first block (32x112x112 scaled, then a 1x1 convolution
+  // by 16x32 weights: the scale is applied to 512 weights instead of 401408
+  // activations) and a late one (672x14x14 scaled, by 112x672 weights:
+  // fewer, but oneDNN would convert them into its layout at every run,
+  // 12 us plus 301 KB at 6.5 GB/s, where scaling the activations takes 7).
+  models::GraphBuilder b("se");
+  auto squeeze_excite = [&](const std::string& x, std::int64_t c, std::int64_t out) {
+    std::string s = b.op("sigmoid", {b.op("global_avg_pool", {x})});
+    return b.op("conv", {b.op("mul", {x, s}), b.weight({out, c, 1, 1}, 0.2), b.weight({out}, 0.1)});
+  };
+  const std::string early = squeeze_excite(b.input("x", {1, 32, 112, 112}), 32, 16);
+  const std::string late = squeeze_excite(b.input("y", {1, 672, 14, 14}), 672, 112);
+  const ir::Graph g = b.finish({early, late});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  INFO(res->report["ops_after"].dump());
+  CHECK(res->report["rules"]["fold-channel-scale-into-conv"]["applications"].get<int>() > 0);
+  auto types = ir::infer_types(res->graph);
+  REQUIRE(types);
+  std::multiset<std::vector<std::int64_t>> scaled;
+  for (const ir::Node& n : res->graph.nodes)
+    if (n.op == "mul") scaled.insert(ir::static_dims(types->at(n.outputs[0]).shape));
+  CHECK(scaled == std::multiset<std::vector<std::int64_t>>{{16, 32, 1, 1}, {1, 672, 14, 14}});
+  check_same_outputs(g, res->graph, 5);
+}
+
 TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogues kept - written back as Conv",
           "[opt]") {
   // A ResNet basic block at 256x14x14 (231 MFLOP a convolution), then a
