@@ -206,6 +206,35 @@ TEST_CASE("a squeeze-and-excitation scale folds into the next convolution's weig
   check_same_outputs(g, res->graph, 5);
 }
 
+TEST_CASE("a convolution of a concatenation with few outputs is two convolutions summed - no concat", "[opt]") {
+  // SqueezeNet's fire module: a 1x1 and a 3x3 expansion side by side, then
+  // the next squeeze convolution (16 outputs from 64 + 64 channels) and a
+  // classifier over them (96 outputs: more than 64 + 64 - 40, the
+  // concatenation kept).
+  models::GraphBuilder b("fire");
+  std::string x = b.input("x", {1, 16, 20, 20});
+  ir::Attrs pad1;
+  pad1.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c, std::int64_t k, const ir::Attrs& a) {
+    return b.op("relu", {b.op("conv", {in, b.weight({out, c, k, k}, 0.3), b.weight({out}, 0.1)}, a)});
+  };
+  ir::Attrs axis1;
+  axis1.set("axis", std::int64_t{1});
+  const std::string fire = b.op("concat", {relu_conv(x, 64, 16, 1, {}), relu_conv(x, 64, 16, 3, pad1)}, axis1);
+  const std::string squeeze = relu_conv(fire, 16, 128, 1, {});
+  const std::string fire2 = b.op("concat", {relu_conv(x, 48, 16, 1, {}), relu_conv(x, 40, 16, 3, pad1)}, axis1);
+  const std::string classifier = b.op("conv", {fire2, b.weight({96, 88, 1, 1}, 0.3), b.weight({96}, 0.1)});
+  const ir::Graph g = b.finish({squeeze, classifier});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("concat", 0) == 1);
+  CHECK(ops.value("dnnl.conv_add_relu", 0) == 1);
+  CHECK(res->report["rules"]["conv-of-concat"]["applications"].get<int>() > 0);
+  check_same_outputs(g, res->graph, 6);
+}
+
 TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogues kept - written back as Conv",
           "[opt]") {
   // A ResNet basic block at 256x14x14 (231 MFLOP a convolution), then a
