@@ -156,21 +156,55 @@ void simplify_iteration_space(LoopKernel& k) {
   }
 }
 
-void reduce_by_columns(LoopKernel& k) {
+bool reduces_by_columns(const LoopKernel& k) {
   const std::size_t rank = k.dims.size();
   if (k.reduce == ReduceKind::None || k.red_dims.empty() || rank < 2 || k.dims.back() != 1 || k.fault >= 0 ||
       !ir::is_float(k.compute))
-    return;
-  const std::int64_t kept = k.dims[rank - 2];
+    return false;
   bool along_kept = false;
   for (const Leaf& l : k.leaves) {
     const std::int64_t s = l.strides[rank - 2];
-    if (s != 0 && s != 1) return;
+    if (s != 0 && s != 1) return false;
     // (A leaf contiguous along the reduction reads as it is.)
     if (s == 1 && l.strides.back() != 1) along_kept = true;
-    if (s == 0 && l.strides.back() == 1) return;
+    if (s == 0 && l.strides.back() == 1) return false;
   }
-  if (!along_kept) return;
+  return along_kept;
+}
+
+LoopKernel split_outer_reduction(LoopKernel& k, std::int64_t parts, BufferId partials, ir::SymId part_var) {
+  const std::vector<std::int64_t> kept = k.dims;
+  const std::size_t nd = kept.size();
+  LoopKernel combine = k;
+  combine.name = k.name + " (parts)";
+  combine.red_dims = {parts};
+  combine.leaves = {Leaf{partials, 0, {}, k.compute}};
+  combine.leaf_vars = {part_var};
+  combine.body = part_var;
+  combine.ops = 0;
+  std::int64_t stride = 1;
+  std::vector<std::int64_t>& ps = combine.leaves[0].strides;
+  ps.assign(nd + 1, 0);
+  for (std::size_t d = nd; d-- > 0;) {
+    ps[d] = kept[d] == 1 ? 0 : stride;
+    stride *= kept[d];
+  }
+  ps[nd] = stride;  // (the parts, outermost in `partials`)
+
+  const std::int64_t part = k.red_dims[0] / parts;
+  k.dims.insert(k.dims.begin(), parts);
+  k.red_dims[0] = part;
+  for (Leaf& l : k.leaves) l.strides.insert(l.strides.begin(), l.strides[nd] * part);
+  k.post = k.acc_var;
+  k.out = partials;
+  k.out_dtype = k.compute;
+  return combine;
+}
+
+void reduce_by_columns(LoopKernel& k) {
+  if (!reduces_by_columns(k)) return;
+  const std::size_t rank = k.dims.size();
+  const std::int64_t kept = k.dims[rank - 2];
   std::int64_t block = 0;
   for (std::int64_t b : {64, 32, 16, 8})
     if (kept % b == 0) {

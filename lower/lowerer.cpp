@@ -200,6 +200,29 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
     k.fault = add_buffer(BufferKind::Temp, DType::I32, {1}, what + " (division check)");
     assign_fault_bits(k);
   }
+  if (const std::optional<std::int64_t> parts = reduction_parts(k)) {
+    const BufferId partials = add_buffer(BufferKind::Temp, k.compute, {*parts * ir::numel(k.dims)}, what + " (parts)");
+    LoopKernel combine = split_outer_reduction(k, *parts, partials, ctx_->var("parts").id());
+    push_kernel(std::move(k));
+    push_kernel(std::move(combine));
+    return;
+  }
+  push_kernel(std::move(k));
+}
+
+std::optional<std::int64_t> Lowerer::reduction_parts(const LoopKernel& k) const {
+  // Under this much work a second kernel costs more than the parts save.
+  constexpr std::int64_t kSplitWork = 65536;
+  const std::int64_t parts = o_.threads;
+  if (o_.target != LoweringTarget::Cpu || parts < 2 || !reduces_by_columns(k) || k.red_dims[0] % parts != 0 ||
+      ir::numel(k.dims) * ir::numel(k.red_dims) < kSplitWork)
+    return std::nullopt;
+  return parts;
+}
+
+void Lowerer::push_kernel(LoopKernel k) {
+  const std::string& what = k.name;
+  const BufferId out = k.out;
   Step s;
   s.kind = StepKind::Kernel;
   s.label = what;
@@ -209,7 +232,7 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
   // An operand read once, at the element written, may share the result's
   // storage: a temporary that dies here (the memory planner), or an input
   // the caller updates in place (runtime::CpuExecutor::run_in_place).
-  if (how == ReduceKind::None) {
+  if (k.reduce == ReduceKind::None) {
     const Buffer& ob = buffer(out);
     for (std::size_t i = 0; i < k.leaves.size(); ++i) {
       const Buffer& lb = buffer(k.leaves[i].buffer);
@@ -224,9 +247,9 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
   }
   kernel_step_.push_back(p_->steps.size());
   p_->steps.push_back(std::move(s));
-  kernels_.push_back(std::move(k));
   ++p_->fused_kernels;
-  p_->fused_ops += ops;
+  p_->fused_ops += k.ops;
+  kernels_.push_back(std::move(k));
 }
 
 void Lowerer::assign_fault_bits(LoopKernel& k) const {

@@ -121,6 +121,11 @@ class Lowerer {
   // reduced ones). The arithmetic is in `compute`.
   void emit_kernel(const Dims& full, const std::vector<bool>& reduced, ReduceKind how, SymId body, SymId post,
                    BufferId out, int ops, const std::string& what, const Dims& order = {}, DType compute = DType::F32);
+  // A kernel made by emit_kernel, as the next step.
+  void push_kernel(LoopKernel k);
+  // The parts a CPU column reduction is split into (split_outer_reduction),
+  // one per thread, where it has work enough: none for another kernel.
+  std::optional<std::int64_t> reduction_parts(const LoopKernel& k) const;
   // k's fault bits and their errors: a bit per node dividing in k.body,
   // in graph order (the 32nd and later share the last).
   void assign_fault_bits(LoopKernel& k) const;

@@ -30,6 +30,10 @@ struct LoweringOptions {
   bool fuse = true;      // false: one kernel per elementwise op (for comparisons)
   bool keep_ir = false;  // keep the generated LLVM IR in Program (ir_text)
   LoweringTarget target = LoweringTarget::Cpu;
+  // The CPU threads the program runs on (the executor's team: it compiles
+  // a program per team size). A column reduction with work enough for them
+  // is split in as many parts, one each (Lowerer::reduction_parts).
+  int threads = 1;
   // The CUDA target's virtual architecture ("compute_90"): the executor
   // names its device's; empty, compute_80, PTX that later GPUs run through
   // the driver's JIT. (Lowering never asks the driver.)

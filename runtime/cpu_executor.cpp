@@ -19,7 +19,9 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
   const int first = pool->size();
   e->threads_reason_ = pool->size_reason();
   lower::set_library_threads(first);
-  auto program = lower::compile_cpu(g, o.lowering);
+  lower::LoweringOptions lowering = o.lowering;
+  lowering.threads = first;
+  auto program = lower::compile_cpu(g, lowering);
   if (!program) return program.error();
   e->lowering_.progress = {};  // (a later team's compile is not the one the user watched)
   TeamProgram& tp = e->programs_[first];
@@ -58,7 +60,9 @@ Expected<CpuExecutor::TeamProgram*> CpuExecutor::program_for(int threads) {
   if (auto it = programs_.find(threads); it != programs_.end()) return &it->second;
   auto pool = std::make_unique<ThreadPool>(threads);
   lower::set_library_threads(pool->size());
-  auto program = lower::compile_cpu(graph_, lowering_);
+  lower::LoweringOptions lowering = lowering_;
+  lowering.threads = pool->size();
+  auto program = lower::compile_cpu(graph_, lowering);
   if (!program) return program.error();
   if (auto r = reserve_arena((*program)->arena_bytes); !r) return r.error();
   TeamProgram& tp = programs_[pool->size()];

@@ -283,6 +283,35 @@ TEST_CASE("A reduction over channels-last data reduces by columns - vectorized -
   }
 }
 
+TEST_CASE("A large reduction by columns is split in parts the threads share - the same values - NaN kept") {
+  // A global pool of channels-last data, 64 channels over 32x40 pixels:
+  // each of the two threads reduces half the pixels (the half its core
+  // wrote, where a split of the channels had each read every pixel), and
+  // a second kernel reduces the two parts with the op's own ending (the
+  // mean's division, l2's square root, log_sum's log). An odd pixel count
+  // does not split in two, and a small pool is not worth a second kernel.
+  for (const auto& [h, w, split] : {std::tuple{32, 40, true}, std::tuple{33, 41, false}, std::tuple{4, 8, false}}) {
+    INFO(h << "x" << w);
+    models::GraphBuilder b("pool_parts");
+    std::string x = b.input("x", {1, h, w, 64});
+    std::string nchw = b.op("transpose", {x}, models::ints_attr("perm", {0, 3, 1, 2}));
+    auto over = [&](const char* op, const std::string& v) {
+      ir::Attrs a = models::ints_attr("axes", {2, 3});
+      a.set("keepdims", std::int64_t{1});
+      return b.op(op, {v}, a);
+    };
+    const ir::Graph g =
+        b.finish({over("reduce_mean", nchw), over("reduce_max", nchw), over("reduce_min", nchw),
+                  over("reduce_l2", nchw), over("reduce_log_sum", b.op("exp", {nchw})), over("reduce_prod", nchw)});
+    ir::Tensor in = random_tensor({1, h, w, 64}, 5, 0.5, 1.5);
+    in.set(64 * (h * w - 1) + 3, NAN);  // channel 3's last pixel: in the second part
+    auto p = check_against_interpreter(g, {in}, 1e-4, 1e-5);
+    int parts = 0;
+    for (const lower::Step& s : p->steps) parts += s.label.find("(parts)") != std::string::npos;
+    CHECK(parts == (split ? 6 : 0));
+  }
+}
+
 TEST_CASE("A maximum or minimum along contiguous rows is vector lanes - NaN anywhere - ties - softmax - f64") {
   // Rows of one vector, of two, of lengths the lanes do not divide (the
   // last lanes are taken again) and shorter than a vector (one accumulator).
