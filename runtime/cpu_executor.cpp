@@ -11,6 +11,18 @@
 
 namespace saturn::runtime {
 
+namespace {
+
+// The program a team of `threads` runs: oneDNN's primitives are made for
+// the team size they run on, and the lowering shares kernels out by it.
+Expected<std::shared_ptr<lower::Program>> compile_for_team(const ir::Graph& g, lower::LoweringOptions o, int threads) {
+  lower::set_library_threads(threads);
+  o.threads = threads;
+  return lower::compile_cpu(g, o);
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, const CpuExecutorOptions& o) {
   std::unique_ptr<CpuExecutor> e(new CpuExecutor());
   e->graph_ = g;
@@ -18,10 +30,7 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
   auto pool = std::make_unique<ThreadPool>(o.threads);
   const int first = pool->size();
   e->threads_reason_ = pool->size_reason();
-  lower::set_library_threads(first);
-  lower::LoweringOptions lowering = o.lowering;
-  lowering.threads = first;
-  auto program = lower::compile_cpu(g, lowering);
+  auto program = compile_for_team(g, o.lowering, first);
   if (!program) return program.error();
   e->lowering_.progress = {};  // (a later team's compile is not the one the user watched)
   TeamProgram& tp = e->programs_[first];
@@ -59,10 +68,7 @@ Expected<bool> CpuExecutor::reserve_arena(std::size_t bytes) {
 Expected<CpuExecutor::TeamProgram*> CpuExecutor::program_for(int threads) {
   if (auto it = programs_.find(threads); it != programs_.end()) return &it->second;
   auto pool = std::make_unique<ThreadPool>(threads);
-  lower::set_library_threads(pool->size());
-  lower::LoweringOptions lowering = lowering_;
-  lowering.threads = pool->size();
-  auto program = lower::compile_cpu(graph_, lowering);
+  auto program = compile_for_team(graph_, lowering_, pool->size());
   if (!program) return program.error();
   if (auto r = reserve_arena((*program)->arena_bytes); !r) return r.error();
   TeamProgram& tp = programs_[pool->size()];

@@ -41,6 +41,17 @@ int kernels_of(const std::string& sat) {
   return (*p)->fused_kernels;
 }
 
+// A 3x3 convolution (padding 1) of [1 16 8 8] by [16 16 3 3] weights
+// (9216 bytes): its attributes and its source's and weights' types.
+struct Conv3x3 {
+  ir::Attrs attrs;
+  ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})};
+  Conv3x3() {
+    attrs.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    attrs.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  }
+};
+
 ExtractionProblem::Node node(std::uint32_t cls, std::vector<std::uint32_t> children, const char* op, double cost) {
   ExtractionProblem::Node n;
   n.cls = cls;
@@ -605,11 +616,10 @@ TEST_CASE("weights too many for the cache are priced read from memory - Winograd
   spec.weight_expansion = {{"dnnl.wino_", 2.0}};
   extract::CostModel m(spec);
   const ir::OpRegistry& r = ir::OpRegistry::get();
-  // [1 16 8 8] by [16 16 3 3]: 9216 bytes of weights (9.2 us at 1 GB/s).
-  ir::Attrs a;
-  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
-  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})};
+  // 9216 bytes of weights (9.2 us at 1 GB/s).
+  const Conv3x3 conv;
+  const ir::Attrs& a = conv.attrs;
+  const ir::ValueType &x = conv.x, &w = conv.w;
   const std::vector<ir::ValueType> in{x, w};
   const extract::OperandFacts facts{{true, true}, {false, true}};
   const double flops_us = 2.0 * 64 * 16 * 16 * 9 / 1e6;  // 0.3 us
@@ -668,11 +678,10 @@ TEST_CASE("a call in a blocked layout of its own pays the conversion of each act
   spec.blocked_reorder_gbytes_per_s = 1;
   const extract::CostModel m(spec);
   const ir::OpRegistry& r = ir::OpRegistry::get();
-  ir::Attrs a;
-  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
-  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})},
-      b{ir::DType::F32, ir::shape_of({16})};
+  const Conv3x3 conv;
+  const ir::Attrs& a = conv.attrs;
+  const ir::ValueType &x = conv.x, &w = conv.w;
+  const ir::ValueType b{ir::DType::F32, ir::shape_of({16})};
   const std::vector<ir::ValueType> in{x, w, b, x};
   const extract::OperandFacts facts{{true, true, true, true}, {false, true, true, false}};
   const double direct = m.price(*r.find("dnnl.conv_add"), a, in, x, false, &facts).cost;
@@ -691,10 +700,9 @@ TEST_CASE("a library convolution whose weights are computed at run time pays the
   spec.run_weights_reorder_gbytes_per_s = 1;
   const extract::CostModel m(spec);
   const ir::OpRegistry& r = ir::OpRegistry::get();
-  ir::Attrs a;
-  a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
-  a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 16, 8, 8})}, w{ir::DType::F32, ir::shape_of({16, 16, 3, 3})};
+  const Conv3x3 conv;
+  const ir::Attrs& a = conv.attrs;
+  const ir::ValueType &x = conv.x, &w = conv.w;
   const std::vector<ir::ValueType> in{x, w};
   const extract::OperandFacts constant{{true, true}, {false, true}}, computed{{true, true}, {false, false}};
   for (const char* op : {"dnnl.conv", "dnnl.conv_relu"}) {

@@ -208,9 +208,9 @@ TEST_CASE("a squeeze-and-excitation scale folds into the next convolution's weig
 
 TEST_CASE("a convolution of a concatenation with few outputs is two convolutions summed - no concat", "[opt]") {
   // SqueezeNet's fire module: a 1x1 and a 3x3 expansion side by side, then
-  // the next squeeze convolution (16 outputs from 64 + 64 channels) and a
-  // classifier over them (96 outputs: more than 64 + 64 - 40, the
-  // concatenation kept).
+  // the next squeeze convolution (16 outputs from 64 + 64 channels); and a
+  // classifier over another such pair (96 outputs from 48 + 40 channels:
+  // more outputs than the concatenation has channels, so it is kept).
   models::GraphBuilder b("fire");
   std::string x = b.input("x", {1, 16, 20, 20});
   ir::Attrs pad1;
