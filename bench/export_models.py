@@ -169,8 +169,10 @@ def export(name, out_dir, levels=0, norms=False):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        # (help, or an option where DIR goes: not a directory to export into)
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     args = sys.argv[2:]

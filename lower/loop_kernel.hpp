@@ -105,7 +105,8 @@ bool reduces_by_columns(const LoopKernel& k);
 // operand: for a column reduction (a global average pool of channels-last
 // data), the part of the image its own core wrote, where a split of the
 // channels had each read every pixel (efficientnet_b0's 96x56x56 pool:
-// 0.010 ms against 0.043). Needs red_dims[0] % parts == 0.
+// 0.010 ms against 0.043). Needs red_dims[0] % parts == 0; with more
+// parts than threads each thread takes a contiguous run of them.
 LoopKernel split_outer_reduction(LoopKernel& k, std::int64_t parts, BufferId partials, ir::SymId part_var);
 
 enum class ReduceKind { None, Sum, Max, Min, Prod };

@@ -213,11 +213,21 @@ void Lowerer::emit_kernel(const Dims& full, const std::vector<bool>& reduced, Re
 std::optional<std::int64_t> Lowerer::reduction_parts(const LoopKernel& k) const {
   // Under this much work a second kernel costs more than the parts save.
   constexpr std::int64_t kSplitWork = 65536;
-  const std::int64_t parts = o_.threads;
-  if (o_.target != LoweringTarget::Cpu || parts < 2 || !reduces_by_columns(k) || k.red_dims[0] % parts != 0 ||
+  // More parts make the second kernel read more; past this many it is no
+  // longer small.
+  constexpr std::int64_t kMostParts = 16;
+  const std::int64_t threads = o_.threads;
+  if (o_.target != LoweringTarget::Cpu || threads < 2 || !reduces_by_columns(k) ||
       ir::numel(k.dims) * ir::numel(k.red_dims) < kSplitWork)
     return std::nullopt;
-  return parts;
+  // One part per thread where the pixels divide so; otherwise the fewest
+  // equal parts, which the threads still share out in contiguous runs
+  // (SqueezeNet's 13x13 pixels: 13 parts, the first thread six and a half).
+  const std::int64_t pixels = k.red_dims[0];
+  if (pixels % threads == 0) return threads;
+  for (std::int64_t parts = threads + 1; parts <= kMostParts && parts <= pixels / 2; ++parts)
+    if (pixels % parts == 0) return parts;
+  return std::nullopt;
 }
 
 void Lowerer::push_kernel(LoopKernel k) {

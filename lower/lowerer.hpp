@@ -123,8 +123,9 @@ class Lowerer {
                    BufferId out, int ops, const std::string& what, const Dims& order = {}, DType compute = DType::F32);
   // A kernel made by emit_kernel, as the next step.
   void push_kernel(LoopKernel k);
-  // The parts a CPU column reduction is split into (split_outer_reduction),
-  // one per thread, where it has work enough: none for another kernel.
+  // The parts a CPU column reduction is split into (split_outer_reduction):
+  // one per thread, or the fewest equal parts past that, where it has work
+  // enough: none for another kernel.
   std::optional<std::int64_t> reduction_parts(const LoopKernel& k) const;
   // k's fault bits and their errors: a bit per node dividing in k.body,
   // in graph order (the 32nd and later share the last).

@@ -289,8 +289,10 @@ TEST_CASE("A large reduction by columns is split in parts the threads share - th
   // wrote, where a split of the channels had each read every pixel), and
   // a second kernel reduces the two parts with the op's own ending (the
   // mean's division, l2's square root, log_sum's log). An odd pixel count
-  // does not split in two, and a small pool is not worth a second kernel.
-  for (const auto& [h, w, split] : {std::tuple{32, 40, true}, std::tuple{33, 41, false}, std::tuple{4, 8, false}}) {
+  // splits in the fewest equal parts (33x41: three), a prime one not at
+  // all, and a small pool is not worth a second kernel.
+  for (const auto& [h, w, split] :
+       {std::tuple{32, 40, true}, std::tuple{33, 41, true}, std::tuple{1, 1031, false}, std::tuple{4, 8, false}}) {
     INFO(h << "x" << w);
     models::GraphBuilder b("pool_parts");
     std::string x = b.input("x", {1, h, w, 64});
