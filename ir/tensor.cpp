@@ -1,5 +1,6 @@
 #include "ir/tensor.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -273,12 +274,79 @@ void copy_row(const std::uint8_t* src, std::int64_t stride, std::int64_t n, std:
   }
 }
 
+// One tile of a transpose: na x nb elements, the source contiguous along a
+// (stride sa = +-1) and strided along b, the result contiguous along b.
+template <typename Element>
+void copy_tile(const std::uint8_t* src, std::int64_t sa, std::int64_t sb, std::int64_t na, std::int64_t nb,
+               std::uint8_t* dst, std::int64_t da) {
+  constexpr auto es = static_cast<std::int64_t>(sizeof(Element));
+  for (std::int64_t a = 0; a < na; ++a) copy_row<Element>(src + a * sa * es, sb, nb, dst + a * da * es);
+}
+
+// A transpose's rows read one element per cache line (the innermost result
+// dimension walks the source with a large stride), so row by row a copy
+// misses the cache at every element: VGG-11's 25088x4096 classifier weight
+// transposed took 1.2 s of `saturn opt`. In square tiles over that
+// dimension and the one the source is contiguous along, each tile's lines
+// are read once. Returns false where the view has no such dimension.
+bool copy_transposed(const std::uint8_t* base, std::size_t esize, const std::vector<std::int64_t>& dims,
+                     const std::vector<std::int64_t>& strides, std::int64_t offset, std::uint8_t* dst) {
+  constexpr std::int64_t kTile = 64;
+  const std::size_t r = dims.size();
+  if (r < 2 || (esize != 1 && esize != 2 && esize != 4 && esize != 8)) return false;
+  const std::int64_t inner = dims[r - 1], step = strides[r - 1];
+  if (inner < kTile || step == 1 || step == -1 || step == 0) return false;
+  std::size_t j = r;
+  for (std::size_t d = 0; d + 1 < r; ++d)
+    if ((strides[d] == 1 || strides[d] == -1) && dims[d] >= kTile) j = d;
+  if (j == r) return false;
+  std::vector<std::int64_t> out_strides(r, 1);
+  for (std::size_t d = r - 1; d-- > 0;) out_strides[d] = out_strides[d + 1] * dims[d + 1];
+  const auto es = static_cast<std::int64_t>(esize);
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t out_offset = 0;
+  for (;;) {
+    for (std::int64_t a = 0; a < dims[j]; a += kTile)
+      for (std::int64_t b = 0; b < inner; b += kTile) {
+        const std::uint8_t* s = base + (offset + a * strides[j] + b * step) * es;
+        std::uint8_t* t = dst + (out_offset + a * out_strides[j] + b) * es;
+        const std::int64_t na = std::min(kTile, dims[j] - a), nb = std::min(kTile, inner - b);
+        switch (esize) {
+          case 1:
+            copy_tile<std::uint8_t>(s, strides[j], step, na, nb, t, out_strides[j]);
+            break;
+          case 2:
+            copy_tile<std::uint16_t>(s, strides[j], step, na, nb, t, out_strides[j]);
+            break;
+          case 4:
+            copy_tile<std::uint32_t>(s, strides[j], step, na, nb, t, out_strides[j]);
+            break;
+          default:
+            copy_tile<std::uint64_t>(s, strides[j], step, na, nb, t, out_strides[j]);
+        }
+      }
+    // The next plane: an odometer over every dimension but j and the innermost.
+    std::size_t d = r - 1;
+    for (; d-- > 0;) {
+      if (d == j) continue;
+      offset += strides[d];
+      out_offset += out_strides[d];
+      if (++idx[d] < dims[d]) break;
+      offset -= strides[d] * dims[d];
+      out_offset -= out_strides[d] * dims[d];
+      idx[d] = 0;
+    }
+    if (d == static_cast<std::size_t>(-1)) return true;
+  }
+}
+
 }  // namespace
 
 void copy_strided(const std::uint8_t* base, std::size_t esize, const std::vector<std::int64_t>& dims,
                   const std::vector<std::int64_t>& strides, std::int64_t offset, std::uint8_t* dst) {
   for (auto d : dims)
     if (d == 0) return;
+  if (copy_transposed(base, esize, dims, strides, offset, dst)) return;
   const std::size_t r = dims.size();
   const std::int64_t inner = r ? dims[r - 1] : 1;
   const std::int64_t step = r ? strides[r - 1] : 0;

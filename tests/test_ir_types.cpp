@@ -1,6 +1,8 @@
 // dtypes, shapes (static and symbolic), tensors.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "ir/dtype.hpp"
 #include "ir/shape.hpp"
@@ -111,4 +113,44 @@ TEST_CASE("copy_strided gathers a strided view - permuted, offset, broadcast") {
   std::uint8_t out[6] = {};
   copy_strided(bytes, 3, {2}, {-1}, 1, out);
   CHECK(std::vector<int>(out, out + 6) == std::vector<int>{4, 5, 6, 1, 2, 3});
+}
+
+TEST_CASE("copy_strided copies a large transpose in tiles - every element where the view puts it") {
+  // Views whose innermost dimension walks the source with a large stride
+  // (copied in tiles) next to the element-by-element gather of the same
+  // view: sizes 64 does not divide, a batch dimension, a reversed one, a
+  // broadcast one, and every element size with a fast path.
+  struct Case {
+    std::vector<std::int64_t> dims, strides;
+    std::int64_t offset;
+  };
+  // The source: [3 130 200] row-major (strides 26000 200 1), 78000 elements.
+  const std::vector<Case> cases = {
+      {{200, 130}, {1, 200}, 0},            // a transpose of one matrix
+      {{3, 200, 130}, {26000, 1, 200}, 0},  // of each of a batch
+      {{200, 3, 130}, {1, 26000, 200}, 0},  // the batch in the middle
+      {{2, 200, 130}, {0, 1, 200}, 26000},  // broadcast over a new dimension
+      {{199, 130}, {-1, 200}, 199},         // the rows reversed
+      {{100, 65}, {2, 400}, 7},             // every other row and column
+  };
+  for (std::size_t esize : {1, 2, 4, 8}) {
+    std::vector<std::uint8_t> src(78000 * esize);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 2654435761u >> 13);
+    for (const Case& c : cases) {
+      INFO("element size " << esize << ", view of " << c.dims.size() << " dims, offset " << c.offset);
+      std::int64_t n = 1;
+      for (auto d : c.dims) n *= d;
+      std::vector<std::uint8_t> got(static_cast<std::size_t>(n) * esize), want(got.size());
+      copy_strided(src.data(), esize, c.dims, c.strides, c.offset, got.data());
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::int64_t at = c.offset, rest = i;
+        for (std::size_t d = c.dims.size(); d-- > 0;) {
+          at += (rest % c.dims[d]) * c.strides[d];
+          rest /= c.dims[d];
+        }
+        std::memcpy(&want[static_cast<std::size_t>(i) * esize], &src[static_cast<std::size_t>(at) * esize], esize);
+      }
+      CHECK(got == want);
+    }
+  }
 }
