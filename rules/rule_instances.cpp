@@ -136,6 +136,9 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
       }
       return out;
     case AttrType::Real:
+      // A pad's value: zero too, the padding convolutions and pools add
+      // themselves (views.rules' pad-into-conv).
+      if (def.name == "pad" && n == "value") out.push_back(Op::real(0.0));
       for (double v : {0.5, 0.25, 1.5}) out.push_back(Op::real(v));
       return out;
     case AttrType::String:
@@ -228,6 +231,12 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
     ints(tuples(spatial, {1, 2}));
   } else if (n == "strides" || n == "dilations") {
     ints(tuples(spatial, {1, 2}));
+  } else if (key == "pad.pads") {  // begin and end pads of every dim: none, the spatial ones, one-sided, all
+    const auto r = static_cast<std::size_t>(rank);
+    Dims spatial_pads(2 * r, 0), one_sided(2 * r, 0);
+    for (std::size_t d = 2; d < r; ++d) spatial_pads[d] = spatial_pads[r + d] = 1;
+    if (r > 2) one_sided[r - 1] = one_sided[r + 2] = 1;
+    for (const Dims& p : {Dims(2 * r, 0), spatial_pads, one_sided, Dims(2 * r, 1)}) out.push_back(list_op(p));
   } else if (n == "pads") {
     out.push_back(list_op(Dims(2 * spatial, 0)));
     out.push_back(list_op(Dims(2 * spatial, 1)));

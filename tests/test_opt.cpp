@@ -206,6 +206,46 @@ TEST_CASE("a squeeze-and-excitation scale folds into the next convolution's weig
   check_same_outputs(g, res->graph, 5);
 }
 
+TEST_CASE("a zero pad of the spatial dims becomes the padding of the pool or convolution it feeds", "[opt]") {
+  // Inception v3's pool branch as torch exports it (a zero pad, then a 3x3
+  // average without padding of its own) and TensorFlow's SAME padding with
+  // a stride (a one-sided pad, then a strided convolution): both pads go,
+  // the pool counting its padding (count_include_pad 1). A pad by ones and a
+  // pad of the channels are no such padding and stay.
+  models::GraphBuilder b("pads");
+  const std::string x = b.input("x", {1, 8, 9, 9});
+  auto pad = [&](const std::string& v, std::vector<std::int64_t> pads, double value) {
+    ir::Attrs a;
+    a.set("pads", std::move(pads));
+    a.set("value", value);
+    return b.op("pad", {v}, a);
+  };
+  ir::Attrs pool3;
+  pool3.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  ir::Attrs stride2;
+  stride2.set("strides", std::vector<std::int64_t>{2, 2});
+  const std::string pooled = b.op("avg_pool", {pad(x, {0, 0, 1, 1, 0, 0, 1, 1}, 0.0)}, pool3);
+  const std::string strided =
+      b.op("conv", {pad(x, {0, 0, 0, 0, 0, 0, 1, 1}, 0.0), b.weight({4, 8, 3, 3}, 0.3), b.weight({4}, 0.1)}, stride2);
+  const std::string ones = b.op("avg_pool", {pad(x, {0, 0, 1, 1, 0, 0, 1, 1}, 1.0)}, pool3);
+  const std::string channels = b.op("avg_pool", {pad(x, {0, 1, 1, 1, 0, 1, 1, 1}, 0.0)}, pool3);
+  const ir::Graph g = b.finish({pooled, strided, ones, channels});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("pad", 0) == 2);
+  CHECK(res->report["rules"]["pad-into-avg_pool"]["changed"].get<int>() > 0);
+  CHECK(res->report["rules"]["pad-into-conv"]["changed"].get<int>() > 0);
+  int counting = 0;
+  for (const ir::Node& n : res->graph.nodes)
+    if (n.op.ends_with("avg_pool") && n.attrs.i("count_include_pad", 0) == 1 &&
+        n.attrs.ints("pads") == std::vector<std::int64_t>{1, 1, 1, 1})
+      ++counting;
+  CHECK(counting == 1);
+  check_same_outputs(g, res->graph, 7);
+}
+
 TEST_CASE("a convolution of a concatenation with few outputs is two convolutions summed - no concat", "[opt]") {
   // SqueezeNet's fire module: a 1x1 and a 3x3 expansion side by side, then
   // the next squeeze convolution (16 outputs from 64 + 64 channels); and a
