@@ -274,13 +274,23 @@ void copy_row(const std::uint8_t* src, std::int64_t stride, std::int64_t n, std:
   }
 }
 
-// One tile of a transpose: na x nb elements, the source contiguous along a
-// (stride sa = +-1) and strided along b, the result contiguous along b.
-template <typename Element>
-void copy_tile(const std::uint8_t* src, std::int64_t sa, std::int64_t sb, std::int64_t na, std::int64_t nb,
-               std::uint8_t* dst, std::int64_t da) {
-  constexpr auto es = static_cast<std::int64_t>(sizeof(Element));
-  for (std::int64_t a = 0; a < na; ++a) copy_row<Element>(src + a * sa * es, sb, nb, dst + a * da * es);
+// n elements of esize bytes, `stride` elements apart in src, to dst; the
+// sizes without a fast path byte for byte.
+void copy_any_row(std::size_t esize, const std::uint8_t* src, std::int64_t stride, std::int64_t n, std::uint8_t* dst) {
+  switch (esize) {
+    case 1:
+      return copy_row<std::uint8_t>(src, stride, n, dst);
+    case 2:
+      return copy_row<std::uint16_t>(src, stride, n, dst);
+    case 4:
+      return copy_row<std::uint32_t>(src, stride, n, dst);
+    case 8:
+      return copy_row<std::uint64_t>(src, stride, n, dst);
+    default: {
+      const auto es = static_cast<std::int64_t>(esize);
+      for (std::int64_t i = 0; i < n; ++i) std::memcpy(dst + i * es, src + i * stride * es, esize);
+    }
+  }
 }
 
 // A transpose's rows read one element per cache line (the innermost result
@@ -293,7 +303,7 @@ bool copy_transposed(const std::uint8_t* base, std::size_t esize, const std::vec
                      const std::vector<std::int64_t>& strides, std::int64_t offset, std::uint8_t* dst) {
   constexpr std::int64_t kTile = 64;
   const std::size_t r = dims.size();
-  if (r < 2 || (esize != 1 && esize != 2 && esize != 4 && esize != 8)) return false;
+  if (r < 2) return false;
   const std::int64_t inner = dims[r - 1], step = strides[r - 1];
   if (inner < kTile || step == 1 || step == -1 || step == 0) return false;
   std::size_t j = r;
@@ -311,19 +321,8 @@ bool copy_transposed(const std::uint8_t* base, std::size_t esize, const std::vec
         const std::uint8_t* s = base + (offset + a * strides[j] + b * step) * es;
         std::uint8_t* t = dst + (out_offset + a * out_strides[j] + b) * es;
         const std::int64_t na = std::min(kTile, dims[j] - a), nb = std::min(kTile, inner - b);
-        switch (esize) {
-          case 1:
-            copy_tile<std::uint8_t>(s, strides[j], step, na, nb, t, out_strides[j]);
-            break;
-          case 2:
-            copy_tile<std::uint16_t>(s, strides[j], step, na, nb, t, out_strides[j]);
-            break;
-          case 4:
-            copy_tile<std::uint32_t>(s, strides[j], step, na, nb, t, out_strides[j]);
-            break;
-          default:
-            copy_tile<std::uint64_t>(s, strides[j], step, na, nb, t, out_strides[j]);
-        }
+        for (std::int64_t i = 0; i < na; ++i)  // row i of the tile: contiguous in the result
+          copy_any_row(esize, s + i * strides[j] * es, step, nb, t + i * out_strides[j] * es);
       }
     // The next plane: an odometer over every dimension but j and the innermost.
     std::size_t d = r - 1;
@@ -354,23 +353,7 @@ void copy_strided(const std::uint8_t* base, std::size_t esize, const std::vector
   std::vector<std::int64_t> idx(r, 0);
   const auto es = static_cast<std::int64_t>(esize);
   for (std::int64_t row = 0; row < rows; ++row) {
-    const std::uint8_t* src = base + offset * es;
-    switch (esize) {
-      case 1:
-        copy_row<std::uint8_t>(src, step, inner, dst);
-        break;
-      case 2:
-        copy_row<std::uint16_t>(src, step, inner, dst);
-        break;
-      case 4:
-        copy_row<std::uint32_t>(src, step, inner, dst);
-        break;
-      case 8:
-        copy_row<std::uint64_t>(src, step, inner, dst);
-        break;
-      default:
-        for (std::int64_t i = 0; i < inner; ++i) std::memcpy(dst + i * es, src + i * step * es, esize);
-    }
+    copy_any_row(esize, base + offset * es, step, inner, dst);
     dst += inner * es;
     // The next row: an odometer over every dimension but the innermost.
     for (std::size_t d = r > 0 ? r - 1 : 0; d-- > 0;) {
