@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "lower/dnnl_memory.hpp"
 #include "lower/library_calls.hpp"
 
 namespace saturn::lower {
@@ -39,13 +40,14 @@ struct Int8State {
   dnnl::primitive prim;
   memory user_src, src, weights, bias, dst, src_zero, dst_zero;
   std::optional<dnnl::reorder> to_src;
+  std::vector<std::shared_ptr<std::uint8_t[]>> storage;  // of the memories the step owns
 };
 
 // The constant s8 weights laid out as `have`, reordered now into the
 // primitive's layout `want`.
 void pack_weights(Int8State& st, const memory::desc& want, const memory::desc& have, const std::uint8_t* data) {
   memory user(have, st.engine, const_cast<std::uint8_t*>(data));
-  st.weights = memory(want, st.engine);
+  st.weights = owned_memory(want, st.engine, st.storage);
   dnnl::reorder(user, st.weights).execute(st.stream, user, st.weights);
 }
 
@@ -99,7 +101,7 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
   for (std::size_t i = wd.size() - 1; i-- > 0;) w_strides[i] = w_strides[i + 1] * wd[i + 1];
   pack_weights(*st, pd.weights_desc(), memory::desc(as_dims(wd), dt::s8, as_dims(w_strides)), w.bytes());
   if (!q.bias.empty()) {
-    st->bias = memory(bias_md, st->engine);
+    st->bias = owned_memory(bias_md, st->engine, st->storage);
     std::copy(q.bias.begin(), q.bias.end(), static_cast<float*>(st->bias.get_data_handle()));
   }
   st->src_zero = zero_point(st->engine, q.x_zero);
@@ -109,7 +111,7 @@ LibraryStep make_qconv_step(const QConvSpec& q, const View& x, const ir::Tensor&
   if (pd.src_desc() == user_x) {
     st->src = st->user_src;
   } else {
-    st->src = memory(pd.src_desc(), st->engine);
+    st->src = owned_memory(pd.src_desc(), st->engine, st->storage);
     st->to_src = dnnl::reorder(st->user_src, st->src);
   }
   st->dst = memory(y_md, st->engine, nullptr);

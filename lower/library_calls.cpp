@@ -17,6 +17,7 @@
 #include "ir/shape.hpp"
 #include "ir/symbolic.hpp"
 #include "ir/window.hpp"
+#include "lower/dnnl_memory.hpp"
 
 namespace saturn::lower {
 
@@ -210,6 +211,7 @@ struct DnnlState {
   dnnl::primitive prim;
   memory src, dst, weights, bias;
   memory user_src, user_dst, user_skip, user_weights;
+  std::vector<std::shared_ptr<std::uint8_t[]>> storage;  // of the memories the step owns
   std::optional<dnnl::reorder> to_src, from_dst, skip_to_dst, to_weights;
   std::optional<View> run_weights, run_bias;   // operands read at every run
   std::optional<NanKeepingActivation> guard;   // with an activation post-op
@@ -232,7 +234,7 @@ void bind_source(DnnlState& st, const memory::desc& want, const View& x) {
     return;
   }
   st.user_src = memory(have, st.engine, nullptr);
-  st.src = memory(want, st.engine);
+  st.src = owned_memory(want, st.engine, st.storage);
   st.to_src = dnnl::reorder(st.user_src, st.src);
 }
 
@@ -247,7 +249,7 @@ std::vector<std::int64_t> bind_result(DnnlState& st, const memory::desc& got,
     st.dst = memory(got, st.engine, nullptr);
     return *s;
   }
-  st.dst = memory(got, st.engine);
+  st.dst = owned_memory(got, st.engine, st.storage);
   const std::vector<std::int64_t> strides = ir::channels_last_strides(out_dims);
   st.user_dst = memory(memory::desc(to_dims(out_dims), dt::f32, to_dims(strides)), st.engine, nullptr);
   st.from_dst = dnnl::reorder(st.dst, st.user_dst);
@@ -272,7 +274,7 @@ void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& h
   if (w.constant) {
     memory wsrc(have, st.engine,
                 const_cast<std::uint8_t*>(w.constant->bytes()) + static_cast<std::size_t>(w.view.offset) * 4);
-    st.weights = memory(want, st.engine);
+    st.weights = owned_memory(want, st.engine, st.storage);
     dnnl::reorder(wsrc, st.weights).execute(st.stream, wsrc, st.weights);
   } else {
     st.run_weights = w.view;
@@ -280,12 +282,12 @@ void bind_weights(DnnlState& st, const memory::desc& want, const memory::desc& h
       st.weights = memory(want, st.engine, nullptr);
     } else {
       st.user_weights = memory(have, st.engine, nullptr);
-      st.weights = memory(want, st.engine);
+      st.weights = owned_memory(want, st.engine, st.storage);
       st.to_weights = dnnl::reorder(st.user_weights, st.weights);
     }
   }
   if (bias && bias->constant) {
-    st.bias = memory(bias_md, st.engine);
+    st.bias = owned_memory(bias_md, st.engine, st.storage);
     std::memcpy(st.bias.get_data_handle(), bias->constant->bytes() + static_cast<std::size_t>(bias->view.offset) * 4,
                 static_cast<std::size_t>(bias_md.get_size()));
   } else if (bias) {
@@ -488,7 +490,7 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   st->prim = dnnl::matmul(pd);
   memory wsrc(matrix(K, N, lw), st->engine,
               const_cast<std::uint8_t*>(w_buffer.weight->bytes()) + static_cast<std::size_t>(w.offset) * 4);
-  st->weights = memory(pd.weights_desc(), st->engine);
+  st->weights = owned_memory(pd.weights_desc(), st->engine, st->storage);
   dnnl::reorder(wsrc, st->weights).execute(st->stream, wsrc, st->weights);
   st->stream.wait();
   st->src = memory(a_md, st->engine, nullptr);

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
+#include "ir/large_buffer.hpp"
 #include "lower/library_calls.hpp"
 #include "runtime/program_io.hpp"
 
@@ -53,14 +53,10 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
 Expected<bool> CpuExecutor::reserve_arena(std::size_t bytes) {
   bytes = std::max<std::size_t>(64, bytes);
   if (arena_ && bytes <= arena_bytes_) return true;
-  std::uint8_t* raw = nullptr;
-  try {
-    raw = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64)));
-  } catch (const std::bad_alloc&) {
-    return Diagnostic{SourceLoc{source_, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
-  }
-  arena_ = std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)>(
-      raw, [](std::uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); });
+  // (On huge pages when large: ir/large_buffer.hpp.)
+  auto arena = ir::allocate_buffer(bytes, /*zero_fill=*/false);
+  if (!arena) return Diagnostic{SourceLoc{source_, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
+  arena_ = std::move(arena);
   arena_bytes_ = bytes;
   return true;
 }

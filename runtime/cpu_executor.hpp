@@ -110,7 +110,7 @@ class CpuExecutor {
   std::map<int, std::int64_t> runs_by_team_;
   std::string threads_reason_;
   std::size_t arena_bytes_ = 0;
-  std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t*)> arena_{nullptr, nullptr};
+  std::shared_ptr<std::uint8_t[]> arena_;
   std::string source_;
   bool profile_ = false;
   std::vector<double> step_ms_;
