@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ir/large_buffer.hpp"
+#include "ir/huge_pages.hpp"
 #include "lower/library_calls.hpp"
 #include "runtime/program_io.hpp"
 
@@ -53,8 +53,7 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const ir::Graph& g, c
 Expected<bool> CpuExecutor::reserve_arena(std::size_t bytes) {
   bytes = std::max<std::size_t>(64, bytes);
   if (arena_ && bytes <= arena_bytes_) return true;
-  // (On huge pages when large: ir/large_buffer.hpp.)
-  auto arena = ir::allocate_buffer(bytes, /*zero_fill=*/false);
+  auto arena = ir::allocate_on_huge_pages(bytes);
   if (!arena) return Diagnostic{SourceLoc{source_, 0, 0}, out_of_memory("its intermediate values (the arena)", bytes)};
   arena_ = std::move(arena);
   arena_bytes_ = bytes;

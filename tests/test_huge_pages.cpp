@@ -1,4 +1,5 @@
-// ir::allocate_buffer: alignment, zero fill, and large buffers on huge pages.
+// ir::allocate_on_huge_pages: alignment, zero fill, mappings on huge pages,
+// and small buffers sharing one.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <fstream>
@@ -6,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "ir/large_buffer.hpp"
+#include "ir/huge_pages.hpp"
 
 using namespace saturn::ir;
 
@@ -62,26 +63,53 @@ bool all_zero(const std::uint8_t* p, std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("a small buffer is aligned and zero-filled") {
-  for (std::size_t n : {std::size_t{1}, std::size_t{100}, kLargeBufferBytes - 1}) {
-    auto b = allocate_buffer(n);
-    REQUIRE(b);
-    CHECK(reinterpret_cast<std::uintptr_t>(b.get()) % 64 == 0);
-    CHECK(all_zero(b.get(), n));
-    b[n - 1] = 7;
-    CHECK(b[n - 1] == 7);
-  }
+// Whether the mapping holding `p` asked for huge pages (MADV_HUGEPAGE).
+bool asked_for_huge_pages(const void* p) {
+  const auto fields = smaps_of(p);
+  return fields && (" " + field(*fields, "VmFlags")).find(" hg ") != std::string::npos;
 }
 
-TEST_CASE("a large buffer lies on huge pages, aligned to one, and is unmapped when released") {
-  const std::size_t n = 2 * kLargeBufferBytes + 12345;  // (not a multiple of a huge page)
+TEST_CASE("small buffers are aligned, zero-filled, and carved one after another from a chunk on huge pages") {
+  auto a = allocate_on_huge_pages(100);
+  auto b = allocate_on_huge_pages(1);
+  auto c = allocate_on_huge_pages(0);
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  for (const auto* p : {a.get(), b.get(), c.get()}) CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+  CHECK(all_zero(a.get(), 100));
+  CHECK(b[0] == 0);
+  CHECK(b.get() == a.get() + 128);  // (100 bytes rounded up to 64's)
+  CHECK(c.get() == b.get() + 64);
+  a[99] = 7;
+  CHECK(a[99] == 7);
+  CHECK(b[0] == 0);
+  const auto fields = smaps_of(a.get());
+  REQUIRE(fields);
+  CHECK(field(*fields, "Size") == std::to_string(kHugePageBytes / 1024) + " kB");
+  if (huge_pages_offered()) CHECK(asked_for_huge_pages(a.get()));
+  // A buffer that does not fit in what is left of the chunk starts a new one.
+  auto rest = allocate_on_huge_pages(kHugePageBytes - 1);
+  REQUIRE(rest);
+  CHECK(reinterpret_cast<std::uintptr_t>(rest.get()) % kHugePageBytes == 0);
+  CHECK(rest.get() != a.get() + 192);
+  // The chunk stays mapped while any buffer carved from it lives.
+  const std::uint8_t* first = a.get();
+  a.reset();
+  b.reset();
+  REQUIRE(smaps_of(first));
+  CHECK(c[0] == 0);
+}
+
+TEST_CASE("a large buffer has a mapping of its own on huge pages, unmapped when released") {
+  const std::size_t n = 2 * kHugePageBytes + 12345;  // (not a multiple of a huge page)
   const std::uint8_t* where = nullptr;
   {
-    auto b = allocate_buffer(n, /*zero_fill=*/false);
+    auto b = allocate_on_huge_pages(n);
     REQUIRE(b);
     where = b.get();
-    CHECK(reinterpret_cast<std::uintptr_t>(where) % kLargeBufferBytes == 0);
-    CHECK(all_zero(b.get(), n));  // (a fresh mapping is)
+    CHECK(reinterpret_cast<std::uintptr_t>(where) % kHugePageBytes == 0);
+    CHECK(all_zero(b.get(), n));
     for (std::size_t i = 0; i < n; i += 4096) b[i] = static_cast<std::uint8_t>(i / 4096 + 1);
     b[n - 1] = 9;
     CHECK(b[n - 1] == 9);
@@ -89,18 +117,17 @@ TEST_CASE("a large buffer lies on huge pages, aligned to one, and is unmapped wh
     const auto fields = smaps_of(where);
     REQUIRE(fields);
     // One mapping, the buffer rounded up to whole huge pages.
-    const auto last = smaps_of(where + 3 * kLargeBufferBytes - 1);
+    const auto last = smaps_of(where + 3 * kHugePageBytes - 1);
     REQUIRE(last);
     CHECK(*last == *fields);
-    CHECK(field(*fields, "Size") == std::to_string(3 * kLargeBufferBytes / 1024) + " kB");
+    CHECK(field(*fields, "Size") == std::to_string(3 * kHugePageBytes / 1024) + " kB");
     if (huge_pages_offered()) {
       INFO(*fields);
       CHECK(field(*fields, "THPeligible") == "1");
-      CHECK((" " + field(*fields, "VmFlags")).find(" hg ") != std::string::npos);  // (asked for: MADV_HUGEPAGE)
+      CHECK(asked_for_huge_pages(where));
     } else {
-      WARN("this kernel offers no transparent huge pages: the buffer keeps 4 KiB pages");
+      WARN("this kernel offers no transparent huge pages: the buffers keep 4 KiB pages");
     }
   }
-  const auto after = smaps_of(where);
-  CHECK_FALSE((after && (" " + field(*after, "VmFlags")).find(" hg ") != std::string::npos));
+  CHECK_FALSE(asked_for_huge_pages(where));
 }
