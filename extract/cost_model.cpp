@@ -71,9 +71,16 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // 56x56 and 28x28 ones of GoogLeNet), from 0.54x to 1.36x below it,
     // varying between runs (the reorders into and out of its blocked layout
     // and its input and output transforms). Priced at 1.4x the direct rate
-    // plus 300 us a call, so that the roofline picks it only from about
-    // 160 MFLOP; a calibration measures each call instead.
-    cpu.library_call_us = {{"dnnl.wino_", 300.0}};
+    // plus 120 us a call and its blocked layout's reorders (below), so
+    // that the roofline picks it from about 160 MFLOP at 56x56 with 64
+    // channels (the reorders 180 us there), from about 95 at 14x14; a
+    // calibration measures each call instead. (300 us a call, from before
+    // the reorders were priced, put that threshold at 250 MFLOP and kept
+    // ResNet's 231-MFLOP layers direct. On a Zen 4, 2026-11-29, in turns:
+    // 120 made resnet18 1.12x faster, googlenet, densenet121 1.07x,
+    // inception_v3 1.06x, resnet50 1.04x, squeezenet1_0 1.17x; no other
+    // program of the suite or of --more changed.)
+    cpu.library_call_us = {{"dnnl.wino_", 120.0}};
     // oneDNN 2.6's grouped convolutions (not depthwise; dnnl.conv against
     // dnnl.cl_conv, 2 threads, 2026-11-27, the shapes of RegNet X and Y and
     // ResNeXt-50): its blocked layout's reorders took 8-90 us a call (about
