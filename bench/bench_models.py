@@ -29,7 +29,15 @@ Before timing, both Saturn programs are checked against PyTorch's output
 (rtol 1e-3, atol 1e-4). Prints each contender's median, the ratios
 lib+fusion/all (what the rewrites are worth), ort/all and torch/all (above 1: Saturn is
 faster), the optimization time of `saturn opt` (import to export, wall
-clock, all rulesets) and the geomeans. Every figure is measured. Under a
+clock, all rulesets) and the geomeans.
+
+By default both optimizations price with the roofline alone (an empty
+calibration cache: what `saturn opt` gives before `saturn calibrate` was
+run). --calibrate first measures, for each model, the ops its e-graphs
+offer (`saturn opt --calibrate`, with each rule set, into one cache file:
+--calibration-file, or a fresh one in a temporary folder), then optimizes
+both programs with the cache; `opt s` is then the second, calibrated
+optimization, which measures nothing, and `cal s` the measuring. Every figure is measured. Under a
 model's row, a line counts the turns in which a Saturn program ran on one
 thread (its team follows the load it reads; the second-busiest thread of
 its process took under a quarter of the busiest's CPU ticks): its median
@@ -37,7 +45,7 @@ then mixes two teams.
 
 Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
          [--processes P] [--fresh-processes] [--warm-ms W] [--threads T] [--ort-python PY]
-         [--no-torch] [--json] [NAME...]
+         [--no-torch] [--calibrate [--calibration-file F]] [--json] [NAME...]
 """
 import argparse
 import json
@@ -170,6 +178,10 @@ def main():
                     help="the earlier method: ROUNDS rounds of a fresh process per contender timing RUNS runs")
     ap.add_argument("--processes", type=int, default=3,
                     help="processes per contender taking turns (default 3; not with --fresh-processes)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="optimize with measured prices: calibrate each model's ops first (saturn opt --calibrate)")
+    ap.add_argument("--calibration-file", default="",
+                    help="--calibrate: the cache to fill and price with (default: a fresh one per run)")
     ap.add_argument("--warm-ms", type=float, default=0,
                     help="untimed runs for this long at the start of each turn (bench/turns.py: for a VM that "
                          "runs slowly for a while after it sat idle)")
@@ -183,15 +195,25 @@ def main():
     rows = []
     if not args.json:
         print(f"{'model':20} {'lib+fusion':>10} {'all':>8} {'ort':>8} {'torch':>8}   {'lib/all':>7} {'ort/all':>7} "
-              f"{'torch/all':>9}  {'opt s':>5}   (medians, ms)")
+              f"{'torch/all':>9}  {'opt s':>5}" + ("  cal s" if args.calibrate else "") + "   (medians, ms)")
+        print("(Saturn's programs priced with " + ("measured prices: --calibrate)" if args.calibrate else
+                                                   "the roofline alone: no calibration)"))
     with tempfile.TemporaryDirectory() as tmp:
+        # Without --calibrate, a cache file that does not exist: never the
+        # user's own cache, which would make the figures depend on it.
+        cache = args.calibration_file or os.path.join(tmp, "calibration.json")
+        priced = ["--calibration-file", cache]
         for name in names:
             src = os.path.join(args.models, name + ".onnx")
             inp = os.path.join(args.models, name + ".input.npy")
             ref = os.path.join(args.models, name + ".torch.npy")
             programs = {"lib": os.path.join(tmp, name + ".lib.sat"), "all": os.path.join(tmp, name + ".all.sat")}
-            optimize(args.saturn, src, programs["lib"], lib_rules)
-            opt_s = optimize(args.saturn, src, programs["all"], [])
+            cal_s = 0.0
+            if args.calibrate:
+                cal_s = optimize(args.saturn, src, programs["lib"], lib_rules + priced + ["--calibrate"])
+                cal_s += optimize(args.saturn, src, programs["all"], priced + ["--calibrate"])
+            optimize(args.saturn, src, programs["lib"], lib_rules + priced)
+            opt_s = optimize(args.saturn, src, programs["all"], priced)
             bad = False
             for kind, path in programs.items():
                 check = subprocess.run([args.saturn, "run", path, "--target", "cpu", "--no-opt", "--inputs", inp,
@@ -220,7 +242,9 @@ def main():
                     ms[key] += job()
             med = {k: statistics.median(v) for k, v in ms.items() if v}
             row = {"model": name, "lib_fusion_ms": med["lib"], "all_ms": med["all"], "opt_s": opt_s,
-                   "rewrites_speedup": med["lib"] / med["all"]}
+                   "rewrites_speedup": med["lib"] / med["all"], "calibrated": args.calibrate}
+            if args.calibrate:
+                row["calibrate_s"] = cal_s
             if args.ort_python:
                 spin = min(("ort1", "ort0"), key=lambda s: med[s])
                 row.update(ort_ms=med[spin], ort_spinning=spin == "ort1", ort_over_all=med[spin] / med["all"])
@@ -239,8 +263,8 @@ def main():
             else:
                 f = lambda k, w=8: f"{row[k]:{w}.2f}" if k in row else " " * (w - 1) + "-"
                 print(f"{name:20} {f('lib_fusion_ms', 10)} {f('all_ms')} {f('ort_ms')} {f('torch_ms')}   "
-                      f"{f('rewrites_speedup', 6)}x {f('ort_over_all', 6)}x {f('torch_over_all', 8)}x  {opt_s:5.2f}",
-                      flush=True)
+                      f"{f('rewrites_speedup', 6)}x {f('ort_over_all', 6)}x {f('torch_over_all', 8)}x  {opt_s:5.2f}"
+                      + (f"  {cal_s:5.1f}" if args.calibrate else ""), flush=True)
                 if any(one_thread.values()):
                     print(f"{'':20} (turns on one thread: lib+fusion {one_thread['lib']}, all {one_thread['all']} "
                           f"of {row['turns']})", flush=True)
