@@ -91,6 +91,14 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     cpu.reorder_gbytes_per_s = 50;
     cpu.channels_last_efficiency = 0.9;
     cpu.channels_last_g16_efficiency = 0.4;
+    // A depthwise convolution's swish post-op took more than the separate
+    // sigmoid-mul kernel over its result: efficientnet_b0's 32x112x112,
+    // `saturn run --profile`, 2 threads, 0.196 ms against 0.085 + 0.097 on
+    // the Intel Xeon VM (2026-11-28; post-op 0.28 ns an element), 0.227
+    // against 0.063 + 0.075 on a Zen 4 (2026-11-29; 0.41 ns), where the
+    // roofline prices its 11 operations at 0.17. (A 1x1 convolution's
+    // post-op cost 0.20-0.26 ns an element on the Intel VM and won there.)
+    cpu.grouped_post_op_factor = 2.0;
     // An add and a ReLU (--no-fuse) over n floats, 2 threads, medians of
     // 30: 150 GB/s while the 5 arrays moved fit in 20 MB (n = 1 M), 45 GB/s
     // at 80 MB, 22 at 320 MB.
@@ -357,7 +365,9 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     // element to EfficientNet's convolutions, 11 operations each at 64
     // GFLOP/s 0.17; hardswish's 0.05-0.10 for 4 operations, 0.06; channels
     // last, 2 threads, Intel Xeon VM, 2026-11-28.)
-    call_us += out_elems * ir::activation_unit_work(def.activation) / (spec_.loop_gflops * 1e3);
+    double post_op_us = out_elems * ir::activation_unit_work(def.activation) / (spec_.loop_gflops * 1e3);
+    if (def.library_of == "conv" && attrs.i("group", 1) > 1) post_op_us *= spec_.grouped_post_op_factor;
+    call_us += post_op_us;
     return {std::max({work / (gflops * 1e3), bytes / per_us, weight_us}) + call_us, {}};
   }
   if (def.view) return {0.01, {}};

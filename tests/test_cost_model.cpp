@@ -481,6 +481,25 @@ TEST_CASE("an activation post-op adds its arithmetic at the loop rate - no memor
   CHECK(price("dnnl.cl_conv_silu") == Approx(price("dnnl.conv_silu")));
 }
 
+TEST_CASE("a depthwise convolution's post-op costs grouped_post_op_factor times its arithmetic") {
+  extract::TargetSpec spec{"post-ops", 2, 1, 1, 1, 1, 1, {"dnnl."}, {}, {}};
+  spec.grouped_post_op_factor = 3;
+  const extract::CostModel m(spec);
+  // [1 32 8 8] by [32 1 3 3] in 32 groups: 2048 results.
+  auto price = [&](const char* op, std::int64_t group) {
+    ir::Attrs a;
+    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    a.set("group", group);
+    const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 32, 8, 8})};
+    const ir::ValueType w{ir::DType::F32, ir::shape_of({32, 32 / group, 3, 3})};
+    return m.price(*ir::OpRegistry::get().find(op), a, std::vector<ir::ValueType>{x, w}, x, false).cost;
+  };
+  CHECK(price("dnnl.conv_silu", 32) - price("dnnl.conv", 32) == Approx(3 * 2048 * 11 / 2e3));
+  CHECK(price("dnnl.conv_hard_swish", 32) - price("dnnl.conv", 32) == Approx(3 * 2048 * 4 / 2e3));
+  CHECK(price("dnnl.conv_silu", 1) - price("dnnl.conv", 1) == Approx(2048 * 11 / 2e3));
+}
+
 TEST_CASE("a grouped convolution in oneDNN's blocked layout pays its reorders - channels last pays its kernel's rate") {
   // 1 GFLOP/s, 1 GB/s, 1 us a call; reorders 10 us and 1 GB/s; channels
   // last at half the rate, a quarter where 16 divides the groups.

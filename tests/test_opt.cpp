@@ -148,10 +148,16 @@ TEST_CASE("a ReLU6 after a convolution becomes oneDNN's clip post-op - and compu
   for (const ir::Node& n : back->nodes) CHECK(n.op != "dnnl.conv_clip");
 }
 
-TEST_CASE("SiLU and hard swish after convolutions become oneDNN's post-ops - and compute the same", "[opt][e2e]") {
+TEST_CASE(
+    "SiLU and hard swish after convolutions become oneDNN's post-ops - not a depthwise one's - and compute the "
+    "same",
+    "[opt][e2e]") {
   // EfficientNet's block (a 1x1 expansion and a depthwise 3x3, each
   // followed by x * sigmoid(x), written either way round) and MobileNet
-  // V3's (hard swish).
+  // V3's (hard swish). The depthwise convolution's post-op is priced at
+  // twice its arithmetic (measured slower than the sigmoid-mul kernel
+  // after the call, on a Zen 4 and on an Intel Xeon), so its SiLU stays a
+  // kernel.
   models::GraphBuilder b("swish");
   std::string x = b.input("x", {1, 8, 14, 14});
   ir::Attrs depthwise;
@@ -166,9 +172,10 @@ TEST_CASE("SiLU and hard swish after convolutions become oneDNN's post-ops - and
   auto res = pipeline::optimize(g, shipped("cpu"));
   REQUIRE(res);
   auto ops = res->report["ops_after"];
-  CHECK(ops.value("dnnl.conv_silu", 0) + ops.value("dnnl.cl_conv_silu", 0) == 2);
+  CHECK(ops.value("dnnl.conv_silu", 0) + ops.value("dnnl.cl_conv_silu", 0) == 1);
   CHECK(ops.value("dnnl.conv_hard_swish", 0) == 1);
-  CHECK_FALSE(ops.contains("sigmoid"));
+  CHECK(ops.value("sigmoid", 0) == 1);
+  CHECK(ops.value("mul", 0) == 1);
   CHECK_FALSE(ops.contains("hard_swish"));
   check_same_outputs(g, res->graph, 3);
   auto bytes = ir::export_onnx_bytes(res->graph);
