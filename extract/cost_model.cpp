@@ -98,7 +98,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // against 0.063 + 0.075 on a Zen 4 (2026-11-29; 0.41 ns), where the
     // roofline prices its 11 operations at 0.17. (A 1x1 convolution's
     // post-op cost 0.20-0.26 ns an element on the Intel VM and won there.)
-    cpu.grouped_post_op_factor = 2.0;
+    cpu.depthwise_post_op_factor = 2.0;
     // An add and a ReLU (--no-fuse) over n floats, 2 threads, medians of
     // 30: 150 GB/s while the 5 arrays moved fit in 20 MB (n = 1 M), 45 GB/s
     // at 80 MB, 22 at 320 MB.
@@ -324,9 +324,11 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     double call_us = spec_.call_overhead_us;
     for (const auto& [prefix, us] : spec_.library_call_us)
       if (name.rfind(prefix, 0) == 0) call_us = us;
+    bool depthwise = false;
     if (def.library_of == "conv" && !ins.empty() && ins[0].shape.size() >= 3) {
       const std::int64_t groups = attrs.i("group", 1);
       const std::int64_t channels = ir::static_dims(ins[0].shape)[1];
+      depthwise = groups > 1 && groups == channels;
       if (groups > 1 && groups < channels) {
         if (def.channels_last)
           gflops *= groups % 16 == 0 ? spec_.channels_last_g16_efficiency : spec_.channels_last_efficiency;
@@ -366,7 +368,7 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
     // GFLOP/s 0.17; hardswish's 0.05-0.10 for 4 operations, 0.06; channels
     // last, 2 threads, Intel Xeon VM, 2026-11-28.)
     double post_op_us = out_elems * ir::activation_unit_work(def.activation) / (spec_.loop_gflops * 1e3);
-    if (def.library_of == "conv" && attrs.i("group", 1) > 1) post_op_us *= spec_.grouped_post_op_factor;
+    if (depthwise) post_op_us *= spec_.depthwise_post_op_factor;
     call_us += post_op_us;
     return {std::max({work / (gflops * 1e3), bytes / per_us, weight_us}) + call_us, {}};
   }

@@ -63,9 +63,10 @@ struct TargetSpec {
   // is a multiple of 16.
   double channels_last_efficiency = 1.0;
   double channels_last_g16_efficiency = 1.0;
-  // An activation post-op of a grouped (depthwise) convolution costs this
-  // many times its arithmetic at the loop rate (1: as any post-op).
-  double grouped_post_op_factor = 1.0;
+  // An activation post-op of a depthwise convolution (as many groups as
+  // input channels) costs this many times its arithmetic at the loop rate
+  // (1: as any post-op).
+  double depthwise_post_op_factor = 1.0;
   // A copy the lowering makes to lay a value out (a reshape that no
   // strided view of a transposed value describes): copy_call_us plus the
   // bytes read and written at copy_gbytes_per_s. 0: a loop kernel's

@@ -481,9 +481,9 @@ TEST_CASE("an activation post-op adds its arithmetic at the loop rate - no memor
   CHECK(price("dnnl.cl_conv_silu") == Approx(price("dnnl.conv_silu")));
 }
 
-TEST_CASE("a depthwise convolution's post-op costs grouped_post_op_factor times its arithmetic") {
+TEST_CASE("a depthwise convolution's post-op costs depthwise_post_op_factor times its arithmetic") {
   extract::TargetSpec spec{"post-ops", 2, 1, 1, 1, 1, 1, {"dnnl."}, {}, {}};
-  spec.grouped_post_op_factor = 3;
+  spec.depthwise_post_op_factor = 3;
   const extract::CostModel m(spec);
   // [1 32 8 8] by [32 1 3 3] in 32 groups: 2048 results.
   auto price = [&](const char* op, std::int64_t group) {
@@ -498,6 +498,8 @@ TEST_CASE("a depthwise convolution's post-op costs grouped_post_op_factor times 
   CHECK(price("dnnl.conv_silu", 32) - price("dnnl.conv", 32) == Approx(3 * 2048 * 11 / 2e3));
   CHECK(price("dnnl.conv_hard_swish", 32) - price("dnnl.conv", 32) == Approx(3 * 2048 * 4 / 2e3));
   CHECK(price("dnnl.conv_silu", 1) - price("dnnl.conv", 1) == Approx(2048 * 11 / 2e3));
+  // Grouped but not depthwise (4 channels a group): as any post-op.
+  CHECK(price("dnnl.conv_silu", 8) - price("dnnl.conv", 8) == Approx(2048 * 11 / 2e3));
 }
 
 TEST_CASE("a grouped convolution in oneDNN's blocked layout pays its reorders - channels last pays its kernel's rate") {
