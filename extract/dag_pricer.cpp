@@ -32,7 +32,9 @@ DagPricer::DagPricer(const ExtractionProblem& p) : p_(p) {
       for (std::uint32_t k : n.layout.after) layout_after_.push_back(static_cast<std::int32_t>(k));
     c.layout_end = static_cast<std::uint32_t>(layout_after_.size());
     c.layout_cost = n.layout.cost;
+    c.finite = std::isfinite(c.cost) && (c.layout_begin == c.layout_end || std::isfinite(c.layout_cost));
     nodes_.push_back(c);
+    spans_.emplace_back(c.children_begin, c.children_end);
   }
   const std::size_t nc = p.classes.size();
   stamp_.assign(nc, 0);
@@ -71,9 +73,9 @@ bool DagPricer::walk(const std::vector<std::int32_t>& choice) {
     while (!stack_.empty()) {
       auto& [c, next] = stack_.back();
       if (choice[c] < 0) return false;
-      const Node& n = chosen(choice, c);
-      if (n.children_begin + next < n.children_end) {
-        const std::uint32_t k = children_[n.children_begin + next++];
+      const auto [begin, end] = spans_[static_cast<std::size_t>(choice[c])];
+      if (begin + next < end) {
+        const std::uint32_t k = children_[begin + next++];
         const std::uint8_t s = state(k);
         if (s == kOpen) return false;
         if (s == 0) {
@@ -92,8 +94,9 @@ bool DagPricer::walk(const std::vector<std::int32_t>& choice) {
 
 double DagPricer::dag_cost(const std::vector<std::int32_t>& choice, std::vector<char>* needed) {
   if (needed) needed->assign(p_.classes.size(), 0);
-  double total = unfused_dag_cost(choice);
-  if (p_.fusion && std::isfinite(total)) total = fused_cost(choice);
+  // Under fusion the unfused sum would only say whether the cost is finite,
+  // which fused_cost checks itself.
+  const double total = !p_.fusion ? unfused_dag_cost(choice) : walk(choice) ? fused_cost(choice) : kInfinity;
   if (needed && total != kInfinity)
     for (std::uint32_t c : order_) (*needed)[c] = 1;
   return total;
@@ -126,6 +129,9 @@ double DagPricer::tree_cost(const std::vector<std::int32_t>& choice) {
 // its result's write) plus one kernel overhead.
 double DagPricer::fused_cost(const std::vector<std::int32_t>& choice) {
   for (std::uint32_t c : order_) {
+    // A node fusion prices by its figures is still infinite when its cost
+    // is, as the unfused sum would be.
+    if (!nodes_[static_cast<std::size_t>(choice[c])].finite && !std::isfinite(chosen_cost(choice, c))) return kInfinity;
     uses_[c] = 0;
     joined_[c] = 0;
     compute_[c] = 0;

@@ -207,6 +207,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   };
   std::vector<char> in, in_after;
   std::vector<std::uint32_t> brought_in;
+  std::vector<char> free_in(p.classes.size(), 0);  // per brought-in class, written before it is read
   // Improvements smaller than this are rounding (costs may be negative).
   const auto tolerance_of = [](double v) { return 1e-12 * std::max(1.0, std::abs(v)); };
   for (;;) {
@@ -224,14 +225,24 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
         std::vector<std::pair<std::uint32_t, std::int32_t>> undo = {{c, x.choice[c]}};
         x.choice[c] = static_cast<std::int32_t>(n);
         double cost = price.dag_cost(x.choice, &in_after);
+        ++x.programs_priced;
         if (cost != kInfinity && !(cost < current - tolerance_of(current))) {
           // A swap that brings in new classes may pay off once other needed
           // classes reuse them (two projections sharing one merged product):
           // follow up greedily through the new classes' parents, in class
-          // order.
+          // order. Not through a class that came in free (a constant and
+          // what it reads, at no cost and outside fusion): reusing it saves
+          // nothing, and a literal has a hundred users (densenet121's
+          // epsilon: nine in ten follow-ups, none of them a gain).
           brought_in.clear();
-          for (std::uint32_t k : price.order())
-            if (!in[k]) brought_in.push_back(k);
+          for (std::uint32_t k : price.order()) {  // children first
+            if (in[k]) continue;
+            const auto& node = p.nodes[static_cast<std::size_t>(x.choice[k])];
+            bool is_free = node.cost == 0 && node.fused.role == FuseRole::None && node.layout.after.empty();
+            for (std::uint32_t kk : node.children) is_free &= in[kk] || free_in[kk];
+            free_in[k] = is_free;
+            if (!is_free) brought_in.push_back(k);
+          }
           std::sort(brought_in.begin(), brought_in.end());
           for (std::uint32_t k : brought_in) {
             for (std::uint32_t q : parents[k]) {
@@ -243,6 +254,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
               const std::int32_t before = x.choice[qc];
               x.choice[qc] = static_cast<std::int32_t>(q);
               double c2 = price.dag_cost(x.choice);
+              ++x.programs_priced;
               if (c2 < cost) {
                 cost = c2;
                 undo.emplace_back(qc, before);

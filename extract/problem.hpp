@@ -106,6 +106,7 @@ struct Extraction {
   double dag_cost = kInfinity;          // each chosen class paid once
   std::vector<double> class_tree_cost;  // per class, under this choice (tree-greedy only; else empty)
   std::size_t passes = 0;               // improvement passes (DAG extractor)
+  std::size_t programs_priced = 0;      // whole choices priced by its local search (DAG extractor)
   bool budget_hit = false;              // the DAG extractor stopped at its time budget
   std::optional<ExactSolve> exact;      // what the ILP extractor proved
 };

@@ -277,9 +277,13 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   std::vector<double> node_costs;
   auto cost_after = extract::graph_cost(*optimized, *model, &node_costs);
   if (!cost_after) return fail("internal: the extracted graph does not type-check: " + cost_after.error().to_string());
-  phases["extract"] = {{"time_ms", ms_since(t)},   {"stop_reason", ex->budget_hit ? "time_limit" : "done"},
-                       {"pricing_ms", problem_ms}, {"choosing_ms", choose_ms},
-                       {"extractor", o.extractor}, {"passes", ex->passes}};
+  phases["extract"] = {{"time_ms", ms_since(t)},
+                       {"stop_reason", ex->budget_hit ? "time_limit" : "done"},
+                       {"pricing_ms", problem_ms},
+                       {"choosing_ms", choose_ms},
+                       {"extractor", o.extractor},
+                       {"passes", ex->passes},
+                       {"programs_priced", ex->programs_priced}};
   res.graph = std::move(*optimized);
   if (o.egraph_dot) res.egraph_dot = extract::problem_to_dot(problem, ex->choice);
   res.report["cost_before"] = finite_or_null(*cost_before);

@@ -35,6 +35,9 @@ TEST_CASE("opt writes the optimized model and a report with the documented keys"
     CHECK(j["rules"]["fold-bn-into-conv-nobias"]["applications"].get<int>() > 0);
     CHECK(j["rules"]["fold-bn-into-conv-nobias"]["at"].get<std::string>().find("taso.rules:") != std::string::npos);
     for (const char* phase : {"import", "saturate", "extract"}) CHECK(j["phases"][phase].contains("stop_reason"));
+    // The DAG extractor's work: at least one program priced per pass.
+    CHECK(j["phases"]["extract"]["programs_priced"].get<int>() >= j["phases"]["extract"]["passes"].get<int>());
+    CHECK(j["phases"]["extract"]["passes"].get<int>() >= 1);
     // The optimized model loads and runs (test_opt checks its values).
     if (std::string(out) == "r.onnx") {
       auto run = run_cli("run " + o.string() + " --target interp --json");

@@ -102,3 +102,23 @@ TEST_CASE("one pricer prices a sequence of choices as fresh ones do - cycles and
   CHECK(finite > 100);
   CHECK(infinite > 100);
 }
+
+TEST_CASE("under fusion a chosen node of infinite cost makes the program infinite - its fused figures do not hide it") {
+  // Root 0 = a(1), both elementwise; class 1's node costs infinity but has
+  // finite fusion figures, as a node the target cannot run may.
+  auto p = saturn::test::make_problem(2, {{0, 1, {1}}, {1, kInfinity, {}}}, {0});
+  p.fusion = true;
+  for (auto& n : p.nodes) {
+    n.fused.role = FuseRole::Elementwise;
+    n.fused.compute_us = 1;
+    n.fused.overhead_us = 1;
+    n.fused.out_elems = 1;
+    n.fused.read_us.assign(n.children.size(), 1);
+  }
+  DagPricer price(p);
+  std::vector<char> needed;
+  CHECK(price.dag_cost({0, 1}, &needed) == kInfinity);
+  CHECK(std::count(needed.begin(), needed.end(), 1) == 0);
+  p.nodes[1].cost = 3;
+  CHECK(DagPricer(p).dag_cost({0, 1}) < kInfinity);
+}
