@@ -426,7 +426,9 @@ double bytes_of(const ir::ValueType& t) { return elems(t) * static_cast<double>(
 
 }  // namespace
 
-bool CostModel::priced_after_producer(const ir::OpDef& def) { return def.view || def.name == "concat"; }
+bool CostModel::priced_after_producer(const ir::OpDef& def) {
+  return def.view || def.name == "concat" || def.name == "reduce_max";
+}
 
 std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Attrs& attrs,
                                              std::span<const ir::ValueType> in, const ir::ValueType& out,
@@ -451,6 +453,33 @@ std::optional<double> CostModel::price_after(const ir::OpDef& def, const ir::Att
     }
     if (ir::reshaped_strides(dims, strides, ir::static_dims(out.shape))) return std::nullopt;
     return copy_us(bytes_of(in[0]) + bytes_of(out));
+  }
+  if (def.name == "reduce_max" && producer.name == "windows") {
+    // The max over each window is max pooling, lowered as the same loop
+    // over the windows as a max_pool of the windows' operand: priced as
+    // that max_pool, a timed op, so that a calibration measures it. As a
+    // plain reduction it was never measured: with oneDNN's pooling
+    // measured (0.19 ms), resnet18's stem pooling, decomposed, kept the
+    // roofline's 55 us, was chosen, and ran 0.84 ms (plus its pad and a
+    // reorder; the calibrated program 1.09x slower; Zen 4, 2026-12-03).
+    // Measured as the max_pool of the padded value: 0.44 ms.
+    const std::vector<std::int64_t> kernel = producer_attrs.ints("kernel_shape");
+    const std::size_t rank = in[0].shape.size(), k = kernel.size();
+    std::vector<std::int64_t> axes = attrs.ints("axes");
+    for (std::int64_t& a : axes)
+      if (a < 0) a += static_cast<std::int64_t>(rank);
+    std::sort(axes.begin(), axes.end());
+    std::vector<std::int64_t> window_axes;
+    for (std::size_t a = rank - std::min(k, rank); a < rank; ++a) window_axes.push_back(static_cast<std::int64_t>(a));
+    if (k == 0 || rank != producer_in[0].shape.size() + k || axes != window_axes || attrs.i("keepdims", 1) != 0)
+      return std::nullopt;
+    ir::Attrs pool;
+    pool.set("kernel_shape", kernel);
+    pool.set("strides", producer_attrs.ints("strides", std::vector<std::int64_t>(k, 1)));
+    if (producer_attrs.has("dilations")) pool.set("dilations", producer_attrs.ints("dilations"));
+    const ir::OpDef& max_pool = *ir::OpRegistry::get().find("max_pool");
+    const OperandFacts facts{{true}, {false}};
+    return price(max_pool, pool, producer_in.first(1), out, false, &facts).cost;
   }
   if (def.name == "concat" && producer.name == "concat" && in.size() > 1 && in[0].shape.size() == out.shape.size()) {
     const auto rank = static_cast<std::int64_t>(out.shape.size());

@@ -44,12 +44,16 @@ DagPricer::DagPricer(const ExtractionProblem& p) : p_(p) {
   bytes_.assign(nc, 0);
 }
 
-double DagPricer::chosen_cost(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
+bool DagPricer::laid_out(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
   const Node& n = chosen(choice, c);
-  if (n.layout_begin == n.layout_end) return n.cost;
+  if (n.layout_begin == n.layout_end) return false;
   const std::int32_t first = choice[children_[n.children_begin]];
   const auto begin = layout_after_.begin() + n.layout_begin, end = layout_after_.begin() + n.layout_end;
-  return std::find(begin, end, first) != end ? n.layout_cost : n.cost;
+  return std::find(begin, end, first) != end;
+}
+
+double DagPricer::chosen_cost(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
+  return laid_out(choice, c) ? chosen(choice, c).layout_cost : chosen(choice, c).cost;
 }
 
 // Hand-written on purpose: this walk touches only the classes a choice
@@ -142,23 +146,27 @@ double DagPricer::fused_cost(const std::vector<std::int32_t>& choice) {
     const Node& n = chosen(choice, c);
     for (std::uint32_t i = n.children_begin; i < n.children_end; ++i) ++uses_[children_[i]];
   }
-  const auto joins = [&](const Node& consumer, std::uint32_t k) {
-    if (uses_[k] != 1 || consumer.role == FuseRole::None) return false;
+  // A node priced by its producer's layout (a reduce_max of windows: the
+  // pooling loop) is a kernel of its own, as the price says.
+  const auto role = [&](std::uint32_t c) { return laid_out(choice, c) ? FuseRole::None : chosen(choice, c).role; };
+  const auto joins = [&](std::uint32_t consumer, std::uint32_t k) {
+    const FuseRole consumer_role = role(consumer);
+    if (uses_[k] != 1 || consumer_role == FuseRole::None) return false;
     const Node& producer = chosen(choice, k);
     if (producer.role != FuseRole::Elementwise || producer.boundary) return false;
-    return consumer.role == FuseRole::Reduction || consumer.out_elems == producer.out_elems;
+    return consumer_role == FuseRole::Reduction || chosen(choice, consumer).out_elems == producer.out_elems;
   };
   for (std::uint32_t c : order_) {
     const Node& n = chosen(choice, c);
     for (std::uint32_t i = n.children_begin; i < n.children_end; ++i)
-      if (joins(n, children_[i])) joined_[children_[i]] = 1;
+      if (joins(c, children_[i])) joined_[children_[i]] = 1;
   }
   // Children come first in the order, so a chain's sums are complete when
   // its consumer is reached.
   double total = 0;
   for (std::uint32_t c : order_) {
     const Node& n = chosen(choice, c);
-    if (n.role == FuseRole::None) {
+    if (role(c) == FuseRole::None) {
       total += chosen_cost(choice, c);
       continue;
     }

@@ -23,7 +23,8 @@ class DagPricer {
   explicit DagPricer(const ExtractionProblem& p);
 
   // Each class the choice needs paid once (a node with a LayoutPrice at
-  // its layout cost when its first child's chosen node is one it names),
+  // its layout cost, as a kernel of its own, when its first child's chosen
+  // node is one it names),
   // fused chains priced once when the problem has fusion roles; infinity
   // when a needed class has no choice or the choice has a cycle. With `needed`, also marks the classes
   // the choice needs (all unmarked when the cost is infinite).
@@ -57,6 +58,9 @@ class DagPricer {
   const Node& chosen(const std::vector<std::int32_t>& choice, std::uint32_t c) const {
     return nodes_[static_cast<std::size_t>(choice[c])];
   }
+  // Whether the chosen node is priced by its layout (LayoutPrice: the node
+  // chosen for its first child is one it names).
+  bool laid_out(const std::vector<std::int32_t>& choice, std::uint32_t c) const;
   // The chosen node's cost given the node chosen for its first child.
   double chosen_cost(const std::vector<std::int32_t>& choice, std::uint32_t c) const;
 

@@ -47,6 +47,18 @@ ExtractionProblem random_problem(std::uint32_t seed, std::uint32_t classes) {
   return p;
 }
 
+// Every node elementwise: 1 us of work, 1 of overhead, 1 read per child.
+void all_elementwise(ExtractionProblem& p) {
+  p.fusion = true;
+  for (auto& n : p.nodes) {
+    n.fused.role = FuseRole::Elementwise;
+    n.fused.compute_us = 1;
+    n.fused.overhead_us = 1;
+    n.fused.out_elems = 1;
+    n.fused.read_us.assign(n.children.size(), 1);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("one pricer prices a sequence of choices as fresh ones do - cycles and missing choices between them") {
@@ -107,18 +119,29 @@ TEST_CASE("under fusion a chosen node of infinite cost makes the program infinit
   // Root 0 = a(1), both elementwise; class 1's node costs infinity but has
   // finite fusion figures, as a node the target cannot run may.
   auto p = saturn::test::make_problem(2, {{0, 1, {1}}, {1, kInfinity, {}}}, {0});
-  p.fusion = true;
-  for (auto& n : p.nodes) {
-    n.fused.role = FuseRole::Elementwise;
-    n.fused.compute_us = 1;
-    n.fused.overhead_us = 1;
-    n.fused.out_elems = 1;
-    n.fused.read_us.assign(n.children.size(), 1);
-  }
+  all_elementwise(p);
   DagPricer price(p);
   std::vector<char> needed;
   CHECK(price.dag_cost({0, 1}, &needed) == kInfinity);
   CHECK(std::count(needed.begin(), needed.end(), 1) == 0);
   p.nodes[1].cost = 3;
   CHECK(DagPricer(p).dag_cost({0, 1}) < kInfinity);
+}
+
+TEST_CASE("a fusing node priced by its producer's layout is a kernel of its own - nothing joins it") {
+  // Root 0 = r(1): a reduction whose layout price (50) applies when class
+  // 1 is node 1 (as a reduce_max of windows is priced as the pooling
+  // loop); class 1 = e(2) elementwise, used once; class 2 a leaf.
+  auto p = saturn::test::make_problem(3, {{0, 1, {1}}, {1, 1, {2}}, {1, 1, {2}}, {2, 0, {}}}, {0});
+  all_elementwise(p);
+  p.nodes[0].fused.role = FuseRole::Reduction;
+  p.nodes[3].fused.role = FuseRole::None;
+  p.nodes[0].layout.after = {1};
+  p.nodes[0].layout.cost = 50;
+  DagPricer price(p);
+  // Laid out: r at 50, e its own kernel (max(1, 1 + 0 write) + 1 = 2), the leaf 0.
+  CHECK(price.dag_cost({0, 1, 3}) == Approx(50 + 2));
+  // With node 2 for class 1 the layout does not apply: e joins r's kernel,
+  // max(1 + 1, 1) + 1 = 3.
+  CHECK(price.dag_cost({0, 2, 3}) == Approx(3));
 }
