@@ -208,6 +208,11 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   std::vector<char> in, in_after;
   std::vector<std::uint32_t> brought_in;
   std::vector<char> free_in(p.classes.size(), 0);  // per brought-in class, written before it is read
+  const auto free_literal = [&](std::uint32_t k) {
+    if (x.choice[k] < 0) return false;
+    const auto& node = p.nodes[static_cast<std::size_t>(x.choice[k])];
+    return node.children.empty() && node.cost == 0 && node.fused.role == FuseRole::None && node.layout.after.empty();
+  };
   // Improvements smaller than this are rounding (costs may be negative).
   const auto tolerance_of = [](double v) { return 1e-12 * std::max(1.0, std::abs(v)); };
   for (;;) {
@@ -248,8 +253,11 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
             for (std::uint32_t q : parents[k]) {
               const std::uint32_t qc = p.nodes[q].cls;
               if (!in_after[qc] || qc == c || static_cast<std::int32_t>(q) == x.choice[qc] || !usable(q)) continue;
+              // Its children in the program, or free literals (a slice's
+              // bounds: the second slice of a merged product reads ends
+              // that no node of the program reads yet).
               bool ready = true;
-              for (std::uint32_t kk : p.nodes[q].children) ready &= in_after[kk] != 0;
+              for (std::uint32_t kk : p.nodes[q].children) ready &= in_after[kk] || free_literal(kk);
               if (!ready) continue;
               const std::int32_t before = x.choice[qc];
               x.choice[qc] = static_cast<std::int32_t>(q);

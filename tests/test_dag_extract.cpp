@@ -33,6 +33,23 @@ TEST_CASE("DAG extraction pays a shared subterm once - tree extraction per use")
   CHECK(dag_cost(p, dag.choice) == dag.dag_cost);
 }
 
+TEST_CASE("a swap is followed up through a node whose other children are free literals not in the program yet") {
+  // Root 0 = f(1, 2). Classes 1 and 2 are each a private leaf (4) or a
+  // slice (0.5) of one shared product, class 3 (5), with bounds of their
+  // own: literal classes 4 and 5 (free). Switching 1 alone costs more
+  // (0.5 + 5 > 4); switching 2 after it reads class 5, which no node of
+  // the program reads yet (a merged product's second slice's ends). The
+  // follow-up takes it: 1 + 0.5 + 0.5 + 5 = 7 < 9.
+  auto p = make_problem(
+      6,
+      {{0, 1, {1, 2}}, {1, 4, {}}, {1, 0.5, {3, 4}}, {2, 4, {}}, {2, 0.5, {3, 5}}, {3, 5, {}}, {4, 0, {}}, {5, 0, {}}},
+      {0});
+  auto x = extract_dag_greedy(p);
+  CHECK(x.dag_cost == 7.0);
+  CHECK(x.choice[1] == 2);
+  CHECK(x.choice[2] == 4);
+}
+
 TEST_CASE("a swap is not followed up through a free constant's other users") {
   // Root 0 = f(a_1 .. a_n). Each a_i is a leaf (2) or m_i(k) (3) over a
   // constant k = const(literal), both free. Every swap to m_i brings k in;
