@@ -208,10 +208,14 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
   std::vector<char> in, in_after;
   std::vector<std::uint32_t> brought_in;
   std::vector<char> free_in(p.classes.size(), 0);  // per brought-in class, written before it is read
+  // A node that adds nothing to any program it is in, fused or not.
+  const auto costs_nothing = [](const ExtractionProblem::Node& node) {
+    return node.cost == 0 && node.fused.role == FuseRole::None && node.layout.after.empty();
+  };
   const auto free_literal = [&](std::uint32_t k) {
     if (x.choice[k] < 0) return false;
     const auto& node = p.nodes[static_cast<std::size_t>(x.choice[k])];
-    return node.children.empty() && node.cost == 0 && node.fused.role == FuseRole::None && node.layout.after.empty();
+    return node.children.empty() && costs_nothing(node);
   };
   // Improvements smaller than this are rounding (costs may be negative).
   const auto tolerance_of = [](double v) { return 1e-12 * std::max(1.0, std::abs(v)); };
@@ -243,7 +247,7 @@ Extraction extract_dag_greedy(const ExtractionProblem& p, double time_budget_s) 
           for (std::uint32_t k : price.order()) {  // children first
             if (in[k]) continue;
             const auto& node = p.nodes[static_cast<std::size_t>(x.choice[k])];
-            bool is_free = node.cost == 0 && node.fused.role == FuseRole::None && node.layout.after.empty();
+            bool is_free = costs_nothing(node);
             for (std::uint32_t kk : node.children) is_free &= in[kk] || free_in[kk];
             free_in[k] = is_free;
             if (!is_free) brought_in.push_back(k);
