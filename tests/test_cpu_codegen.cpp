@@ -1236,6 +1236,16 @@ TEST_CASE("1-D and 3-D convolutions and pooling - auto_pad - dilated pooling - g
     CHECK(p->library_calls == 3);
     CHECK(steps_with(*p, "oneDNN conv 1x3x7x6x5 * 4x3x3x2x3") == 1);
   }
+  SECTION("counting padding that no window reaches (maxvit_t's 3x3 pooling by 2, padded 1, of an even size)") {
+    models::GraphBuilder b("avg_include_pad");
+    std::string x = b.input("x", {1, 4, 12, 10});
+    ir::Attrs a = attrs({{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}});
+    a.set("count_include_pad", std::int64_t{1});
+    auto p = check_against_interpreter(b.finish({b.op("avg_pool", {x}, a)}), 1e-5, 1e-5);
+    CHECK(p->reference_ops.empty());
+    CHECK(p->library_calls == 1);
+    CHECK(steps_with(*p, "oneDNN avg pool") == 1);
+  }
 }
 
 TEST_CASE("Pooling oneDNN does not take runs the op's own kernel - indices - integers - f64 - ceil_mode") {
