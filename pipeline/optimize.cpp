@@ -148,10 +148,9 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
   });
   phases["saturate"] = {{"time_ms", ms_since(t)}, {"stop_reason", sat.stop}, {"iterations", sat.iterations}};
   for (const auto& p : sat.phases)
-    phases["saturate." + std::to_string(p["phase"].get<int>())] = {{"time_ms", p["time_ms"]},
-                                                                   {"stop_reason", p["stop_reason"]},
-                                                                   {"iterations", p["iterations"]},
-                                                                   {"optimizers", p["optimizers"]}};
+    phases["saturate." + std::to_string(p["phase"].get<int>())] = {
+        {"time_ms", p["time_ms"]},       {"stop_reason", p["stop_reason"]}, {"iterations", p["iterations"]},
+        {"optimizers", p["optimizers"]}, {"node_limit", p["node_limit"]},   {"time_limit_s", p["time_limit_s"]}};
   OptimizeResult res;
   nlohmann::json rules_json = nlohmann::json::object();
   for (const auto& [name, r] : sat.rules.items()) {

@@ -681,6 +681,73 @@ Result einsum_plan(EvalContext& ctx, Args a) {
   return std::nullopt;
 }
 
+// (einsum-matmul PART equation a b): a two-operand einsum as one (batched)
+// matrix product. Letters in both operands and the output are batch axes,
+// in both but not the output contracted (K), in one and the output free
+// (M from a, N from b). a is transposed to [batch, M letters, K letters]
+// (perm-a) and viewed [batch..., M, K] (shape-a), b to [batch, K letters,
+// N letters] and [batch..., K, N]; the product [batch..., M, N] is viewed
+// with each letter an axis again (shape-y) and transposed to the output's
+// order (perm-y). Not for diagonals, a letter summed within one operand,
+// or a batch letter that broadcasts (size 1 in one operand only).
+Result einsum_matmul(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto eq = symbol_of(ctx, a[1]);
+  auto da = static_dims_of(ctx, a[2]), db = static_dims_of(ctx, a[3]);
+  if (!part || !eq || !da || !db) return std::nullopt;
+  ir::EinsumPlan plan;
+  try {
+    plan = ir::einsum_plan(*eq, {*da, *db});
+  } catch (const ir::ShapeError&) {
+    return std::nullopt;
+  }
+  const std::string &ta = plan.terms[0], &tb = plan.terms[1], &out = plan.out;
+  const auto in = [](const std::string& t, char letter) { return t.find(letter) != std::string::npos; };
+  for (const std::string& t : {ta, tb, out})
+    for (std::size_t i = 0; i < t.size(); ++i)
+      if (t.find(t[i], i + 1) != std::string::npos) return std::nullopt;  // a diagonal
+  std::string batch, free_a, free_b, summed;
+  for (char letter : out) (in(ta, letter) && in(tb, letter) ? batch : in(ta, letter) ? free_a : free_b) += letter;
+  for (char letter : ta) {
+    if (in(out, letter)) continue;
+    if (!in(tb, letter)) return std::nullopt;  // summed within a alone
+    summed += letter;
+  }
+  for (char letter : tb)
+    if (!in(out, letter) && !in(ta, letter)) return std::nullopt;
+  const auto size_in = [](const std::string& t, const Ints& d, char letter) { return d[t.find(letter)]; };
+  for (char letter : batch + summed)
+    if (size_in(ta, *da, letter) != size_in(tb, *db, letter)) return std::nullopt;  // broadcast
+  const auto perm_of = [](const std::string& t, const std::string& order) {
+    Ints perm;
+    for (char letter : order) perm.push_back(static_cast<std::int64_t>(t.find(letter)));
+    return perm;
+  };
+  const auto size_of = [&](const std::string& letters) {
+    std::int64_t n = 1;
+    for (char letter : letters) n *= plan.size.at(letter);
+    return n;
+  };
+  Ints lead;
+  for (char letter : batch) lead.push_back(plan.size.at(letter));
+  const auto with = [&](std::initializer_list<std::int64_t> tail) {
+    Ints dims = lead;
+    dims.insert(dims.end(), tail);
+    return dims;
+  };
+  if (*part == "perm-a") return list_of(perm_of(ta, batch + free_a + summed));
+  if (*part == "shape-a") return list_of(with({size_of(free_a), size_of(summed)}));
+  if (*part == "perm-b") return list_of(perm_of(tb, batch + summed + free_b));
+  if (*part == "shape-b") return list_of(with({size_of(summed), size_of(free_b)}));
+  if (*part == "shape-y") {
+    Ints dims = lead;
+    for (char letter : free_a + free_b) dims.push_back(plan.size.at(letter));
+    return list_of(dims);
+  }
+  if (*part == "perm-y") return list_of(perm_of(batch + free_a + free_b, out));
+  return std::nullopt;
+}
+
 // (convt-plan PART x w kernel strides pads dilations group auto_pad
 // output_padding output_shape): conv_transpose as a convolution. x is
 // spread by the stride (each element followed by s-1 zeros: spread,
@@ -837,6 +904,11 @@ void register_decompose_builtins(BuiltinRegistry& r) {
               "(einsum-plan PART k equation x0 x1 ...): perm and shape of operand k, or the summed axes, of einsum as "
               "a product summed (no diagonals)",
               einsum_plan});
+  r.add(Builtin{"einsum-matmul", 4, 4,
+                "(einsum-matmul PART equation a b): perm-a, shape-a, perm-b, shape-b, shape-y or perm-y of a "
+                "two-operand einsum as one batched matrix product (no diagonals, no letter summed in one operand, no "
+                "broadcast batch letter)",
+                einsum_matmul});
   r.add(
       Builtin{"convt-plan", 11, 11,
               "(convt-plan PART x w kernel strides pads dilations group auto_pad output_padding output_shape): "

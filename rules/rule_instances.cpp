@@ -146,8 +146,8 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
         for (const char* s : {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}) out.push_back(Op::symbol(s));
       } else if (n == "equation") {  // einsum: the common forms; the shape rule keeps those that fit
         for (const char* e :
-             {"ij->ji", "ij->i", "ij->", "ijk->kj", "ij,jk->ik", "ij,jk", "bij,bjk->bik", "i,j->ij", "i,i->",
-              "ij,ij->ij", "ij,j->i", "...ij,...jk->...ik", "ij,jk,kl->il", "i,i,i->i", "ii->i"})
+             {"ij->ji", "ij->i", "ij->", "ijk->kj", "ij,jk->ik", "ij,jk", "bij,bjk->bik", "bid,bjd->bij", "i,j->ij",
+              "i,i->", "ij,ij->ij", "ij,j->i", "...ij,...jk->...ik", "ij,jk,kl->il", "i,i,i->i", "ii->i"})
           out.push_back(Op::symbol(e));
       } else if (n == "approximate") {
         out.push_back(Op::symbol("none"));

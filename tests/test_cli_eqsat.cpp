@@ -92,6 +92,30 @@ TEST_CASE("hitting a limit is reported") {
   CHECK(r.err.find("before saturating") != std::string::npos);
 }
 
+TEST_CASE("a rule phase that blows up leaves the phases after it their share of the node limit") {
+  // Phase 1 grows without end (associativity and commutativity); phase 2's
+  // rule must still run. Before the shares, phase 1 took all 300 e-nodes
+  // and phase 2 never ran.
+  auto rules = write("phased.rules",
+                     "(defoptimizer ac :phase 1\n"
+                     "  (rule comm (+ ?a ?b) => (+ ?b ?a))\n"
+                     "  (rule assoc (+ ?a (+ ?b ?c)) => (+ (+ ?a ?b) ?c)))\n"
+                     "(defoptimizer lib :phase 2 (rule call (f ?x) => (g ?x)))\n");
+  auto terms = write("phased.terms", "(f (+ x1 (+ x2 (+ x3 (+ x4 (+ x5 (+ x6 (+ x7 x8))))))))\n");
+  auto r = run_saturn("eqsat --rules " + rules + " " + terms + " --scheduler simple --node-limit 300 --json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["phases"].size() == 2);
+  const auto& ac = j["phases"][0];
+  CHECK(ac["stop_reason"] == "node_limit");
+  CHECK(ac["node_limit"] == 16 + (300 - 16) / 2);  // the 16 e-nodes of the term, then half of what is left
+  CHECK(ac["enodes"].back().get<int>() < 300);
+  CHECK(j["phases"][1]["node_limit"] == 300);  // the last phase: all that is left
+  CHECK(j["rules"]["call"]["applications"] == 1);
+  CHECK(j["enodes"].get<int>() <= 300 + 2);
+}
+
 TEST_CASE("a bad rule file exits 2 naming file:line:col") {
   auto rules = write("bad.rules", "(rule ok (f ?x) => ?x)\n(rule broken (g ?x) => (h ?y))\n");
   auto terms = write("t.terms", "(f a)\n");

@@ -282,6 +282,33 @@ TEST_CASE("a convolution of a concatenation with few outputs is two convolutions
   check_same_outputs(g, res->graph, 6);
 }
 
+TEST_CASE("attention written as einsums runs as batched library products - the same values", "[opt]") {
+  // maxvit_t's window attention: q k^T and p v as einsums over [B G H I D].
+  models::GraphBuilder b("einsum_attention");
+  std::string q = b.input("q", {1, 8, 4, 49, 32}), k = b.input("k", {1, 8, 4, 49, 32}),
+              v = b.input("v", {1, 8, 4, 49, 32});
+  auto eq = [](const char* e) {
+    ir::Attrs a;
+    a.set("equation", std::string(e));
+    return a;
+  };
+  ir::Attrs last;
+  last.set("axis", std::int64_t{-1});
+  const std::string s = b.op("einsum", {q, k}, eq("B G H I D, B G H J D -> B G H I J"));
+  const std::string o = b.op("einsum", {b.op("softmax", {s}, last), v}, eq("B G H I J, B G H J D -> B G H I D"));
+  // And one whose output order is not the product's: "ik,kj->ji" is (a b)^T.
+  const std::string t = b.op("einsum", {b.input("a", {128, 64}), b.input("c", {64, 96})}, eq("ik,kj->ji"));
+  const ir::Graph g = b.finish({o, t});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("einsum", 0) == 0);
+  CHECK(ops.value("blas.matmul", 0) + ops.value("blas.gemm", 0) == 3);
+  CHECK(res->report["rules"]["einsum2-matmul"]["applications"].get<int>() >= 3);
+  check_same_outputs(g, res->graph, 7);
+}
+
 TEST_CASE("Winograd is chosen for large 3x3 stride-1 convolutions only - epilogues kept - written back as Conv",
           "[opt]") {
   // A ResNet basic block at 256x14x14 (231 MFLOP a convolution), then a

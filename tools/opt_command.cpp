@@ -175,10 +175,16 @@ int run_opt(const OptOptions& o) {
   }
   if (!o.quiet) {
     std::cerr << "saturn opt " << o.model << " --target " << oo.target << "\n" << summarize(report);
-    if (report["phases"]["saturate"]["stop_reason"] != "saturated")
+    if (report["phases"]["saturate"]["stop_reason"] != "saturated") {
       std::cerr << "saturn: note: saturation stopped at its "
-                << report["phases"]["saturate"]["stop_reason"].get<std::string>()
-                << " (raise --iter-limit / --node-limit / --time-limit / --memory-limit)\n";
+                << report["phases"]["saturate"]["stop_reason"].get<std::string>();
+      for (const auto& [name, p] : report["phases"].items())  // which rule phase, and its share of the limits
+        if (name.starts_with("saturate.") && p["stop_reason"] != "saturated")
+          std::cerr << "; rule phase " << name.substr(9) << ": " << p["stop_reason"].get<std::string>()
+                    << " (its share " << p["node_limit"].get<std::size_t>() << " e-nodes, "
+                    << p["time_limit_s"].get<double>() << " s)";
+      std::cerr << " (raise --iter-limit / --node-limit / --time-limit / --memory-limit)\n";
+    }
     if (report["phases"]["extract"]["stop_reason"] == "time_limit")
       std::cerr << "saturn: note: extraction stopped at --extract-time-limit\n";
   }
