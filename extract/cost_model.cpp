@@ -376,7 +376,11 @@ NodePrice CostModel::price(const ir::OpDef& def, const ir::Attrs& attrs, std::sp
   if (name == "const" || name == "fill") return {0.0, {}};
   double gflops = def.contraction ? spec_.naive_contract_gflops : spec_.loop_gflops;
   if (auto it = spec_.loop_efficiency.find(name); it != spec_.loop_efficiency.end()) gflops *= it->second;
-  if (name == "reduce_sum" && spec_.across_rows_reduce_efficiency > 0 && sums_across_rows(attrs, ins))
+  // (reduce_max and reduce_min run the same loop: swin_t's q, k and v
+  // picked from [3 ...] by gather-def's one-hot where and a max over axis
+  // 0 took 1 ms each, priced 0.03, where the gather copies in 0.08.)
+  if ((name == "reduce_sum" || name == "reduce_max" || name == "reduce_min") &&
+      spec_.across_rows_reduce_efficiency > 0 && sums_across_rows(attrs, ins))
     gflops *= spec_.across_rows_reduce_efficiency;
   work *= def.unit_work;
   double memory_us = bytes / per_us;

@@ -788,21 +788,20 @@ TEST_CASE("a library convolution whose weights are computed at run time pays the
         m.price(*r.find("blas.matmul"), {}, pin, p, false, &constant).cost);
 }
 
-TEST_CASE("a sum that keeps the innermost axis is priced at its slower rate - a sum along it is not") {
+TEST_CASE("a sum, max or min that keeps the innermost axis is priced at its slower rate - along it is not") {
   // Loops at 1 GFLOP/s, memory far faster; a sum across rows at a tenth of
   // that: [4 100 50] summed over its middle axis, 20,000 additions.
   extract::TargetSpec spec{"rows", 1, 1, 1, 1e6, 0, 0, {}, {}, {}};
   spec.across_rows_reduce_efficiency = 0.1;
   const extract::CostModel m(spec);
-  const ir::OpDef& sum = *ir::OpRegistry::get().find("reduce_sum");
-  auto price = [&](std::vector<std::int64_t> dims, std::vector<std::int64_t> axes) {
+  auto price = [&](std::vector<std::int64_t> dims, std::vector<std::int64_t> axes, const char* op = "reduce_sum") {
     ir::Attrs a;
     a.set("axes", axes);
     a.set("keepdims", std::int64_t{1});
     const ir::ValueType x{ir::DType::F32, ir::shape_of(dims)};
     ir::ValueType out = x;
     for (std::int64_t ax : axes) out.shape[static_cast<std::size_t>(ax < 0 ? ax + 3 : ax)] = ir::Dim::of(1);
-    return m.price(sum, a, std::vector<ir::ValueType>{x}, out, false);
+    return m.price(*ir::OpRegistry::get().find(op), a, std::vector<ir::ValueType>{x}, out, false);
   };
   const extract::NodePrice across = price({4, 100, 50}, {1});
   CHECK(across.cost == Approx(200).epsilon(0.01));
@@ -812,4 +811,11 @@ TEST_CASE("a sum that keeps the innermost axis is priced at its slower rate - a 
   CHECK(price({4, 100, 50}, {-1}).cost == Approx(20).epsilon(0.01));
   CHECK(price({4, 100, 50}, {1, 2}).cost == Approx(20).epsilon(0.01));
   CHECK(price({400, 50, 1}, {1}).cost == Approx(20).epsilon(0.01));  // (rows of one element: contiguous)
+  // The same loop for a max or a min (swin_t's q, k, v picked by a max over
+  // axis 0 of a one-hot where).
+  for (const char* op : {"reduce_max", "reduce_min"}) {
+    INFO(op);
+    CHECK(price({4, 100, 50}, {0}, op).cost == Approx(200).epsilon(0.01));
+    CHECK(price({4, 100, 50}, {2}, op).cost == Approx(20).epsilon(0.01));
+  }
 }
