@@ -11,7 +11,9 @@ Usage: bench/export_models.py DIR [--levels K] [--trained-norms] [--more]
 [NAME...]   (needs python3-torch and python3-torchvision; a model already
 exported is kept). NAME is any model of MODELS (the suite, exported by
 default) or MORE (--more exports all of those): more torchvision
-architectures, for checking Saturn on models it was not tuned on.
+architectures, for checking Saturn on models it was not tuned on. Any
+other NAME whose three files are already in DIR is used as it is (a
+model of your own, exported as export() does).
 --trained-norms draws every BatchNorm's and LayerNorm's scale, shift and
 running statistics at random (a fixed seed) instead of torch's initial 1,
 0, 0 and 1, as a trained model has them: then folding a normalization
@@ -105,6 +107,16 @@ MORE = {
         lambda: OutOnly(seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False)),
         (1, 3, 224, 224)),
     "r3d_18": (lambda: video.r3d_18(), (1, 3, 8, 112, 112)),
+    # Added on 2026-12-07 after Saturn was checked on them untuned.
+    "convnext_small": (lambda: tvm.convnext_small(), (1, 3, 224, 224)),
+    "efficientnet_b3": (lambda: tvm.efficientnet_b3(), (1, 3, 300, 300)),
+    "fcn_resnet50": (
+        lambda: OutOnly(seg.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
+    "mnasnet0_5": (lambda: tvm.mnasnet0_5(), (1, 3, 224, 224)),
+    "regnet_y_800mf": (lambda: tvm.regnet_y_800mf(), (1, 3, 224, 224)),
+    "shufflenet_v2_x0_5": (lambda: tvm.shufflenet_v2_x0_5(), (1, 3, 224, 224)),
+    "vit_b_16": (lambda: tvm.vit_b_16(), (1, 3, 224, 224)),
+    "wide_resnet50_2": (lambda: tvm.wide_resnet50_2(), (1, 3, 224, 224)),
 }
 ALL = {**MODELS, **MORE}
 
@@ -187,6 +199,9 @@ def main():
             args = args[1:]
     names = args or list(MORE if more else MODELS)
     for n in names:
+        if n not in ALL and all(os.path.exists(os.path.join(out_dir, n + ext))
+                                for ext in (".onnx", ".input.npy", ".torch.npy")):
+            continue  # a model of the user's, exported as export() does
         if n not in ALL:
             sys.exit(f"export_models.py: unknown model '{n}' (known: {', '.join(ALL)})")
         export(n, out_dir, levels, norms)

@@ -968,7 +968,7 @@ struct ModuleJob {
 
 // What a cached object depends on besides its module's IR: bump it when
 // build_module's pipeline or code generation options change.
-constexpr const char* kObjectCacheFormat = "saturn object cache 1: O3, CGFT_ObjectFile";
+constexpr const char* kObjectCacheFormat = "saturn object cache 2: O3 with SLP, CGFT_ObjectFile";
 
 void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const std::string& cpu,
                   const std::string& features, const std::string& name, bool keep_ir, const ir::DiskCache& disk) {
@@ -1006,7 +1006,11 @@ void build_module(ModuleJob& job, llvm::orc::JITTargetMachineBuilder jtmb, const
       llvm::FunctionAnalysisManager fam;
       llvm::CGSCCAnalysisManager cgam;
       llvm::ModuleAnalysisManager mam;
-      llvm::PassBuilder pb(tm->get());
+      // (The SLP vectorizer is off in PassBuilder's default options; clang
+      // turns it on at -O2 and up.)
+      llvm::PipelineTuningOptions tuning;
+      tuning.SLPVectorization = true;
+      llvm::PassBuilder pb(tm->get(), tuning);
       pb.registerModuleAnalyses(mam);
       pb.registerCGSCCAnalyses(cgam);
       pb.registerFunctionAnalyses(fam);

@@ -283,6 +283,27 @@ TEST_CASE("A reduction over channels-last data reduces by columns - vectorized -
   }
 }
 
+TEST_CASE("A cheap expression fused into a reduction by columns is computed as vectors - the same values") {
+  // A ReLU fused into the global average pool of channels-last data (a
+  // convolution's result followed by ReLU and reduce_mean, as SqueezeNet's
+  // last layer is extracted): the columns' bodies are unrolled into scalar
+  // operations, which only the SLP vectorizer makes vector ones again
+  // (PassBuilder leaves it off unless asked). Scalar, SqueezeNet's [1 13 13
+  // 1000] pool took 24-54 us; as vectors, 5-10.
+  for (std::int64_t channels : {64, 8}) {
+    INFO(channels << " channels");
+    models::GraphBuilder b("relu_pool_nhwc");
+    std::string x = b.input("x", {1, 6, 5, channels});
+    std::string nchw = b.op("transpose", {x}, models::ints_attr("perm", {0, 3, 1, 2}));
+    ir::Attrs a = models::ints_attr("axes", {2, 3});
+    a.set("keepdims", std::int64_t{1});
+    const ir::Graph g = b.finish({b.op("reduce_mean", {b.op("relu", {nchw})}, a)});
+    auto p = check_against_interpreter(g, {random_tensor({1, 6, 5, channels}, 7, -3, 3)});
+    const std::regex vector_relu("fcmp [a-z]+ <(8|16|32|64) x float>");
+    CHECK(std::regex_search(p->ir_text, vector_relu));
+  }
+}
+
 TEST_CASE("A large reduction by columns is split in parts the threads share - the same values - NaN kept") {
   // A global pool of channels-last data, 64 channels over 32x40 pixels:
   // each of the two threads reduces half the pixels (the half its core
