@@ -29,7 +29,11 @@ Before timing, both Saturn programs are checked against PyTorch's output
 (rtol 1e-3, atol 1e-4). Prints each contender's median, the ratios
 lib+fusion/all (what the rewrites are worth), ort/all and torch/all (above 1: Saturn is
 faster), the optimization time of `saturn opt` (import to export, wall
-clock, all rulesets) and the geomeans.
+clock, all rulesets) and the geomeans; then, per model, the quartiles of
+lib+fusion/all over the rounds of turns (each round's lib+fusion median
+over its all median), and the models whose upper quartile is below 0.98:
+slower with every ruleset by more than 2% in three rounds of four, not
+by one slow spell (`rewrites_speedup_quartiles` with --json).
 
 By default both optimizations price with the roofline alone (an empty
 calibration cache: what `saturn opt` gives before `saturn calibrate` was
@@ -159,6 +163,15 @@ def optimize(saturn, model, out, extra):
     return time.perf_counter() - t0
 
 
+def paired_ratios(a, b, runs):
+    """Per round of turns, the median of a's runs in it over b's: two
+    contenders' turns of one round are seconds apart, so a slow spell
+    of the machine falls on both."""
+    n = min(len(a), len(b)) // runs
+    return [statistics.median(a[i * runs:(i + 1) * runs]) / statistics.median(b[i * runs:(i + 1) * runs])
+            for i in range(n)]
+
+
 def geomean(xs):
     return statistics.geometric_mean(xs) if xs else float("nan")
 
@@ -243,6 +256,13 @@ def main():
             med = {k: statistics.median(v) for k, v in ms.items() if v}
             row = {"model": name, "lib_fusion_ms": med["lib"], "all_ms": med["all"], "opt_s": opt_s,
                    "rewrites_speedup": med["lib"] / med["all"], "calibrated": args.calibrate}
+            # How much lib/all moves from round to round: the machine's noise
+            # on these two programs (not with --fresh-processes, whose rounds
+            # are minutes apart).
+            ratios = [] if args.fresh_processes else paired_ratios(ms["lib"], ms["all"], args.runs)
+            if len(ratios) >= 2:
+                q1, _, q3 = statistics.quantiles(ratios, n=4)
+                row["rewrites_speedup_quartiles"] = [q1, q3]
             if args.calibrate:
                 row["calibrate_s"] = cal_s
             if args.ort_python:
@@ -273,6 +293,14 @@ def main():
               + (f", ort/all {geomean([r['ort_over_all'] for r in rows]):.3f}x" if args.ort_python else "")
               + (f", torch/all {geomean([r['torch_over_all'] for r in rows]):.3f}x" if not args.no_torch else "")
               + f"; slowest optimization {max(r['opt_s'] for r in rows):.2f} s")
+        quartiles = [r for r in rows if "rewrites_speedup_quartiles" in r]
+        if quartiles:
+            slower = [r for r in quartiles if r["rewrites_speedup_quartiles"][1] < 0.98]
+            print("lib+fusion/all per round of turns, quartiles: " + ", ".join(
+                f"{r['model']} {r['rewrites_speedup_quartiles'][0]:.2f}-{r['rewrites_speedup_quartiles'][1]:.2f}"
+                for r in quartiles))
+            print("slower with all rulesets by more than 2% in three rounds of four (upper quartile below 0.98): "
+                  + (", ".join(r["model"] for r in slower) if slower else "none"))
         print("(a ratio X/all above 1: Saturn with all rulesets is faster than X)")
 
 
