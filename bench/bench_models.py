@@ -33,7 +33,10 @@ clock, all rulesets) and the geomeans; then, per model, the quartiles of
 lib+fusion/all over the rounds of turns (each round's lib+fusion median
 over its all median), and the models whose upper quartile is below 0.98:
 slower with every ruleset by more than 2% in three rounds of four, not
-by one slow spell (`rewrites_speedup_quartiles` with --json).
+by one slow spell (`rewrites_speedup_quartiles` with --json); and the
+same for ort/all (ONNX Runtime's turns at the spinning setting it is
+timed with), naming the models whose upper quartile is below 1.0:
+slower than ONNX Runtime in three rounds of four (`ort_over_all_quartiles`).
 
 By default both optimizations price with the roofline alone (an empty
 calibration cache: what `saturn opt` gives before `saturn calibrate` was
@@ -268,6 +271,10 @@ def main():
             if args.ort_python:
                 spin = min(("ort1", "ort0"), key=lambda s: med[s])
                 row.update(ort_ms=med[spin], ort_spinning=spin == "ort1", ort_over_all=med[spin] / med["all"])
+                ratios = [] if args.fresh_processes else paired_ratios(ms[spin], ms["all"], args.runs)
+                if len(ratios) >= 2:
+                    q1, _, q3 = statistics.quantiles(ratios, n=4)
+                    row["ort_over_all_quartiles"] = [q1, q3]
             if "torch" in med:
                 row.update(torch_ms=med["torch"], torch_over_all=med["torch"] / med["all"])
             # Turns a Saturn program ran on one thread (its team follows the
@@ -301,6 +308,13 @@ def main():
                 for r in quartiles))
             print("slower with all rulesets by more than 2% in three rounds of four (upper quartile below 0.98): "
                   + (", ".join(r["model"] for r in slower) if slower else "none"))
+        behind = [r for r in rows if "ort_over_all_quartiles" in r]
+        if behind:
+            print("ort/all per round of turns, quartiles: " + ", ".join(
+                f"{r['model']} {r['ort_over_all_quartiles'][0]:.2f}-{r['ort_over_all_quartiles'][1]:.2f}"
+                for r in behind))
+            print("slower than ONNX Runtime in three rounds of four (upper quartile below 1.0): " + (", ".join(
+                r["model"] for r in behind if r["ort_over_all_quartiles"][1] < 1.0) or "none"))
         print("(a ratio X/all above 1: Saturn with all rulesets is faster than X)")
 
 
