@@ -166,13 +166,30 @@ def optimize(saturn, model, out, extra):
     return time.perf_counter() - t0
 
 
-def paired_ratios(a, b, runs):
-    """Per round of turns, the median of a's runs in it over b's: two
-    contenders' turns of one round are seconds apart, so a slow spell
-    of the machine falls on both."""
+def paired_quartiles(a, b, runs):
+    """The quartiles [q1, q3] of a/b over the rounds of turns (each round's
+    median of a's runs over b's: two contenders' turns of one round are
+    seconds apart, so a slow spell of the machine falls on both), or None
+    under two rounds."""
     n = min(len(a), len(b)) // runs
-    return [statistics.median(a[i * runs:(i + 1) * runs]) / statistics.median(b[i * runs:(i + 1) * runs])
-            for i in range(n)]
+    ratios = [statistics.median(a[i * runs:(i + 1) * runs]) / statistics.median(b[i * runs:(i + 1) * runs])
+              for i in range(n)]
+    if len(ratios) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return [q1, q3]
+
+
+def print_quartiles(rows, key, what, below, verdict):
+    """One line of `key`'s quartiles per model, and one naming the models
+    whose upper quartile is under `below`."""
+    rows = [r for r in rows if key in r]
+    if not rows:
+        return
+    print(f"{what} per round of turns, quartiles: " +
+          ", ".join(f"{r['model']} {r[key][0]:.2f}-{r[key][1]:.2f}" for r in rows))
+    print(f"{verdict} in three rounds of four (upper quartile below {below}): " +
+          (", ".join(r["model"] for r in rows if r[key][1] < below) or "none"))
 
 
 def geomean(xs):
@@ -262,19 +279,17 @@ def main():
             # How much lib/all moves from round to round: the machine's noise
             # on these two programs (not with --fresh-processes, whose rounds
             # are minutes apart).
-            ratios = [] if args.fresh_processes else paired_ratios(ms["lib"], ms["all"], args.runs)
-            if len(ratios) >= 2:
-                q1, _, q3 = statistics.quantiles(ratios, n=4)
-                row["rewrites_speedup_quartiles"] = [q1, q3]
+            quartiles = None if args.fresh_processes else paired_quartiles(ms["lib"], ms["all"], args.runs)
+            if quartiles:
+                row["rewrites_speedup_quartiles"] = quartiles
             if args.calibrate:
                 row["calibrate_s"] = cal_s
             if args.ort_python:
                 spin = min(("ort1", "ort0"), key=lambda s: med[s])
                 row.update(ort_ms=med[spin], ort_spinning=spin == "ort1", ort_over_all=med[spin] / med["all"])
-                ratios = [] if args.fresh_processes else paired_ratios(ms[spin], ms["all"], args.runs)
-                if len(ratios) >= 2:
-                    q1, _, q3 = statistics.quantiles(ratios, n=4)
-                    row["ort_over_all_quartiles"] = [q1, q3]
+                quartiles = None if args.fresh_processes else paired_quartiles(ms[spin], ms["all"], args.runs)
+                if quartiles:
+                    row["ort_over_all_quartiles"] = quartiles
             if "torch" in med:
                 row.update(torch_ms=med["torch"], torch_over_all=med["torch"] / med["all"])
             # Turns a Saturn program ran on one thread (its team follows the
@@ -300,21 +315,9 @@ def main():
               + (f", ort/all {geomean([r['ort_over_all'] for r in rows]):.3f}x" if args.ort_python else "")
               + (f", torch/all {geomean([r['torch_over_all'] for r in rows]):.3f}x" if not args.no_torch else "")
               + f"; slowest optimization {max(r['opt_s'] for r in rows):.2f} s")
-        quartiles = [r for r in rows if "rewrites_speedup_quartiles" in r]
-        if quartiles:
-            slower = [r for r in quartiles if r["rewrites_speedup_quartiles"][1] < 0.98]
-            print("lib+fusion/all per round of turns, quartiles: " + ", ".join(
-                f"{r['model']} {r['rewrites_speedup_quartiles'][0]:.2f}-{r['rewrites_speedup_quartiles'][1]:.2f}"
-                for r in quartiles))
-            print("slower with all rulesets by more than 2% in three rounds of four (upper quartile below 0.98): "
-                  + (", ".join(r["model"] for r in slower) if slower else "none"))
-        behind = [r for r in rows if "ort_over_all_quartiles" in r]
-        if behind:
-            print("ort/all per round of turns, quartiles: " + ", ".join(
-                f"{r['model']} {r['ort_over_all_quartiles'][0]:.2f}-{r['ort_over_all_quartiles'][1]:.2f}"
-                for r in behind))
-            print("slower than ONNX Runtime in three rounds of four (upper quartile below 1.0): " + (", ".join(
-                r["model"] for r in behind if r["ort_over_all_quartiles"][1] < 1.0) or "none"))
+        print_quartiles(rows, "rewrites_speedup_quartiles", "lib+fusion/all", 0.98,
+                        "slower with all rulesets by more than 2%")
+        print_quartiles(rows, "ort_over_all_quartiles", "ort/all", 1.0, "slower than ONNX Runtime")
         print("(a ratio X/all above 1: Saturn with all rulesets is faster than X)")
 
 
