@@ -16,6 +16,7 @@
 #include "egraph/runner.hpp"
 #include "egraph/term.hpp"
 #include "rules/rule_file.hpp"
+#include "scratch.hpp"
 
 namespace saturn::test {
 
@@ -38,7 +39,7 @@ inline std::string saturn_bin() {
 }
 
 inline CliResult run_cli(const std::string& args) {
-  auto err = std::filesystem::temp_directory_path() / ("saturn-cli-err-" + std::to_string(::getpid()));
+  const auto err = scratch_file("cli-stderr");
   std::string cmd = saturn_bin() + " " + args + " 2>" + err.string();
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -75,10 +76,10 @@ inline std::string numbered(const char* prefix, int i) {
   return s;
 }
 
-// `name` in a folder of the temporary directory for this test program and
-// process (`prefix` + pid), made if missing.
+// `name` in the folder `prefix` of the test program's scratch directory,
+// made if missing.
 inline std::filesystem::path temp_path(const char* prefix, const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / numbered(prefix, static_cast<int>(::getpid()));
+  auto d = scratch_dir() / prefix;
   std::filesystem::create_directories(d);
   return d / name;
 }

@@ -14,7 +14,7 @@
 namespace {
 
 std::filesystem::path temp_dir() {
-  auto d = std::filesystem::temp_directory_path() / ("saturn-cli-" + std::to_string(::getpid()));
+  auto d = saturn::test::scratch_dir() / "eqsat";
   std::filesystem::create_directories(d);
   return d;
 }

@@ -32,7 +32,7 @@ TEST_CASE("run writes outputs and checks them against expected ones") {
   }
   std::string model = (c / "model.onnx").string(), ds = (c / "test_data_set_0").string();
   std::string ins = " --inputs " + ds + "/input_0.pb " + ds + "/input_1.pb";
-  auto dir = fs::temp_directory_path() / ("saturn-run-out-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "run-out";
   auto ok = run_saturn("run " + model + ins + " --check " + ds + "/output_0.pb -o " + dir.string());
   INFO(ok.err);
   CHECK(ok.status == 0);
@@ -46,7 +46,7 @@ TEST_CASE("run writes outputs and checks them against expected ones") {
   for (std::size_t i = 0; i < written->numel(); ++i) CHECK(written->at(i) == Approx(expected->at(i)));
 
   // A mismatch exits 1 and names the worst element.
-  auto other = fs::temp_directory_path() / ("saturn-run-wrong-" + std::to_string(::getpid()) + ".pb");
+  auto other = saturn::test::scratch_file("run-wrong.pb");
   saturn::ir::Tensor wrong = *expected;
   wrong.set(5, wrong.at(5) + 1);
   REQUIRE(saturn::ir::write_tensor_pb(wrong, other.string()));
@@ -65,7 +65,7 @@ TEST_CASE("run reads .npy inputs") {
   }
   auto x = saturn::ir::read_tensor_pb((c / "test_data_set_0" / "input_0.pb").string());
   REQUIRE(x);
-  auto npy = fs::temp_directory_path() / ("saturn-relu-" + std::to_string(::getpid()) + ".npy");
+  auto npy = saturn::test::scratch_file("relu.npy");
   std::string shape = "(";
   for (auto d : x->dims()) shape += std::to_string(d) + ", ";
   shape += ")";
@@ -94,7 +94,7 @@ TEST_CASE("bad input to run exits 2 with the place named") {
     CHECK(extra.status == 2);
     CHECK(extra.err.find("the model takes 1 inputs, given 2") != std::string::npos);
   }
-  auto junk = fs::temp_directory_path() / ("saturn-junk-" + std::to_string(::getpid()) + ".onnx");
+  auto junk = saturn::test::scratch_file("junk.onnx");
   std::ofstream(junk) << "garbage";
   auto j = run_saturn("run " + junk.string());
   CHECK(j.status == 2);
@@ -110,7 +110,7 @@ TEST_CASE("bad input to run exits 2 with the place named") {
 }
 
 TEST_CASE("an .npy shape too large for int64 is bad input - not an internal error") {
-  auto dir = fs::temp_directory_path() / ("saturn-npy-huge-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "npy-huge";
   fs::create_directories(dir);
   saturn::test::write_npy(dir / "huge.npy", "<f4", "(99999999999999999999999,)", std::string(8, '\0'));
   const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
@@ -123,7 +123,7 @@ TEST_CASE("an .npy shape too large for int64 is bad input - not an internal erro
 TEST_CASE("a result larger than the memory of the machine is refused before lowering - not after building tables") {
   // (The CPU target checks before it allocates anything for the value, so
   // this also holds under AddressSanitizer, whose allocator aborts.)
-  auto dir = fs::temp_directory_path() / ("saturn-resize-huge-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "resize-huge";
   fs::create_directories(dir);
   std::ofstream(dir / "r.sat") << "(graph g (input x f32 [1 1 4 4])\n"
                                   "  (node r resize (y) (x) :sizes [1 1 8388608 16777216])\n  (output y))\n";
@@ -145,7 +145,7 @@ TEST_CASE("a device as a model or an input is bad input - not an endless read") 
 }
 
 TEST_CASE("run takes .sat models - and a wrong count of expected outputs is bad input") {
-  auto dir = fs::temp_directory_path() / ("saturn-sat-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "sat";
   fs::create_directories(dir);
   std::ofstream(dir / "m.sat") << "(graph m\n  (input x f32 [2])\n  (init k f32 [2] [1.5 -2.0])\n"
                                   "  (node n mul (y) (x k))\n  (output y))\n";
@@ -171,7 +171,7 @@ TEST_CASE("run takes .sat models - and a wrong count of expected outputs is bad 
 }
 
 TEST_CASE("a gather index out of range fails the run with exit 2 naming the node - cpu and interp") {
-  auto dir = fs::temp_directory_path() / ("saturn-gather-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "gather";
   fs::create_directories(dir);
   std::ofstream(dir / "g.sat") << "(graph g\n  (input ids i64 [3])\n  (init t f32 [4 2] [1 2 3 4 5 6 7 8])\n"
                                   "  (node lookup gather (y) (t ids))\n  (output y))\n";
@@ -188,7 +188,7 @@ TEST_CASE("a gather index out of range fails the run with exit 2 naming the node
 }
 
 TEST_CASE("an integer division by zero fails the run naming the node - unless nothing reads it - cpu and interp") {
-  auto dir = fs::temp_directory_path() / ("saturn-int-div-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "int-div";
   fs::create_directories(dir);
   // q is an output; r is dead (nothing reads it): its zero divisor is no error.
   std::ofstream(dir / "g.sat") << "(graph g\n  (input a i32 [3])\n  (input b i32 [3])\n"
@@ -243,7 +243,7 @@ TEST_CASE("run --target cpu never runs more threads than the CPUs it may use, an
 TEST_CASE("run on a compiled target runs the optimized program - --no-opt the graph as written - same outputs") {
   const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
   const std::string model = dir + "resnet_small.onnx --target cpu --inputs " + dir + "resnet_small.input.pb";
-  const std::string out = (fs::temp_directory_path() / ("saturn-run-opt-" + std::to_string(::getpid()))).string();
+  const std::string out = (saturn::test::scratch_dir() / "run-opt").string();
   auto opt = run_saturn("run " + model + " --json -o " + out + "/opt");
   INFO(opt.err);
   REQUIRE(opt.status == 0);
@@ -324,7 +324,7 @@ TEST_CASE("on a terminal run shows the compile's progress - elsewhere nothing") 
 
 TEST_CASE("run on a compiled target with rules that do not load or no rules at all exits 2 naming the place") {
   const std::string dir = saturn::test::source_dir() + "/docs/examples/models/";
-  const fs::path rules = fs::temp_directory_path() / ("saturn-run-rules-" + std::to_string(::getpid()));
+  const fs::path rules = saturn::test::scratch_dir() / "run-rules";
   fs::create_directories(rules);
   const std::string model = "run " + dir + "mlp.onnx --target cpu --inputs " + dir + "mlp.input.pb";
   ::setenv("SATURN_RULESETS", rules.string().c_str(), 1);
@@ -344,7 +344,7 @@ TEST_CASE("run on a compiled target with rules that do not load or no rules at a
 }
 
 TEST_CASE("products with an empty dimension run optimized on cpu as on interp - K = 0 gives zeros") {
-  auto dir = fs::temp_directory_path() / ("saturn-empty-matmul-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "empty-matmul";
   fs::create_directories(dir);
   // y = a b with a [2 0], b [0 3]: an empty sum, zeros; z = c d with d [4 0]: empty.
   std::ofstream(dir / "g.sat") << "(graph g\n  (input a f32 [2 0])\n  (input b f32 [0 3])\n"
@@ -373,7 +373,7 @@ TEST_CASE("products with an empty dimension run optimized on cpu as on interp - 
 }
 
 TEST_CASE("a 20000-op elementwise chain compiles on cpu in kernels of 256 ops - without exhausting the stack") {
-  auto dir = fs::temp_directory_path() / ("saturn-long-chain-" + std::to_string(::getpid()));
+  auto dir = saturn::test::scratch_dir() / "long-chain";
   fs::create_directories(dir);
   {
     std::ofstream sat(dir / "chain.sat");
@@ -409,7 +409,7 @@ TEST_CASE("run --bench without --inputs times seeded inputs of the declared type
   CHECK(a.at("inputs") == "seeded random");
   CHECK(a.at("ms").size() == 2);
   // Seeded: the same values, so the same outputs, run after run.
-  const std::string out = (fs::temp_directory_path() / ("saturn-seeded-" + std::to_string(::getpid()))).string();
+  const std::string out = (saturn::test::scratch_dir() / "seeded").string();
   REQUIRE(run_saturn("run " + dir + "mlp.onnx --target interp --bench 1 -o " + out + "/a").status == 0);
   auto again = run_saturn("run " + dir + "mlp.onnx --target cpu --bench 1 --check " + out + "/a/output_0.pb");
   INFO(again.err);
@@ -419,7 +419,7 @@ TEST_CASE("run --bench without --inputs times seeded inputs of the declared type
   auto none = run_saturn("run " + dir + "mlp.onnx --target cpu");
   CHECK(none.status == 2);
   CHECK_THAT(none.err, Catch::Contains("takes 1 inputs, given 0"));
-  auto sat = fs::temp_directory_path() / ("saturn-sym-" + std::to_string(::getpid()) + ".sat");
+  auto sat = saturn::test::scratch_file("sym.sat");
   std::ofstream(sat) << "(graph g\n  (input x f32 [N 3])\n  (node n relu (y) (x))\n  (output y))\n";
   auto sym = run_saturn("run " + sat.string() + " --target cpu --bench 2");
   CHECK(sym.status == 2);

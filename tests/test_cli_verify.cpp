@@ -39,7 +39,7 @@ TEST_CASE("every shipped rule is proved or says why it cannot be") {
 }
 
 TEST_CASE("a wrong rule exits 1 with a counterexample and bad input exits 2") {
-  auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify";
+  auto dir = saturn::test::scratch_dir() / "verify";
   std::filesystem::create_directories(dir);
   auto bad = (dir / "bad.rules").string();
   std::ofstream(bad) << "(rule bad-sum (reduce_sum (transpose ?x [1 0]) [0] 0) => (reduce_sum ?x [0] 0))\n";
@@ -61,7 +61,7 @@ TEST_CASE("the largest bounds end at the time limit - a reshape's targets are no
   // --max-dim 8 --max-rank 6 makes operands of up to 8^6 elements, whose
   // factorizations took minutes and gigabytes to list; the rule's time
   // limit bounds building its instances too.
-  auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify_bounds";
+  auto dir = saturn::test::scratch_dir() / "verify_bounds";
   std::filesystem::create_directories(dir);
   auto rules = (dir / "reshape.rules").string();
   std::ofstream(rules) << "(rule reshape-reshape (reshape (reshape ?x ?s1 ?z1) ?s2 ?z2) => (reshape ?x ?s2 ?z2)\n"
@@ -77,7 +77,7 @@ TEST_CASE("the largest bounds end at the time limit - a reshape's targets are no
 }
 
 TEST_CASE("on a terminal verify shows how many rules are done - elsewhere nothing") {
-  auto dir = std::filesystem::temp_directory_path() / "saturn_cli_verify_progress";
+  auto dir = saturn::test::scratch_dir() / "verify_progress";
   std::filesystem::create_directories(dir);
   auto rules = (dir / "two.rules").string();
   std::ofstream(rules) << "(rule add-comm (add ?a ?b) => (add ?b ?a))\n(rule mul-comm (mul ?a ?b) => (mul ?b ?a))\n";

@@ -14,6 +14,7 @@
 #include "ir/sat_format.hpp"
 #include "lower/loop_kernel.hpp"
 #include "lower/lowering.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 using extract::ExtractionProblem;
@@ -359,7 +360,7 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
 }
 
 TEST_CASE("calibration files: written and read back - another machine's ignored - a malformed one named") {
-  const auto dir = std::filesystem::temp_directory_path() / ("saturn-cal-" + std::to_string(::getpid()));
+  const auto dir = saturn::test::scratch_dir() / "calibration";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "sub" / "c.json").string();
   extract::Calibration c;

@@ -94,7 +94,7 @@ TEST_CASE("Bundled models on the CPU target give the interpreter's outputs - bef
 
 TEST_CASE("saturn run --target cpu checks outputs and reports latency and memory as JSON") {
   const std::string m = test::source_dir() + "/docs/examples/models/transformer_layer";
-  auto tmp = fs::temp_directory_path() / ("saturn-cpu-run-" + std::to_string(::getpid()));
+  auto tmp = test::scratch_dir() / "cpu-run";
   auto ref = test::run_cli("run " + m + ".onnx --inputs " + m + ".input.pb -o " + tmp.string());
   REQUIRE(ref.status == 0);
   auto r = test::run_cli("run " + m + ".onnx --target cpu --inputs " + m + ".input.pb --check " +

@@ -20,6 +20,7 @@
 #include "lower/lowering.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_graphs.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;
@@ -729,7 +730,7 @@ TEST_CASE("NVRTC errors name the kernel and carry the log - and the cache compil
 
 TEST_CASE("The compiler's disk cache gives the next process the same PTX without NVRTC - per architecture") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("saturn-ptx-" + std::to_string(::getpid()));
+  const fs::path dir = saturn::test::scratch_dir() / "ptx";
   fs::remove_all(dir);
   const std::string src = "extern \"C\" __global__ void twice(float* p) { p[threadIdx.x] *= 2.0f; }";
   std::string first;

@@ -564,7 +564,7 @@ TEST_CASE("Later runs replay CUDA graphs - the same values as step by step - SAT
 TEST_CASE("saturn calibrate - opt --measure and run --bench measure on the device") {
   namespace fs = std::filesystem;
   const std::string dir = test::source_dir() + "/docs/examples/models/";
-  const fs::path cache = fs::temp_directory_path() / ("saturn-cuda-cal-" + std::to_string(::getpid()) + ".json");
+  const fs::path cache = test::scratch_file("cuda-calibration.json");
   fs::remove(cache);
   const std::string file = " --calibration-file " + cache.string();
   // Every timed op of the model and of its e-graph measured on the device, once.

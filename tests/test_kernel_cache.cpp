@@ -13,6 +13,7 @@
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
 #include "tests/random_graphs.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 namespace fs = std::filesystem;
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("saturn-kernel-cache-" + std::to_string(::getpid())) / name;
+  auto d = saturn::test::scratch_dir() / "kernel-cache" / name;
   fs::remove_all(d);
   return d;
 }

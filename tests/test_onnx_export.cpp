@@ -15,6 +15,7 @@
 #include "ir/op.hpp"
 #include "random_graphs.hpp"
 #include "runtime/interp.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 using saturn::test::random_tensor;
@@ -89,7 +90,7 @@ TEST_CASE("the written model is protobuf's own serialization - the initializers 
   CHECK(m.graph().output_size() == 6);
   CHECK(m.opset_import_size() == 1);
 
-  auto path = std::filesystem::temp_directory_path() / ("saturn-export-" + std::to_string(::getpid()) + ".onnx");
+  auto path = saturn::test::scratch_file("export.onnx");
   REQUIRE(ir::export_onnx_file(g, path.string()));
   std::ifstream in(path, std::ios::binary);
   const std::string file((std::istreambuf_iterator<char>(in)), {});

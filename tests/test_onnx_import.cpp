@@ -12,6 +12,7 @@
 #include "ir/onnx_import.hpp"
 #include "ir/sat_format.hpp"
 #include "runtime/interp.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 using namespace saturn::ir;
@@ -149,7 +150,7 @@ TEST_CASE("a reshape target computed from an input binds that input") {
   auto plain = b.import();
   REQUIRE_FALSE(plain);
   CHECK(input_needed_as_constant(plain.error()) == "shape");
-  auto path = (std::filesystem::temp_directory_path() / "saturn-bind.onnx").string();
+  auto path = saturn::test::scratch_file("bind.onnx").string();
   {
     std::ofstream out(path, std::ios::binary);
     b.m.SerializeToOstream(&out);
@@ -220,7 +221,7 @@ TEST_CASE("malformed files are errors - never crashes") {
   t.set_data_type(1);
   t.add_dims(1000000000);
   t.add_dims(1000000000);
-  auto path = (std::filesystem::temp_directory_path() / "saturn-huge.pb").string();
+  auto path = saturn::test::scratch_file("huge.pb").string();
   {
     std::ofstream out(path, std::ios::binary);
     t.SerializeToOstream(&out);

@@ -65,8 +65,7 @@ pipeline::OptimizeOptions shipped(const std::string& target) {
 }
 
 std::string rules_file(const std::string& text) {
-  auto p = fs::temp_directory_path() / test::numbered("saturn-test-", static_cast<int>(::getpid()));
-  p += ".rules";
+  const auto p = test::scratch_file("test.rules");
   std::ofstream(p) << text;
   return p.string();
 }

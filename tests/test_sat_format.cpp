@@ -11,6 +11,7 @@
 #include "ir/sat_format.hpp"
 #include "ir/sexpr.hpp"
 #include "runtime/interp.hpp"
+#include "scratch.hpp"
 
 using namespace saturn;
 using namespace saturn::ir;
@@ -181,7 +182,7 @@ TEST_CASE("an exception a reader's checks let through names the file - memory as
 
 TEST_CASE("large weights go to a data file beside the .sat - and read back bit for bit") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("saturn-sat-data-" + std::to_string(::getpid()));
+  const fs::path dir = saturn::test::scratch_dir() / "sat-data";
   fs::create_directories(dir);
   Graph g;
   g.name = "data";
