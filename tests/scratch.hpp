@@ -15,8 +15,7 @@ namespace saturn::test {
 
 class ScratchDir {
  public:
-  ScratchDir()
-      : path_(std::filesystem::temp_directory_path() / ("saturn-test-" + std::to_string(::getpid()))) {
+  ScratchDir() : path_(std::filesystem::temp_directory_path() / ("saturn-test-" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(path_);
   }
   ~ScratchDir() {

@@ -18,9 +18,9 @@
 #include "device/cuda_compiler.hpp"
 #include "lower/cuda_codegen.hpp"
 #include "lower/lowering.hpp"
+#include "scratch.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_graphs.hpp"
-#include "scratch.hpp"
 
 using namespace saturn;
 using Dims = std::vector<std::int64_t>;

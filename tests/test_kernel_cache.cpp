@@ -12,8 +12,8 @@
 #include "ir/sat_format.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/interp.hpp"
-#include "tests/random_graphs.hpp"
 #include "scratch.hpp"
+#include "tests/random_graphs.hpp"
 
 using namespace saturn;
 namespace fs = std::filesystem;
