@@ -1,6 +1,9 @@
 // The e-graph core: hash-consing, merging, congruence closure, invariants.
 #include <catch2/catch.hpp>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "egraph/egraph.hpp"
 #include "helpers.hpp"
@@ -30,6 +33,32 @@ TEST_CASE("literals are interned: equal values share an e-node") {
   CHECK(Op::list(l1).name() == "[1 0]");
   CHECK(Op::real(2.0).name() == "2.0");
   CHECK(Op::real(0.1).name() == "0.1");
+}
+
+TEST_CASE("ops interned from several threads at once know their kind") {
+  // Each thread interns symbols, integers, reals and lists, half of them the
+  // same as another thread's, and reads every kind back while the others
+  // are still adding.
+  constexpr int kThreads = 4, kEach = 3000;
+  std::vector<std::string> wrong(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < kEach; ++i) {
+        const int v = (i % 2) ? i : t * kEach + i;
+        const Number list[] = {std::int64_t{v}, 0.5};
+        const Op ops[] = {Op::symbol("sym" + std::to_string(v)), Op::integer(v), Op::real(v + 0.25), Op::list(list)};
+        const OpKind kinds[] = {OpKind::Symbol, OpKind::Int, OpKind::Real, OpKind::List};
+        for (int k = 0; k < 4; ++k)
+          if (ops[k].kind() != kinds[k] || ops[k].is_literal() != (k > 0))
+            wrong[static_cast<std::size_t>(t)] = ops[k].name();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const std::string& w : wrong) CHECK(w.empty());
+  CHECK(Op::integer(kEach - 1) == Op::integer(kEach - 1));
+  CHECK(Op::integer(7).number()->as_int() == 7);
+  CHECK(Op::symbol("sym7").kind() == OpKind::Symbol);
 }
 
 TEST_CASE("merge then rebuild restores congruence") {
