@@ -141,61 +141,62 @@ def main():
     if args.only:
         names = [n for n in names if n in args.only]
     pooled_mod, pooled_meas, within, total, per_model = [], [], 0, 0, []
-    tmp = tempfile.mkdtemp(prefix="saturn-validate-")
-    print(f"{'model':<22}{'candidates':<40}{'modeled ms':>12}{'measured ms':>13}{'mod/meas':>10}")
-    for name in names:
-        model = os.path.join(args.models, name + ".onnx")
-        inputs = os.path.join(args.models, name + ".input.npy")
-        # Distinct programs only: candidates that extract the same program
-        # are one point (measuring it twice would only rank noise).
-        programs = {}  # text -> [path, modeled ms, candidate names]
-        for i, (cand, extra) in enumerate(candidates(args.target).items()):
-            if extra is None:
-                report = run_json([args.saturn, "opt", model, "--target", args.target, "--json"])
-                programs["written"] = [model, report["cost_before"] / 1e3, [cand]]
-                continue
-            path = os.path.join(tmp, f"{name}.{i}.sat")
-            report = run_json([args.saturn, "opt", model, "--target", args.target, "--json", "-o", path] + extra)
-            text = program_key(path)
-            if text in programs:
-                programs[text][2].append(cand)
-            else:
-                programs[text] = [path, report["cost_after"] / 1e3, [cand]]
-        progs = list(programs.values())
-        medians = [[] for _ in progs]
-        if args.target == "cpu" and not args.fresh_processes:
-            medians = taking_turns(args, progs, model, inputs)
-        for r in range(args.rounds if args.target == "cuda" or args.fresh_processes else 0):
-            for k in range(len(progs)):
-                j = (k + r) % len(progs)  # each round starts elsewhere
-                path = progs[j][0]
-                written = path == model
-                threads = ["--threads", str(args.threads), "--fixed-threads"] if args.target == "cpu" else []
-                out = run_json([args.saturn, "run", path, "--target", args.target, "--no-opt"] + threads +
-                               ["--inputs", inputs, "--bench", str(args.written_runs if written else args.runs),
-                                "--json"])
-                medians[j].append(out["device_median_ms"] if args.target == "cuda" else out["median_ms"])
-        mod, meas = [], []
-        for (path, modeled, cands), ms in zip(progs, medians):
-            measured = statistics.median(ms)
-            mod.append(modeled)
-            meas.append(measured)
-            ratio = modeled / measured
-            within += abs(ratio - 1) <= 0.25
-            total += 1
-            print(f"{name:<22}{'+'.join(cands):<40}{modeled:>12.3f}{measured:>13.3f}{ratio:>10.2f}", flush=True)
-        rho = spearman(mod, meas) if len(mod) > 2 else float("nan")
-        per_model.append(rho)
-        print(f"{name:<22}{'Spearman (' + str(len(mod)) + ' programs)':<40}{rho:>12.2f}", flush=True)
-        pooled_mod += mod
-        pooled_meas += meas
-    print()
-    print(f"pooled Spearman over {total} programs: {spearman(pooled_mod, pooled_meas):.3f}")
-    finite = [r for r in per_model if not math.isnan(r)]
-    if finite:
-        print(f"per-model Spearman (models with 3+ distinct programs): mean {sum(finite) / len(finite):.3f}, "
-              f"min {min(finite):.3f}")
-    print(f"modeled within 25% of measured: {within}/{total}")
+    # (The programs written here, some with their weights: removed however it ends.)
+    with tempfile.TemporaryDirectory(prefix="saturn-validate-") as tmp:
+        print(f"{'model':<22}{'candidates':<40}{'modeled ms':>12}{'measured ms':>13}{'mod/meas':>10}")
+        for name in names:
+            model = os.path.join(args.models, name + ".onnx")
+            inputs = os.path.join(args.models, name + ".input.npy")
+            # Distinct programs only: candidates that extract the same program
+            # are one point (measuring it twice would only rank noise).
+            programs = {}  # text -> [path, modeled ms, candidate names]
+            for i, (cand, extra) in enumerate(candidates(args.target).items()):
+                if extra is None:
+                    report = run_json([args.saturn, "opt", model, "--target", args.target, "--json"])
+                    programs["written"] = [model, report["cost_before"] / 1e3, [cand]]
+                    continue
+                path = os.path.join(tmp, f"{name}.{i}.sat")
+                report = run_json([args.saturn, "opt", model, "--target", args.target, "--json", "-o", path] + extra)
+                text = program_key(path)
+                if text in programs:
+                    programs[text][2].append(cand)
+                else:
+                    programs[text] = [path, report["cost_after"] / 1e3, [cand]]
+            progs = list(programs.values())
+            medians = [[] for _ in progs]
+            if args.target == "cpu" and not args.fresh_processes:
+                medians = taking_turns(args, progs, model, inputs)
+            for r in range(args.rounds if args.target == "cuda" or args.fresh_processes else 0):
+                for k in range(len(progs)):
+                    j = (k + r) % len(progs)  # each round starts elsewhere
+                    path = progs[j][0]
+                    written = path == model
+                    threads = ["--threads", str(args.threads), "--fixed-threads"] if args.target == "cpu" else []
+                    out = run_json([args.saturn, "run", path, "--target", args.target, "--no-opt"] + threads +
+                                   ["--inputs", inputs, "--bench", str(args.written_runs if written else args.runs),
+                                    "--json"])
+                    medians[j].append(out["device_median_ms"] if args.target == "cuda" else out["median_ms"])
+            mod, meas = [], []
+            for (path, modeled, cands), ms in zip(progs, medians):
+                measured = statistics.median(ms)
+                mod.append(modeled)
+                meas.append(measured)
+                ratio = modeled / measured
+                within += abs(ratio - 1) <= 0.25
+                total += 1
+                print(f"{name:<22}{'+'.join(cands):<40}{modeled:>12.3f}{measured:>13.3f}{ratio:>10.2f}", flush=True)
+            rho = spearman(mod, meas) if len(mod) > 2 else float("nan")
+            per_model.append(rho)
+            print(f"{name:<22}{'Spearman (' + str(len(mod)) + ' programs)':<40}{rho:>12.2f}", flush=True)
+            pooled_mod += mod
+            pooled_meas += meas
+        print()
+        print(f"pooled Spearman over {total} programs: {spearman(pooled_mod, pooled_meas):.3f}")
+        finite = [r for r in per_model if not math.isnan(r)]
+        if finite:
+            print(f"per-model Spearman (models with 3+ distinct programs): mean {sum(finite) / len(finite):.3f}, "
+                  f"min {min(finite):.3f}")
+        print(f"modeled within 25% of measured: {within}/{total}")
 
 
 if __name__ == "__main__":
