@@ -351,6 +351,20 @@ std::string summarize(const nlohmann::json& r) {
     << " us";
   if (r.contains("speedup") && r["speedup"].is_number())
     s << std::setprecision(2) << " (" << num(r["speedup"]) << "x modeled)";
+  // Where the prices came from: the roofline's rates are those of the CPUs
+  // it was fitted on (2-3x another CPU's times, docs/cost-model.md), so its
+  // figures are this machine's only once measured.
+  const nlohmann::json* cal = r.contains("calibration") ? &r["calibration"] : nullptr;
+  if (!cal || !cal->is_object()) {
+    s << "\n  prices: the roofline alone (no calibration)";
+  } else if (const auto modeled = cal->value("modeled_ops", std::size_t{0}); modeled == 0) {
+    s << "\n  prices: measured on this machine (every library call and loop nest it times; " << (*cal)["entries"]
+      << " in its calibration)";
+  } else {
+    s << "\n  prices: the roofline for " << modeled
+      << " library calls and loop nests not measured on this machine (saturn calibrate, or --calibrate, measures "
+         "them)";
+  }
   if (r.contains("measured")) {
     const nlohmann::json& m = r["measured"];
     s << std::defaultfloat << std::setprecision(3) << "\n  measured (" << m["target"].get<std::string>() << ", "

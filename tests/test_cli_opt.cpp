@@ -246,13 +246,20 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
   REQUIRE(report.contains("calibration"));
   CHECK(report["calibration"]["modeled_ops"] == 0);
   CHECK(report["calibration"]["entries"].get<int>() == measured);
+  CHECK_THAT(opt.err, Catch::Contains("prices: measured on this machine"));
   // Measured with another thread count, the file is another machine's: not read.
-  auto other = nlohmann::json::parse(run_cli("opt " + model + " --threads 2 --json" + file).out);
+  const auto other_run = run_cli("opt " + model + " --threads 2 --json" + file);
+  auto other = nlohmann::json::parse(other_run.out);
   CHECK(other["calibration"]["entries"] == 0);
   CHECK(other["calibration"]["modeled_ops"].get<int>() > 0);
+  CHECK_THAT(other_run.err, Catch::Contains("prices: the roofline for " +
+                                            std::to_string(other["calibration"]["modeled_ops"].get<int>()) +
+                                            " library calls and loop nests not measured on this machine"));
   // --no-calibration: the roofline alone.
-  auto roofline = nlohmann::json::parse(run_cli("opt " + model + " --no-calibration --json" + file).out);
+  const auto roofline_run = run_cli("opt " + model + " --no-calibration --json" + file);
+  auto roofline = nlohmann::json::parse(roofline_run.out);
   CHECK_FALSE(roofline.contains("calibration"));
+  CHECK_THAT(roofline_run.err, Catch::Contains("prices: the roofline alone"));
   // A malformed cache is bad input naming the file, for opt and run alike.
   { std::ofstream(cache) << "{ not json"; }
   for (const std::string& verb : {"opt " + model, "run " + model + " --target cpu"}) {
