@@ -28,6 +28,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -173,11 +174,22 @@ def run_classes(a, rng, work):
             continue
         bad += 1
         print(f"status {rc} (want {sorted(statuses)}, {needle!r}): {' '.join(cmd)[:300]}\n  {err[-300:]}", flush=True)
-    print(f"{a.n} bad-input cases, {bad} failing (kept in {work})")
+    print(f"{a.n} bad-input cases, {bad} failing" + (f" (kept in {work})" if bad else ""))
     return 1 if bad else 0
 
 
 def main():
+    work = tempfile.mkdtemp(prefix="saturn-fuzz-")
+    status = 1
+    try:
+        status = fuzz(work)
+    finally:  # the failing inputs are kept, and nothing else
+        if status == 0 or not os.listdir(work):
+            shutil.rmtree(work, ignore_errors=True)
+    return status
+
+
+def fuzz(work):
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=["onnx", "rules", "classes"])
     ap.add_argument("model", nargs="?")
@@ -187,12 +199,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    work = tempfile.mkdtemp(prefix="saturn-fuzz-")
     if a.kind == "classes":
         return run_classes(a, rng, work)
     if not a.model:
         ap.error("onnx and rules fuzzing need a MODEL")
-    rulesets = sorted(os.path.join(ROOT, "rulesets", f) for f in os.listdir(os.path.join(ROOT, "rulesets")))
+    # The rulesets `saturn opt` loads (rulesets/grad holds the gradient rules `saturn train` reads).
+    rulesets = sorted(os.path.join(ROOT, "rulesets", f) for f in os.listdir(os.path.join(ROOT, "rulesets"))
+                      if f.endswith(".rules"))
     model = open(a.model, "rb").read()
     bad = 0
     for i in range(a.n):
@@ -218,7 +231,7 @@ def main():
             continue
         bad += 1
         print(f"status {rc}: {path}\n  {err[-300:]}", flush=True)
-    print(f"{a.n} mutations, {bad} failing (kept in {work})")
+    print(f"{a.n} mutations, {bad} failing" + (f" (kept in {work})" if bad else ""))
     return 1 if bad else 0
 
 
