@@ -769,36 +769,14 @@ void emit_kernel(llvm::Module& m, const LoopKernel& k, const std::string& cpu, c
       llvm::IRBuilder<> eb(&body_fn->getEntryBlock(), body_fn->getEntryBlock().begin());
       return eb.CreateAlloca(t ? t : ct, eb.getInt64(n));  // promoted to registers by SROA
     };
-    // A column reduction (reduce_by_columns): `inner` accumulators, each
-    // reduced in the same order as one row's, the reduction loops outside
-    // and the contiguous elements inside.
-    const std::optional<std::size_t> plain =
-        k.reduce != ReduceKind::None && inner > 1 ? contiguous_body_leaf(k, leaf_of, rank - 1) : std::nullopt;
-    if (plain) {
-      // Of one contiguous operand of the compute type: the accumulators are
-      // one vector, and each step is one vector load. (As the loop over the
-      // columns below, LLVM unrolled it into `inner` scalar sums that it did
-      // not vectorize again: a channels-last squeeze-excitation pool, [1 112
-      // 112 32] to [1 1 1 32], took 60 us; 17 us as one vector.)
-      auto* vt = llvm::FixedVectorType::get(ct, static_cast<unsigned>(inner));
-      llvm::AllocaInst* accs = new_accumulators(1, vt);
-      b.CreateStore(llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(static_cast<unsigned>(inner)),
-                                                   llvm::ConstantFP::get(ct, reduce_init(k.reduce))),
-                    accs);
-      const std::size_t l = *plain;
-      nest(0, false, [&] {
-        llvm::Value* at = b.CreateInBoundsGEP(ct, leaf_ptr[l], offsets_at(b.getInt64(0), jv, rank)[l]);
-        accumulate(accs, b.CreateAlignedLoad(vt, at, llvm::Align(ir::dtype_size(k.compute)), "columns"), false);
-      });
-      llvm::Value* totals = b.CreateLoad(vt, accs);
-      for (std::int64_t i = 0; i < inner; ++i)
-        store_result(b.getInt64(i), b.CreateExtractElement(totals, b.getInt64(i)));
-      return;
-    }
     if (k.reduce != ReduceKind::None && inner > 1) {
-      // Of a fused expression: an array of accumulators, the body a loop
-      // over the columns (as vectors where LLVM leaves it a loop: bodies
-      // with a function such as exp).
+      // A column reduction (reduce_by_columns): `inner` accumulators, each
+      // reduced in the same order as one row's, the reduction loops outside
+      // and a loop over the contiguous columns inside. LLVM unrolls a short
+      // one into scalar sums, which the SLP vectorizer makes vectors again
+      // (a plain operand's columns were one vector load here before SLP ran:
+      // efficientnet_b0's 27 pools take 0.059-0.063 ms either way); a body
+      // with a function such as exp stays a loop, vectorized as one.
       llvm::AllocaInst* accs = new_accumulators(inner);
       auto acc_at = [&](llvm::Value* i) { return b.CreateInBoundsGEP(ct, accs, i); };
       emit_loop(b, b.getInt64(0), b.getInt64(inner), "c.init",

