@@ -36,10 +36,12 @@ struct Entry {
 // Keys are "<kind>:<text>"; the text of a literal is canonical, so equal
 // literals intern to one Op (2.0 and 2 stay distinct: different kinds).
 //
-// Every e-node added asks its op's kind (is it a literal?), so the kinds are
-// also kept where a reader needs no lock: chunks that never move, written
-// before `size_` publishes their ids. A shared lock on every call took 12%
-// of `saturn verify` (the lock's counter is written by every reader).
+// Every e-node added asks its op's kind (is it a literal?) and every
+// attribute read asks a literal's number, so entries are read without the
+// lock: an entry never changes once added, a deque never moves its elements,
+// and each id's entry is found through chunks that never move either,
+// written before `size_` publishes the id. A shared lock on every read took
+// 12% of `saturn verify` (the lock's counter is written by every reader).
 class OpTable {
  public:
   static OpTable& get() {
@@ -62,26 +64,22 @@ class OpTable {
     auto id = static_cast<std::uint32_t>(entries_.size());
     entries_.push_back(Entry{kind, std::move(text), std::move(numbers)});
     index_.emplace(std::move(key), id);
-    std::atomic<OpKind*>& chunk = kinds_[id >> kChunkBits];
+    std::atomic<const Entry**>& chunk = chunks_[id >> kChunkBits];
     if (!chunk.load(std::memory_order_relaxed)) {
-      chunks_.push_back(std::make_unique_for_overwrite<OpKind[]>(kChunkSize));
-      chunk.store(chunks_.back().get(), std::memory_order_relaxed);
+      owned_.push_back(std::make_unique_for_overwrite<const Entry*[]>(kChunkSize));
+      chunk.store(owned_.back().get(), std::memory_order_relaxed);
     }
-    chunk.load(std::memory_order_relaxed)[id & (kChunkSize - 1)] = kind;
+    chunk.load(std::memory_order_relaxed)[id & (kChunkSize - 1)] = &entries_.back();
     size_.store(id + 1, std::memory_order_release);
     return Op{id};
   }
 
   template <class F>
   auto with(Op op, F&& f) const {
-    std::shared_lock lock(mu_);
-    return f(entries_.at(op.id));
-  }
-
-  OpKind kind(Op op) const {
     if (op.id < size_.load(std::memory_order_acquire))
-      return kinds_[op.id >> kChunkBits].load(std::memory_order_relaxed)[op.id & (kChunkSize - 1)];
-    return with(op, [](const Entry& e) { return e.kind; });  // (an unknown id: out_of_range, as before)
+      return f(*chunks_[op.id >> kChunkBits].load(std::memory_order_relaxed)[op.id & (kChunkSize - 1)]);
+    std::shared_lock lock(mu_);
+    return f(entries_.at(op.id));  // (an id never interned: out_of_range)
   }
 
  private:
@@ -93,9 +91,9 @@ class OpTable {
   mutable std::shared_mutex mu_;
   std::deque<Entry> entries_;
   std::unordered_map<std::string, std::uint32_t> index_;
-  std::vector<std::unique_ptr<OpKind[]>> chunks_;      // (owns the chunks)
-  std::array<std::atomic<OpKind*>, kChunks> kinds_{};  // id >> kChunkBits -> chunk
-  std::atomic<std::uint32_t> size_{0};                 // ids below it have a kind
+  std::vector<std::unique_ptr<const Entry*[]>> owned_;        // the chunks
+  std::array<std::atomic<const Entry**>, kChunks> chunks_{};  // id >> kChunkBits -> its chunk
+  std::atomic<std::uint32_t> size_{0};                        // ids below it are published
 };
 
 }  // namespace
@@ -121,7 +119,9 @@ Op Op::list(std::span<const Number> values) {
   return OpTable::get().intern(OpKind::List, std::move(text), {values.begin(), values.end()});
 }
 
-OpKind Op::kind() const { return OpTable::get().kind(*this); }
+OpKind Op::kind() const {
+  return OpTable::get().with(*this, [](const Entry& e) { return e.kind; });
+}
 
 std::string Op::name() const {
   return OpTable::get().with(*this, [](const Entry& e) { return e.text; });

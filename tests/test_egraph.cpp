@@ -35,7 +35,7 @@ TEST_CASE("literals are interned: equal values share an e-node") {
   CHECK(Op::real(0.1).name() == "0.1");
 }
 
-TEST_CASE("ops interned from several threads at once know their kind") {
+TEST_CASE("ops interned from several threads at once read back their kind and value") {
   // Each thread interns symbols, integers, reals and lists, half of them the
   // same as another thread's, and reads every kind back while the others
   // are still adding.
@@ -52,6 +52,9 @@ TEST_CASE("ops interned from several threads at once know their kind") {
         for (int k = 0; k < 4; ++k)
           if (ops[k].kind() != kinds[k] || ops[k].is_literal() != (k > 0))
             wrong[static_cast<std::size_t>(t)] = ops[k].name();
+        if (ops[0].name() != "sym" + std::to_string(v) || ops[1].number()->as_int() != v ||
+            ops[2].number()->as_real() != v + 0.25 || ops[3].list_value().size() != 2)
+          wrong[static_cast<std::size_t>(t)] = "the entry of " + ops[0].name();
       }
     });
   for (auto& th : threads) th.join();
