@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace saturn::egraph {
@@ -76,10 +77,9 @@ class OpTable {
 
   template <class F>
   auto with(Op op, F&& f) const {
-    if (op.id < size_.load(std::memory_order_acquire))
-      return f(*chunks_[op.id >> kChunkBits].load(std::memory_order_relaxed)[op.id & (kChunkSize - 1)]);
-    std::shared_lock lock(mu_);
-    return f(entries_.at(op.id));  // (an id never interned: out_of_range)
+    // (An id the caller holds was published before it got it.)
+    if (op.id >= size_.load(std::memory_order_acquire)) throw std::out_of_range("Op: an id never interned");
+    return f(*chunks_[op.id >> kChunkBits].load(std::memory_order_relaxed)[op.id & (kChunkSize - 1)]);
   }
 
  private:
@@ -89,7 +89,7 @@ class OpTable {
   static constexpr std::size_t kChunks = (std::size_t{1} << 32) >> kChunkBits;
 
   mutable std::shared_mutex mu_;
-  std::deque<Entry> entries_;
+  std::deque<Entry> entries_;  // (owns the entries; read through chunks_)
   std::unordered_map<std::string, std::uint32_t> index_;
   std::vector<std::unique_ptr<const Entry*[]>> owned_;        // the chunks
   std::array<std::atomic<const Entry**>, kChunks> chunks_{};  // id >> kChunkBits -> its chunk

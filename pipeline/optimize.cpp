@@ -358,8 +358,8 @@ std::string summarize(const nlohmann::json& r) {
   if (!cal || !cal->is_object()) {
     s << "\n  prices: the roofline alone (no calibration)";
   } else if (const auto modeled = cal->value("modeled_ops", std::size_t{0}); modeled == 0) {
-    s << "\n  prices: measured on this machine (every library call and loop nest it times; " << (*cal)["entries"]
-      << " in its calibration)";
+    s << "\n  prices: this machine's measurements for every library call and loop nest (" << (*cal)["entries"]
+      << " in its calibration), the roofline for fused kernels";
   } else {
     s << "\n  prices: the roofline for " << modeled
       << " library calls and loop nests not measured on this machine (saturn calibrate, or --calibrate, measures "
