@@ -1,8 +1,11 @@
 #include "extract/calibration.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "ir/cache_dir.hpp"
@@ -19,6 +22,13 @@ std::string short_hash(const std::string& s) {
   std::ostringstream o;
   o << std::hex << (ir::stable_hash(s) & 0xffffffffffull);
   return o.str();
+}
+
+// The library of a library call's signature, or of a family: up to its
+// first dot ("dnnl."); empty for anything else.
+std::string library_prefix(const std::string& s) {
+  const std::size_t dot = s.find('.'), space = s.find(' ');
+  return dot < space && dot != std::string::npos ? s.substr(0, dot + 1) : std::string();
 }
 
 Diagnostic error_at(const std::string& path, const std::string& msg) {
@@ -68,6 +78,41 @@ double weight_bytes(std::span<const ir::ValueType> in, const OperandFacts& facts
   return bytes;
 }
 
+void Calibration::record(const std::string& signature, double measured_us, double modeled_us,
+                         const std::string& family_key) {
+  us[signature] = measured_us;
+  if (modeled_us > 0 && std::isfinite(modeled_us))
+    roofline_us[signature] = modeled_us;
+  else
+    roofline_us.erase(signature);
+  auto f = family_of.find(signature);
+  const std::string before = f == family_of.end() ? std::string() : f->second;
+  if (family_key.empty())
+    family_of.erase(signature);
+  else
+    family_of[signature] = family_key;
+  for (const std::string& key : {before, family_key})
+    if (!key.empty()) update_ratio(key);
+}
+
+void Calibration::update_ratio(const std::string& key) {
+  // (A family's calls are its library's: their signatures start with it.)
+  const std::string prefix = library_prefix(key);
+  std::vector<double> ratios;
+  for (auto it = family_of.lower_bound(prefix); it != family_of.end() && it->first.starts_with(prefix); ++it) {
+    auto modeled = roofline_us.find(it->first);
+    const double* measured = find(it->first);
+    if (it->second == key && measured && modeled != roofline_us.end()) ratios.push_back(*measured / modeled->second);
+  }
+  if (ratios.size() < kFamilySize) {
+    family.erase(key);
+    return;
+  }
+  auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
+  std::nth_element(ratios.begin(), mid, ratios.end());
+  family[key] = *mid;
+}
+
 std::string Calibration::default_path(const std::string& target, const std::string& machine) {
   return (ir::cache_dir() / ("calibration-" + target + "-" + short_hash(machine) + ".json")).string();
 }
@@ -95,6 +140,28 @@ Expected<Calibration> Calibration::load(const std::string& path, const std::stri
       return error_at(path, "calibration entry \"" + sig + "\" is not a non-negative number of microseconds");
     c.us[sig] = us.get<double>();
   }
+  // (Files written before the roofline's prices were kept have none: their
+  // families have no ratio.)
+  if (j.contains("roofline")) {
+    if (!j["roofline"].is_object()) return error_at(path, "calibration file's \"roofline\" is not an object");
+    for (const auto& [sig, us] : j["roofline"].items()) {
+      if (!us.is_number() || !(us.get<double>() > 0))
+        return error_at(path, "calibration roofline price \"" + sig + "\" is not a positive number of microseconds");
+      if (c.find(sig)) c.roofline_us[sig] = us.get<double>();
+    }
+  }
+  if (j.contains("families")) {
+    if (!j["families"].is_object()) return error_at(path, "calibration file's \"families\" is not an object");
+    for (const auto& [sig, key] : j["families"].items()) {
+      const std::string prefix = library_prefix(sig);
+      if (!key.is_string() || prefix.empty() || library_prefix(key.get<std::string>()) != prefix)
+        return error_at(path, "calibration family of \"" + sig + "\" is not a family of its library");
+      if (c.find(sig)) c.family_of[sig] = key.get<std::string>();
+    }
+  }
+  std::set<std::string> keys;
+  for (const auto& [sig, key] : c.family_of) keys.insert(key);
+  for (const std::string& key : keys) c.update_ratio(key);
   return c;
 }
 
@@ -104,7 +171,8 @@ Expected<bool> Calibration::save(const std::string& path) const {
   const fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   if (ec) return error_at(path, "cannot create the calibration folder: " + ec.message());
-  nlohmann::json j = {{"format", kFormat}, {"target", target}, {"machine", machine}, {"entries", us}};
+  nlohmann::json j = {{"format", kFormat}, {"target", target},        {"machine", machine},
+                      {"entries", us},     {"roofline", roofline_us}, {"families", family_of}};
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);

@@ -28,10 +28,9 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
       pass.failed.push_back({sig, us.error().message});
       continue;
     }
-    c.us[sig] = *us;
+    const double priced = roofline ? roofline->price(*op.def, op.attrs, op.in, op.out, false, &op.facts).cost : 0;
+    c.record(sig, *us, priced, op_family(*op.def, op.attrs, op.in, op.out, op.facts));
     ++pass.measured;
-    if (!roofline) continue;
-    const double priced = roofline->price(*op.def, op.attrs, op.in, op.out, false, &op.facts).cost;
     if (!(priced > 0) || !std::isfinite(priced)) continue;
     ratio.emplace_back(&entry, *us / priced);
     ratios_of[op.def->name].push_back(*us / priced);
@@ -55,9 +54,12 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
     }
     auto us = time(entry->second);
     if (!us) continue;  // the first measurement stands
-    double& kept = c.us[entry->first];
+    const double kept = c.us[entry->first];
     pass.second_looks.push_back({entry->first, kept, *us});
-    kept = std::min(kept, *us);
+    const auto modeled = c.roofline_us.find(entry->first);
+    const TimedOp& op = entry->second;
+    c.record(entry->first, std::min(kept, *us), modeled == c.roofline_us.end() ? 0 : modeled->second,
+             op_family(*op.def, op.attrs, op.in, op.out, op.facts));
   }
   return pass;
 }

@@ -37,7 +37,6 @@ inline constexpr double kSecondLookRatio = 3.0;
 // Intel Xeon VM, 2026-11-28: transformer_encoder's 128x256x1024 product
 // measured 876 us in one calibration, 206 in the next and 211 in its
 // program; priced 447, the family's median ratio about 0.5.)
-inline constexpr std::size_t kFamilySize = 3;
 
 struct CalibrationPass {
   struct Failure {
@@ -62,7 +61,8 @@ using OpTimer = std::function<Expected<double>(const TimedOp&)>;
 // `budget_s` seconds have passed (checked before each timing), then gives
 // the suspect ones (over kSecondLookRatio times `roofline`'s price, or
 // times its name's median ratio to it; none when it is null) a second look
-// within the same budget.
+// within the same budget. Each measurement is recorded with `roofline`'s
+// price and family (Calibration::record).
 CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, Calibration& c, const OpTimer& time,
                                      const CostModel* roofline, double budget_s);
 

@@ -120,11 +120,18 @@ class CostModel {
   const TargetSpec& spec() const { return spec_; }
   double symbol_size = 16;
   // Measured prices, used for the ops `timed` selects when the calibration
-  // has their signature (not owned; may be null).
+  // has their signature; a library call it lacks costs the roofline's price
+  // times its family's ratio when the calibration has one
+  // (Calibration::family_ratio; not owned; may be null).
   const Calibration* calibration = nullptr;
   // When set, timed ops the calibration lacks are listed here by signature
   // as they are priced (to be measured; not owned).
   std::map<std::string, TimedOp>* unmeasured = nullptr;
+  // What the roofline's price of a library call the calibration lacks is
+  // multiplied by: its family's ratio (Calibration::family_ratio, with
+  // `facts` as its signature's) when under 1; nullopt when that price stands.
+  std::optional<double> family_scale(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                                     const ir::ValueType& out, const OperandFacts& facts) const;
   // Whether the op is one a calibration measures: the target's library
   // calls, plain contractions and loops priced below the loop rate.
   bool timed(const ir::OpDef& def) const;
@@ -175,6 +182,14 @@ class CostModel {
   bool runs_library(const std::string& op) const;  // a call of this target's libraries
   TargetSpec spec_;
 };
+
+// The family of a library call's measurements (Calibration::family_ratio):
+// its library ("dnnl.") and, for a convolution, " depthwise", " grouped",
+// " pointwise" or " spatial", for a product " one row" or " rows". Empty for
+// an op of no library, and for a convolution whose weights `facts` say are
+// computed at run time.
+std::string op_family(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
+                      const ir::ValueType& out, const OperandFacts& facts);
 
 // Modeled cost of a whole graph: each node the outputs need once (dead
 // nodes are not run), fused chains priced as the lowering fuses them

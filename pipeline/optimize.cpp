@@ -246,6 +246,11 @@ Expected<OptimizeResult> optimize(const ir::Graph& graph, const OptimizeOptions&
       problem = extract::problem_from_egraph(eg, teg->outputs, node_price);
     }
     calibration["modeled_ops"] = unmeasured.size();  // timed ops still priced by the roofline
+    // ... of which this many by the roofline times their family's ratio.
+    calibration["scaled_ops"] = std::count_if(unmeasured.begin(), unmeasured.end(), [&](const auto& entry) {
+      const extract::TimedOp& op = entry.second;
+      return model->family_scale(*op.def, op.attrs, op.in, op.out, op.facts).has_value();
+    });
     calibration["entries"] = o.calibration->us.size();
   }
   model->unmeasured = nullptr;
@@ -361,9 +366,12 @@ std::string summarize(const nlohmann::json& r) {
     s << "\n  prices: this machine's measurements for every library call and loop nest (" << (*cal)["entries"]
       << " in its calibration), the roofline for fused kernels";
   } else {
-    s << "\n  prices: the roofline for " << modeled
-      << " library calls and loop nests not measured on this machine (saturn calibrate, or --calibrate, measures "
-         "them)";
+    // (The calls of a family the calibration measured enough are scaled by
+    // its ratio to the roofline: Calibration::family_ratio.)
+    const auto scaled = std::min(modeled, cal->value("scaled_ops", std::size_t{0}));
+    s << "\n  prices: the roofline for " << modeled << " library calls and loop nests not measured on this machine";
+    if (scaled > 0) s << ", " << scaled << " of them scaled by what calls like them measured here";
+    s << " (saturn calibrate, or --calibrate, measures them)";
   }
   if (r.contains("measured")) {
     const nlohmann::json& m = r["measured"];

@@ -42,6 +42,8 @@ std::optional<std::string> OptimizeCache::key(const ir::Graph& g, const Optimize
   if (o.calibration) {
     k << "prices " << o.calibration->target << " " << o.calibration->machine << "\n";
     for (const auto& [sig, us] : o.calibration->us) k << sig << " " << us << "\n";
+    for (const auto& [sig, us] : o.calibration->roofline_us) k << "roofline " << sig << " " << us << "\n";
+    for (const auto& [sig, key] : o.calibration->family_of) k << "family " << sig << " " << key << "\n";
   } else {
     k << "prices: the roofline\n";
   }

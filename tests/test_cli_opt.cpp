@@ -1,6 +1,8 @@
 // `saturn opt` and `saturn extract` from the command line.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "extract/calibration.hpp"
@@ -247,6 +249,28 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
   CHECK(report["calibration"]["modeled_ops"] == 0);
   CHECK(report["calibration"]["entries"].get<int>() == measured);
   CHECK_THAT(opt.err, Catch::Contains("prices: this machine's measurements for every library call and loop nest"));
+  {
+    // One BLAS product forgotten, of a family measured more than three
+    // times, the others (made) twice as fast as the roofline: priced as the
+    // roofline times their ratio (CostModel::family_scale).
+    nlohmann::json c = nlohmann::json::parse(std::ifstream(cache));
+    std::vector<std::string> rows;
+    for (const auto& [sig, family] : c["families"].items())
+      if (family == "blas. rows") rows.push_back(sig);
+    REQUIRE(rows.size() > 3);
+    for (const std::string& sig : rows) c["entries"][sig] = c["roofline"][sig].get<double>() / 2;
+    for (const char* table : {"entries", "roofline", "families"}) c[table].erase(rows.front());
+    const fs::path forgot = temp("calibration-forgot.json");
+    std::ofstream(forgot) << c.dump();
+    auto scaled_run = run_cli("opt " + model + " --threads 1 --json --calibration-file " + forgot.string());
+    REQUIRE(scaled_run.status == 0);
+    const auto scaled = nlohmann::json::parse(scaled_run.out)["calibration"];
+    CHECK(scaled["modeled_ops"] == 1);
+    CHECK(scaled["scaled_ops"] == 1);
+    CHECK_THAT(scaled_run.err,
+               Catch::Contains("prices: the roofline for 1 library calls and loop nests not measured "
+                               "on this machine, 1 of them scaled by what calls like them measured here"));
+  }
   // Measured with another thread count, the file is another machine's: not read.
   const auto other_run = run_cli("opt " + model + " --threads 2 --json" + file);
   auto other = nlohmann::json::parse(other_run.out);

@@ -349,6 +349,9 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
   // 2.4x the family's median: kept as measured, timed once.
   CHECK(timed["e a bit slow"] == 1);
   CHECK(cal.us.at("e a bit slow") == Approx(1.2 * roofline));
+  // Each measurement is kept with the roofline's price.
+  CHECK(cal.roofline_us.at("a") == Approx(roofline));
+  CHECK(cal.roofline_us.at("d stretched") == Approx(roofline));
   // Fewer than kFamilySize products: only the roofline's bound holds.
   std::map<std::string, extract::TimedOp> few{{"a", op}, {"d stretched", op}};
   names.clear();
@@ -357,6 +360,125 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
   extract::Calibration alone;
   CHECK(extract::run_calibration_pass(few, alone, fake, &*cpu, 60).second_looks.empty());
   CHECK(alone.us.at("d stretched") == Approx(2 * roofline));
+}
+
+TEST_CASE("a library call the calibration lacks costs the roofline times its family's ratio - when under 1") {
+  const ir::OpRegistry& r = ir::OpRegistry::get();
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  const extract::CostModel roofline(cpu->spec());  // never calibrated
+  struct Op {
+    const ir::OpDef* def = nullptr;
+    ir::Attrs attrs;
+    std::vector<ir::ValueType> in;
+    ir::ValueType out;
+    double roofline = 0;
+    std::string sig, family;
+  };
+  ir::Attrs pads;
+  pads.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto make = [&](const char* name, std::int64_t hw, std::int64_t k = 3,
+                  const extract::OperandFacts& f = {{true, true}, {false, true}}) {
+    const ir::ValueType x{ir::DType::F32, ir::shape_of({1, 8, hw, hw})};
+    Op op{r.find(name), k == 3 ? pads : ir::Attrs{}, {x, {ir::DType::F32, ir::shape_of({8, 8, k, k})}}, x, 0, "", ""};
+    op.roofline = roofline.price(*op.def, op.attrs, op.in, x, false, &f).cost;
+    op.sig = extract::op_signature(*op.def, op.attrs, op.in, f, x);
+    op.family = extract::op_family(*op.def, op.attrs, op.in, x, f);
+    return op;
+  };
+  // 3x3 oneDNN convolutions of three ops, measured at 0.4, 0.5 and 3 times
+  // the roofline; two more never; one written directly (no roofline price
+  // kept). They are one family: alternatives of one computation scale alike.
+  const std::vector<Op> ops{make("dnnl.conv", 8),  make("dnnl.conv_relu", 16), make("dnnl.wino_conv", 32),
+                            make("dnnl.conv", 64), make("dnnl.conv_relu", 24), make("dnnl.conv", 12)};
+  for (const Op& op : ops) CHECK(op.family == "dnnl. spatial");
+  extract::Calibration cal;
+  cpu->calibration = &cal;
+  auto priced = [&](const Op& op, const extract::OperandFacts& f = {{true, true}, {false, true}}) {
+    return cpu->price(*op.def, op.attrs, op.in, op.out, false, &f).cost;
+  };
+  auto record = [&](const Op& op, double ratio) { cal.record(op.sig, ratio * op.roofline, op.roofline, op.family); };
+  record(ops[0], 0.4);
+  record(ops[1], 0.5);
+  cal.us[ops[5].sig] = 10 * ops[5].roofline;
+  // Two measured: no ratio yet.
+  CHECK_FALSE(cal.family_ratio("dnnl. spatial"));
+  CHECK(priced(ops[3]) == Approx(ops[3].roofline));
+  record(ops[2], 3);
+  REQUIRE(cal.family_ratio("dnnl. spatial"));
+  CHECK(*cal.family_ratio("dnnl. spatial") == Approx(0.5));  // the median, not the mean
+  CHECK(priced(ops[3]) == Approx(0.5 * ops[3].roofline));
+  CHECK(priced(ops[4]) == Approx(0.5 * ops[4].roofline));
+  // The measured ones cost what they measured.
+  CHECK(priced(ops[2]) == Approx(3 * ops[2].roofline));
+  CHECK(priced(ops[5]) == Approx(10 * ops[5].roofline));
+  // Other families: 1x1 convolutions, depthwise ones, weights computed at
+  // run time (no family), plain loop nests (none): the roofline alone.
+  const Op pointwise = make("dnnl.conv", 16, 1);
+  CHECK(pointwise.family == "dnnl. pointwise");
+  CHECK(priced(pointwise) == Approx(pointwise.roofline));
+  const extract::OperandFacts computed{{true, true}, {false, false}};
+  const Op scaled_weights = make("dnnl.conv", 16, 3, computed);
+  CHECK(scaled_weights.family.empty());
+  CHECK(priced(scaled_weights, computed) == Approx(scaled_weights.roofline));
+  const Op loop = make("conv", 16);
+  CHECK(loop.family.empty());
+  CHECK(priced(loop) == Approx(loop.roofline));
+  // Products of one row and of rows are families apart; one measured
+  // slower than priced keeps the roofline's price.
+  const ir::OpDef& matmul = *r.find("blas.matmul");
+  const extract::OperandFacts plain{{true, true}, {false, true}};
+  auto product = [&](std::int64_t m, std::int64_t k) {
+    const ir::ValueType a{ir::DType::F32, ir::shape_of({m, k})}, w{ir::DType::F32, ir::shape_of({k, 64})};
+    const ir::ValueType o{ir::DType::F32, ir::shape_of({m, 64})};
+    Op op{&matmul, {}, {a, w}, o, 0, "", ""};
+    op.roofline = roofline.price(matmul, {}, op.in, o, false, &plain).cost;
+    op.sig = extract::op_signature(matmul, {}, op.in, plain, o);
+    op.family = extract::op_family(matmul, {}, op.in, o, plain);
+    return op;
+  };
+  CHECK(product(1, 64).family == "blas. one row");
+  CHECK(product(8, 64).family == "blas. rows");
+  for (std::int64_t k : {16, 32, 64}) record(product(8, k), 2);
+  CHECK(*cal.family_ratio("blas. rows") == Approx(2));
+  const Op slower = product(8, 128);
+  CHECK(cpu->price(matmul, {}, slower.in, slower.out, false, &plain).cost == Approx(slower.roofline));
+  // A measurement without a roofline price leaves its family: measured
+  // again so, the third call no longer counts.
+  cal.record(ops[2].sig, 3 * ops[2].roofline, 0, ops[2].family);
+  CHECK(cal.roofline_us.count(ops[2].sig) == 0);
+  CHECK_FALSE(cal.family_ratio("dnnl. spatial"));
+  // Read back from its file, the ratios are the same.
+  record(ops[2], 3);
+  cal.target = "cpu";
+  cal.machine = "m";
+  const std::string path = saturn::test::scratch_file("family-calibration.json").string();
+  REQUIRE(cal.save(path));
+  auto back = extract::Calibration::load(path, "cpu", "m");
+  REQUIRE(back);
+  CHECK(back->roofline_us == cal.roofline_us);
+  CHECK(back->family_of == cal.family_of);
+  CHECK(back->family == cal.family);
+  CHECK(back->family.size() == 2);
+  // A file written before roofline prices were kept: measurements, no ratios.
+  auto write = [&](const std::string& rest) {
+    std::ofstream(path) << R"({"format": )" << extract::Calibration::kFormat
+                        << R"(, "target": "cpu", "machine": "m", "entries": {")" << ops[0].sig << R"(": 3})" << rest
+                        << "}";
+  };
+  write("");
+  auto old = extract::Calibration::load(path, "cpu", "m");
+  REQUIRE(old);
+  CHECK(old->us.size() == 1);
+  CHECK(old->family.empty());
+  for (const std::string& bad :
+       {R"(, "roofline": {")" + ops[0].sig + R"(": 0})", R"(, "families": {")" + ops[0].sig + R"(": "blas. rows"})"}) {
+    write(bad);
+    auto refused = extract::Calibration::load(path, "cpu", "m");
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().to_string(), Catch::Contains(path));
+    CHECK_THAT(refused.error().to_string(), Catch::Contains(ops[0].sig));
+  }
 }
 
 TEST_CASE("calibration files: written and read back - another machine's ignored - a malformed one named") {
