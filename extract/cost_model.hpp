@@ -129,7 +129,9 @@ class CostModel {
   std::map<std::string, TimedOp>* unmeasured = nullptr;
   // What the roofline's price of a library call the calibration lacks is
   // multiplied by: its family's ratio (Calibration::family_ratio, with
-  // `facts` as its signature's) when under 1; nullopt when that price stands.
+  // `facts` as its signature's; for a family read from memory without one,
+  // the ratio of its family in the cache) when under 1; nullopt when that
+  // price stands.
   std::optional<double> family_scale(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                                      const ir::ValueType& out, const OperandFacts& facts) const;
   // Whether the op is one a calibration measures: the target's library
@@ -185,9 +187,10 @@ class CostModel {
 
 // The family of a library call's measurements (Calibration::family_ratio):
 // its library ("dnnl.") and, for a convolution, " depthwise", " grouped",
-// " pointwise" or " spatial", for a product " one row" or " rows". Empty for
-// an op of no library, and for a convolution whose weights `facts` say are
-// computed at run time.
+// " pointwise" or " spatial", for a product " one row" or " rows", then "
+// weights from memory" when `facts` say so ("blas. one row weights from
+// memory"). Empty for an op of no library, and for a convolution whose
+// weights `facts` say are computed at run time.
 std::string op_family(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const ir::ValueType> in,
                       const ir::ValueType& out, const OperandFacts& facts);
 

@@ -220,6 +220,32 @@ TEST_CASE("opt --measure catches a rule that changes what the program computes -
   CHECK(nlohmann::json::parse(back.out)["ops_before"].contains("relu"));
 }
 
+TEST_CASE("calibrate without a model measures the probe - its weights in the cache, then from memory") {
+  const fs::path cache = temp("probe-calibration.json");
+  fs::remove(cache);
+  // (A budget that lets each probe time an op or two: the whole probe takes
+  // 45 s on 2 cores.)
+  auto r = run_cli("calibrate --threads 1 --json --budget 0.001 --calibration-file " + cache.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["models"].size() == 2);
+  CHECK(j["models"][0]["model"] == "probe");
+  CHECK(j["models"][1]["model"] == "probe, weights from memory");
+  for (const auto& m : j["models"]) {
+    CHECK(m["budget_hit"] == true);
+    CHECK(m["measured"].get<int>() >= 1);
+    CHECK(m["timed_ops_missing"].get<int>() > 20);  // every layer's alternatives
+  }
+  // What it measured is kept with the roofline's price and its family.
+  const auto file = nlohmann::json::parse(std::ifstream(cache));
+  CHECK(file["entries"].size() == j["entries"]);
+  for (const auto& [sig, us] : file["entries"].items()) {
+    INFO(sig);
+    CHECK(file["roofline"].contains(sig));
+  }
+}
+
 TEST_CASE("calibrate measures a model's timed ops once - opt and run price with them - a bad cache is exit 2") {
   const std::string model = source_dir() + "/docs/examples/models/mlp.onnx";
   const fs::path cache = temp("calibration.json");

@@ -367,6 +367,7 @@ TEST_CASE("a library call the calibration lacks costs the roofline times its fam
   auto cpu = extract::CostModel::for_target("cpu");
   REQUIRE(cpu);
   const extract::CostModel roofline(cpu->spec());  // never calibrated
+  const extract::OperandFacts facts{{true, true}, {false, true}};
   struct Op {
     const ir::OpDef* def = nullptr;
     ir::Attrs attrs;
@@ -412,6 +413,14 @@ TEST_CASE("a library call the calibration lacks costs the roofline times its fam
   // The measured ones cost what they measured.
   CHECK(priced(ops[2]) == Approx(3 * ops[2].roofline));
   CHECK(priced(ops[5]) == Approx(10 * ops[5].roofline));
+  // Read from memory, a family of its own; without a ratio of its own, its
+  // calls in the cache lend theirs.
+  extract::OperandFacts streaming = facts;
+  streaming.weights_from_memory = true;
+  const Op from_memory = make("dnnl.conv", 64, 3, streaming);
+  CHECK(from_memory.family == "dnnl. spatial weights from memory");
+  CHECK(from_memory.sig == ops[3].sig + " weights from memory");
+  CHECK(priced(from_memory, streaming) == Approx(0.5 * from_memory.roofline));
   // Other families: 1x1 convolutions, depthwise ones, weights computed at
   // run time (no family), plain loop nests (none): the roofline alone.
   const Op pointwise = make("dnnl.conv", 16, 1);

@@ -16,6 +16,7 @@
 #include "device/cuda_driver.hpp"
 #include "runtime/cuda_executor.hpp"
 #endif
+#include "tools/calibration_probe.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/measure.hpp"
 
@@ -324,7 +325,10 @@ nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& 
 void add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure the library calls and loop nests models need, at their shapes, for the cost model.");
-  cmd->add_option("models", o.models, "Models (.onnx or .sat) whose timed ops to measure")->check(CLI::ExistingFile);
+  cmd->add_option("models", o.models,
+                  "Models (.onnx or .sat) whose timed ops to measure (none: a probe of typical layers, whose "
+                  "measurements price every model's library calls)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--target", o.target, "Target to calibrate")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -352,8 +356,12 @@ int run_calibrate(const CalibrateOptions& o) {
                         {"models", nlohmann::json::array()}};
   CalibrationSession& cal = **session;
   const auto start = Clock::now();
-  for (const std::string& m : o.models) {
-    auto graph = read_model(m);
+  // No model: the probe, its weights in the cache and from memory (its
+  // layers' families give every model's library calls their ratios:
+  // tools/calibration_probe.hpp).
+  const std::vector<std::string> models = o.models.empty() ? std::vector<std::string>{"", "-"} : o.models;
+  for (const std::string& m : models) {
+    auto graph = m.empty() || m == "-" ? Expected<ir::Graph>(calibration_probe(m == "-")) : read_model(m);
     if (!graph) return bad_input(graph.error().to_string());
     pipeline::OptimizeOptions oo;
     oo.target = o.target;
@@ -365,11 +373,12 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!res) return bad_input(res.error().to_string());
     if (auto saved = cal.save_if_changed(); !saved) return bad_input(saved.error().to_string());
     nlohmann::json c = res->report.value("calibration", nlohmann::json::object());
-    c["model"] = m;
+    const std::string name = m.empty() || m == "-" ? graph->name : m;
+    c["model"] = name;
     if (!c.contains("failed")) c["failed"] = nlohmann::json::array();
     if (!o.json) {
       const std::size_t twice = c.contains("second_looks") ? c["second_looks"].size() : 0;
-      std::cerr << m << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
+      std::cerr << name << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
                 << " known before"
                 << (twice ? ", " + std::to_string(twice) + " timed twice (over " +
                                 std::to_string(static_cast<int>(extract::kSecondLookRatio)) +
