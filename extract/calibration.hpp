@@ -13,8 +13,9 @@
 // with kFamilySize or more measured calls has a ratio, the median of
 // measured over modeled among them: how far this machine is from the
 // roofline's rates for such calls (on a Zen 5 oneDNN's 3x3 convolutions
-// take 0.31 of their price, its depthwise ones 1.36, OpenBLAS's products
-// of rows 0.34 and of one row 1.78). The cost model prices a call the
+// take 0.27-0.31 of their price, its depthwise ones 0.94-1.36, OpenBLAS's
+// products of rows 0.33, of one row 1.18, and 0.21 reading its weights
+// from memory). The cost model prices a call the
 // calibration lacks as the roofline times its family's ratio when under 1
 // (CostModel::family_scale), so that a calibration of some models prices
 // others about right. The family has no

@@ -293,8 +293,8 @@ std::string op_family(const ir::OpDef& def, const ir::Attrs& attrs, std::span<co
   }
   // Weights read from memory, not the cache, are a family apart: the
   // roofline prices that reading at a rate of its own. (OpenBLAS's one-row
-  // products took 1.6x the roofline's price so on a Zen 5, 0.2x with their
-  // weights in the cache.)
+  // products took 0.21 of the roofline's price so on a Zen 5, 1.18 with
+  // their weights in the cache.)
   return def.name.substr(0, dot + 1) + cls + (facts.weights_from_memory ? " weights from memory" : "");
 }
 
@@ -323,7 +323,7 @@ std::optional<double> CostModel::family_scale(const ir::OpDef& def, const ir::At
   // with their weights in the cache (vit_b_32's products, their weights
   // streaming, by the products of the transformers a calibration of eight
   // models measured, whose weights stay in the cache: modeled 2.5x what
-  // they measured without it, 0.93x with it). Not the other way: one-row
+  // they measured without it, 0.88x with it). Not the other way: one-row
   // products measured 0.21 of their price reading from memory, 1.18 with
   // their weights in the cache.
   constexpr std::string_view kFromMemory = " weights from memory";
