@@ -371,7 +371,10 @@ std::string summarize(const nlohmann::json& r) {
     const auto scaled = std::min(modeled, cal->value("scaled_ops", std::size_t{0}));
     s << "\n  prices: the roofline for " << modeled << " library calls and loop nests not measured on this machine";
     if (scaled > 0) s << ", " << scaled << " of them scaled by what calls like them measured here";
-    s << " (saturn calibrate, or --calibrate, measures them)";
+    // (Where the calibration has no ratios at all, a hint at the probe.)
+    s << (scaled == 0 ? " (saturn calibrate, or --calibrate, measures them; saturn calibrate without a model, a probe "
+                        "of typical layers whose ratios price every model's library calls)"
+                      : " (saturn calibrate, or --calibrate, measures them)");
   }
   if (r.contains("measured")) {
     const nlohmann::json& m = r["measured"];

@@ -305,6 +305,7 @@ TEST_CASE("calibrate measures a model's timed ops once - opt and run price with 
   CHECK_THAT(other_run.err, Catch::Contains("prices: the roofline for " +
                                             std::to_string(other["calibration"]["modeled_ops"].get<int>()) +
                                             " library calls and loop nests not measured on this machine"));
+  CHECK_THAT(other_run.err, Catch::Contains("saturn calibrate without a model, a probe of typical layers"));
   // --no-calibration: the roofline alone.
   const auto roofline_run = run_cli("opt " + model + " --no-calibration --json" + file);
   auto roofline = nlohmann::json::parse(roofline_run.out);
