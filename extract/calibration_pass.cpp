@@ -56,10 +56,11 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
     if (!us) continue;  // the first measurement stands
     const double kept = c.us[entry->first];
     pass.second_looks.push_back({entry->first, kept, *us});
+    // (Its roofline price and family as the first measurement recorded them.)
     const auto modeled = c.roofline_us.find(entry->first);
-    const TimedOp& op = entry->second;
+    const auto family = c.family_of.find(entry->first);
     c.record(entry->first, std::min(kept, *us), modeled == c.roofline_us.end() ? 0 : modeled->second,
-             op_family(*op.def, op.attrs, op.in, op.out, op.facts));
+             family == c.family_of.end() ? std::string() : family->second);
   }
   return pass;
 }

@@ -371,10 +371,12 @@ std::string summarize(const nlohmann::json& r) {
     const auto scaled = std::min(modeled, cal->value("scaled_ops", std::size_t{0}));
     s << "\n  prices: the roofline for " << modeled << " library calls and loop nests not measured on this machine";
     if (scaled > 0) s << ", " << scaled << " of them scaled by what calls like them measured here";
-    // (Where the calibration has no ratios at all, a hint at the probe.)
-    s << (scaled == 0 ? " (saturn calibrate, or --calibrate, measures them; saturn calibrate without a model, a probe "
-                        "of typical layers whose ratios price every model's library calls)"
-                      : " (saturn calibrate, or --calibrate, measures them)");
+    s << " (saturn calibrate, or --calibrate, measures them";
+    // (Where the calibration gives no ratio, a hint at the probe.)
+    if (scaled == 0)
+      s << "; saturn calibrate without a model, a probe of typical layers whose ratios price every model's library "
+           "calls";
+    s << ")";
   }
   if (r.contains("measured")) {
     const nlohmann::json& m = r["measured"];

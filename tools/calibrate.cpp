@@ -356,12 +356,13 @@ int run_calibrate(const CalibrateOptions& o) {
                         {"models", nlohmann::json::array()}};
   CalibrationSession& cal = **session;
   const auto start = Clock::now();
-  // No model: the probe, its weights in the cache and from memory (its
+  // No model: the probe, its weights in the cache, then from memory (its
   // layers' families give every model's library calls their ratios:
   // tools/calibration_probe.hpp).
-  const std::vector<std::string> models = o.models.empty() ? std::vector<std::string>{"", "-"} : o.models;
-  for (const std::string& m : models) {
-    auto graph = m.empty() || m == "-" ? Expected<ir::Graph>(calibration_probe(m == "-")) : read_model(m);
+  const bool probe = o.models.empty();
+  const std::size_t graphs = probe ? 2 : o.models.size();
+  for (std::size_t i = 0; i < graphs; ++i) {
+    auto graph = probe ? Expected<ir::Graph>(calibration_probe(i == 1)) : read_model(o.models[i]);
     if (!graph) return bad_input(graph.error().to_string());
     pipeline::OptimizeOptions oo;
     oo.target = o.target;
@@ -373,7 +374,7 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!res) return bad_input(res.error().to_string());
     if (auto saved = cal.save_if_changed(); !saved) return bad_input(saved.error().to_string());
     nlohmann::json c = res->report.value("calibration", nlohmann::json::object());
-    const std::string name = m.empty() || m == "-" ? graph->name : m;
+    const std::string name = probe ? graph->name : o.models[i];
     c["model"] = name;
     if (!c.contains("failed")) c["failed"] = nlohmann::json::array();
     if (!o.json) {
