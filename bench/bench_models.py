@@ -44,7 +44,10 @@ run). --calibrate first measures, for each model, the ops its e-graphs
 offer (`saturn opt --calibrate`, with each rule set, into one cache file:
 --calibration-file, or a fresh one in a temporary folder), then optimizes
 both programs with the cache; `opt s` is then the second, calibrated
-optimization, which measures nothing, and `cal s` the measuring. Every figure is measured. Under a
+optimization, which measures nothing, and `cal s` the measuring.
+--calibration-file F alone prices with F as it is (the file `saturn
+calibrate` wrote, without a model: its probe's families price every
+model's library calls), measuring nothing. Every figure is measured. Under a
 model's row, a line counts the turns in which a Saturn program ran on one
 thread (its team follows the load it reads; the second-busiest thread of
 its process took under a quarter of the busiest's CPU ticks): its median
@@ -52,7 +55,7 @@ then mixes two teams.
 
 Usage: bench/bench_models.py [--models DIR] [--runs N] [--rounds R]
          [--processes P] [--fresh-processes] [--warm-ms W] [--threads T] [--ort-python PY]
-         [--no-torch] [--calibrate [--calibration-file F]] [--json] [NAME...]
+         [--no-torch] [--calibrate] [--calibration-file F] [--json] [NAME...]
 """
 import argparse
 import json
@@ -214,7 +217,8 @@ def main():
     ap.add_argument("--calibrate", action="store_true",
                     help="optimize with measured prices: calibrate each model's ops first (saturn opt --calibrate)")
     ap.add_argument("--calibration-file", default="",
-                    help="--calibrate: the cache to fill and price with (default: a fresh one per run)")
+                    help="the cache to price with (`saturn calibrate`'s, say); with --calibrate, to fill first "
+                         "(default: a fresh one per run)")
     ap.add_argument("--warm-ms", type=float, default=0,
                     help="untimed runs for this long at the start of each turn (bench/turns.py: for a VM that "
                          "runs slowly for a while after it sat idle)")
@@ -229,8 +233,13 @@ def main():
     if not args.json:
         print(f"{'model':20} {'lib+fusion':>10} {'all':>8} {'ort':>8} {'torch':>8}   {'lib/all':>7} {'ort/all':>7} "
               f"{'torch/all':>9}  {'opt s':>5}" + ("  cal s" if args.calibrate else "") + "   (medians, ms)")
-        print("(Saturn's programs priced with " + ("measured prices: --calibrate)" if args.calibrate else
-                                                   "the roofline alone: no calibration)"))
+        if args.calibrate:
+            prices = "measured prices: --calibrate)"
+        elif args.calibration_file:
+            prices = "the calibration in " + args.calibration_file + ", measuring nothing)"
+        else:
+            prices = "the roofline alone: no calibration)"
+        print("(Saturn's programs priced with " + prices)
     with tempfile.TemporaryDirectory() as tmp:
         # Without --calibrate, a cache file that does not exist: never the
         # user's own cache, which would make the figures depend on it.
