@@ -3,17 +3,25 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "extract/cost_model.hpp"
 
 namespace saturn::extract {
 
 CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, Calibration& c, const OpTimer& time,
-                                     const CostModel* roofline, double budget_s) {
+                                     const CostModel* roofline, double budget_s, const LoadWatch& load) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto out_of_time = [&] { return std::chrono::duration<double>(Clock::now() - start).count() > budget_s; };
+  auto watched = [&](const TimedOp& op, bool& crowded) {
+    if (load.begin) load.begin();
+    auto us = time(op);
+    crowded = load.crowded && load.crowded();
+    return us;
+  };
   CalibrationPass pass;
+  std::set<const std::pair<const std::string, TimedOp>*> crowded_ops;
   // Measured over roofline, per op timed, and by op name.
   std::vector<std::pair<const std::pair<const std::string, TimedOp>*, double>> ratio;
   std::map<std::string, std::vector<double>> ratios_of;
@@ -23,11 +31,13 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
       return pass;
     }
     const auto& [sig, op] = entry;
-    auto us = time(op);
+    bool crowded = false;
+    auto us = watched(op, crowded);
     if (!us) {
       pass.failed.push_back({sig, us.error().message});
       continue;
     }
+    if (crowded) crowded_ops.insert(&entry);
     const double priced = roofline ? roofline->price(*op.def, op.attrs, op.in, op.out, false, &op.facts).cost : 0;
     c.record(sig, *us, priced, op_family(*op.def, op.attrs, op.in, op.out, op.facts));
     ++pass.measured;
@@ -42,24 +52,28 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
       std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
       usual[name] = r[r.size() / 2];
     }
-  std::vector<const std::pair<const std::string, TimedOp>*> suspect;
+  pass.crowded = static_cast<int>(crowded_ops.size());
+  std::set<const std::pair<const std::string, TimedOp>*> suspect = std::move(crowded_ops);
   for (const auto& [entry, r] : ratio) {
     auto it = usual.find(entry->second.def->name);
-    if (r > kSecondLookRatio || (it != usual.end() && r > kSecondLookRatio * it->second)) suspect.push_back(entry);
+    if (r > kSecondLookRatio || (it != usual.end() && r > kSecondLookRatio * it->second)) suspect.insert(entry);
   }
-  for (const auto* entry : suspect) {
+  for (const auto& entry : ops) {  // (in the pass's order)
+    if (!suspect.count(&entry)) continue;
     if (out_of_time()) {
       pass.budget_hit = true;
       break;
     }
-    auto us = time(entry->second);
+    bool crowded = false;
+    auto us = watched(entry.second, crowded);
     if (!us) continue;  // the first measurement stands
-    const double kept = c.us[entry->first];
-    pass.second_looks.push_back({entry->first, kept, *us});
+    if (crowded) ++pass.crowded_again;
+    const double kept = c.us[entry.first];
+    pass.second_looks.push_back({entry.first, kept, *us});
     // (Its roofline price and family as the first measurement recorded them.)
-    const auto modeled = c.roofline_us.find(entry->first);
-    const auto family = c.family_of.find(entry->first);
-    c.record(entry->first, std::min(kept, *us), modeled == c.roofline_us.end() ? 0 : modeled->second,
+    const auto modeled = c.roofline_us.find(entry.first);
+    const auto family = c.family_of.find(entry.first);
+    c.record(entry.first, std::min(kept, *us), modeled == c.roofline_us.end() ? 0 : modeled->second,
              family == c.family_of.end() ? std::string() : family->second);
   }
   return pass;

@@ -38,6 +38,18 @@ inline constexpr double kSecondLookRatio = 3.0;
 // measured 876 us in one calibration, 206 in the next and 211 in its
 // program; priced 447, the family's median ratio about 0.5.)
 
+// Whether other processes took CPU time a timing needed: `begin` is called
+// before each timing and `crowded` after it. An op timed while crowded is
+// suspect whatever its ratio to the roofline: a spell of load stretches
+// every op it covers alike, and when it covers most of a pass, their median
+// ratios with them (a calibration of eight models on this project's 2-core
+// VM once measured whole families 700x their price), so that no ratio looks
+// unusual. Either function may be empty: nothing is known of the load.
+struct LoadWatch {
+  std::function<void()> begin;
+  std::function<bool()> crowded;
+};
+
 struct CalibrationPass {
   struct Failure {
     std::string op;  // signature
@@ -50,6 +62,8 @@ struct CalibrationPass {
   int measured = 0;
   std::vector<Failure> failed;
   std::vector<SecondLook> second_looks;
+  int crowded = 0;          // first timings that other processes crowded (each timed again)
+  int crowded_again = 0;    // second looks crowded as well (the faster time kept all the same)
   bool budget_hit = false;  // some ops (or second looks) were left out
 };
 
@@ -59,11 +73,12 @@ using OpTimer = std::function<Expected<double>(const TimedOp&)>;
 
 // Times each of `ops` (signature -> op) into `c` with `time` until
 // `budget_s` seconds have passed (checked before each timing), then gives
-// the suspect ones (over kSecondLookRatio times `roofline`'s price, or
-// times its name's median ratio to it; none when it is null) a second look
-// within the same budget. Each measurement is recorded with `roofline`'s
-// price and family (Calibration::record).
+// the suspect ones (timed while `load` says crowded, over kSecondLookRatio
+// times `roofline`'s price, or times its name's median ratio to it; none of
+// the last two when it is null) a second look within the same budget. Each
+// measurement is recorded with `roofline`'s price and family
+// (Calibration::record).
 CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, Calibration& c, const OpTimer& time,
-                                     const CostModel* roofline, double budget_s);
+                                     const CostModel* roofline, double budget_s, const LoadWatch& load = {});
 
 }  // namespace saturn::extract

@@ -236,6 +236,11 @@ TEST_CASE("calibrate without a model measures the probe - its weights in the cac
     CHECK(m["budget_hit"] == true);
     CHECK(m["measured"].get<int>() >= 1);
     CHECK(m["timed_ops_missing"].get<int>() > 20);  // every layer's alternatives
+    // Timings other processes crowded: counted (how many depends on the
+    // machine's load), never more than were timed.
+    CHECK(m["crowded"].get<int>() >= 0);
+    CHECK(m["crowded"].get<int>() <= m["measured"].get<int>());
+    CHECK(m["crowded_again"].get<int>() <= static_cast<int>(m["second_looks"].size()));
   }
   // What it measured is kept with the roofline's price and its family.
   const auto file = nlohmann::json::parse(std::ifstream(cache));

@@ -362,6 +362,51 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
   CHECK(alone.us.at("d stretched") == Approx(2 * roofline));
 }
 
+TEST_CASE("an op timed while other processes were busy is timed again - whatever its ratio says") {
+  // A spell over the whole pass stretches every product alike (each 1.5x
+  // the roofline here, the median too): no ratio stands out, but the load
+  // watch saw the spell cover "a" and "b".
+  auto cpu = extract::CostModel::for_target("cpu");
+  REQUIRE(cpu);
+  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
+  const ir::OpDef& matmul = *ir::OpRegistry::get().find("blas.matmul");
+  const extract::TimedOp op{&matmul, {}, {p, v}, {{true, true}, {false, false}}, v};
+  const double roofline = cpu->cost(matmul, {}, op.in, op.out, false);
+  std::map<std::string, std::vector<double>> script{{"a crowded", {1.5 * roofline, 0.5 * roofline}},
+                                                    {"b crowded twice", {1.5 * roofline, 1.6 * roofline}},
+                                                    {"c quiet", {1.5 * roofline}}};
+  std::map<std::string, extract::TimedOp> ops;
+  for (const auto& [sig, times] : script) ops.emplace(sig, op);
+  std::map<const extract::TimedOp*, std::string> names;
+  for (const auto& [sig, o] : ops) names[&o] = sig;
+  std::map<std::string, int> timed;
+  std::string last;
+  auto fake = [&](const extract::TimedOp& o) -> Expected<double> {
+    last = names.at(&o);
+    return script.at(last).at(static_cast<std::size_t>(timed[last]++));
+  };
+  int begun = 0;
+  const extract::LoadWatch watch{
+      [&] { ++begun; }, [&] { return last == "b crowded twice" || (last == "a crowded" && timed[last] == 1); }};
+  extract::Calibration cal;
+  const auto pass = extract::run_calibration_pass(ops, cal, fake, &*cpu, 60, watch);
+  CHECK(begun == 5);  // every timing watched, second looks too
+  CHECK(pass.crowded == 2);
+  CHECK(pass.crowded_again == 1);
+  REQUIRE(pass.second_looks.size() == 2);
+  CHECK(pass.second_looks[0].op == "a crowded");
+  CHECK(cal.us.at("a crowded") == Approx(0.5 * roofline));
+  CHECK(cal.us.at("b crowded twice") == Approx(1.5 * roofline));  // the faster of two crowded timings
+  CHECK(timed["c quiet"] == 1);
+  // Without a watch, the same times raise no suspicion.
+  timed.clear();
+  extract::Calibration unwatched;
+  const auto blind = extract::run_calibration_pass(ops, unwatched, fake, &*cpu, 60);
+  CHECK(blind.second_looks.empty());
+  CHECK(blind.crowded == 0);
+  CHECK(unwatched.us.at("a crowded") == Approx(1.5 * roofline));
+}
+
 TEST_CASE("a library call the calibration lacks costs the roofline times its family's ratio - when under 1") {
   const ir::OpRegistry& r = ir::OpRegistry::get();
   auto cpu = extract::CostModel::for_target("cpu");

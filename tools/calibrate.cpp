@@ -303,13 +303,31 @@ Expected<pipeline::OptimizeResult> optimize_calibrated(const ir::Graph& g, pipel
   return res;
 }
 
+namespace {
+
+// A CPU timing is crowded when other processes took more than a quarter of
+// a CPU from those its team needs (/proc/stat, this process's own time left
+// out; hypervisor steal counts as taken). A CUDA timing is not watched.
+extract::LoadWatch cpu_load_watch(const std::string& target, int threads, runtime::CpuReading& mark) {
+  if (target != "cpu") return {};
+  const double team = std::min(threads > 0 ? threads : runtime::usable_cpus(), runtime::usable_cpus());
+  return {[&mark] { mark = runtime::read_cpu_load(); },
+          [&mark, team] {
+            const std::optional<double> free = runtime::free_cpus_between(mark, runtime::read_cpu_load());
+            return free && *free + 0.25 < team;
+          }};
+}
+
+}  // namespace
+
 nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& ops, extract::Calibration& c,
                                  const std::string& target, int threads, double budget_s) {
   const auto start = Clock::now();
   const std::optional<extract::CostModel> roofline = extract::CostModel::for_target(target);
+  runtime::CpuReading mark;
   const extract::CalibrationPass pass = extract::run_calibration_pass(
       ops, c, [&](const extract::TimedOp& op) { return time_op(op, target, threads); }, roofline ? &*roofline : nullptr,
-      budget_s);
+      budget_s, cpu_load_watch(target, threads, mark));
   nlohmann::json failed = nlohmann::json::array(), second_looks = nlohmann::json::array();
   // (Priced by the roofline instead; named so that a user can see why.)
   for (const auto& f : pass.failed) failed.push_back({{"op", f.op}, {"error", f.why}});
@@ -318,6 +336,8 @@ nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& 
   return {{"measured", pass.measured},
           {"failed", failed},
           {"second_looks", second_looks},
+          {"crowded", pass.crowded},
+          {"crowded_again", pass.crowded_again},
           {"budget_hit", pass.budget_hit},
           {"measure_ms", seconds_since(start) * 1e3}};
 }
@@ -379,13 +399,21 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!c.contains("failed")) c["failed"] = nlohmann::json::array();
     if (!o.json) {
       const std::size_t twice = c.contains("second_looks") ? c["second_looks"].size() : 0;
+      const int crowded = c.value("crowded", 0), crowded_again = c.value("crowded_again", 0);
       std::cerr << name << ": " << c.value("measured", 0) << " ops measured, " << c.value("entries_before", 0)
                 << " known before"
                 << (twice ? ", " + std::to_string(twice) + " timed twice (over " +
                                 std::to_string(static_cast<int>(extract::kSecondLookRatio)) +
-                                "x the roofline, or its op's usual ratio to it, at first)"
+                                "x the roofline, or its op's usual ratio to it, at first" +
+                                (crowded ? ", or timed while other processes were busy: " + std::to_string(crowded)
+                                         : std::string()) +
+                                ")"
                           : "")
                 << (c.value("budget_hit", false) ? ", stopped at --budget" : "") << "\n";
+      if (crowded_again)
+        std::cerr << "saturn: note: other processes were busy during " << crowded_again
+                  << " second looks as well; the faster of each op's two times is kept, and may still be high "
+                     "(calibrate again on a quiet machine to be sure)\n";
       for (const auto& e : c["failed"])
         std::cerr << "saturn: note: could not measure " << e["op"].get<std::string>() << ": "
                   << e["error"].get<std::string>() << " (priced by the roofline)\n";
