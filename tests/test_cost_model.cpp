@@ -62,6 +62,32 @@ ExtractionProblem::Node node(std::uint32_t cls, std::vector<std::uint32_t> child
   return n;
 }
 
+// A batched 4x128x128 by 4x128x64 product, which the CPU roofline prices
+// at about 60 us: the op of the calibration passes with scripted times.
+extract::TimedOp batched_product() {
+  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
+  return {ir::OpRegistry::get().find("blas.matmul"), {}, {p, v}, {{true, true}, {false, false}}, v};
+}
+
+// Answers each op of a pass its next time in `script` (by signature),
+// counting each op's timings in `timed`; `last` names the op timed last.
+struct ScriptedTimer {
+  explicit ScriptedTimer(const std::map<std::string, std::vector<double>>& s) : script(s) {}
+  const std::map<std::string, std::vector<double>>& script;
+  std::map<std::string, int> timed;
+  std::string last;
+  std::map<const extract::TimedOp*, std::string> names;
+  // The timer of a pass over `ops`, which must outlive it.
+  extract::OpTimer over(const std::map<std::string, extract::TimedOp>& ops) {
+    names.clear();
+    for (const auto& [sig, o] : ops) names[&o] = sig;
+    return [this](const extract::TimedOp& o) -> Expected<double> {
+      last = names.at(&o);
+      return script.at(last).at(static_cast<std::size_t>(timed[last]++));
+    };
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a fused elementwise chain is priced as one kernel") {
@@ -323,42 +349,32 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
   // roofline, but over 3x the median of the products timed in the pass.
   auto cpu = extract::CostModel::for_target("cpu");
   REQUIRE(cpu);
-  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
-  const ir::OpDef& matmul = *ir::OpRegistry::get().find("blas.matmul");
-  const extract::TimedOp op{&matmul, {}, {p, v}, {{true, true}, {false, false}}, v};
-  const double roofline = cpu->cost(matmul, {}, op.in, op.out, false);
-  std::map<std::string, std::vector<double>> script{{"a", {0.5 * roofline}},
-                                                    {"b", {0.5 * roofline}},
-                                                    {"c", {0.5 * roofline}},
-                                                    {"d stretched", {2 * roofline, 0.5 * roofline}},
-                                                    {"e a bit slow", {1.2 * roofline}}};
+  const extract::TimedOp op = batched_product();
+  const double roofline = cpu->cost(*op.def, {}, op.in, op.out, false);
+  const std::map<std::string, std::vector<double>> script{{"a", {0.5 * roofline}},
+                                                          {"b", {0.5 * roofline}},
+                                                          {"c", {0.5 * roofline}},
+                                                          {"d stretched", {2 * roofline, 0.5 * roofline}},
+                                                          {"e a bit slow", {1.2 * roofline}}};
   std::map<std::string, extract::TimedOp> ops;
   for (const auto& [sig, times] : script) ops.emplace(sig, op);
-  std::map<const extract::TimedOp*, std::string> names;
-  for (const auto& [sig, o] : ops) names[&o] = sig;
-  std::map<std::string, int> timed;
-  auto fake = [&](const extract::TimedOp& o) -> Expected<double> {
-    const std::string& sig = names.at(&o);
-    return script.at(sig).at(static_cast<std::size_t>(timed[sig]++));
-  };
+  ScriptedTimer fake{script};
   extract::Calibration cal;
-  const auto pass = extract::run_calibration_pass(ops, cal, fake, &*cpu, 60);
+  const auto pass = extract::run_calibration_pass(ops, cal, fake.over(ops), &*cpu, 60);
   REQUIRE(pass.second_looks.size() == 1);
   CHECK(pass.second_looks[0].op == "d stretched");
   CHECK(cal.us.at("d stretched") == Approx(0.5 * roofline));
   // 2.4x the family's median: kept as measured, timed once.
-  CHECK(timed["e a bit slow"] == 1);
+  CHECK(fake.timed["e a bit slow"] == 1);
   CHECK(cal.us.at("e a bit slow") == Approx(1.2 * roofline));
   // Each measurement is kept with the roofline's price.
   CHECK(cal.roofline_us.at("a") == Approx(roofline));
   CHECK(cal.roofline_us.at("d stretched") == Approx(roofline));
   // Fewer than kFamilySize products: only the roofline's bound holds.
   std::map<std::string, extract::TimedOp> few{{"a", op}, {"d stretched", op}};
-  names.clear();
-  for (const auto& [sig, o] : few) names[&o] = sig;
-  timed.clear();
+  fake.timed.clear();
   extract::Calibration alone;
-  CHECK(extract::run_calibration_pass(few, alone, fake, &*cpu, 60).second_looks.empty());
+  CHECK(extract::run_calibration_pass(few, alone, fake.over(few), &*cpu, 60).second_looks.empty());
   CHECK(alone.us.at("d stretched") == Approx(2 * roofline));
 }
 
@@ -368,28 +384,20 @@ TEST_CASE("an op timed while other processes were busy is timed again - whatever
   // watch saw the spell cover "a" and "b".
   auto cpu = extract::CostModel::for_target("cpu");
   REQUIRE(cpu);
-  const ir::ValueType p{ir::DType::F32, ir::shape_of({4, 128, 128})}, v{ir::DType::F32, ir::shape_of({4, 128, 64})};
-  const ir::OpDef& matmul = *ir::OpRegistry::get().find("blas.matmul");
-  const extract::TimedOp op{&matmul, {}, {p, v}, {{true, true}, {false, false}}, v};
-  const double roofline = cpu->cost(matmul, {}, op.in, op.out, false);
-  std::map<std::string, std::vector<double>> script{{"a crowded", {1.5 * roofline, 0.5 * roofline}},
-                                                    {"b crowded twice", {1.5 * roofline, 1.6 * roofline}},
-                                                    {"c quiet", {1.5 * roofline}}};
+  const extract::TimedOp op = batched_product();
+  const double roofline = cpu->cost(*op.def, {}, op.in, op.out, false);
+  const std::map<std::string, std::vector<double>> script{{"a crowded", {1.5 * roofline, 0.5 * roofline}},
+                                                          {"b crowded twice", {1.5 * roofline, 1.6 * roofline}},
+                                                          {"c quiet", {1.5 * roofline}}};
   std::map<std::string, extract::TimedOp> ops;
   for (const auto& [sig, times] : script) ops.emplace(sig, op);
-  std::map<const extract::TimedOp*, std::string> names;
-  for (const auto& [sig, o] : ops) names[&o] = sig;
-  std::map<std::string, int> timed;
-  std::string last;
-  auto fake = [&](const extract::TimedOp& o) -> Expected<double> {
-    last = names.at(&o);
-    return script.at(last).at(static_cast<std::size_t>(timed[last]++));
-  };
+  ScriptedTimer fake{script};
   int begun = 0;
   const extract::LoadWatch watch{
-      [&] { ++begun; }, [&] { return last == "b crowded twice" || (last == "a crowded" && timed[last] == 1); }};
+      [&] { ++begun; },
+      [&] { return fake.last == "b crowded twice" || (fake.last == "a crowded" && fake.timed[fake.last] == 1); }};
   extract::Calibration cal;
-  const auto pass = extract::run_calibration_pass(ops, cal, fake, &*cpu, 60, watch);
+  const auto pass = extract::run_calibration_pass(ops, cal, fake.over(ops), &*cpu, 60, watch);
   CHECK(begun == 5);  // every timing watched, second looks too
   CHECK(pass.crowded == 2);
   CHECK(pass.crowded_again == 1);
@@ -397,11 +405,11 @@ TEST_CASE("an op timed while other processes were busy is timed again - whatever
   CHECK(pass.second_looks[0].op == "a crowded");
   CHECK(cal.us.at("a crowded") == Approx(0.5 * roofline));
   CHECK(cal.us.at("b crowded twice") == Approx(1.5 * roofline));  // the faster of two crowded timings
-  CHECK(timed["c quiet"] == 1);
+  CHECK(fake.timed["c quiet"] == 1);
   // Without a watch, the same times raise no suspicion.
-  timed.clear();
+  fake.timed.clear();
   extract::Calibration unwatched;
-  const auto blind = extract::run_calibration_pass(ops, unwatched, fake, &*cpu, 60);
+  const auto blind = extract::run_calibration_pass(ops, unwatched, fake.over(ops), &*cpu, 60);
   CHECK(blind.second_looks.empty());
   CHECK(blind.crowded == 0);
   CHECK(unwatched.us.at("a crowded") == Approx(1.5 * roofline));
