@@ -95,6 +95,13 @@ void Calibration::record(const std::string& signature, double measured_us, doubl
     if (!key.empty()) update_ratio(key);
 }
 
+void Calibration::keep_faster(const std::string& signature, double measured_us) {
+  auto it = us.find(signature);
+  if (it == us.end() || !(measured_us < it->second)) return;
+  it->second = measured_us;
+  if (auto f = family_of.find(signature); f != family_of.end()) update_ratio(f->second);
+}
+
 void Calibration::update_ratio(const std::string& key) {
   // (A family's calls are its library's: their signatures start with it.)
   const std::string prefix = library_prefix(key);

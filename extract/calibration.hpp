@@ -74,6 +74,9 @@ struct Calibration {
   // positive and finite) and its family (none when empty), and updates
   // that family's ratio.
   void record(const std::string& signature, double measured_us, double modeled_us, const std::string& family_key);
+  // Another measurement of a recorded op: the faster of the two is kept,
+  // with the roofline's price and the family it was recorded with.
+  void keep_faster(const std::string& signature, double measured_us);
 
   // The file for a target and machine in a folder: $SATURN_CACHE_DIR, else
   // $XDG_CACHE_HOME/saturn, else $HOME/.cache/saturn.

@@ -68,13 +68,8 @@ CalibrationPass run_calibration_pass(const std::map<std::string, TimedOp>& ops, 
     auto us = watched(entry.second, crowded);
     if (!us) continue;  // the first measurement stands
     if (crowded) ++pass.crowded_again;
-    const double kept = c.us[entry.first];
-    pass.second_looks.push_back({entry.first, kept, *us});
-    // (Its roofline price and family as the first measurement recorded them.)
-    const auto modeled = c.roofline_us.find(entry.first);
-    const auto family = c.family_of.find(entry.first);
-    c.record(entry.first, std::min(kept, *us), modeled == c.roofline_us.end() ? 0 : modeled->second,
-             family == c.family_of.end() ? std::string() : family->second);
+    pass.second_looks.push_back({entry.first, c.us.at(entry.first), *us});
+    c.keep_faster(entry.first, *us);
   }
   return pass;
 }

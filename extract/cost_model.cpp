@@ -316,7 +316,7 @@ bool CostModel::timed(const ir::OpDef& def) const {
 std::optional<double> CostModel::family_scale(const ir::OpDef& def, const ir::Attrs& attrs,
                                               std::span<const ir::ValueType> in, const ir::ValueType& out,
                                               const OperandFacts& facts) const {
-  if (!calibration) return std::nullopt;
+  if (!calibration || calibration->family.empty()) return std::nullopt;  // (no family string to build)
   const std::string family = op_family(def, attrs, in, out, facts);
   const double* ratio = calibration->family_ratio(family);
   // A family read from memory that has no ratio takes the one of its calls

@@ -378,6 +378,25 @@ TEST_CASE("a time far over what its op's family reaches is suspect - even under 
   CHECK(alone.us.at("d stretched") == Approx(2 * roofline));
 }
 
+TEST_CASE("a faster second measurement replaces the first - and moves its family's ratio") {
+  extract::Calibration cal;
+  // Three products of one family, 20, 2 and 10 times their price: ratio 10.
+  cal.record("blas.matmul a", 200, 10, "blas. rows");
+  cal.record("blas.matmul b", 20, 10, "blas. rows");
+  cal.record("blas.matmul c", 100, 10, "blas. rows");
+  REQUIRE(cal.family_ratio("blas. rows"));
+  CHECK(*cal.family_ratio("blas. rows") == Approx(10));
+  cal.keep_faster("blas.matmul a", 10);  // 1x: the median is now 2
+  CHECK(cal.us.at("blas.matmul a") == Approx(10));
+  CHECK(*cal.family_ratio("blas. rows") == Approx(2));
+  CHECK(cal.roofline_us.at("blas.matmul a") == Approx(10));
+  CHECK(cal.family_of.at("blas.matmul a") == "blas. rows");
+  cal.keep_faster("blas.matmul c", 500);  // slower: the first stands
+  CHECK(cal.us.at("blas.matmul c") == Approx(100));
+  cal.keep_faster("blas.matmul unknown", 1);  // never recorded: nothing
+  CHECK(cal.us.count("blas.matmul unknown") == 0);
+}
+
 TEST_CASE("an op timed while other processes were busy is timed again - whatever its ratio says") {
   // A spell over the whole pass stretches every product alike (each 1.5x
   // the roofline here, the median too): no ratio stands out, but the load

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "extract/calibration_pass.hpp"
@@ -308,12 +309,13 @@ namespace {
 // A CPU timing is crowded when other processes took more than a quarter of
 // a CPU from those its team needs (/proc/stat, this process's own time left
 // out; hypervisor steal counts as taken). A CUDA timing is not watched.
-extract::LoadWatch cpu_load_watch(const std::string& target, int threads, runtime::CpuReading& mark) {
+extract::LoadWatch cpu_load_watch(const std::string& target, int threads) {
   if (target != "cpu") return {};
   const double team = std::min(threads > 0 ? threads : runtime::usable_cpus(), runtime::usable_cpus());
-  return {[&mark] { mark = runtime::read_cpu_load(); },
-          [&mark, team] {
-            const std::optional<double> free = runtime::free_cpus_between(mark, runtime::read_cpu_load());
+  auto mark = std::make_shared<runtime::CpuReading>();  // (the reading `begin` took)
+  return {[mark] { *mark = runtime::read_cpu_load(); },
+          [mark, team] {
+            const std::optional<double> free = runtime::free_cpus_between(*mark, runtime::read_cpu_load());
             return free && *free + 0.25 < team;
           }};
 }
@@ -324,10 +326,9 @@ nlohmann::json measure_timed_ops(const std::map<std::string, extract::TimedOp>& 
                                  const std::string& target, int threads, double budget_s) {
   const auto start = Clock::now();
   const std::optional<extract::CostModel> roofline = extract::CostModel::for_target(target);
-  runtime::CpuReading mark;
   const extract::CalibrationPass pass = extract::run_calibration_pass(
       ops, c, [&](const extract::TimedOp& op) { return time_op(op, target, threads); }, roofline ? &*roofline : nullptr,
-      budget_s, cpu_load_watch(target, threads, mark));
+      budget_s, cpu_load_watch(target, threads));
   nlohmann::json failed = nlohmann::json::array(), second_looks = nlohmann::json::array();
   // (Priced by the roofline instead; named so that a user can see why.)
   for (const auto& f : pass.failed) failed.push_back({{"op", f.op}, {"error", f.why}});
