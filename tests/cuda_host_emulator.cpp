@@ -251,8 +251,9 @@ Expected<CudaHostEmulator> CudaHostEmulator::build(const std::vector<lower::Cuda
   const fs::path dir(work_dir);
   const fs::path source = dir / "kernels.cpp", library = dir / "kernels.so", log = dir / "compiler.log";
   std::ofstream(source) << tu.str();
-  // -O1: the kernels are small and many; the compile dominates.
-  const std::string cmd = std::string(SATURN_HOST_CXX) + " -std=c++17 -O1 -fPIC -shared -pthread -w -o '" +
+  // -O0: the kernels are many and run on small inputs, so their compile
+  // dominates (test_cuda_lowering: 16.5 s at -O1, 13.3 s at -O0).
+  const std::string cmd = std::string(SATURN_HOST_CXX) + " -std=c++17 -O0 -fPIC -shared -pthread -w -o '" +
                           library.string() + "' '" + source.string() + "' > '" + log.string() + "' 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream in(log);
