@@ -16,12 +16,14 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <new>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
 
 #include "ir/dependency_order.hpp"
+#include "ir/memory_limit.hpp"
 #include "ir/sexpr.hpp"
 
 namespace saturn::ir {
@@ -395,6 +397,9 @@ class Importer {
     // A dequantized weight stays quantized: its integer form is what an
     // int8 library call reads (rulesets/quant.rules).
     if (all_const && op != "dequantize_linear") {
+      // (Refused before evaluating: see ir/memory_limit.hpp.)
+      for (std::size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
+        if (auto refusal = exceeds_memory(n.outputs[k], outs[k])) unsupported(*refusal);
       std::vector<Tensor> args;
       auto given = std::make_unique<bool[]>(n.inputs.size() + 1);
       for (std::size_t k = 0; k < n.inputs.size(); ++k) {
@@ -1115,7 +1120,12 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         im.unsupported("spatial = 0 (per-element statistics) is not supported");
       if (im.num_out() > 1 || im.ai("training_mode", 0))
         im.unsupported("training mode is not supported (inference only)");
-      im.emit1("batch_norm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, im.copy({"epsilon"}));
+      // Since opset 15 the scale and bias (T1) and the statistics (T2) may
+      // be of another floating type than x: computed in x's.
+      std::vector<std::string> ops{im.in(0)};
+      for (int k = 1; k < 5; ++k)
+        ops.push_back(im.opset() >= 15 ? cast_to(im, im.in(k), im.type_of(im.in(0)).dtype) : im.in(k));
+      im.emit1("batch_norm", std::move(ops), im.copy({"epsilon"}));
     };
     // Attention (opsets 23-24) as its function body: heads split from 3-D
     // inputs, the past keys and values concatenated before the new ones
@@ -1362,6 +1372,8 @@ void Importer::import_node(const onnx::NodeProto& n) {
     it->second(*this);
   } catch (const ShapeError& e) {  // an attribute or constant operand out of range (an axis, ...)
     unsupported(e.message);
+  } catch (const std::bad_alloc&) {  // a folded constant within the machine's memory, but not what is left
+    unsupported("what it computes while importing (its operands are constants) does not fit in the memory left");
   }
   for (const auto& a : n.attribute())
     if (!read_attrs_.count(a.name())) unsupported("attribute '" + a.name() + "' is not supported");

@@ -6,8 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include <unistd.h>
-
+#include "ir/memory_limit.hpp"
 #include "lower/memory_plan.hpp"
 
 namespace saturn::lower {
@@ -386,15 +385,8 @@ Expected<std::shared_ptr<Program>> Lowerer::run() {
                                        "' is " + ir::to_string(t.shape) + " (give inputs, or set the dimensions)")};
     // A value larger than the machine's memory cannot be computed: refused
     // before lowering builds tables and plans for it.
-    const auto memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-    for (const auto& [name, t] : types_) {
-      const double bytes = static_cast<double>(*ir::checked_static_numel(t.shape)) * ir::dtype_size(t.dtype);
-      if (memory > 0 && bytes > memory)
-        throw DiagnosticError{
-            at_graph("out of memory: '" + name + "' (" + ir::dtype_name(t.dtype) + ir::to_string(t.shape) + ") needs " +
-                     std::to_string(static_cast<long long>(bytes / (1 << 30))) + " GiB, more than this machine's " +
-                     std::to_string(static_cast<long long>(memory / (1 << 30))) + " GiB")};
-    }
+    for (const auto& [name, t] : types_)
+      if (auto refusal = ir::exceeds_memory(name, t)) throw DiagnosticError{at_graph(*refusal)};
     acc_ = ctx_->var("acc").id();
     p_->keep_alive.push_back(graph_);
     p_->keep_alive.push_back(folded_);

@@ -141,6 +141,47 @@ TEST_CASE("errors name the node - the op and the opset") {
   CHECK(bad.error().message == "node 'mm' (MatMul, opset 17): matmul: inner dimensions differ: [2 3] x [4 5]");
 }
 
+TEST_CASE("a constant folded while importing that exceeds the machine's memory is refused naming the node") {
+  // Checked before anything is allocated (under AddressSanitizer too, whose
+  // allocator aborts on such a size; elsewhere it may succeed, overcommitted).
+  ModelBuilder b(17);
+  b.input("x", 1, {"2"});
+  b.init_ints("shape", {1 << 20, 1 << 20, 64});
+  b.node("ConstantOfShape", {"shape"}, {"big"}, "huge_fill");
+  b.node("Add", {"x", "big"}, {"y"}, "sum");
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message.rfind("node 'huge_fill' (ConstantOfShape, opset 17): out of memory: 'big' (f32[1048576 "
+                                "1048576 64]) needs 262144 GiB, more than this machine's ",
+                                0) == 0);
+
+  // A broadcast of a scalar constant, as large.
+  ModelBuilder e(17);
+  e.input("x", 1, {"2"});
+  e.init_scalar("one", 1, 1.0);
+  e.init_ints("to", {1 << 16, 1 << 16, 1 << 12});
+  e.node("Expand", {"one", "to"}, {"wide"}, "wide_expand");
+  e.node("Add", {"x", "wide"}, {"y"}, "sum");
+  e.output("y");
+  auto w = e.import();
+  REQUIRE_FALSE(w);
+  CHECK(w.error().message.rfind(
+            "node 'wide_expand' (Expand, opset 17): out of memory: 'wide' (f32[65536 65536 4096]) needs 65536 GiB",
+            0) == 0);
+
+  // Within the memory it folds as before.
+  ModelBuilder ok(17);
+  ok.input("x", 1, {"2"});
+  ok.init_ints("shape", {2});
+  ok.node("ConstantOfShape", {"shape"}, {"zeros"}, "fill");
+  ok.node("Add", {"x", "zeros"}, {"y"}, "sum");
+  ok.output("y");
+  auto fine = ok.import();
+  REQUIRE(fine);
+  CHECK(fine->nodes.size() == 1);
+}
+
 TEST_CASE("a reshape target computed from an input binds that input") {
   ModelBuilder b(14);
   b.input("x", 1, {"6"});
@@ -662,6 +703,64 @@ TEST_CASE("nodes out of topological order import in dependency order - a cycle n
   REQUIRE_FALSE(cyclic);
   CHECK(cyclic.error().message.find("is on a cycle") != std::string::npos);
   CHECK(cyclic.error().message.find("node 'loop_") != std::string::npos);
+}
+
+TEST_CASE(
+    "BatchNormalization's parameters of another type are cast to x's from opset 15 - norms of mixed types are "
+    "errors") {
+  // f64 scale, bias, mean and var of an f32 x: ONNX's T1 and T2 (opset 15).
+  auto batch_norm = [](int opset) {
+    ModelBuilder b(opset);
+    b.input("x", 1, {"1", "2", "2"});
+    const std::vector<std::pair<const char*, std::vector<double>>> params = {
+        {"scale", {2.0, 0.5}}, {"bias", {1.0, -1.0}}, {"mean", {0.5, 1.0}}, {"var", {4.0, 0.25}}};
+    for (const auto& [name, values] : params) {
+      auto* t = b.m.mutable_graph()->add_initializer();
+      t->set_name(name);
+      t->set_data_type(11);  // DOUBLE
+      t->add_dims(2);
+      for (double v : values) t->add_double_data(v);
+    }
+    auto* n = b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn");
+    auto* eps = n->add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(0.0f);
+    b.output("y");
+    return b.import();
+  };
+  auto g = batch_norm(15);
+  if (!g) FAIL(g.error().to_string());
+  Tensor x(DType::F32, {1, 2, 2});
+  for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i));
+  auto got = runtime::interpret(*g, std::vector<Tensor>{x});
+  REQUIRE(got);
+  REQUIRE((*got)[0].dtype() == DType::F32);
+  // (x - mean) / sqrt(var) * scale + bias, channel 0 then channel 1.
+  const std::vector<double> want = {(0 - 0.5) / 2 * 2 + 1, (1 - 0.5) / 2 * 2 + 1, (2 - 1.0) / 0.5 * 0.5 - 1,
+                                    (3 - 1.0) / 0.5 * 0.5 - 1};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK((*got)[0].at(i) == Approx(want[i]));
+  // Before opset 15 every operand is of x's type T.
+  auto old = batch_norm(14);
+  REQUIRE_FALSE(old);
+  CHECK(old.error().message ==
+        "node 'bn' (BatchNormalization, opset 14): batch_norm: scale, bias, mean and var must "
+        "have x's element type (f32), got f64");
+
+  ModelBuilder ln(17);
+  ln.input("x", 1, {"2", "3"});
+  auto* s = ln.m.mutable_graph()->add_initializer();
+  s->set_name("gamma");
+  s->set_data_type(11);
+  s->add_dims(3);
+  for (int k = 0; k < 3; ++k) s->add_double_data(1.0);
+  ln.node("LayerNormalization", {"x", "gamma"}, {"y"}, "ln");
+  ln.output("y");
+  auto mixed = ln.import();
+  REQUIRE_FALSE(mixed);
+  CHECK(
+      mixed.error().message ==
+      "node 'ln' (LayerNormalization, opset 17): layer_norm: scale and bias must have x's element type (f32), got f64");
 }
 
 TEST_CASE("Dropout in training mode with ratio 0 is the identity - another ratio is an error naming it") {
