@@ -134,6 +134,18 @@ TEST_CASE("a result larger than the memory of the machine is refused before lowe
   fs::remove_all(dir);
 }
 
+TEST_CASE("bytes a terminal would not show are escaped in an error - valid UTF-8 is kept") {
+  // (A damaged file's names may hold any bytes: seen with tools/mutate_models.py.)
+  auto dir = saturn::test::scratch_dir() / "unprintable";
+  fs::create_directories(dir);
+  std::ofstream(dir / "b.sat") << "(graph g (input x f32 [4]) (node r fr\xff" << '\x01'
+                               << "ob\xc3\xa9 (y) (x)) (output y))\n";
+  auto r = run_saturn("run --target interp " + (dir / "b.sat").string());
+  CHECK(r.status == 2);
+  CHECK(r.err.find(":1:36: error: unknown op 'fr\\xff\\x01ob\xc3\xa9'") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a device as a model or an input is bad input - not an endless read") {
   const std::string model = saturn::test::source_dir() + "/docs/examples/models/mlp.onnx";
   for (const std::string& args : {std::string("run /dev/zero"), "run " + model + " --inputs /dev/zero"}) {

@@ -23,8 +23,36 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string printable(std::string_view text) {
+  // Names read from a damaged file may hold any bytes: valid UTF-8, tabs and
+  // line breaks are kept; a control byte or one that starts no valid UTF-8
+  // sequence is written \xNN, so the message stays text a terminal shows.
+  std::string out;
+  out.reserve(text.size());
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = byte(i);
+    std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid = len > 0 && i + len <= text.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+    for (std::size_t k = 1; valid && k < len; ++k) valid = (byte(i + k) & 0xC0) == 0x80;
+    if (valid && len == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)) valid = false;
+    if (!valid) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
 int bad_input(const std::string& message) {
-  std::cerr << "saturn: " << (message.find("error:") == std::string::npos ? "error: " : "") << message << "\n";
+  std::cerr << "saturn: " << (message.find("error:") == std::string::npos ? "error: " : "") << printable(message)
+            << "\n";
   return kBadInput;
 }
 

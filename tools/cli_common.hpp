@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -39,7 +40,11 @@ inline constexpr int kBadInput = 2;
 // True when stderr is a terminal (progress is shown only then).
 bool stderr_is_terminal();
 
-// Prints "saturn: error: message" to stderr and returns kBadInput.
+// text with the bytes a terminal would not show as text escaped (\xNN):
+// control bytes other than tab and line break, and invalid UTF-8.
+std::string printable(std::string_view text);
+
+// Prints "saturn: error: message" (printable) to stderr and returns kBadInput.
 int bad_input(const std::string& message);
 
 // Whether `s` ends with `suffix` (".sat": which format a path asks for).
