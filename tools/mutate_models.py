@@ -17,7 +17,7 @@ Usage: tools/mutate_models.py MODEL.onnx... [--saturn BIN] [--runs N]
        [--seed S] [--keep DIR]
 Needs numpy and onnx (PyPI: the benchmarks' venv has them). Each MODEL needs
 its inputs next to it as MODEL.input.pb (the bundled examples in
-docs/examples/models have them). Exit status 1 when a run was bad.
+docs/examples/models have them) or MODEL.input.npy (bench/export_models.py). Exit status 1 when a run was bad.
 """
 import argparse
 import collections
@@ -129,8 +129,11 @@ def main():
         what = [rng.choice(MUTATIONS)(rng, m.graph) for _ in range(rng.randint(1, 2))]
         path = os.path.join(args.keep, f"m{args.seed}-{i}.onnx")
         onnx.save(m, path)
-        cmd = [args.saturn, "run", path, "--target", rng.choice(["cpu", "cpu", "interp"]), "--inputs",
-               source[: -len(".onnx")] + ".input.pb", "--threads", "1"]
+        inputs = source[: -len(".onnx")] + ".input.pb"
+        if not os.path.exists(inputs):  # (bench/export_models.py writes .npy)
+            inputs = source[: -len(".onnx")] + ".input.npy"
+        cmd = [args.saturn, "run", path, "--target", rng.choice(["cpu", "cpu", "interp"]), "--inputs", inputs,
+               "--threads", "1"]
         if rng.random() < 0.3:
             cmd.append("--no-opt")
         try:
