@@ -204,16 +204,6 @@ bool one_type(Inputs in) {
   return true;
 }
 
-// The normalizations' parameters are of x's type (ONNX's T; the importer
-// casts BatchNormalization's, whose types may differ since opset 15): the
-// rules that define them build arithmetic of x with each parameter.
-void same_type_parameters(Inputs in, const char* op, const char* names) {
-  for (const TypedInput& t : in.subspan(1))
-    if (t.present && t.type.dtype != in[0].type.dtype)
-      shape_error(std::string(op) + ": " + names + " must have x's element type (" + dtype_name(in[0].type.dtype) +
-                  "), got " + dtype_name(t.type.dtype));
-}
-
 // What a convolution's infer asks of its operands' ranks and types before
 // anything else: floating x, one type, x and w of the same rank >= 3, a
 // 1-D bias.
@@ -524,7 +514,10 @@ void register_nn_ops(OpRegistry& r) {
              "inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias per channel (axis 1)");
     d.infer = [](const Attrs&, Inputs in, std::size_t) {
       need_float(in, "batch_norm");
-      same_type_parameters(in, "batch_norm", "scale, bias, mean and var");
+      // (The parameters are of x's type, ONNX's T, as the rules defining the
+      // normalizations build arithmetic of x with each; the importer casts
+      // BatchNormalization's, whose types may differ since opset 15.)
+      need_one_type(in, "batch_norm");
       if (in[0].type.shape.size() < 2) shape_error("batch_norm needs rank >= 2");
       const Dim& c = in[0].type.shape[1];
       for (std::size_t k = 1; k < 5; ++k)
@@ -553,7 +546,7 @@ void register_nn_ops(OpRegistry& r) {
       if (!instance) d.num_outputs = -1;  // Y, and optionally Mean and InvStdDev
       d.infer = [name, instance](const Attrs& a, Inputs in, std::size_t outs) {
         need_float(in, name);
-        same_type_parameters(in, name, "scale and bias");
+        need_one_type(in, name);  // (as batch_norm's)
         if (!instance) {
           // scale and bias hold one value per element of the normalized
           // block (or one value): their shape is the block's trailing shape.

@@ -35,6 +35,12 @@ std::string printable(std::string_view text) {
     std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
     bool valid = len > 0 && i + len <= text.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
     for (std::size_t k = 1; valid && k < len; ++k) valid = (byte(i + k) & 0xC0) == 0x80;
+    // (No overlong forms, surrogates or code points past U+10FFFF.)
+    if (valid && len >= 3) {
+      const unsigned char d = byte(i + 1);
+      valid = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0) && !(c == 0xF0 && d < 0x90) &&
+              !(c == 0xF4 && d >= 0x90);
+    }
     if (valid && len == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)) valid = false;
     if (!valid) {
       static constexpr char kHex[] = "0123456789abcdef";

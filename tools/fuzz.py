@@ -9,6 +9,16 @@ parser. Each failing input is kept and printed with the end of its stderr.
       byte mutations of an ONNX file (bytes set, bits flipped, bytes deleted
       near the start, where the graph's structure is), run through
       `saturn run --target cpu` (run), `saturn run` (interp) or `saturn opt`
+  tools/fuzz.py graph MODEL.onnx INPUTS [-n N] [--seed S]
+      structural mutations of an ONNX model, one or two a case, as a broken
+      exporter could make them (an attribute's value, an input dimension,
+      an initializer's shape or element type, an operand's wiring, a node
+      dropped, an op type swapped; needs numpy and onnx, the benchmarks'
+      venv), run through `saturn run` on the cpu target or the interpreter,
+      optimized or `--no-opt`. Exit 0, or 2 with an error message; exit 1
+      fails too: a shipped rule refused to optimize a model the importer
+      accepted (a typing hole, as mixed-type normalizations were). INPUTS
+      is a .pb or .npy
   tools/fuzz.py rules MODEL.onnx [-n N] [--seed S]
       token mutations of a shipped ruleset (tokens dropped, replaced or
       inserted), loaded alone by `saturn opt --no-default-rules`; exit 1 with
@@ -23,6 +33,9 @@ parser. Each failing input is kept and printed with the end of its stderr.
       .npy shapes, unknown auto_pad / Gelu strings, negative pads): each
       must end in its documented status
       with its message, never a signal, a hang or an internal error
+
+--saturn BIN runs another build (build-asan/tools/saturn: memory errors
+show as the sanitizers' reports, which fail the case).
 """
 import argparse
 import os
@@ -67,6 +80,65 @@ def mutate_rules(text, rng):
         else:
             toks.insert(k, " " + rng.choice(JUNK) + " ")
     return "".join(toks).encode()
+
+
+GRAPH_OPS = ["Relu", "Add", "MatMul", "Conv", "Softmax", "Transpose", "Reshape", "Gemm", "Concat", "Slice", "Gather",
+             "ReduceMean"]
+
+
+def mutate_graph(data, rng):
+    """One or two structural mutations of a serialized ONNX model."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load_from_string(data)
+    g = m.graph
+    for _ in range(rng.randint(1, 2)):
+        what = rng.choice(["attribute"] * 3 + ["input dim", "initializer shape", "initializer type", "wiring", "drop",
+                                               "op"])
+        if what == "attribute":
+            cands = [a for n in g.node for a in n.attribute]
+            if not cands:
+                continue
+            a = rng.choice(cands)
+            if a.type == onnx.AttributeProto.INT:
+                a.i = rng.choice([-3, -1, 0, 1, 2, 5, 1 << 40, a.i + 1, a.i - 1])
+            elif a.type == onnx.AttributeProto.INTS and len(a.ints):
+                a.ints[rng.randrange(len(a.ints))] = rng.choice([-2, -1, 0, 1, 3, 100, 1 << 33])
+                if rng.random() < 0.3:
+                    a.ints.append(1)
+                if rng.random() < 0.2:
+                    del a.ints[:]
+            elif a.type == onnx.AttributeProto.FLOAT:
+                a.f = rng.choice([float("nan"), float("inf"), -1.0, 0.0, 1e30])
+            elif a.type == onnx.AttributeProto.STRING:
+                a.s = rng.choice([b"", b"FOO", b"SAME_UPPER", b"VALID"])
+        elif what == "input dim" and len(g.input):
+            dims = g.input[0].type.tensor_type.shape.dim
+            if len(dims):
+                dims[rng.randrange(len(dims))].dim_value = rng.choice([0, 1, 2, 7, 1 << 31])
+        elif what.startswith("initializer") and len(g.initializer):
+            t = rng.choice(list(g.initializer))
+            v = numpy_helper.to_array(t)
+            if what == "initializer type":
+                v = v.astype(rng.choice([np.int64, np.float16, np.int8, np.bool_, np.float64]))
+            elif v.size > 1:
+                v = v.reshape(-1)[: max(1, v.size // 2)] if rng.random() < 0.5 else (
+                    v.reshape(-1, 1) if v.ndim == 1 else v.reshape(v.shape[::-1]))
+            elif v.size:
+                v = np.repeat(v.reshape(-1), 3)
+            t.CopyFrom(numpy_helper.from_array(v, t.name))
+        elif what == "wiring" and len(g.node):
+            n = rng.choice(list(g.node))
+            if len(n.input):
+                names = [x.name for x in g.initializer] + [o for x in g.node for o in x.output] + [x.name for x in g.input]
+                n.input[rng.randrange(len(n.input))] = rng.choice(names + [""])
+        elif what == "drop" and len(g.node):
+            del g.node[rng.randrange(len(g.node))]
+        elif what == "op" and len(g.node):
+            rng.choice(list(g.node)).op_type = rng.choice(GRAPH_OPS)
+    return m.SerializeToString()
 
 
 def deep(n, open_="(", close=")", atom="x"):
@@ -166,7 +238,7 @@ def run_classes(a, rng, work):
             paths[name] = os.path.join(work, f"case{i}-{name}")
             with open(paths[name], "wb") as f:
                 f.write(data)
-        cmd = [SATURN] + [paths.get(x[1:-1], x) if x.startswith("{") else x for x in args]
+        cmd = [a.saturn] + [paths.get(x[1:-1], x) if x.startswith("{") else x for x in args]
         rc, out, err = run(cmd, 120)
         if rc in statuses and needle in err + out and "internal" not in err:
             for p in paths.values():
@@ -191,18 +263,19 @@ def main():
 
 def fuzz(work):
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["onnx", "rules", "classes"])
+    ap.add_argument("kind", choices=["onnx", "graph", "rules", "classes"])
     ap.add_argument("model", nargs="?")
     ap.add_argument("inputs", nargs="?")
     ap.add_argument("--verb", choices=["run", "interp", "opt"], default="run")
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--saturn", default=SATURN)
     a = ap.parse_args()
     rng = random.Random(a.seed)
     if a.kind == "classes":
         return run_classes(a, rng, work)
     if not a.model:
-        ap.error("onnx and rules fuzzing need a MODEL")
+        ap.error("onnx, graph and rules fuzzing need a MODEL")
     # The rulesets `saturn opt` loads (rulesets/grad holds the gradient rules `saturn train` reads).
     rulesets = sorted(os.path.join(ROOT, "rulesets", f) for f in os.listdir(os.path.join(ROOT, "rulesets"))
                       if f.endswith(".rules"))
@@ -213,20 +286,28 @@ def fuzz(work):
             path = os.path.join(work, f"case{i}.onnx")
             data = mutate_bytes(model, rng)
             if a.verb == "opt":
-                cmd = [SATURN, "opt", path, "-q", "-o", os.path.join(work, "out.onnx")]
+                cmd = [a.saturn, "opt", path, "-q", "-o", os.path.join(work, "out.onnx")]
             else:
-                cmd = [SATURN, "run", path, "--inputs", a.inputs] + (["--target", "cpu"] if a.verb == "run" else [])
+                cmd = [a.saturn, "run", path, "--inputs", a.inputs] + (["--target", "cpu"] if a.verb == "run" else [])
+        elif a.kind == "graph":
+            path = os.path.join(work, f"case{i}.onnx")
+            data = mutate_graph(model, rng)
+            cmd = [a.saturn, "run", path, "--inputs", a.inputs, "--threads", "1", "--target",
+                   rng.choice(["cpu", "cpu", "interp"])] + (["--no-opt"] if rng.random() < 0.3 else [])
         else:
             path = os.path.join(work, f"case{i}.rules")
             data = mutate_rules(open(rng.choice(rulesets)).read(), rng)
-            cmd = [SATURN, "opt", a.model, "--no-default-rules", "--rules", path, "-q", "--time-limit", "3",
+            cmd = [a.saturn, "opt", a.model, "--no-default-rules", "--rules", path, "-q", "--time-limit", "3",
                    "--extract-time-limit", "3"]
         with open(path, "wb") as f:
             f.write(data)
         rc, _, err = run(cmd, 60)
         if rc == 1 and a.kind == "rules" and "unsound rewrite" in err:
             rc = 0
-        if rc in (0, 2):
+        # (A graph case's exit 2 must say why; exit 1 is a typing hole, above.)
+        if "Sanitizer" in err or "runtime error:" in err:  # (UBSan may report and go on)
+            rc = f"{rc} with a sanitizer report"
+        if rc in (0, 2) and not (a.kind == "graph" and rc == 2 and "error" not in err):
             os.remove(path)
             continue
         bad += 1
