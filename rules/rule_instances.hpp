@@ -39,6 +39,9 @@ struct InstanceOptions {
   // before (a scalar, one value per element of an axis: scales and zero
   // points) and mostly constants for the variables a guard wants constant.
   bool broad = false;
+  // Sampling keeps only the instances the rule fires on (its guards hold),
+  // and mends a path that fails (rule_instances.cpp, Enumerator::repair).
+  bool where_rule_fires = false;
 };
 
 struct RuleInstances {

@@ -907,6 +907,7 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
 
   InstanceOptions io = opt.instances;
   io.time_limit_s = std::min(io.time_limit_s, opt.rule_time_limit_s / 4);  // building instances gets a share
+  io.where_rule_fires = true;  // a sampled instance the guards turn down proves nothing
   auto holder = std::unique_ptr<RuleInstances>(new RuleInstances(enumerate_instances(rule, info.source, io)));
   // Sampled instances none of which the rule fires on (its guards want
   // constants, one value per tensor, ...): sampled again, broadly
@@ -1079,8 +1080,8 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
                (tensors.empty() ? "" : " for " + tensors) + (attrs.empty() ? "" : "; attributes " + attrs) + "); " +
                std::to_string(v.instances) + " of " + std::to_string(v.found) + " well-typed instances " +
                (v.exhaustive       ? (v.instances < v.found ? "kept, evenly spread" : "(all of them)")
-                : inst.over_budget ? "sampled (their combinations exceed the enumeration budget)"
-                                   : "sampled (enumeration budget reached)") +
+                : inst.over_budget ? "sampled where the rule fires (their combinations exceed the enumeration budget)"
+                                   : "sampled where the rule fires (enumeration budget reached)") +
                (rejected ? ", " + std::to_string(rejected) + " turned down by the guard" : "") +
                (empty_checked ? ", " + std::to_string(empty_checked) + " more with an empty tensor" : "") +
                (timed_out ? ", stopped at the time limit" : "") +

@@ -171,7 +171,8 @@ TEST_CASE("operands too many to enumerate are sampled from the start - and still
   auto v = verify_one("(rule concat4 (concat ?a ?b ?c ?d ?axis) => (concat (concat ?a ?b ?axis) ?c ?d ?axis))");
   CHECK(v.status == VerifyStatus::Proved);
   CHECK(v.shapes_checked > 10);
-  CHECK(v.coverage.find("sampled (their combinations exceed the enumeration budget)") != std::string::npos);
+  CHECK(v.coverage.find("sampled where the rule fires (their combinations exceed the enumeration budget)") !=
+        std::string::npos);
   auto bad = verify_one("(rule bad-concat (concat ?a ?b ?c ?d ?axis) => (concat ?a ?c ?b ?d ?axis))");
   CHECK(bad.status == VerifyStatus::Refuted);
   // Two operands enumerate in full.
@@ -193,12 +194,32 @@ TEST_CASE("attributes too many to enumerate are sampled from the start - the est
       " :if (= (dim ?s 1) (dim ?x 1)) :if (= (numel ?s) (dim ?x 1)))");
   CHECK(v.status == VerifyStatus::Proved);
   CHECK(v.shapes_checked > 0);
-  CHECK(v.coverage.find("sampled (their combinations exceed the enumeration budget)") != std::string::npos);
+  CHECK(v.coverage.find("sampled where the rule fires (their combinations exceed the enumeration budget)") !=
+        std::string::npos);
   // One near the budget but under it still enumerates in full (gather's
   // 66,066 instances: about 140,000 steps).
   auto gather = verify_one("(rule gather-id (gather ?x ?i ?axis) => (gather ?x ?i ?axis))");
   CHECK(gather.status == VerifyStatus::Proved);
   CHECK(gather.coverage.find("sampled") == std::string::npos);
+}
+
+TEST_CASE("sampled instances are those the rule fires on - mended toward a guard drawing cannot meet") {
+  // The residual ?s is drawn before the convolution, whose result's shape
+  // the guard wants it to have: drawn apart, 2 instances of 12,800 draws
+  // fired. Mended (?s bound again to a shape the instance holds), the
+  // sampling keeps drawing until it has its instances.
+  auto v = verify_one(
+      "(rule add-conv (add ?s (conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap)) => (add (conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap) ?s)"
+      " :if (= (shape ?s) (result-shape conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap)))");
+  CHECK(v.status == VerifyStatus::Proved);
+  CHECK(v.coverage.find("sampled where the rule fires") != std::string::npos);
+  CHECK(v.coverage.find("turned down by the guard") == std::string::npos);
+  CHECK(v.shapes_checked >= 32);
+  // A wrong one with that guard is refuted on such an instance.
+  auto bad = verify_one(
+      "(rule bad-add-conv (add ?s (conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap)) => (conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap)"
+      " :if (= (shape ?s) (result-shape conv ?x ?w ?b ?ks ?st ?pd ?dl ?g ?ap)))");
+  CHECK(bad.status == VerifyStatus::Refuted);
 }
 
 TEST_CASE("proved rules are checked on empty tensors too") {
