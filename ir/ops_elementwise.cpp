@@ -407,6 +407,24 @@ void register_elementwise_ops(OpRegistry& r) {
     double alpha = a.f("alpha", 1.67326319217681884765625), gamma = a.f("gamma", 1.05070102214813232421875);
     return gamma * S::select(x > 0.0, x, alpha * (S::exp(x) - 1.0));
   });
+  // ONNX's Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)).
+  unary(r, "celu", K::Composite, A::Float, [](auto x, const Attrs& a) {
+    const double alpha = a.f("alpha", 1.0);
+    return S::max(0.0, x) + S::min(0.0, alpha * (S::exp(x / alpha) - 1.0));
+  });
+  unary(r, "softsign", K::Composite, A::Float, [](auto x, const Attrs&) { return x / (1.0 + S::abs(x)); });
+  unary(r, "thresholded_relu", K::Composite, A::Float,
+        [](auto x, const Attrs& a) { return S::select(x > a.f("alpha", 1.0), x, 0.0); });
+  // ONNX's Shrink: x + bias below -lambd, x - bias above lambd, else 0
+  // (torch's hardshrink and softshrink).
+  unary(r, "shrink", K::Composite, A::Float, [](auto x, const Attrs& a) {
+    const double bias = a.f("bias", 0.0), lambd = a.f("lambd", 0.5);
+    return S::select(x < -lambd, x + bias, S::select(x > lambd, x - bias, 0.0));
+  });
+  unary(r, "tan", K::Composite, A::Float, [](auto x, const Attrs&) { return S::sin(x) / S::cos(x); });
+  // x tanh(softplus(x)), softplus as the op computes it.
+  unary(r, "mish", K::Composite, A::Float,
+        [](auto x, const Attrs&) { return x * S::tanh(S::select(x > 30.0, x, S::log1p(S::exp(x)))); });
   unary(r, "hard_sigmoid", K::Composite, A::Float,
         [](auto x, const Attrs& a) { return S::max(0.0, S::min(1.0, a.f("alpha", 0.2) * x + a.f("beta", 0.5))); });
   unary(r, "hard_swish", K::Composite, A::Float,
@@ -679,6 +697,9 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("selu",
                   {attr_real("alpha", 1.67326319217681884765625), attr_real("gamma", 1.05070102214813232421875)});
   r.declare_attrs("hard_sigmoid", {attr_real("alpha", 0.2), attr_real("beta", 0.5)});
+  r.declare_attrs("celu", {attr_real("alpha", 1.0)});
+  r.declare_attrs("thresholded_relu", {attr_real("alpha", 1.0)});
+  r.declare_attrs("shrink", {attr_real("bias", 0.0), attr_real("lambd", 0.5)});
   r.declare_attrs("gelu", {attr_choice("approximate", "none", {"none", "tanh"})});
   r.declare_attrs("mod", {attr_int("fmod", 0)});
   r.declare_attrs("cast", {attr_string("to")});
@@ -690,10 +711,11 @@ void register_elementwise_ops(OpRegistry& r) {
   // target's inline forms over 1 M floats, 2 threads (0.26 ms for log and
   // log2, 0.15 for exp and exp2, 0.65 for softplus).
   for (const auto& [op, ops] : std::initializer_list<std::pair<const char*, double>>{
-           {"exp", 8},  {"log", 14},     {"exp2", 8},  {"log2", 14},      {"tanh", 10},
-           {"erf", 10}, {"sigmoid", 10}, {"gelu", 20}, {"softplus", 36},  {"sin", 10},
-           {"cos", 10}, {"pow", 20},     {"sqrt", 4},  {"div", 4},        {"recip", 4},
-           {"elu", 10}, {"selu", 10},    {"mod", 4},   {"hard_swish", 4}, {"hard_sigmoid", 3}})
+           {"exp", 8},   {"log", 14},     {"exp2", 8},  {"log2", 14},      {"tanh", 10},
+           {"erf", 10},  {"sigmoid", 10}, {"gelu", 20}, {"softplus", 36},  {"sin", 10},
+           {"cos", 10},  {"pow", 20},     {"sqrt", 4},  {"div", 4},        {"recip", 4},
+           {"elu", 10},  {"selu", 10},    {"mod", 4},   {"hard_swish", 4}, {"hard_sigmoid", 3},
+           {"celu", 10}, {"softsign", 5}, {"tan", 24},  {"mish", 50},      {"shrink", 3}})
     r.declare_unit_work(op, ops);
 }
 

@@ -35,6 +35,15 @@ void copy_elem(Tensor& out, std::size_t o, const Tensor& in, std::size_t i) {
     out.set_int(o, in.at_int(i));
 }
 
+// A pixel shuffle's operand dims (NCHW) and block size, checked.
+std::pair<std::vector<std::int64_t>, std::int64_t> shuffle_operand(const char* op, const Attrs& a, Inputs in) {
+  auto dims = static_shape(in[0], op);
+  const std::int64_t b = a.i("blocksize", 0);
+  if (dims.size() != 4) shape_error(std::string(op) + ": operand has rank " + std::to_string(dims.size()) + ", not 4");
+  if (b < 1 || b > (1 << 20)) shape_error(std::string(op) + ": blocksize " + std::to_string(b) + " is not in 1..2^20");
+  return {std::move(dims), b};
+}
+
 OpDef make(const char* name, OpKind kind, int min_in, int max_in, const char* doc) {
   OpDef d;
   d.name = name;
@@ -432,6 +441,70 @@ void register_movement_ops(OpRegistry& r) {
     };
     r.add(std::move(d));
   }
+  // Pixel shuffles (ONNX DepthToSpace, SpaceToDepth): blocks of b x b
+  // pixels to and from channels, of an NCHW value. depth_to_space's `mode`
+  // orders a block's channels depth-column-row (DCR, ONNX's default: block
+  // position first) or column-row-depth (CRD: torch's PixelShuffle).
+  {
+    OpDef d = make("depth_to_space", OpKind::Composite, 1, 1,
+                   "NCHW: channels into b x b blocks of pixels, b = attribute `blocksize` (mode DCR or CRD)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      const auto [dims, b] = shuffle_operand("depth_to_space", a, in);
+      if (dims[1] % (b * b) != 0)
+        shape_error("depth_to_space: " + std::to_string(dims[1]) +
+                    " channels are not a multiple of blocksize^2 = " + std::to_string(b * b));
+      std::int64_t h = 0, w = 0;
+      if (__builtin_mul_overflow(dims[2], b, &h) || __builtin_mul_overflow(dims[3], b, &w) || h > kMaxElements ||
+          w > kMaxElements)
+        shape_error("depth_to_space: the result would have more than 2^48 elements along an axis");
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of({dims[0], dims[1] / (b * b), h, w})}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      const std::int64_t b = a.i("blocksize", 0);
+      const bool crd = a.s("mode", "DCR") == "CRD";
+      const auto& in = x[0].dims();
+      const std::int64_t c = in[1] / (b * b);
+      Tensor out(x[0].dtype(), {in[0], c, in[2] * b, in[3] * b});
+      const auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto o = unflatten(static_cast<std::int64_t>(i), out.dims());  // n, c, h b + bi, w b + bj
+        const std::int64_t bi = o[2] % b, bj = o[3] % b;
+        const std::int64_t ch = crd ? o[1] * b * b + bi * b + bj : (bi * b + bj) * c + o[1];
+        copy_elem(out, i, x[0], static_cast<std::size_t>(flat({o[0], ch, o[2] / b, o[3] / b}, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
+  {
+    OpDef d =
+        make("space_to_depth", OpKind::Composite, 1, 1,
+             "NCHW: b x b blocks of pixels into channels, b = attribute `blocksize` (depth_to_space's DCR inverse)");
+    d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+      const auto [dims, b] = shuffle_operand("space_to_depth", a, in);
+      if (dims[2] % b != 0 || dims[3] % b != 0)
+        shape_error("space_to_depth: height " + std::to_string(dims[2]) + " and width " + std::to_string(dims[3]) +
+                    " are not multiples of blocksize " + std::to_string(b));
+      std::int64_t ch = 0;
+      if (__builtin_mul_overflow(dims[1], b * b, &ch) || ch > kMaxElements)
+        shape_error("space_to_depth: the result would have more than 2^48 channels");
+      return std::vector<ValueType>{{in[0].type.dtype, shape_of({dims[0], ch, dims[2] / b, dims[3] / b})}};
+    };
+    d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+      const std::int64_t b = a.i("blocksize", 0);
+      const auto& in = x[0].dims();
+      Tensor out(x[0].dtype(), {in[0], in[1] * b * b, in[2] / b, in[3] / b});
+      const auto is = x[0].strides();
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        auto o = unflatten(static_cast<std::int64_t>(i), out.dims());  // n, (bi b + bj) C + c, h, w
+        const std::int64_t c = o[1] % in[1], block = o[1] / in[1];
+        copy_elem(out, i, x[0],
+                  static_cast<std::size_t>(flat({o[0], c, o[2] * b + block / b, o[3] * b + block % b}, is)));
+      }
+      return std::vector<Tensor>{std::move(out)};
+    };
+    r.add(std::move(d));
+  }
   {
     // The sliding windows of convolution and pooling as one strided view:
     // conv and pools are defined from it (rulesets/decompose.rules), and it
@@ -802,6 +875,8 @@ void register_movement_ops(OpRegistry& r) {
   r.declare_attrs("slice", {attr_ints("starts"), attr_ints("ends"), attr_ints("axes"), attr_ints("steps")});
   r.declare_attrs("expand", {attr_ints("shape")});
   r.declare_attrs("tile", {attr_ints("repeats")});
+  r.declare_attrs("depth_to_space", {attr_int("blocksize"), attr_choice("mode", "DCR", {"DCR", "CRD"})});
+  r.declare_attrs("space_to_depth", {attr_int("blocksize")});
   r.declare_attrs("windows", {attr_ints("kernel_shape"), attr_ints("strides"), attr_ints("dilations")});
   r.declare_attrs("gather", {attr_int("axis", 0)});
   r.declare_attrs("gather_elements", {attr_int("axis", 0)});

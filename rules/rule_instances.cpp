@@ -130,6 +130,8 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
         for (std::int64_t a = -1; a <= rank; ++a) out.push_back(Op::integer(a));
       } else if (n == "group") {
         for (std::int64_t g : {1, 2, 3}) out.push_back(Op::integer(g));
+      } else if (n == "blocksize") {  // pixel shuffles: 1 moves nothing
+        for (std::int64_t b : {1, 2, 0}) out.push_back(Op::integer(b));
       } else {  // flags: keepdims, allowzero, transA, ceil_mode, ...
         out.push_back(Op::integer(0));
         out.push_back(Op::integer(1));

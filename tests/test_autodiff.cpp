@@ -82,6 +82,10 @@ std::vector<Sample> samples() {
                          "selu", "leaky_relu", "hard_swish",  "hard_sigmoid", "gelu", "clip"})
     s.push_back({op, {real({2, 5})}});
   s.push_back({"gelu", {real({2, 5})}, attrs({{"approximate", std::string("tanh")}})});
+  for (const char* op : {"softsign", "mish", "tan"}) s.push_back({op, {real({2, 5})}});
+  s.push_back({"celu", {real({2, 5})}, attrs({{"alpha", 0.7}})});
+  s.push_back({"thresholded_relu", {real({2, 5})}, attrs({{"alpha", 0.2}})});
+  s.push_back({"shrink", {real({2, 5})}, attrs({{"bias", 0.1}, {"lambd", 0.3}})});
   s.push_back({"clip", {real({2, 5})}, attrs({{"min", -0.5}, {"max", 0.7}})});
   for (const char* op : {"log", "log2", "sqrt", "recip"}) s.push_back({op, {positive({2, 4})}});
   s.push_back({"cast", {real({2, 3})}, attrs({{"to", std::string("f64")}})});
@@ -111,6 +115,10 @@ std::vector<Sample> samples() {
   s.push_back({"transpose", {real({2, 3})}});
   s.push_back({"expand", {real({3, 1})}, attrs({{"shape", Ints{2, 3, 4}}})});
   s.push_back({"tile", {real({2, 3})}, attrs({{"repeats", Ints{2, 3}}})});
+  s.push_back({"depth_to_space", {real({1, 8, 2, 3})}, attrs({{"blocksize", std::int64_t{2}}})});
+  s.push_back(
+      {"depth_to_space", {real({2, 8, 2, 1})}, attrs({{"blocksize", std::int64_t{2}}, {"mode", std::string("CRD")}})});
+  s.push_back({"space_to_depth", {real({1, 2, 4, 6})}, attrs({{"blocksize", std::int64_t{2}}})});
   s.push_back(
       {"slice", {real({4, 5})}, attrs({{"starts", Ints{1, -3}}, {"ends", Ints{3, 100}}, {"axes", Ints{0, 1}}})});
   s.push_back(

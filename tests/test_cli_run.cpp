@@ -1,5 +1,6 @@
 // End to end: `saturn run --target interp` on ONNX test models.
 #include <sys/wait.h>
+#include <cmath>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -353,6 +354,41 @@ TEST_CASE("run on a compiled target with rules that do not load or no rules at a
   CHECK(plain.status == 0);
   ::unsetenv("SATURN_RULESETS");
   fs::remove_all(rules);
+}
+
+TEST_CASE(
+    "pixel shuffles and ONNX's other activations run optimized on cpu - no reference kernel - the interpreter's "
+    "values") {
+  auto dir = saturn::test::scratch_dir() / "shuffles";
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.sat")
+      << "(graph g\n  (input x f32 [1 8 16 24])\n"
+         "  (node up depth_to_space (u) (x) :blocksize 2)\n"
+         "  (node upc depth_to_space (uc) (x) :blocksize 2 :mode \"CRD\")\n"
+         "  (node down space_to_depth (d) (u) :blocksize 2)\n"
+         "  (node a celu (a) (uc) :alpha 0.7)\n  (node b softsign (b) (a))\n"
+         "  (node c shrink (c) (b) :bias 0.1 :lambd 0.2)\n  (node t thresholded_relu (t) (c) :alpha 0.05)\n"
+         "  (node m mish (m) (t))\n  (node n tan (n) (m))\n  (output d n))\n";
+  std::vector<double> x(8 * 16 * 24);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * static_cast<double>(i)) * 2;
+  REQUIRE(saturn::ir::write_tensor_pb(saturn::ir::Tensor::of_doubles(saturn::ir::DType::F32, {1, 8, 16, 24}, x),
+                                      (dir / "x.pb").string()));
+  const std::string base = "run " + (dir / "g.sat").string() + " --inputs " + (dir / "x.pb").string();
+  auto interp = run_saturn(base + " -o " + (dir / "want").string());
+  INFO(interp.err);
+  REQUIRE(interp.status == 0);
+  auto d = saturn::ir::read_tensor_pb((dir / "want" / "output_0.pb").string());
+  REQUIRE(d);
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(d->at(i) == static_cast<float>(x[i]));  // the inverse
+  auto cpu = run_saturn(base + " --target cpu --no-cache --json --rtol 1e-5 --atol 1e-6 --check " +
+                        (dir / "want" / "output_0.pb").string() + " " + (dir / "want" / "output_1.pb").string());
+  INFO(cpu.err);
+  REQUIRE(cpu.status == 0);
+  const auto j = nlohmann::json::parse(cpu.out.substr(cpu.out.find('{')));
+  // The shuffles as transposes between views, the rest as kernels. (On a
+  // few elements the reference kernel is priced cheaper: 48 floats.)
+  CHECK(j.at("reference_ops").size() == 0);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("products with an empty dimension run optimized on cpu as on interp - K = 0 gives zeros") {

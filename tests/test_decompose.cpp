@@ -10,10 +10,10 @@
 #include "bench/models.hpp"
 #include "extract/extractors.hpp"
 #include "helpers.hpp"
+#include "pipeline/saturate.hpp"
 #include "rules/tensor_builtins.hpp"
 #include "rules/tensor_egraph.hpp"
 #include "runtime/interp.hpp"
-#include "pipeline/saturate.hpp"
 
 using namespace saturn;
 
@@ -143,6 +143,17 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       {"hard_swish", {{2, 3}}, {}},
       {"elu", {{2, 3}}, attr("alpha", 0.7)},
       {"cos", {{2, 3}}, {}},
+      {"tan", {{2, 3}}, {}},
+      {"celu", {{2, 3}}, attr("alpha", 0.7)},
+      {"softsign", {{2, 3}}, {}},
+      {"thresholded_relu", {{2, 3}}, attr("alpha", 0.2)},
+      {"shrink", {{2, 3}}, attrs({{"bias", 0.1}, {"lambd", 0.3}})},
+      {"mish", {{2, 3}}, {}},
+      // Pixel shuffles by blocks of 2 (the verifier's dims, up to 3, only
+      // reach blocks of 1 for depth_to_space: 4 channels are needed).
+      {"depth_to_space", {{1, 8, 2, 3}}, attr("blocksize", std::int64_t{2})},
+      {"depth_to_space", {{2, 12, 1, 2}}, attrs({{"blocksize", std::int64_t{2}}, {"mode", std::string("CRD")}})},
+      {"space_to_depth", {{1, 3, 4, 6}}, attr("blocksize", std::int64_t{2})},
       // Windows, convolution and pooling: strides, dilations, asymmetric and
       // automatic padding, groups, a bias, 1-D to 3-D, ceil_mode (extra
       // windows, and a tail no window reaches), both average divisors.
