@@ -33,7 +33,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
     // quantized products that no int8 call takes run their reference
     // kernel, slower still (priced as the pooling loop), as do the pixel
     // shuffles (depth_to_space of 100 K floats: 1.1 ms), whose
-    // decompositions are a transpose between views. A `windows` is a
+    // decompositions are a transpose between views, and cumsum. A `windows` is a
     // strided view the lowering reads in place (as of 2026-11-28; before,
     // its reference kernel took squeezenet1_1's three 102, 48 and 22 ms),
     // priced as the other movement ops, a copy: an upper bound, which keeps
@@ -59,6 +59,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                     {"quantized_matmul", 0.004},
                     {"depth_to_space", 0.004},
                     {"space_to_depth", 0.004},
+                    {"cumsum", 0.004},
                     {"reduce_sum", 1.0}}};
     // reduce_sum at the loop rate, but listed so that a calibration times
     // it (CostModel::timed): a product decomposed as a broadcast `mul` and a
@@ -209,6 +210,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                      {"quantized_matmul", 1e-5},
                      {"depth_to_space", 1e-5},
                      {"space_to_depth", 1e-5},
+                     {"cumsum", 1e-5},
                      {"reduce_sum", 0.016}}};
     cuda.library_call_us = {{"cudnn.", 5.0}};
     return CostModel(cuda);

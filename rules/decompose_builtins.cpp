@@ -877,6 +877,39 @@ Result axis_iota(EvalContext& ctx, Args a) {
   return constant(ctx, ir::Tensor::of_ints(ir::DType::I64, shape, iota(0, (*dims)[*axis])));
 }
 
+// (cumsum-plan PART ?x ?axis ?exclusive ?reverse): cumsum as a masked sum.
+// x viewed with a 1 after the axis (spread), so that its axis j meets the
+// result's position i on the next one; mask, a bool constant [n n] at those
+// two axes (1 elsewhere), says which j each i sums (j <= i; j < i when
+// exclusive; >= and > when reversed); axis, the summed one. nullopt past n
+// = 1024 (a mask of a million elements).
+Result cumsum_plan(EvalContext& ctx, Args a) {
+  auto part = symbol_of(ctx, a[0]);
+  auto dims = static_dims_of(ctx, a[1]);
+  auto exclusive = int_of(ctx, a[3]), reverse = int_of(ctx, a[4]);
+  if (!part || !dims || dims->empty() || !exclusive || !reverse) return std::nullopt;
+  auto axis = axis_of(ctx, a[2], dims->size());
+  if (!axis) return std::nullopt;
+  const std::int64_t n = (*dims)[*axis];
+  if (n > 1024) return std::nullopt;
+  if (*part == "spread") {
+    Ints out(*dims);
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(*axis) + 1, 1);
+    return list_of(out);
+  }
+  if (*part == "axis") return list_of(Ints{static_cast<std::int64_t>(*axis)});
+  if (*part != "mask") return std::nullopt;
+  Ints shape(dims->size() + 1, 1);
+  shape[*axis] = shape[*axis + 1] = n;
+  ir::Tensor mask(ir::DType::Bool, shape);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bool sums = *reverse ? (*exclusive ? j > i : j >= i) : (*exclusive ? j < i : j <= i);
+      mask.set_int(static_cast<std::size_t>(j * n + i), sums);
+    }
+  return constant(ctx, std::move(mask));
+}
+
 }  // namespace
 
 void register_decompose_builtins(BuiltinRegistry& r) {
@@ -935,6 +968,10 @@ void register_decompose_builtins(BuiltinRegistry& r) {
   r.add(Builtin{"range-iota", 3, 3,
                 "(range-iota start limit delta): the constant [0 .. n-1] in start's dtype, n = len(range(...))",
                 range_iota});
+  r.add(Builtin{"cumsum-plan", 5, 5,
+                "(cumsum-plan PART x axis exclusive reverse): spread (x's shape with a 1 after the axis), mask (a "
+                "bool constant: which elements each position sums) or axis of cumsum as a masked sum",
+                cumsum_plan});
   r.add(Builtin{"trilu-mask", 3, 3, "(trilu-mask x upper k): the bool constant [rows cols] of what trilu keeps",
                 trilu_mask});
   r.add(

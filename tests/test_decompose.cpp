@@ -154,6 +154,10 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       {"depth_to_space", {{1, 8, 2, 3}}, attr("blocksize", std::int64_t{2})},
       {"depth_to_space", {{2, 12, 1, 2}}, attrs({{"blocksize", std::int64_t{2}}, {"mode", std::string("CRD")}})},
       {"space_to_depth", {{1, 3, 4, 6}}, attr("blocksize", std::int64_t{2})},
+      {"cumsum", {{2, 5, 3}}, attr("axis", std::int64_t{1})},
+      {"cumsum",
+       {{4, 3}},
+       attrs({{"axis", std::int64_t{-2}}, {"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}})},
       // Windows, convolution and pooling: strides, dilations, asymmetric and
       // automatic padding, groups, a bias, 1-D to 3-D, ceil_mode (extra
       // windows, and a tail no window reaches), both average divisors.

@@ -638,6 +638,48 @@ TEST_CASE("Resize imports with sizes and scales resolved for every axis - errors
   }
 }
 
+TEST_CASE("CumSum imports with its axis operand as an attribute - exports back - a computed axis is an error") {
+  {
+    ModelBuilder b(17);
+    b.input("x", 1, {"2", "3"});
+    b.init_ints("axis", {-1});
+    auto* n = b.node("CumSum", {"x", "axis"}, {"y"}, "running");
+    auto* rev = n->add_attribute();
+    rev->set_name("reverse");
+    rev->set_type(onnx::AttributeProto::INT);
+    rev->set_i(1);
+    b.output("y");
+    auto g = b.import();
+    REQUIRE(g);
+    REQUIRE(g->nodes.size() == 1);
+    CHECK(g->nodes[0].op == "cumsum");
+    CHECK(g->nodes[0].attrs.i("axis", 0) == -1);
+    CHECK(g->nodes[0].attrs.i("reverse", 0) == 1);
+    CHECK(g->nodes[0].attrs.i("exclusive", 1) == 0);
+    // Reversed along the rows: [1 2 3] sums to [6 5 3].
+    auto y = runtime::interpret(*g, std::vector<Tensor>{Tensor::of_doubles(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+    REQUIRE(y);
+    CHECK(y->at(0).at(0) == 6);
+    CHECK(y->at(0).at(1) == 5);
+    CHECK(y->at(0).at(5) == 6);
+    auto bytes = export_onnx_bytes(*g);
+    REQUIRE(bytes);
+    auto back = import_onnx_bytes(*bytes, "cumsum.onnx");
+    REQUIRE(back);
+    CHECK(back->nodes.back().op == "cumsum");
+    CHECK(back->nodes.back().attrs.i("axis", 0) == -1);
+    CHECK(back->nodes.back().attrs.i("reverse", 0) == 1);
+  }
+  ModelBuilder b(17);
+  b.input("x", 1, {"2", "3"});
+  b.input("axis", 7, {});
+  b.node("CumSum", {"x", "axis"}, {"y"}, "running");
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message.rfind("node 'running' (CumSum, opset 17): axis (operand 'axis') must be a constant", 0) == 0);
+}
+
 TEST_CASE("Resize exports with the operand that imports back to the same sizes and scales - static shapes only") {
   // Scale 7/3 on [3 4] gives sizes [7 9] (round(9.33)): neither sizes
   // alone (9/4), nor f32 scales, nor not_larger reproduce it; sizes under
