@@ -50,6 +50,8 @@ inline const std::vector<OnnxOpName>& onnx_op_names() {
       {"Shrink", "shrink", {"bias", "lambd"}},
       {"Tan", "tan", {}},
       {"Mish", "mish", {}},
+      {"IsNaN", "is_nan", {}},
+      {"IsInf", "is_inf", {"detect_negative", "detect_positive"}},
       {"DepthToSpace", "depth_to_space", {"blocksize", "mode"}},
       {"SpaceToDepth", "space_to_depth", {"blocksize"}},
       {"Gelu", "gelu", {"approximate"}},

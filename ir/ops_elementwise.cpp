@@ -422,6 +422,35 @@ void register_elementwise_ops(OpRegistry& r) {
     return S::select(x < -lambd, x + bias, S::select(x > lambd, x - bias, 0.0));
   });
   unary(r, "tan", K::Composite, A::Float, [](auto x, const Attrs&) { return S::sin(x) / S::cos(x); });
+  // Predicates on floating values, giving bools (ONNX IsNaN, IsInf).
+  auto predicate = [&](const char* name, const char* doc, auto f) {
+    OpDef d;
+    d.name = name;
+    d.kind = K::Composite;
+    d.elementwise = true;
+    d.doc = doc;
+    d.infer = [name](const Attrs&, Inputs in, std::size_t) {
+      check_accepts(A::Float, in[0].type.dtype, name);
+      return std::vector<ValueType>{{DType::Bool, in[0].type.shape}};
+    };
+    set_kernel(d, [f](const Attrs& at, auto a, Given, std::size_t) {
+      auto out = like(a[0], DType::Bool, a[0].dims());
+      for (std::size_t i = 0; i < out.numel(); ++i) out.set(i, f(a[0].at(i), at));
+      return std::vector<decltype(out)>{std::move(out)};
+    });
+    r.add(std::move(d));
+  };
+  predicate("is_nan", "elementwise: whether x is NaN, on floating types (bool)",
+            [](auto x, const Attrs&) { return S::select(S::eq(x, x), 0.0, 1.0); });
+  predicate("is_inf",
+            "elementwise: whether x is an infinity, on floating types (bool): +inf when `detect_positive`, -inf when "
+            "`detect_negative`",
+            [](auto x, const Attrs& a) {
+              const double inf = std::numeric_limits<double>::infinity();
+              const double pos = a.i("detect_positive", 1) != 0 ? 1.0 : 0.0;
+              const double neg = a.i("detect_negative", 1) != 0 ? 1.0 : 0.0;
+              return S::select(S::eq(x, inf), pos, S::select(S::eq(x, -inf), neg, 0.0));
+            });
   // x tanh(softplus(x)), softplus as the op computes it.
   unary(r, "mish", K::Composite, A::Float,
         [](auto x, const Attrs&) { return x * S::tanh(S::select(x > 30.0, x, S::log1p(S::exp(x)))); });
@@ -700,6 +729,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.declare_attrs("celu", {attr_real("alpha", 1.0)});
   r.declare_attrs("thresholded_relu", {attr_real("alpha", 1.0)});
   r.declare_attrs("shrink", {attr_real("bias", 0.0), attr_real("lambd", 0.5)});
+  r.declare_attrs("is_inf", {attr_int("detect_negative", 1), attr_int("detect_positive", 1)});
   r.declare_attrs("gelu", {attr_choice("approximate", "none", {"none", "tanh"})});
   r.declare_attrs("mod", {attr_int("fmod", 0)});
   r.declare_attrs("cast", {attr_string("to")});

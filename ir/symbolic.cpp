@@ -221,9 +221,8 @@ Sym SymContext::make(SymOp op, SymId a, SymId b, SymId c) {
     case SymOp::LessEq:
       if (ca && cb) return constant(x <= y ? 1.0 : 0.0);
       break;
-    case SymOp::Equal:
+    case SymOp::Equal:  // (x == x is not folded to true: NaN is not equal to itself)
       if (ca && cb) return constant(x == y ? 1.0 : 0.0);
-      if (a == b) return constant(1.0);
       break;
     case SymOp::Select:
       if (ca) return Sym(this, x != 0 ? b : c);

@@ -391,6 +391,33 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+TEST_CASE("is_nan and is_inf find NaN and the infinities on cpu as on interp") {
+  auto dir = saturn::test::scratch_dir() / "nan";
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.sat") << "(graph g\n  (input x f32 [6])\n  (node a is_nan (a) (x))\n"
+                                  "  (node b is_inf (b) (x))\n  (node c is_inf (c) (x) :detect_negative 0)\n"
+                                  "  (output a b c))\n";
+  const double inf = std::numeric_limits<double>::infinity();
+  REQUIRE(saturn::ir::write_tensor_pb(
+      saturn::ir::Tensor::of_doubles(saturn::ir::DType::F32, {6}, {1.5, std::nan(""), inf, -inf, 0, -2}),
+      (dir / "x.pb").string()));
+  const std::vector<std::vector<int>> want = {{0, 1, 0, 0, 0, 0}, {0, 0, 1, 1, 0, 0}, {0, 0, 1, 0, 0, 0}};
+  for (const char* target : {"interp", "cpu"}) {
+    INFO(target);
+    const fs::path out = dir / target;
+    auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --no-cache --inputs " +
+                        (dir / "x.pb").string() + " -o " + out.string());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      auto got = saturn::ir::read_tensor_pb((out / ("output_" + std::to_string(k) + ".pb")).string());
+      REQUIRE(got);
+      for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got->at(i) == want[k][i]);
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("products with an empty dimension run optimized on cpu as on interp - K = 0 gives zeros") {
   auto dir = saturn::test::scratch_dir() / "empty-matmul";
   fs::create_directories(dir);

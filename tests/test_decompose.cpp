@@ -328,6 +328,11 @@ TEST_CASE("decompositions over other types and special values - comparisons and 
       check_op(op, {fed(ints({5}, {-1, 0, 2, 5, 7})), constant(ints({5}, {-1, 3, 2, 4, 7}))});
     }
     check_op("equal", {fed(bools({4}, {0, 1, 0, 1})), constant(bools({4}, {0, 0, 1, 1}))});
+    // NaN is not equal to itself; infinities are the extremes.
+    check_op("is_nan", {fed(special)});
+    for (std::int64_t neg : {0, 1})
+      for (std::int64_t pos : {0, 1})
+        check_op("is_inf", {fed(special)}, attrs({{"detect_negative", neg}, {"detect_positive", pos}}));
   }
   SECTION("logic") {
     for (const char* op : {"and", "or", "xor"}) {

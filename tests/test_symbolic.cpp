@@ -192,6 +192,7 @@ TEST_CASE("the DAG applies only exact rewrites and ops without semantics say so"
   CHECK((x * 1.0).id() == x.id());
   CHECK((x / y).id() != (x * (1.0 / y)).id());             // not exact in IEEE: left to the prover
   CHECK((x * 0.0).id() != ctx.constant(0).id());           // inf * 0 is NaN: not folded
+  CHECK(scalar::eq(x, x).id() != ctx.constant(1).id());    // NaN == NaN is false: not folded
   const OpDef* resize = OpRegistry::get().find("resize");  // (its weights are not symbolic)
   REQUIRE(resize);
   SymTensor t(ctx, DType::F32, {3});
