@@ -707,15 +707,11 @@ class Enumerator {
     const Pattern& p = rule_.lhs()[st.pattern];
     std::vector<std::uint32_t>& key = attribute_key_;
     key.assign(1, v);
-    for (std::size_t j = st.node + 1; j < p.nodes.size(); ++j) {
-      const auto& kids = p.nodes[j].children;
-      if (std::find(kids.begin(), kids.end(), static_cast<std::uint32_t>(st.node)) == kids.end()) continue;
-      for (auto kid : kids) {
+    if (parent_[step] != kNoParent)
+      for (auto kid : p.nodes[parent_[step] - st.first].children) {
         if (kid >= st.node) break;
         key.push_back(out_.graph.find(ids_[st.first + kid]).v);
       }
-      break;
-    }
     if (auto it = attribute_classes_.find(key); it != attribute_classes_.end()) return it->second;
     std::vector<const TensorInfo*> operands;
     for (std::size_t i = 1; i < key.size(); ++i) {
@@ -748,9 +744,7 @@ class Enumerator {
     if (s == steps_.size()) {
       if (sample && opt_.where_rule_fires && !fires() && !mend()) return true;
       std::vector<EClassId> inst;
-      auto lhs = rule_.lhs();
-      for (std::size_t p = 0, first = 0; p < lhs.size(); first += lhs[p].nodes.size(), ++p)
-        inst.push_back(ids_[first + lhs[p].nodes.size() - 1]);
+      append_roots(inst);
       inst.insert(inst.end(), binding_.begin(), binding_.end());
       found.push_back(std::move(inst));
       return true;
@@ -790,14 +784,19 @@ class Enumerator {
     return descend(s + 1, found, sample);
   }
 
+  // The class each left-hand side's root is built as, appended to `out`.
+  void append_roots(std::vector<EClassId>& out) const {
+    auto lhs = rule_.lhs();
+    for (std::size_t p = 0, first = 0; p < lhs.size(); first += lhs[p].nodes.size(), ++p)
+      out.push_back(ids_[first + lhs[p].nodes.size() - 1]);
+  }
+
   // Whether the rule fires on the instance built (its guards hold): its
   // right-hand side is then added to the e-graph, as verification would.
   bool fires() {
     std::vector<EClassId>& roots = roots_scratch_;
     roots.clear();
-    auto lhs = rule_.lhs();
-    for (std::size_t p = 0, first = 0; p < lhs.size(); first += lhs[p].nodes.size(), ++p)
-      roots.push_back(ids_[first + lhs[p].nodes.size() - 1]);
+    append_roots(roots);
     matches_.data.clear();
     rule_.search_at(out_.graph, roots, matches_);
     for (std::size_t k = 0; k < matches_.size(); ++k)
@@ -831,10 +830,10 @@ class Enumerator {
         const EClassId c = cands[(first + j) % cands.size()];
         if (c == kept) continue;
         ids_[at] = binding_[v] = c;
-        if (rebuild_after(at)) return true;
+        if (rebuild_after(at) && fires()) return true;
       }
       ids_[at] = binding_[v] = kept;
-      rebuild_after(at);
+      rebuild_after(at);  // (the next variable's shapes are those of the instance drawn)
     }
     return false;
   }
@@ -863,7 +862,7 @@ class Enumerator {
   }
 
   // Builds the steps after `at` again over the bindings as they are:
-  // whether they build and the rule fires.
+  // whether they build.
   bool rebuild_after(std::size_t at) {
     for (std::size_t k = at + 1; k < steps_.size(); ++k) {
       const auto& pn = rule_.lhs()[steps_[k].pattern].nodes[steps_[k].node];
@@ -872,7 +871,7 @@ class Enumerator {
       else if (!build_op(k))
         return false;
     }
-    return fires();
+    return true;
   }
 
   // The classes variable v may be bound to at step s; a tensor variable's

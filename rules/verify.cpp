@@ -909,24 +909,14 @@ RuleVerdict verify_rule(const egraph::Rewrite& rule, const RuleInfo& info, const
   io.time_limit_s = std::min(io.time_limit_s, opt.rule_time_limit_s / 4);  // building instances gets a share
   io.where_rule_fires = true;  // a sampled instance the guards turn down proves nothing
   auto holder = std::unique_ptr<RuleInstances>(new RuleInstances(enumerate_instances(rule, info.source, io)));
-  // Sampled instances none of which the rule fires on (its guards want
-  // constants, one value per tensor, ...): sampled again, broadly
-  // (InstanceOptions::broad), keeping the first sampling's when that finds
-  // none either.
-  auto fires = [&](RuleInstances& in) {
-    egraph::Matches m;
-    for (const auto& instance : in.instances) {
-      m.data.clear();
-      rule.search_at(in.graph, std::span<const EClassId>(instance.data(), rule.lhs().size()), m);
-      for (std::size_t k = 0; k < m.size(); ++k)
-        if (rule.instantiate(in.graph, m.bindings(k))) return true;
-    }
-    return false;
-  };
-  if (!holder->exhaustive && holder->unsupported.empty() && !fires(*holder)) {
+  // No sampled instance the rule fires on (sampling keeps only those: its
+  // guards want constants, one value per tensor, ...): sampled again,
+  // broadly (InstanceOptions::broad), keeping the first sampling's when that
+  // finds none either.
+  if (!holder->exhaustive && holder->unsupported.empty() && holder->instances.empty()) {
     io.broad = true;
     auto broad = std::unique_ptr<RuleInstances>(new RuleInstances(enumerate_instances(rule, info.source, io)));
-    if (fires(*broad)) holder = std::move(broad);
+    if (!broad->instances.empty()) holder = std::move(broad);
   }
   RuleInstances& inst = *holder;
   inst.graph.rebuild();

@@ -680,6 +680,21 @@ TEST_CASE("CumSum imports with its axis operand as an attribute - exports back -
   CHECK(g.error().message.rfind("node 'running' (CumSum, opset 17): axis (operand 'axis') must be a constant", 0) == 0);
 }
 
+TEST_CASE("a pixel shuffle that does not fit its operand is an error naming the node") {
+  ModelBuilder b(17);
+  b.input("x", 1, {"1", "6", "2", "2"});
+  auto* n = b.node("DepthToSpace", {"x"}, {"y"}, "shuffle");
+  auto* size = n->add_attribute();
+  size->set_name("blocksize");
+  size->set_type(onnx::AttributeProto::INT);
+  size->set_i(2);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK(g.error().message ==
+        "node 'shuffle' (DepthToSpace, opset 17): depth_to_space: 6 channels are not a multiple of blocksize^2 = 4");
+}
+
 TEST_CASE("Resize exports with the operand that imports back to the same sizes and scales - static shapes only") {
   // Scale 7/3 on [3 4] gives sizes [7 9] (round(9.33)): neither sizes
   // alone (9/4), nor f32 scales, nor not_larger reproduce it; sizes under
