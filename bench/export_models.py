@@ -11,7 +11,8 @@ Usage: bench/export_models.py DIR [--levels K] [--trained-norms] [--more]
 [NAME...]   (needs python3-torch and python3-torchvision; a model already
 exported is kept). NAME is any model of MODELS (the suite, exported by
 default) or MORE (--more exports all of those): more torchvision
-architectures, for checking Saturn on models it was not tuned on. Any
+architectures and recurrent nets, for checking Saturn on models it was
+not tuned on. Any
 other NAME whose three files are already in DIR is used as it is (a
 model of your own, exported as export() does).
 --trained-norms draws every BatchNorm's and LayerNorm's scale, shift and
@@ -58,6 +59,21 @@ class CausalDecoder(torch.nn.Module):
 
     def forward(self, x):
         return self.norm(self.blocks(x, mask=self.mask))
+
+
+class Recurrent(torch.nn.Module):
+    """A recurrent stack (torch's LSTM or GRU, batch first) and a linear
+    layer: on every step's output (a tagger), or on the last step's (a
+    forecaster or classifier)."""
+    def __init__(self, cell, inputs, hidden, layers=1, bidirectional=False, outputs=20, every_step=True):
+        super().__init__()
+        self.rnn = cell(inputs, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+        self.fc = torch.nn.Linear(hidden * (2 if bidirectional else 1), outputs)
+        self.every_step = every_step
+
+    def forward(self, x):
+        y = self.rnn(x)[0]
+        return self.fc(y if self.every_step else y[:, -1])
 
 
 # name -> (constructor, input shape). Small and large convolutional nets,
@@ -125,6 +141,12 @@ MORE = {
     "r2plus1d_18": (lambda: video.r2plus1d_18(), (1, 3, 8, 112, 112)),
     "regnet_x_3_2gf": (lambda: tvm.regnet_x_3_2gf(), (1, 3, 224, 224)),
     "densenet169": (lambda: tvm.densenet169(), (1, 3, 224, 224)),
+    # Recurrent nets (2026-12-07; ONNX LSTM and GRU, imported unrolled): a
+    # bidirectional 2-layer LSTM tagger, a one-layer LSTM over a batch of 4
+    # series, a 2-layer GRU classifier over a batch of 2.
+    "lstm_tagger": (lambda: Recurrent(torch.nn.LSTM, 128, 256, layers=2, bidirectional=True), (1, 32, 128)),
+    "lstm_forecast": (lambda: Recurrent(torch.nn.LSTM, 8, 64, outputs=1, every_step=False), (4, 50, 8)),
+    "gru_classifier": (lambda: Recurrent(torch.nn.GRU, 64, 128, layers=2, outputs=10, every_step=False), (2, 24, 64)),
 }
 ALL = {**MODELS, **MORE}
 
