@@ -68,7 +68,7 @@ class CudaTarget final : public Target {
   }
 
   std::optional<Step> gemm(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
-                           double alpha) override {
+                           double alpha, bool /*b_shared*/) override {
     auto g = cublas_gemm(a, b, out_dims, alpha);
     if (!g) return std::nullopt;
     g->operands = p_.buffer(g->a).dtype;

@@ -51,6 +51,54 @@ bool batch_folds(const View& a, const View& b, const std::vector<std::int64_t>& 
 
 }  // namespace
 
+namespace {
+
+// out[1, N] = alpha * a[1, K] @ b[K, N] as sgemv, the pool's threads each
+// taking a block of the N outputs (and so of b's rows or columns): OpenBLAS's
+// sgemm packs b on every call, which for one row costs 5-10x the product
+// (1x1024x256: 62-68 us against 6-12; tools' micro-benchmark in
+// docs/cpu-backend.md, "Products of one row").
+Step make_gemv_step(const View& a, const View& b, BufferId out, std::int64_t N, std::int64_t K, double alpha) {
+  const MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
+  Step s;
+  s.kind = StepKind::Gemm;
+  s.label = "sgemv 1x" + std::to_string(N) + "x" + std::to_string(K);
+  s.reads = {a.buffer, b.buffer};
+  s.writes = {out};
+  const float al = static_cast<float>(alpha);
+  // a's K elements are a row, or a column of a transposed layout.
+  const auto inc_a = static_cast<blasint>(la.transposed ? la.ld : 1);
+  s.run = [=, a_off = a.offset, b_off = b.offset, ab = a.buffer, bb = b.buffer](const RunContext& ctx) {
+    const float* A = ctx.at<const float>(ab) + a_off;
+    const float* B = ctx.at<const float>(bb) + b_off;
+    float* C = ctx.at(out);
+    const int threads = ctx.pool ? ctx.pool->size() : 1;
+    // Blocks of 64 outputs at least (a cache line of b per row), and one
+    // block for a product too small to be worth a second thread.
+    const std::int64_t parts =
+        2.0 * static_cast<double>(N * K) < 1e5 ? 1 : std::clamp<std::int64_t>(N / 64, 1, threads);
+    auto part = [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t n0 = N * p / parts / 16 * 16, n1 = p + 1 == parts ? N : N * (p + 1) / parts / 16 * 16;
+        if (n1 <= n0) continue;
+        if (lb.transposed)  // b is stored N x K: its rows n0..n1 times a
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n1 - n0), static_cast<blasint>(K), al,
+                      B + n0 * lb.ld, static_cast<blasint>(lb.ld), A, inc_a, 0.0f, C + n0, 1);
+        else  // b is K x N: its columns n0..n1, transposed, times a
+          cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<blasint>(K), static_cast<blasint>(n1 - n0), al, B + n0,
+                      static_cast<blasint>(lb.ld), A, inc_a, 0.0f, C + n0, 1);
+      }
+    };
+    if (parts < 2)
+      part(0, 1);
+    else
+      ctx.pool->parallel_for(parts, part);
+  };
+  return s;
+}
+
+}  // namespace
+
 Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vector<std::int64_t>& out_dims,
                     double alpha) {
   const std::size_t r = out_dims.size();
@@ -61,6 +109,7 @@ Step make_gemm_step(const View& a, const View& b, BufferId out, const std::vecto
   const bool fold = nbatch > 1 && batch_folds(a, b, batch, M);
   std::int64_t m = fold ? M * nbatch : M;
   std::int64_t calls = fold ? 1 : nbatch;
+  if (m == 1 && calls == 1) return make_gemv_step(a, b, out, N, K, alpha);
 
   Step s;
   s.kind = StepKind::Gemm;

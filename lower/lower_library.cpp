@@ -406,7 +406,8 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
   View a = gemm_operand(a_in, ta, M, K, batch);
   View b = gemm_operand(b_in, tb, K, N, batch);
   BufferId y = add_buffer(BufferKind::Temp, result, out_dims, n.op);
-  std::optional<Step> step = target_->gemm(a, b, y, out_dims, alpha);
+  const bool b_shared = n.inputs.size() > 1 && uses_[n.inputs[1]] > 1;
+  std::optional<Step> step = target_->gemm(a, b, y, out_dims, alpha, b_shared);
   if (!step) {
     // Batch dims no single stride walks (an operand broadcast along some of
     // them but not others): both operands copied out in full, row-major.
@@ -418,7 +419,7 @@ void Lowerer::lower_gemm_like(const ir::Node& n, Value& a_in, Value& b_in, bool 
       c.is_scalar_constant = false;
       return whole(c);
     };
-    step = target_->gemm(row_major(a_in, a), row_major(b_in, b), y, out_dims, alpha);
+    step = target_->gemm(row_major(a_in, a), row_major(b_in, b), y, out_dims, alpha, false);
   }
   if (!step)
     throw DiagnosticError{at_graph(where() + " lowering: " + ir::describe(n) + ": a product the library cannot take")};

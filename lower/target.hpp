@@ -94,10 +94,13 @@ class Target {
 
   // Library calls. gemm: nullopt when the operands' strides do not fit
   // the library; the lowering copies them row-major and asks again.
+  // `b_shared`: b is read by other nodes of the program as well (a
+  // recurrent weight, read once per step), so it stays in the cache
+  // between the reads.
   // conv, conv_transpose, pool: nullopt for a geometry the library does
   // not implement; the lowering then runs the op another way.
   virtual std::optional<Step> gemm(const View& a, const View& b, BufferId out,
-                                   const std::vector<std::int64_t>& out_dims, double alpha) = 0;
+                                   const std::vector<std::int64_t>& out_dims, double alpha, bool b_shared) = 0;
   virtual std::optional<LibraryStep> conv(const ConvSpec& spec, const View& x, const LibraryOperand& w,
                                           const std::optional<LibraryOperand>& bias, const View* skip,
                                           BufferId out) = 0;

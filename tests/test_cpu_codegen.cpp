@@ -762,6 +762,27 @@ TEST_CASE("Matrix products split over the pool and products with constant weight
   }
 }
 
+TEST_CASE("Products of one row run as sgemv - unpacked when other products read their weight - packed when not") {
+  // The weights' 520 columns are shared out in blocks of 16 between the
+  // two threads (the last block shorter); B as stored and transposed.
+  models::GraphBuilder b("one_row");
+  std::string x1 = b.input("x1", {1, 300});
+  std::string x2 = b.input("x2", {1, 300});
+  std::string m = b.input("m", {300, 520});
+  std::string w = b.weight({300, 520}, 0.1);   // read by two products: a recurrent weight's use
+  std::string wt = b.weight({520, 300}, 0.2);  // the same, transposed (gemm's transB)
+  std::string once = b.weight({300, 40}, 0.3);
+  ir::Attrs tb;
+  tb.set("transB", std::int64_t{1});
+  auto p = check_against_interpreter(
+      b.finish({b.op("matmul", {x1, w}), b.op("matmul", {x2, w}), b.op("gemm", {x1, wt}, tb),
+                b.op("gemm", {b.op("tanh", {x2}), wt}, tb), b.op("matmul", {x1, once}), b.op("matmul", {x2, m})}),
+      1e-4, 1e-4);
+  CHECK(steps_with(*p, "sgemv 1x520x300") == 5);
+  CHECK(steps_with(*p, "oneDNN matmul 1x40x300 (packed)") == 1);
+  CHECK(steps_with(*p, "sgemm") == 0);
+}
+
 namespace {
 
 // Distance in f32 steps between two finite floats of either sign.
