@@ -93,6 +93,12 @@ std::vector<Activation> read_activations(Importer& im, const Recurrence& r, std:
   return out;
 }
 
+// The most steps unrolled for one node (directions together): some 25
+// nodes a step, so a graph of about 1.6 million nodes, which saturation
+// and extraction already take minutes over. (A mutated model's sequence
+// of 2^31 had the import allocate until the machine's memory ran out.)
+constexpr std::int64_t kMostSteps = 1 << 16;
+
 class Unroller {
  public:
   Unroller(Importer& im, const Recurrence& r) : im_(im), r_(r) {}
@@ -116,6 +122,10 @@ class Unroller {
     seq_ = batch_major ? xd[1] : xd[0];
     batch_ = batch_major ? xd[0] : xd[1];
     if (seq_ < 1) im_.unsupported("X holds no step (its sequence length is 0)");
+    if (seq_ * directions > kMostSteps)
+      im_.unsupported("unrolled, its " + std::to_string(seq_) + " steps" +
+                      (directions > 1 ? " in each direction" : std::string()) + " would be more than " +
+                      std::to_string(kMostSteps) + ": the IR has no loop to run a sequence that long");
     const std::int64_t input = xd[2];
     hidden_ = im_.ai("hidden_size", -1);
     const std::vector<std::int64_t> wd = dims_of(im_.in(1), "W", 3), rd = dims_of(im_.in(2), "R", 3);
