@@ -509,6 +509,8 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       if (row.import_directly) t[row.onnx] = direct(row);
     import_quantization(t);
     import_recurrent(t);
+    import_losses(t);
+    import_bodies(t);
     t["Max"] = variadic("max", false);
     t["Min"] = variadic("min", false);
     t["Sum"] = variadic("add", false);
@@ -852,15 +854,9 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         return static_dims(sh);
       };
       auto op = [&](const char* name, std::vector<std::string> ins, Attrs a = {}) {
-        std::string o = im.fresh(base + "_" + name);
-        im.emit(name, std::move(ins), {o}, std::move(a));
-        return o;
+        return im.emit_fresh(base, name, std::move(ins), std::move(a));
       };
-      auto constant = [&](const char* what, Tensor t) {
-        std::string c = im.fresh(base + "_" + what);
-        im.add_const(c, std::move(t));
-        return c;
-      };
+      auto constant = [&](const char* what, Tensor t) { return im.add_fresh_const(base, what, std::move(t)); };
       auto attrs = [](const char* name, std::vector<std::int64_t> v) {
         Attrs a;
         a.set(name, std::move(v));

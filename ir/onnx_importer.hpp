@@ -325,6 +325,19 @@ class Importer {
     types_[name] = ValueType{t.dtype(), shape_of(t.dims())};
     consts_[name] = std::move(t);
   }
+  // For an op imported as several (its function body): `op` into a fresh
+  // value named after `base` and the op, and a constant likewise.
+  std::string emit_fresh(const std::string& base, const std::string& op, std::vector<std::string> inputs,
+                         Attrs attrs = {}) {
+    std::string o = fresh(base + "_" + op);
+    emit(op, std::move(inputs), {o}, std::move(attrs));
+    return o;
+  }
+  std::string add_fresh_const(const std::string& base, const std::string& what, Tensor t) {
+    std::string c = fresh(base + "_" + what);
+    add_const(c, std::move(t));
+    return c;
+  }
 
  private:
   void import_node(const onnx::NodeProto& n);
@@ -347,5 +360,10 @@ using ImportTable = std::unordered_map<std::string, ImportFn>;
 
 // LSTM, GRU and RNN, unrolled over their sequence (ir/onnx_recurrent.cpp).
 void import_recurrent(ImportTable& t);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as their function
+// bodies (ir/onnx_losses.cpp).
+void import_losses(ImportTable& t);
+// Ops that are their definitions in registry ops (ir/onnx_bodies.cpp).
+void import_bodies(ImportTable& t);
 
 }  // namespace saturn::ir::onnx_detail

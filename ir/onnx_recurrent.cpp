@@ -349,15 +349,9 @@ class Unroller {
   }
 
   std::string op(const char* name, std::vector<std::string> ins, Attrs a = {}) {
-    std::string o = im_.fresh(base_ + "_" + name);
-    im_.emit(name, std::move(ins), {o}, std::move(a));
-    return o;
+    return im_.emit_fresh(base_, name, std::move(ins), std::move(a));
   }
-  std::string constant(const char* what, Tensor t) {
-    std::string c = im_.fresh(base_ + "_" + what);
-    im_.add_const(c, std::move(t));
-    return c;
-  }
+  std::string constant(const char* what, Tensor t) { return im_.add_fresh_const(base_, what, std::move(t)); }
   void result(int k, const std::string& v) { im_.emit("identity", {v}, {im_.out(k)}); }
   std::string slice(const std::string& v, std::int64_t axis, std::int64_t begin, std::int64_t end) {
     Attrs a;

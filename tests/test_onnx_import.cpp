@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -930,4 +931,215 @@ TEST_CASE("raw initializers become the graph's constants without a copy - their 
   copy.set(0, 100.0);
   CHECK(copy.at(0) == 100.0);
   CHECK(wt.at(0) == w[0]);
+}
+
+TEST_CASE(
+    "NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss import as their function bodies - weights - "
+    "ignore_index - reductions - errors name the node") {
+  // scores [N=2, C=3, d=2], targets [2, 2] with one ignored (-1), weights per class.
+  auto scores = [] {
+    Tensor x(DType::F32, {2, 3, 2});
+    for (std::size_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(static_cast<double>(i) * 0.9) * 2.0);
+    return x;
+  }();
+  const Tensor target = Tensor::of_ints(DType::I64, {2, 2}, {2, -1, 0, 1});
+  Tensor weight(DType::F32, {3});
+  for (std::size_t c = 0; c < 3; ++c) weight.set(c, 0.5 + static_cast<double>(c));
+  auto import_loss = [](const char* op, const char* reduction, bool weighted, bool log_prob) {
+    ModelBuilder b(13);
+    b.input("x", 1, {"2", "3", "2"});
+    b.input("t", 7, {"2", "2"});
+    if (weighted) b.input("w", 1, {"3"});
+    std::vector<std::string> outs{"loss"};
+    if (log_prob) outs.push_back("lp");
+    auto* n = b.node(op, {"x", "t", weighted ? "w" : ""}, outs, "loss_node");
+    attr_int(n, "ignore_index", -1);
+    auto* r = n->add_attribute();
+    r->set_name("reduction");
+    r->set_type(onnx::AttributeProto::STRING);
+    r->set_s(reduction);
+    for (const auto& o : outs) b.output(o);
+    return b.import();
+  };
+  // The definitions spelled out: p[n][d] is the input at the target's class
+  // (log-softmax over C first for SCE), weighted, 0 where ignored.
+  auto expected = [&](bool softmax, bool weighted, const std::string& reduction) {
+    std::vector<double> loss;
+    double wsum = 0;
+    for (std::size_t n = 0; n < 2; ++n)
+      for (std::size_t d = 0; d < 2; ++d) {
+        const std::int64_t c = target.at_int(n * 2 + d);
+        if (c < 0) {
+          loss.push_back(0);
+          continue;
+        }
+        double v = scores.at((n * 3 + static_cast<std::size_t>(c)) * 2 + d);
+        if (softmax) {
+          double z = 0;
+          for (std::size_t k = 0; k < 3; ++k) z += std::exp(scores.at((n * 3 + k) * 2 + d));
+          v -= std::log(z);
+        }
+        const double w = weighted ? weight.at(static_cast<std::size_t>(c)) : 1.0;
+        loss.push_back(-v * w);
+        wsum += w;
+      }
+    if (reduction == "none") return loss;
+    double s = 0;
+    for (double v : loss) s += v;
+    return std::vector<double>{reduction == "sum" ? s : s / wsum};
+  };
+  for (const bool sce : {false, true})
+    for (const bool weighted : {false, true})
+      for (const char* reduction : {"none", "sum", "mean"}) {
+        INFO((sce ? "SoftmaxCrossEntropyLoss " : "NegativeLogLikelihoodLoss ")
+             << reduction << " weighted " << weighted);
+        auto g = import_loss(sce ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss", reduction, weighted, sce);
+        if (!g) FAIL(g.error().to_string());
+        std::vector<Tensor> ins{scores, target};
+        if (weighted) ins.push_back(weight);
+        auto got = runtime::interpret(*g, ins);
+        if (!got) FAIL(got.error().to_string());
+        const std::vector<double> want = expected(sce, weighted, reduction);
+        REQUIRE((*got)[0].numel() == want.size());
+        for (std::size_t k = 0; k < want.size(); ++k) CHECK((*got)[0].at(k) == Approx(want[k]).epsilon(1e-5));
+        if (sce) {  // the second result is log_softmax over the classes
+          REQUIRE(got->size() == 2);
+          for (std::size_t n = 0; n < 2; ++n)
+            for (std::size_t d = 0; d < 2; ++d) {
+              double z = 0;
+              for (std::size_t k = 0; k < 3; ++k) z += std::exp(scores.at((n * 3 + k) * 2 + d));
+              for (std::size_t k = 0; k < 3; ++k)
+                CHECK((*got)[1].at((n * 3 + k) * 2 + d) ==
+                      Approx(scores.at((n * 3 + k) * 2 + d) - std::log(z)).epsilon(1e-5));
+            }
+        }
+      }
+  auto bad = import_loss("NegativeLogLikelihoodLoss", "average", false, false);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("node 'loss_node' (NegativeLogLikelihoodLoss, opset 13): reduction "
+                                                  "'average' is not none, sum or mean"));
+  ModelBuilder b(13);
+  b.input("x", 1, {"2", "3"});
+  b.input("t", 1, {"2"});
+  b.node("NegativeLogLikelihoodLoss", {"x", "t"}, {"loss"}, "nll");
+  b.output("loss");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Catch::Contains("the targets must be int32 or int64, they are f32"));
+}
+
+TEST_CASE(
+    "ops imported as their definitions - Hardmax - OneHot - EyeLike - ScatterElements - GatherND - "
+    "LpNormalization - MeanVarianceNormalization - Swish") {
+  auto run = [](ModelBuilder& b, std::vector<Tensor> ins) {
+    auto g = b.import();
+    if (!g) FAIL(g.error().to_string());
+    auto got = runtime::interpret(*g, ins);
+    if (!got) FAIL(got.error().to_string());
+    return (*got)[0];
+  };
+  auto floats = [](std::vector<std::int64_t> dims, std::vector<double> v) {
+    Tensor t(DType::F32, std::move(dims));
+    for (std::size_t i = 0; i < v.size(); ++i) t.set(i, v[i]);
+    return t;
+  };
+  auto values_of = [](const Tensor& t) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < t.numel(); ++i) v.push_back(t.at(i));
+    return v;
+  };
+  SECTION("Hardmax: 1 at the first maximum along the axis") {
+    ModelBuilder b(13);
+    b.input("x", 1, {"2", "3"});
+    attr_int(b.node("Hardmax", {"x"}, {"y"}), "axis", 0);
+    b.output("y");
+    const Tensor y = run(b, {floats({2, 3}, {1, 5, 2, 3, 5, -1})});
+    CHECK(values_of(y) == std::vector<double>{0, 1, 1, 1, 0, 0});
+  }
+  SECTION("OneHot: negative indices count from depth, out of range is a row of off, axis 0") {
+    ModelBuilder b(11);
+    b.input("i", 7, {"4"});
+    b.init_scalar("depth", 1, 3);
+    b.input("v", 1, {"2"});
+    attr_int(b.node("OneHot", {"i", "depth", "v"}, {"y"}), "axis", 0);
+    b.output("y");
+    const Tensor y = run(b, {Tensor::of_ints(DType::I64, {4}, {0, -1, 5, 1}), floats({2}, {-2, 7})});
+    CHECK(y.dims() == std::vector<std::int64_t>{3, 4});
+    CHECK(values_of(y) == std::vector<double>{7, -2, -2, -2, -2, -2, -2, 7, -2, 7, -2, -2});
+  }
+  SECTION("EyeLike: ones on diagonal k, in dtype") {
+    ModelBuilder b(22);
+    b.input("x", 1, {"3", "4"});
+    auto* n = b.node("EyeLike", {"x"}, {"y"});
+    attr_int(n, "k", -1);
+    attr_int(n, "dtype", 6);  // INT32
+    b.output("y");
+    const Tensor y = run(b, {Tensor(DType::F32, {3, 4})});
+    CHECK(y.dtype() == DType::I32);
+    CHECK(values_of(y) == std::vector<double>{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0});
+  }
+  SECTION("ScatterElements: along axis 1, negative indices, duplicates added") {
+    ModelBuilder b(18);
+    b.input("d", 1, {"2", "3"});
+    b.input("i", 7, {"2", "2"});
+    b.input("u", 1, {"2", "2"});
+    auto* n = b.node("ScatterElements", {"d", "i", "u"}, {"y"});
+    attr_int(n, "axis", 1);
+    auto* r = n->add_attribute();
+    r->set_name("reduction");
+    r->set_type(onnx::AttributeProto::STRING);
+    r->set_s("add");
+    b.output("y");
+    const Tensor y = run(b, {floats({2, 3}, {1, 1, 1, 1, 1, 1}), Tensor::of_ints(DType::I64, {2, 2}, {-1, 2, 0, 1}),
+                             floats({2, 2}, {10, 20, 30, 40})});
+    CHECK(values_of(y) == std::vector<double>{1, 1, 31, 31, 41, 1});
+  }
+  SECTION("GatherND: batch_dims 1, a negative index; a coordinate out of its own range is an error") {
+    ModelBuilder b(13);
+    b.input("d", 1, {"2", "3", "2"});
+    b.input("i", 7, {"2", "1", "2"});
+    attr_int(b.node("GatherND", {"d", "i"}, {"y"}), "batch_dims", 1);
+    b.output("y");
+    auto g = b.import();
+    if (!g) FAIL(g.error().to_string());
+    std::vector<double> d;
+    for (int k = 0; k < 12; ++k) d.push_back(k);
+    const Tensor data = floats({2, 3, 2}, d);
+    auto got = runtime::interpret(*g, std::vector<Tensor>{data, Tensor::of_ints(DType::I64, {2, 1, 2}, {2, 1, -3, 0})});
+    if (!got) FAIL(got.error().to_string());
+    CHECK((*got)[0].dims() == std::vector<std::int64_t>{2, 1});
+    CHECK(values_of((*got)[0]) == std::vector<double>{5, 6});  // d[0][2][1], d[1][0][0]
+    // [0, 2] of the second row is inside its flattened 3x2 but 2 is past
+    // the last axis's 2 elements: refused, not read elsewhere.
+    auto bad = runtime::interpret(*g, std::vector<Tensor>{data, Tensor::of_ints(DType::I64, {2, 1, 2}, {0, 0, 0, 2})});
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().message, Catch::Contains("out of range"));
+  }
+  SECTION("LpNormalization: p 1 along the last axis, a row of zeros stays zeros") {
+    ModelBuilder b(22);
+    b.input("x", 1, {"2", "2"});
+    attr_int(b.node("LpNormalization", {"x"}, {"y"}), "p", 1);
+    b.output("y");
+    const Tensor y = run(b, {floats({2, 2}, {1, -3, 0, 0})});
+    CHECK(values_of(y) == std::vector<double>{0.25, -0.75, 0, 0});
+  }
+  SECTION("MeanVarianceNormalization over axes 0, 2, 3; Swish") {
+    ModelBuilder b(13);
+    b.input("x", 1, {"2", "1", "1", "2"});
+    b.node("MeanVarianceNormalization", {"x"}, {"y"});
+    b.output("y");
+    const Tensor y = run(b, {floats({2, 1, 1, 2}, {1, 3, 5, 7})});  // mean 4, standard deviation sqrt(5)
+    for (std::size_t i = 0; i < 4; ++i) CHECK(y.at(i) == Approx((2.0 * i + 1 - 4) / std::sqrt(5.0)).epsilon(1e-6));
+    ModelBuilder s(24);
+    s.input("x", 1, {"2"});
+    auto* n = s.node("Swish", {"x"}, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("alpha");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(2.0f);
+    s.output("y");
+    const Tensor z = run(s, {floats({2}, {1, -0.5})});
+    CHECK(z.at(0) == Approx(1 / (1 + std::exp(-2.0))));
+    CHECK(z.at(1) == Approx(-0.5 / (1 + std::exp(1.0))));
+  }
 }

@@ -1,0 +1,276 @@
+// ONNX ops imported as their definitions in the registry's ops, none of
+// which needs a kernel of its own: Hardmax, LpNormalization,
+// MeanVarianceNormalization and Swish (their function bodies), OneHot
+// (a comparison with the classes), EyeLike (a constant: only x's shape is
+// read), ScatterElements and the older Scatter (scatter_nd with every
+// position's full index), GatherND (gather_elements over the indexed
+// dimensions flattened into one).
+//
+// Invariant: every index an op reads is wrapped (negative counts from the
+// end) before a registry op sees it, and one still out of range is the
+// registry op's run-time error (gather_elements, scatter_nd), never a
+// silent read elsewhere; OneHot's out-of-range indices give rows of `off`,
+// as its definition says.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/onnx_importer.hpp"
+
+namespace saturn::ir::onnx_detail {
+
+namespace {
+
+Attrs one(const char* name, std::int64_t v) {
+  Attrs a;
+  a.set(name, v);
+  return a;
+}
+Attrs ints(const char* name, std::vector<std::int64_t> v) {
+  Attrs a;
+  a.set(name, std::move(v));
+  return a;
+}
+
+std::vector<std::int64_t> static_dims_of(Importer& im, const std::string& v, const char* what) {
+  const Shape& s = im.type_of(v).shape;
+  if (!is_static(s)) im.unsupported(std::string(what) + " (operand '" + v + "') needs a static shape");
+  return static_dims(s);
+}
+
+std::int64_t normalized_axis(Importer& im, std::int64_t axis, std::int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    im.unsupported("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// 0, 1, ..., n-1 along `axis` of a shape of `rank` ones elsewhere (i64).
+Tensor iota_along(std::int64_t n, std::int64_t axis, std::int64_t rank) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(rank), 1);
+  dims[static_cast<std::size_t>(axis)] = n;
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return Tensor::of_ints(DType::I64, dims, v);
+}
+
+// `idx` (i64) with negative entries counted from the end of `size`.
+std::string wrapped(Importer& im, const std::string& base, const std::string& idx, const std::string& size) {
+  const std::string zero = im.add_fresh_const(base, "zero", Tensor::scalar(DType::I64, 0));
+  return im.emit_fresh(base, "where",
+                       {im.emit_fresh(base, "less", {idx, zero}), im.emit_fresh(base, "add", {idx, size}), idx});
+}
+
+std::string as_i64(Importer& im, const std::string& base, const std::string& v) {
+  if (im.type_of(v).dtype == DType::I64) return v;
+  Attrs to;
+  to.set("to", std::string("i64"));
+  return im.emit_fresh(base, "cast", {v}, std::move(to));
+}
+
+void hardmax(Importer& im) {
+  const std::string x = im.in(0), base = im.out(0);
+  const std::vector<std::int64_t> d = static_dims_of(im, x, "x");
+  const auto rank = static_cast<std::int64_t>(d.size());
+  // Before opset 13 the axis splits x into rows [d0..axis) and columns.
+  const bool coerced = im.opset() < 13;
+  std::int64_t axis = normalized_axis(im, im.ai("axis", coerced ? 1 : -1), rank);
+  std::string v = x;
+  std::int64_t n = d[static_cast<std::size_t>(axis)], r = rank;
+  if (coerced) {
+    std::int64_t rows = 1, cols = 1;
+    for (std::int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= d[static_cast<std::size_t>(i)];
+    v = im.emit_fresh(base, "reshape", {x}, ints("shape", {rows, cols}));
+    axis = 1;
+    n = cols;
+    r = 2;
+  }
+  Attrs am = one("axis", axis);
+  am.set("keepdims", std::int64_t{1});
+  const std::string first = im.emit_fresh(base, "argmax", {v}, std::move(am));  // the first maximum
+  const std::string classes = im.add_fresh_const(base, "classes", iota_along(n, axis, r));
+  Attrs to;
+  to.set("to", std::string(dtype_name(im.type_of(x).dtype)));
+  const std::string y = im.emit_fresh(base, "cast", {im.emit_fresh(base, "equal", {first, classes})}, std::move(to));
+  im.emit("reshape", {y}, {im.out(0)}, ints("shape", d));
+}
+
+void lp_normalization(Importer& im) {
+  const std::string x = im.in(0);
+  const auto rank = static_cast<std::int64_t>(im.type_of(x).shape.size());
+  const std::int64_t axis = normalized_axis(im, im.ai("axis", -1), rank), p = im.ai("p", 2);
+  if (p != 1 && p != 2) im.unsupported("p " + std::to_string(p) + " is not 1 or 2");
+  Attrs r = ints("axes", {axis});
+  r.set("keepdims", std::int64_t{1});
+  const std::string base = im.out(0), norm = im.emit_fresh(base, p == 1 ? "reduce_l1" : "reduce_l2", {x}, std::move(r));
+  // A norm of 0 (every element 0) gives 0s, as ONNX's reference does, not 0/0.
+  const DType t = im.type_of(x).dtype;
+  const std::string zero = im.add_fresh_const(base, "zero", Tensor::scalar(t, 0.0)),
+                    one = im.add_fresh_const(base, "one", Tensor::scalar(t, 1.0));
+  im.emit("div", {x, im.emit_fresh(base, "where", {im.emit_fresh(base, "equal", {norm, zero}), one, norm})},
+          {im.out(0)});
+}
+
+// The function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+void mean_variance_normalization(Importer& im) {
+  const std::string x = im.in(0), base = im.out(0);
+  std::vector<std::int64_t> axes = im.has_attr("axes") ? im.aints("axes") : std::vector<std::int64_t>{0, 2, 3};
+  Attrs r = ints("axes", axes);
+  r.set("keepdims", std::int64_t{1});
+  const std::string mean = im.emit_fresh(base, "reduce_mean", {x}, r);
+  const std::string mean_sq = im.emit_fresh(base, "reduce_mean", {im.emit_fresh(base, "mul", {x, x})}, r);
+  const std::string var = im.emit_fresh(base, "sub", {mean_sq, im.emit_fresh(base, "mul", {mean, mean})});
+  const std::string eps = im.add_fresh_const(base, "epsilon", Tensor::scalar(im.type_of(x).dtype, 1e-9));
+  const std::string sd = im.emit_fresh(base, "add", {im.emit_fresh(base, "sqrt", {var}), eps});
+  im.emit("div", {im.emit_fresh(base, "sub", {x, mean}), sd}, {im.out(0)});
+}
+
+void one_hot(Importer& im) {
+  const std::string base = im.out(0);
+  const Tensor& depth_t = im.const_tensor(1, "depth");
+  if (depth_t.numel() != 1) im.unsupported("depth must hold one value");
+  const auto depth = static_cast<std::int64_t>(depth_t.at(0));  // (a float depth is truncated, as ONNX Runtime does)
+  if (depth < 1) im.unsupported("depth " + std::to_string(depth) + " is not positive");
+  const std::string values = im.in(2);
+  if (static_dims_of(im, values, "values") != std::vector<std::int64_t>{2})
+    im.unsupported("values must hold two elements, [off, on]");
+  const auto rank = static_cast<std::int64_t>(im.type_of(im.in(0)).shape.size()) + 1;
+  const std::int64_t axis = normalized_axis(im, im.ai("axis", -1), rank);
+  const std::string size = im.add_fresh_const(base, "depth", Tensor::scalar(DType::I64, static_cast<double>(depth)));
+  const std::string idx = wrapped(im, base, as_i64(im, base, im.in(0)), size);
+  const std::string hot = im.emit_fresh(base, "equal",
+                                        {im.emit_fresh(base, "unsqueeze", {idx}, ints("axes", {axis})),
+                                         im.add_fresh_const(base, "classes", iota_along(depth, axis, rank))});
+  auto value = [&](std::int64_t k) {
+    Attrs s = ints("starts", {k});
+    s.set("ends", std::vector<std::int64_t>{k + 1});
+    return im.emit_fresh(base, "reshape", {im.emit_fresh(base, "slice", {values}, std::move(s))}, ints("shape", {}));
+  };
+  im.emit("where", {hot, value(1), value(0)}, {im.out(0)});
+}
+
+void eye_like(Importer& im) {
+  const std::vector<std::int64_t> d = static_dims_of(im, im.in(0), "x");
+  if (d.size() != 2) im.unsupported("x must be 2-D, it is " + to_string(im.type_of(im.in(0)).shape));
+  DType t = im.type_of(im.in(0)).dtype;
+  if (im.has_attr("dtype")) {
+    const std::int64_t code = im.ai("dtype", 1);
+    auto dt = dtype_from_onnx(static_cast<int>(code));
+    if (!dt) im.unsupported("dtype " + onnx_type_name(static_cast<int>(code)) + " is not supported");
+    t = *dt;
+  }
+  const std::int64_t k = im.ai("k", 0);
+  Tensor eye(t, d);
+  for (std::int64_t i = 0; i < d[0]; ++i)
+    if (i + k >= 0 && i + k < d[1]) eye.set(static_cast<std::size_t>(i * d[1] + i + k), 1.0);
+  im.add_const(im.out(0), std::move(eye));
+}
+
+void swish(Importer& im) {
+  const std::string x = im.in(0), base = im.out(0);
+  const std::string alpha = im.add_fresh_const(base, "alpha", Tensor::scalar(im.type_of(x).dtype, im.af("alpha", 1.0)));
+  im.emit("mul", {x, im.emit_fresh(base, "sigmoid", {im.emit_fresh(base, "mul", {x, alpha})})}, {im.out(0)});
+}
+
+// ScatterElements: position p of `indices` writes updates[p] at p with its
+// `axis` coordinate replaced by indices[p]; that full coordinate for every
+// p is what scatter_nd reads.
+void scatter_elements(Importer& im) {
+  const std::string data = im.in(0), base = im.out(0);
+  const std::vector<std::int64_t> dd = static_dims_of(im, data, "data");
+  const std::vector<std::int64_t> id = static_dims_of(im, im.in(1), "indices");
+  const auto rank = static_cast<std::int64_t>(dd.size());
+  if (static_cast<std::int64_t>(id.size()) != rank)
+    im.unsupported("indices must have data's rank, " + std::to_string(rank));
+  if (static_dims_of(im, im.in(2), "updates") != id) im.unsupported("updates must have the indices' shape");
+  const std::int64_t axis = normalized_axis(im, im.ai("axis", 0), rank);
+  const std::string reduction = im.as("reduction", "none");
+  const std::string size = im.add_fresh_const(base, "size", Tensor::scalar(DType::I64, static_cast<double>(dd[axis])));
+  std::vector<std::string> coords;
+  std::vector<std::int64_t> column = id;
+  column.push_back(1);
+  for (std::int64_t k = 0; k < rank; ++k) {
+    std::string c;
+    if (k == axis) {
+      c = wrapped(im, base, as_i64(im, base, im.in(1)), size);
+    } else {  // this axis's own coordinate, at every position
+      Attrs e = ints("shape", id);
+      c = im.emit_fresh(base, "expand", {im.add_fresh_const(base, "coordinate", iota_along(id[k], k, rank))},
+                        std::move(e));
+    }
+    coords.push_back(im.emit_fresh(base, "reshape", {c}, ints("shape", column)));
+  }
+  const std::string full = im.emit_fresh(base, "concat", coords, one("axis", rank));
+  Attrs r;
+  r.set("reduction", reduction);
+  im.emit("scatter_nd", {data, full, im.in(2)}, {im.out(0)}, std::move(r));
+}
+
+// GatherND: the indexed dimensions of data flattened into one, each index
+// tuple its offset there, then gather_elements along that dimension for
+// every batch row and every element after it.
+void gather_nd(Importer& im) {
+  const std::string data = im.in(0), base = im.out(0);
+  const std::vector<std::int64_t> dd = static_dims_of(im, data, "data");
+  const std::vector<std::int64_t> id = static_dims_of(im, im.in(1), "indices");
+  const auto b = static_cast<std::size_t>(im.ai("batch_dims", 0));
+  if (id.empty()) im.unsupported("indices must have rank 1 or more");
+  const auto k = static_cast<std::size_t>(id.back());
+  if (b >= id.size() || b + k > dd.size() || k < 1)
+    im.unsupported("indices " + to_string(shape_of(id)) + " with batch_dims " + std::to_string(b) +
+                   " do not index data " + to_string(shape_of(dd)));
+  for (std::size_t i = 0; i < b; ++i)
+    if (id[i] != dd[i]) im.unsupported("the batch dimensions of data and indices differ");
+  std::int64_t batch = 1, indexed = 1, rest = 1, tuples = 1;
+  for (std::size_t i = 0; i < dd.size(); ++i) (i < b ? batch : i < b + k ? indexed : rest) *= dd[i];
+  for (std::size_t i = b; i + 1 < id.size(); ++i) tuples *= id[i];
+  const std::string idx = as_i64(im, base, im.in(1));
+  std::string offset, outside;
+  std::int64_t stride = indexed;
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::int64_t dim = dd[b + j];
+    stride /= dim;
+    Attrs s = ints("starts", {static_cast<std::int64_t>(j)});
+    s.set("ends", std::vector<std::int64_t>{static_cast<std::int64_t>(j) + 1});
+    s.set("axes", std::vector<std::int64_t>{-1});
+    const std::string size = im.add_fresh_const(base, "dim", Tensor::scalar(DType::I64, static_cast<double>(dim)));
+    const std::string column = wrapped(im, base, im.emit_fresh(base, "slice", {idx}, std::move(s)), size);
+    // A coordinate out of its own range could land inside the flattened
+    // dimension: such a tuple is sent past its end, where gather_elements
+    // refuses it.
+    const std::string zero = im.add_fresh_const(base, "zero", Tensor::scalar(DType::I64, 0));
+    const std::string bad = im.emit_fresh(
+        base, "or",
+        {im.emit_fresh(base, "less", {column, zero}), im.emit_fresh(base, "greater_equal", {column, size})});
+    outside = outside.empty() ? bad : im.emit_fresh(base, "or", {outside, bad});
+    const std::string term =
+        im.emit_fresh(base, "mul", {column, im.add_fresh_const(base, "stride", Tensor::scalar(DType::I64, stride))});
+    offset = offset.empty() ? term : im.emit_fresh(base, "add", {offset, term});
+  }
+  offset = im.emit_fresh(
+      base, "where",
+      {outside, im.add_fresh_const(base, "past", Tensor::scalar(DType::I64, static_cast<double>(indexed))), offset});
+  const std::string rows = im.emit_fresh(base, "reshape", {data}, ints("shape", {batch, indexed, rest}));
+  const std::string at =
+      im.emit_fresh(base, "expand", {im.emit_fresh(base, "reshape", {offset}, ints("shape", {batch, tuples, 1}))},
+                    ints("shape", {batch, tuples, rest}));
+  const std::string got = im.emit_fresh(base, "gather_elements", {rows, at}, one("axis", 1));
+  std::vector<std::int64_t> out(id.begin(), id.end() - 1);
+  out.insert(out.end(), dd.begin() + static_cast<std::ptrdiff_t>(b + k), dd.end());
+  im.emit("reshape", {got}, {im.out(0)}, ints("shape", out));
+}
+
+}  // namespace
+
+void import_bodies(ImportTable& t) {
+  t["Hardmax"] = hardmax;
+  t["LpNormalization"] = lp_normalization;
+  t["MeanVarianceNormalization"] = mean_variance_normalization;
+  t["OneHot"] = one_hot;
+  t["EyeLike"] = eye_like;
+  t["Swish"] = swish;
+  t["ScatterElements"] = scatter_elements;
+  t["Scatter"] = scatter_elements;  // (deprecated at opset 11: the same op)
+  t["GatherND"] = gather_nd;
+}
+
+}  // namespace saturn::ir::onnx_detail
