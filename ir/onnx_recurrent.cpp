@@ -232,7 +232,12 @@ class Unroller {
     const std::string rt = op("transpose", {of_direction(im_.in(2), {gh, hidden_})});   // [H, G*H]
     // Biases: Wb + Rb join the input projection, except GRU's recurrent
     // h-gate bias under linear_before_reset, which the reset gate scales.
-    std::string xw = op("matmul", {x, w});  // [seq, batch, G*H]
+    // X as the rows of one 2-D product: X often arrives transposed from
+    // batch-first (torch's export), and a 3-D product of a transposed X
+    // is one library call per step (a 2-layer GRU's first layer: 24 calls,
+    // 45 us, against one 48-row call after a 12 KB copy).
+    std::string xw = op("matmul", {op("reshape", {x}, ints("shape", {seq_ * batch_, x_width()})), w});
+    xw = op("reshape", {xw}, ints("shape", {seq_, batch_, gh}));  // [seq, batch, G*H]
     std::string rbh;
     if (im_.has_in(3)) {
       const std::string b = of_direction(im_.in(3), {2 * gh});

@@ -36,6 +36,9 @@ std::optional<MatrixLayout> matrix_layout(const View& v) {
 
 namespace {
 
+// Products under this many flops run on the calling thread (make_packed_gemm_step).
+constexpr double kSerialProductFlops = 1 << 18;
+
 // A product's batch can fold into M (one [batch*M, K] @ [K, N] product)
 // when b is shared by every batch element and a's rows walk evenly.
 bool batch_folds(const View& a, const View& b, const std::vector<std::int64_t>& batch, std::int64_t M) {
@@ -526,6 +529,20 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   const std::vector<std::int64_t> batch(out_dims.begin(), out_dims.end() - 2);
   if (!batch_folds(a, w, batch, M) && ir::numel(batch) != 1) return std::nullopt;
   const std::int64_t m = M * ir::numel(batch);
+  // A small product runs on the calling thread, as small loop kernels do:
+  // oneDNN makes a primitive for the threads OpenMP offers when it is made,
+  // and one made for one thread runs without a parallel region (an LSTM
+  // step's 4x256x64 product took 2 us on two threads, 1 on one).
+  const int team = omp_get_max_threads();
+  const bool serial = 2.0 * static_cast<double>(m * N * K) < kSerialProductFlops;
+  if (serial) omp_set_num_threads(1);
+  struct RestoreTeam {
+    int team;
+    bool serial;
+    ~RestoreTeam() {
+      if (serial) omp_set_num_threads(team);
+    }
+  } restore{team, serial};
   const MatrixLayout la = *matrix_layout(a), lw = *matrix_layout(w);
   auto matrix = [](std::int64_t rows, std::int64_t cols, MatrixLayout l) {
     return memory::desc({rows, cols}, dt::f32, l.transposed ? memory::dims{1, l.ld} : memory::dims{l.ld, 1});
@@ -547,7 +564,8 @@ std::optional<Step> make_packed_gemm_step(const View& a, const View& w, const Bu
   keep.push_back(st);
   Step s;
   s.kind = StepKind::Gemm;
-  s.label = "oneDNN matmul " + std::to_string(m) + "x" + std::to_string(N) + "x" + std::to_string(K) + " (packed)";
+  s.label = "oneDNN matmul " + std::to_string(m) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+            (serial ? " (packed, one thread)" : " (packed)");
   s.reads = {a.buffer};  // the weights were packed above
   s.writes = {out};
   DnnlState* p = st.get();
