@@ -406,6 +406,9 @@ void Exporter::node(const Node& n) {
   } else if (op == "cumsum") {
     auto* p = emit("CumSum", n, {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("axis", 0)}), y)}, {y});
     copy(p, n, {"exclusive", "reverse"});
+  } else if (op == "top_k") {
+    auto* p = emit("TopK", n, {x, constant(Tensor::of_ints(DType::I64, {1}, {n.attrs.i("k", 1)}), y)}, n.outputs);
+    copy(p, n, {"axis", "largest", "sorted"});
   } else if (op == "trilu") {
     auto* p = emit("Trilu", n, {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("k", 0)}), y)}, {y});
     copy(p, n, {"upper"});

@@ -785,6 +785,21 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       a.set("reverse", im.ai("reverse", 0));
       im.emit1("cumsum", {im.in(0)}, std::move(a));
     };
+    // K is an attribute before opset 10, a constant operand after.
+    t["TopK"] = [](Importer& im) {
+      Attrs a;
+      if (im.opset() < 10) {
+        a.set("k", im.ai("k", 1));
+      } else {
+        const auto k = im.const_ints(1, "K");
+        if (k.size() != 1) im.unsupported("K must be one integer");
+        a.set("k", k[0]);
+      }
+      a.set("axis", im.ai("axis", -1));
+      a.set("largest", im.ai("largest", 1));
+      a.set("sorted", im.ai("sorted", 1));
+      im.emit("top_k", {im.in(0)}, {im.out(0), im.out(1)}, std::move(a));
+    };
     t["Trilu"] = [](Importer& im) {
       Attrs a;
       a.set("upper", im.ai("upper", 1));

@@ -261,6 +261,79 @@ void softmax_like(OpRegistry& r, const char* name, bool log) {
   r.add(std::move(d));
 }
 
+// The k largest (or smallest) elements along `axis` and their indices
+// (ONNX TopK), in order: largest first (smallest first), equal values by
+// index, NaN after every number (as numpy's sort, which ONNX's reference
+// uses). `sorted` 0 lets ONNX give them in any order; they come sorted all
+// the same. No decomposition: every target runs this kernel.
+void top_k(OpRegistry& r) {
+  OpDef d;
+  d.name = "top_k";
+  d.kind = OpKind::Composite;
+  d.num_outputs = 2;
+  d.doc = "the `k` largest elements along `axis` (smallest with `largest` 0), sorted, and their indices (i64)";
+  d.infer = [](const Attrs& a, Inputs in, std::size_t) {
+    const Shape& s = in[0].type.shape;
+    if (in[0].type.dtype == DType::Bool) shape_error("top_k does not take bool operands");
+    if (s.empty()) shape_error("top_k: operand has rank 0");
+    const auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(s.size())));
+    const std::int64_t k = a.i("k", 1);
+    if (k < 0) shape_error("top_k: k " + std::to_string(k) + " is negative");
+    if (s[axis].is_static() && k > s[axis].value())
+      shape_error("top_k: k " + std::to_string(k) + " is more than the " + std::to_string(s[axis].value()) +
+                  " elements along axis " + std::to_string(axis));
+    Shape out = s;
+    out[axis] = Dim::of(k);
+    return std::vector<ValueType>{{in[0].type.dtype, out}, {DType::I64, out}};
+  };
+  d.eval = [](const Attrs& a, Args x, Given, std::size_t) {
+    const auto& dims = x[0].dims();
+    const auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", -1), static_cast<std::int64_t>(dims.size())));
+    const auto k = static_cast<std::size_t>(a.i("k", 1));
+    const bool largest = a.i("largest", 1) != 0, integral = !is_float(x[0].dtype()),
+               unsigned_64 = x[0].dtype() == DType::U64;
+    std::vector<std::int64_t> out_dims = dims;
+    out_dims[axis] = static_cast<std::int64_t>(k);
+    Tensor values(x[0].dtype(), out_dims), indices(DType::I64, out_dims);
+    std::size_t pre = 1, post = 1;
+    for (std::size_t d = 0; d < axis; ++d) pre *= static_cast<std::size_t>(dims[d]);
+    for (std::size_t d = axis + 1; d < dims.size(); ++d) post *= static_cast<std::size_t>(dims[d]);
+    const auto n = static_cast<std::size_t>(dims[axis]);
+    std::vector<std::size_t> order(n);
+    for (std::size_t p = 0; p < pre; ++p)
+      for (std::size_t q = 0; q < post; ++q) {
+        auto at = [&](std::size_t i) { return (p * n + i) * post + q; };
+        for (std::size_t i = 0; i < n; ++i) order[i] = i;
+        // (integers compared exactly, beyond 2^53 too)
+        auto before = [&](std::size_t i, std::size_t j) {
+          if (unsigned_64) {  // (stored as int64 bits: past 2^63 they read negative)
+            const auto u = static_cast<std::uint64_t>(x[0].at_int(at(i))),
+                       v = static_cast<std::uint64_t>(x[0].at_int(at(j)));
+            return largest ? u > v : u < v;
+          }
+          if (integral) {
+            const std::int64_t u = x[0].at_int(at(i)), v = x[0].at_int(at(j));
+            return largest ? u > v : u < v;
+          }
+          const double u = x[0].at(at(i)), v = x[0].at(at(j));
+          if (std::isnan(u) || std::isnan(v)) return !std::isnan(u) && std::isnan(v);
+          return largest ? u > v : u < v;
+        };
+        std::stable_sort(order.begin(), order.end(), before);
+        for (std::size_t i = 0; i < k; ++i) {
+          const std::size_t o = (p * k + i) * post + q;
+          if (integral)
+            values.set_int(o, x[0].at_int(at(order[i])));
+          else
+            values.set(o, x[0].at(at(order[i])));
+          indices.set_int(o, static_cast<std::int64_t>(order[i]));
+        }
+      }
+    return std::vector<Tensor>{std::move(values), std::move(indices)};
+  };
+  r.add(std::move(d));
+}
+
 // Running sums along `axis` (ONNX CumSum): `exclusive` leaves each element
 // out of its own sum, `reverse` sums from the end. Integers wrap as
 // reduce_sum's do.
@@ -326,6 +399,7 @@ void register_reduce_ops(OpRegistry& r) {
   softmax_like(r, "softmax", false);
   softmax_like(r, "log_softmax", true);
   cumsum(r);
+  top_k(r);
 
   // Attributes, in e-graph order.
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_l1",
@@ -335,6 +409,7 @@ void register_reduce_ops(OpRegistry& r) {
     r.declare_attrs(n, {attr_int("axis", 0), attr_int("keepdims", 1), attr_int("select_last_index", 0)});
   for (const char* n : {"softmax", "log_softmax"}) r.declare_attrs(n, {attr_int("axis", -1)});
   r.declare_attrs("cumsum", {attr_int("axis", 0), attr_int("exclusive", 0), attr_int("reverse", 0)});
+  r.declare_attrs("top_k", {attr_int("k", 1), attr_int("axis", -1), attr_int("largest", 1), attr_int("sorted", 1)});
   r.declare_unit_work("reduce_log_sum_exp", 10);
   r.declare_unit_work("reduce_l2", 2);
   // exp, max, sum, subtract and divide per element.

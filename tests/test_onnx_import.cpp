@@ -1143,3 +1143,48 @@ TEST_CASE(
     CHECK(z.at(1) == Approx(-0.5 / (1 + std::exp(1.0))));
   }
 }
+
+TEST_CASE("TopK: the k largest or smallest along an axis, ties by index, NaN last - exports back - errors") {
+  auto build = [](std::int64_t k, std::int64_t axis, std::int64_t largest) {
+    ModelBuilder b(11);
+    b.input("x", 1, {"2", "4"});
+    b.init_ints("K", {k});
+    auto* n = b.node("TopK", {"x", "K"}, {"v", "i"}, "top");
+    attr_int(n, "axis", axis);
+    attr_int(n, "largest", largest);
+    b.output("v");
+    b.output("i");
+    return b.import();
+  };
+  const Tensor x = Tensor::of_doubles(DType::F32, {2, 4}, {3, NAN, 3, 5, -1, 2, 2, 7});
+  auto check = [&](std::int64_t k, std::int64_t axis, std::int64_t largest, std::vector<double> values,
+                   std::vector<std::int64_t> indices) {
+    INFO("k " << k << " axis " << axis << " largest " << largest);
+    auto g = build(k, axis, largest);
+    if (!g) FAIL(g.error().to_string());
+    for (int round = 0; round < 2; ++round) {  // as imported, then exported and imported back
+      auto y = runtime::interpret(*g, std::vector<Tensor>{x});
+      if (!y) FAIL(y.error().to_string());
+      REQUIRE((*y)[0].numel() == values.size());
+      for (std::size_t e = 0; e < values.size(); ++e) {
+        if (std::isnan(values[e]))
+          CHECK(std::isnan((*y)[0].at(e)));
+        else
+          CHECK((*y)[0].at(e) == values[e]);
+        CHECK((*y)[1].at_int(e) == indices[e]);
+      }
+      auto bytes = export_onnx_bytes(*g);
+      REQUIRE(bytes);
+      g = import_onnx_bytes(*bytes, "topk.onnx");
+      REQUIRE(g);
+    }
+  };
+  // Rows [3 NaN 3 5] and [-1 2 2 7]: the equal 3s (and 2s) by index, NaN after the numbers.
+  check(3, 1, 1, {5, 3, 3, 7, 2, 2}, {3, 0, 2, 3, 1, 2});
+  check(4, -1, 0, {3, 3, 5, NAN, -1, 2, 2, 7}, {0, 2, 3, 1, 0, 1, 2, 3});
+  check(1, 0, 1, {3, 2, 3, 7}, {0, 1, 0, 1});  // down the columns: [NaN 2] gives 2
+  auto g = build(5, 1, 1);
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message,
+             Catch::Contains("node 'top' (TopK, opset 11): top_k: k 5 is more than the 4 elements along axis 1"));
+}
