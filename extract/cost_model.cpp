@@ -60,6 +60,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                     {"depth_to_space", 0.004},
                     {"space_to_depth", 0.004},
                     {"cumsum", 0.004},
+                    {"cumprod", 0.004},
                     {"top_k", 0.004},
                     {"reduce_sum", 1.0}}};
     // reduce_sum at the loop rate, but listed so that a calibration times
@@ -212,6 +213,7 @@ std::optional<CostModel> CostModel::for_target(const std::string& name) {
                      {"depth_to_space", 1e-5},
                      {"space_to_depth", 1e-5},
                      {"cumsum", 1e-5},
+                     {"cumprod", 1e-5},
                      {"top_k", 1e-5},
                      {"reduce_sum", 0.016}}};
     cuda.library_call_us = {{"cudnn.", 5.0}};

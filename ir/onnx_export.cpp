@@ -403,8 +403,9 @@ void Exporter::node(const Node& n) {
         n.attrs.has("value") ? constant(Tensor::scalar(dtype_of(x), n.attrs.f("value", 0)), y) : std::string();
     auto* p = emit("Pad", n, {x, ints(n.attrs.ints("pads"), y), value}, {y});
     copy(p, n, {"mode"});
-  } else if (op == "cumsum") {
-    auto* p = emit("CumSum", n, {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("axis", 0)}), y)}, {y});
+  } else if (op == "cumsum" || op == "cumprod") {
+    auto* p = emit(op == "cumsum" ? "CumSum" : "CumProd", n,
+                   {x, constant(Tensor::of_ints(DType::I64, {}, {n.attrs.i("axis", 0)}), y)}, {y});
     copy(p, n, {"exclusive", "reverse"});
   } else if (op == "top_k") {
     auto* p = emit("TopK", n, {x, constant(Tensor::of_ints(DType::I64, {1}, {n.attrs.i("k", 1)}), y)}, n.outputs);

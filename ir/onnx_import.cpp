@@ -776,15 +776,16 @@ const std::unordered_map<std::string, ImportFn>& importers() {
     };
     t["Resize"] = [resize](Importer& im) { resize(im, false); };
     t["Upsample"] = [resize](Importer& im) { resize(im, true); };
-    t["CumSum"] = [](Importer& im) {
-      Attrs a;
-      const auto axis = im.const_ints(1, "axis");
-      if (axis.size() != 1) im.unsupported("the axis must be one integer");
-      a.set("axis", axis[0]);
-      a.set("exclusive", im.ai("exclusive", 0));
-      a.set("reverse", im.ai("reverse", 0));
-      im.emit1("cumsum", {im.in(0)}, std::move(a));
-    };
+    for (const auto& [onnx_op, op] : {std::pair<const char*, const char*>{"CumSum", "cumsum"}, {"CumProd", "cumprod"}})
+      t[onnx_op] = [op](Importer& im) {
+        Attrs a;
+        const auto axis = im.const_ints(1, "axis");
+        if (axis.size() != 1) im.unsupported("the axis must be one integer");
+        a.set("axis", axis[0]);
+        a.set("exclusive", im.ai("exclusive", 0));
+        a.set("reverse", im.ai("reverse", 0));
+        im.emit1(op, {im.in(0)}, std::move(a));
+      };
     // K is an attribute before opset 10, a constant operand after.
     t["TopK"] = [](Importer& im) {
       Attrs a;

@@ -334,21 +334,24 @@ void top_k(OpRegistry& r) {
   r.add(std::move(d));
 }
 
-// Running sums along `axis` (ONNX CumSum): `exclusive` leaves each element
-// out of its own sum, `reverse` sums from the end. Integers wrap as
-// reduce_sum's do.
-void cumsum(OpRegistry& r) {
+// Running sums (ONNX CumSum) or products (CumProd) along `axis`:
+// `exclusive` leaves each element out of its own sum (product), `reverse`
+// runs from the end. Integers wrap as reduce_sum's and reduce_prod's do.
+void running(OpRegistry& r, const char* name, bool product) {
   OpDef d;
-  d.name = "cumsum";
+  d.name = name;
   d.kind = OpKind::Composite;
-  d.doc = "running sums along attribute `axis` (`exclusive`: without the element itself; `reverse`: from the end)";
-  d.infer = [](const Attrs& a, Inputs in, std::size_t) {
-    if (in[0].type.dtype == DType::Bool) shape_error("cumsum does not take bool operands");
-    if (in[0].type.shape.empty()) shape_error("cumsum: operand has rank 0");
+  d.doc = product ? "running products along attribute `axis` (`exclusive`: without the element itself; `reverse`: "
+                    "from the end)"
+                  : "running sums along attribute `axis` (`exclusive`: without the element itself; `reverse`: from "
+                    "the end)";
+  d.infer = [name = std::string(name)](const Attrs& a, Inputs in, std::size_t) {
+    if (in[0].type.dtype == DType::Bool) shape_error(name + " does not take bool operands");
+    if (in[0].type.shape.empty()) shape_error(name + ": operand has rank 0");
     normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(in[0].type.shape.size()));
     return std::vector<ValueType>{in[0].type};
   };
-  set_kernel(d, [](const Attrs& a, auto x, Given, std::size_t) {
+  set_kernel(d, [product](const Attrs& a, auto x, Given, std::size_t) {
     const auto& dims = x[0].dims();
     const auto axis = static_cast<std::size_t>(normalize_axis(a.i("axis", 0), static_cast<std::int64_t>(dims.size())));
     const bool exclusive = a.i("exclusive", 0) != 0, reverse = a.i("reverse", 0) != 0;
@@ -361,17 +364,17 @@ void cumsum(OpRegistry& r) {
     const bool integral = !symbolic && !is_float(x[0].dtype());
     for (std::size_t p = 0; p < pre; ++p)
       for (std::size_t q = 0; q < post; ++q) {
-        std::int64_t whole = 0;
-        auto run = lit(x[0], 0.0);
+        std::int64_t whole = product ? 1 : 0;
+        auto run = lit(x[0], product ? 1.0 : 0.0);
         for (std::size_t k = 0; k < n; ++k) {
           const std::size_t at = (p * n + (reverse ? n - 1 - k : k)) * post + q;
           if (integral) {
             const std::int64_t before = whole;
-            whole = wrapping_add(whole, x[0].at_int(at));
+            whole = product ? wrapping_mul(whole, x[0].at_int(at)) : wrapping_add(whole, x[0].at_int(at));
             out.set_int(at, exclusive ? before : whole);
           } else {
             const auto before = run;
-            run = run + x[0].at(at);
+            run = product ? run * x[0].at(at) : run + x[0].at(at);
             out.set(at, exclusive ? before : run);
           }
         }
@@ -398,7 +401,8 @@ void register_reduce_ops(OpRegistry& r) {
   arg_reduction(r, "argmin", false);
   softmax_like(r, "softmax", false);
   softmax_like(r, "log_softmax", true);
-  cumsum(r);
+  running(r, "cumsum", false);
+  running(r, "cumprod", true);
   top_k(r);
 
   // Attributes, in e-graph order.
@@ -408,7 +412,8 @@ void register_reduce_ops(OpRegistry& r) {
   for (const char* n : {"argmax", "argmin"})
     r.declare_attrs(n, {attr_int("axis", 0), attr_int("keepdims", 1), attr_int("select_last_index", 0)});
   for (const char* n : {"softmax", "log_softmax"}) r.declare_attrs(n, {attr_int("axis", -1)});
-  r.declare_attrs("cumsum", {attr_int("axis", 0), attr_int("exclusive", 0), attr_int("reverse", 0)});
+  for (const char* n : {"cumsum", "cumprod"})
+    r.declare_attrs(n, {attr_int("axis", 0), attr_int("exclusive", 0), attr_int("reverse", 0)});
   r.declare_attrs("top_k", {attr_int("k", 1), attr_int("axis", -1), attr_int("largest", 1), attr_int("sorted", 1)});
   r.declare_unit_work("reduce_log_sum_exp", 10);
   r.declare_unit_work("reduce_l2", 2);

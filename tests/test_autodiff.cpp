@@ -121,6 +121,8 @@ std::vector<Sample> samples() {
   s.push_back({"space_to_depth", {real({1, 2, 4, 6})}, attrs({{"blocksize", std::int64_t{2}}})});
   s.push_back({"cumsum", {real({2, 5})}, attrs({{"axis", std::int64_t{1}}})});
   s.push_back({"cumsum", {real({3, 2})}, attrs({{"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}})});
+  s.push_back({"cumprod", {real({2, 4})}, attrs({{"axis", std::int64_t{1}}})});
+  s.push_back({"cumprod", {real({3, 2})}, attrs({{"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}})});
   s.push_back(
       {"slice", {real({4, 5})}, attrs({{"starts", Ints{1, -3}}, {"ends", Ints{3, 100}}, {"axes", Ints{0, 1}}})});
   s.push_back(

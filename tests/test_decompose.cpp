@@ -158,6 +158,10 @@ TEST_CASE("every decomposition computes its op's definition - in primitives only
       {"cumsum",
        {{4, 3}},
        attrs({{"axis", std::int64_t{-2}}, {"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}})},
+      {"cumprod", {{2, 5, 3}}, attr("axis", std::int64_t{1})},
+      {"cumprod",
+       {{4, 3}},
+       attrs({{"axis", std::int64_t{-2}}, {"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}})},
       // Windows, convolution and pooling: strides, dilations, asymmetric and
       // automatic padding, groups, a bias, 1-D to 3-D, ceil_mode (extra
       // windows, and a tail no window reaches), both average divisors.

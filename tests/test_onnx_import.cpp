@@ -612,6 +612,31 @@ TEST_CASE("CumSum imports with its axis operand as an attribute - exports back -
     CHECK(back->nodes.back().attrs.i("axis", 0) == -1);
     CHECK(back->nodes.back().attrs.i("reverse", 0) == 1);
   }
+  {
+    // CumProd the same way: exclusive, integers wrapping as reduce_prod's.
+    ModelBuilder b(21);
+    b.input("x", 7, {"4"});
+    b.init_ints("axis", {0});
+    attr_int(b.node("CumProd", {"x", "axis"}, {"y"}, "products"), "exclusive", 1);
+    b.output("y");
+    auto g = b.import();
+    REQUIRE(g);
+    CHECK(g->nodes[0].op == "cumprod");
+    const std::int64_t big = std::int64_t{1} << 40;
+    auto y = runtime::interpret(*g, std::vector<Tensor>{Tensor::of_ints(DType::I64, {4}, {3, big, big, 5})});
+    REQUIRE(y);
+    CHECK(y->at(0).at_int(0) == 1);
+    CHECK(y->at(0).at_int(1) == 3);
+    CHECK(y->at(0).at_int(2) == 3 * big);
+    CHECK(y->at(0).at_int(3) == static_cast<std::int64_t>(3ULL * static_cast<std::uint64_t>(big) *
+                                                          static_cast<std::uint64_t>(big)));  // wrapped
+    auto bytes = export_onnx_bytes(*g);
+    REQUIRE(bytes);
+    auto back = import_onnx_bytes(*bytes, "cumprod.onnx");
+    REQUIRE(back);
+    CHECK(back->nodes.back().op == "cumprod");
+    CHECK(back->nodes.back().attrs.i("exclusive", 0) == 1);
+  }
   ModelBuilder b(17);
   b.input("x", 1, {"2", "3"});
   b.input("axis", 7, {});
