@@ -259,9 +259,78 @@ void gather_nd(Importer& im) {
   im.emit("reshape", {got}, {im.out(0)}, ints("shape", out));
 }
 
+// RotaryEmbedding (opset 23), its function body: x as [batch, seq, heads,
+// head] (4-D input transposed from [batch, heads, seq, head], 3-D split
+// into num_heads), its first rotary_embedding_dim features rotated in
+// pairs, halves (x1 = first half, x2 = second) or interleaved (even and
+// odd features), by the cos and sin at each position: x1 cos - x2 sin and
+// x1 sin + x2 cos; the features past it pass unchanged.
+void rotary_embedding(Importer& im) {
+  const std::string base = im.out(0);
+  const std::vector<std::int64_t> xd = static_dims_of(im, im.in(0), "input");
+  auto op = [&](const char* name, std::vector<std::string> ins, Attrs a = {}) {
+    return im.emit_fresh(base, name, std::move(ins), std::move(a));
+  };
+  auto slice = [&](const std::string& v, std::int64_t begin, std::int64_t end, std::int64_t step = 1) {
+    Attrs s = ints("starts", {begin});
+    s.set("ends", std::vector<std::int64_t>{end});
+    s.set("axes", std::vector<std::int64_t>{-1});
+    s.set("steps", std::vector<std::int64_t>{step});
+    return op("slice", {v}, std::move(s));
+  };
+  std::string x;
+  std::int64_t batch = 0, seq = 0, heads = 0, head = 0;
+  if (xd.size() == 4) {
+    batch = xd[0], heads = xd[1], seq = xd[2], head = xd[3];
+    x = op("transpose", {im.in(0)}, ints("perm", {0, 2, 1, 3}));
+  } else if (xd.size() == 3) {
+    heads = im.ai("num_heads", 0);
+    if (heads <= 0 || xd[2] % heads != 0) im.unsupported("a 3-D input needs num_heads that divides its hidden size");
+    batch = xd[0], seq = xd[1], head = xd[2] / heads;
+    x = op("reshape", {im.in(0)}, ints("shape", {batch, seq, heads, head}));
+  } else {
+    im.unsupported("the input must be 3-D or 4-D, it is " + to_string(im.type_of(im.in(0)).shape));
+  }
+  std::int64_t rotary = im.ai("rotary_embedding_dim", 0);
+  if (rotary == 0) rotary = head;
+  if (rotary < 0 || rotary > head || rotary % 2 != 0)
+    im.unsupported("rotary_embedding_dim " + std::to_string(rotary) + " is not even and at most the head size " +
+                   std::to_string(head));
+  if (xd.size() == 4 && im.has_attr("num_heads") && im.ai("num_heads", 0) != heads)
+    im.unsupported("num_heads differs from the input's heads");
+  const bool interleaved = im.ai("interleaved", 0) != 0;
+  // cos and sin [batch, seq, rotary / 2] at each position, then across the heads.
+  auto table = [&](int k) {
+    std::string c = im.in(k);
+    if (im.has_in(3)) c = op("gather", {im.in(k), as_i64(im, base, im.in(3))}, one("axis", 0));
+    return op("unsqueeze", {slice(c, 0, rotary / 2)}, ints("axes", {2}));
+  };
+  const std::string cos = table(1), sin = table(2);
+  const std::string rotated_part = slice(x, 0, rotary);
+  const std::string x1 = interleaved ? slice(rotated_part, 0, rotary, 2) : slice(rotated_part, 0, rotary / 2);
+  const std::string x2 = interleaved ? slice(rotated_part, 1, rotary, 2) : slice(rotated_part, rotary / 2, rotary);
+  const std::string real = op("sub", {op("mul", {cos, x1}), op("mul", {sin, x2})});
+  const std::string imaginary = op("add", {op("mul", {sin, x1}), op("mul", {cos, x2})});
+  std::string rotated;
+  if (interleaved)
+    rotated = op(
+        "reshape",
+        {op("concat", {op("unsqueeze", {real}, ints("axes", {-1})), op("unsqueeze", {imaginary}, ints("axes", {-1}))},
+            one("axis", -1))},
+        ints("shape", {batch, seq, heads, rotary}));
+  else
+    rotated = op("concat", {real, imaginary}, one("axis", -1));
+  const std::string y = rotary == head ? rotated : op("concat", {rotated, slice(x, rotary, head)}, one("axis", -1));
+  if (xd.size() == 4)
+    im.emit("transpose", {y}, {im.out(0)}, ints("perm", {0, 2, 1, 3}));
+  else
+    im.emit("reshape", {y}, {im.out(0)}, ints("shape", xd));
+}
+
 }  // namespace
 
 void import_bodies(ImportTable& t) {
+  t["RotaryEmbedding"] = rotary_embedding;
   t["Hardmax"] = hardmax;
   t["LpNormalization"] = lp_normalization;
   t["MeanVarianceNormalization"] = mean_variance_normalization;

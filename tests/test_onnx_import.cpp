@@ -1213,3 +1213,52 @@ TEST_CASE("TopK: the k largest or smallest along an axis, ties by index, NaN las
   CHECK_THAT(g.error().message,
              Catch::Contains("node 'top' (TopK, opset 11): top_k: k 5 is more than the 4 elements along axis 1"));
 }
+
+TEST_CASE("RotaryEmbedding imports as its function body - halves and interleaved - partial rotation - errors") {
+  // x [batch 1, heads 1, seq 2, head 6], the first 4 features rotated, by
+  // the cos/sin rows the position ids pick from a cache of 3 positions.
+  for (const bool interleaved : {false, true}) {
+    INFO("interleaved " << interleaved);
+    ModelBuilder b(23);
+    b.input("x", 1, {"1", "1", "2", "6"});
+    b.input("cos", 1, {"3", "2"});
+    b.input("sin", 1, {"3", "2"});
+    b.input("pos", 7, {"1", "2"});
+    auto* n = b.node("RotaryEmbedding", {"x", "cos", "sin", "pos"}, {"y"}, "rope");
+    attr_int(n, "rotary_embedding_dim", 4);
+    attr_int(n, "interleaved", interleaved ? 1 : 0);
+    b.output("y");
+    auto g = b.import();
+    if (!g) FAIL(g.error().to_string());
+    Tensor x(DType::F32, {1, 1, 2, 6}), cos(DType::F32, {3, 2}), sin(DType::F32, {3, 2});
+    for (std::size_t i = 0; i < 12; ++i) x.set(i, static_cast<double>(i) - 5.5);
+    for (std::size_t i = 0; i < 6; ++i) {
+      cos.set(i, std::cos(0.3 * static_cast<double>(i)));
+      sin.set(i, std::sin(0.3 * static_cast<double>(i)));
+    }
+    const Tensor pos = Tensor::of_ints(DType::I64, {1, 2}, {2, 0});
+    auto y = runtime::interpret(*g, std::vector<Tensor>{x, cos, sin, pos});
+    if (!y) FAIL(y.error().to_string());
+    for (std::size_t s = 0; s < 2; ++s) {
+      const auto p = static_cast<std::size_t>(pos.at_int(s));
+      for (std::size_t pair = 0; pair < 2; ++pair) {
+        // the pair's two features: halves pair and pair + 2, interleaved 2 pair and 2 pair + 1
+        const std::size_t a = interleaved ? 2 * pair : pair, c = interleaved ? 2 * pair + 1 : pair + 2;
+        const double x1 = x.at(s * 6 + a), x2 = x.at(s * 6 + c), co = cos.at(p * 2 + pair), si = sin.at(p * 2 + pair);
+        CHECK((*y)[0].at(s * 6 + a) == Approx(x1 * co - x2 * si));
+        CHECK((*y)[0].at(s * 6 + c) == Approx(x1 * si + x2 * co));
+      }
+      for (std::size_t f = 4; f < 6; ++f) CHECK((*y)[0].at(s * 6 + f) == x.at(s * 6 + f));  // not rotated
+    }
+  }
+  ModelBuilder b(23);
+  b.input("x", 1, {"1", "1", "2", "6"});
+  b.input("cos", 1, {"3", "2"});
+  b.input("sin", 1, {"3", "2"});
+  attr_int(b.node("RotaryEmbedding", {"x", "cos", "sin"}, {"y"}, "rope"), "rotary_embedding_dim", 3);
+  b.output("y");
+  auto g = b.import();
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Catch::Contains("node 'rope' (RotaryEmbedding, opset 23): rotary_embedding_dim 3 is "
+                                                "not even and at most the head size 6"));
+}
