@@ -1,10 +1,10 @@
 // ONNX ops imported as their definitions in the registry's ops, none of
-// which needs a kernel of its own: Hardmax, LpNormalization,
-// MeanVarianceNormalization and Swish (their function bodies), OneHot
-// (a comparison with the classes), EyeLike (a constant: only x's shape is
-// read), ScatterElements and the older Scatter (scatter_nd with every
-// position's full index), GatherND (gather_elements over the indexed
-// dimensions flattened into one).
+// which needs a kernel of its own: Hardmax, LpNormalization, LpPool,
+// MeanVarianceNormalization, RotaryEmbedding and Swish (their function
+// bodies), OneHot (a comparison with the classes), EyeLike (a constant:
+// only x's shape is read), ScatterElements and the older Scatter
+// (scatter_nd with every position's full index), GatherND
+// (gather_elements over the indexed dimensions flattened into one).
 //
 // Invariant: every index an op reads is wrapped (negative counts from the
 // end) before a registry op sees it, and one still out of range is the
@@ -327,9 +327,37 @@ void rotary_embedding(Importer& im) {
     im.emit("reshape", {y}, {im.out(0)}, ints("shape", xd));
 }
 
+// LpPool: (sum over the window of |x|^p)^(1/p), the sum an average with
+// the padding counted (zeros) times the window's size.
+void lp_pool(Importer& im) {
+  const std::string x = im.in(0), base = im.out(0);
+  const DType t = im.type_of(x).dtype;
+  if (!is_float(t)) im.unsupported("x must be of a floating type");
+  const std::int64_t p = im.ai("p", 2);
+  if (p < 1) im.unsupported("p " + std::to_string(p) + " is not positive");
+  // (A window past the end under ceil_mode would be divided by less than
+  // its size: not what the sum needs.)
+  if (im.ai("ceil_mode", 0) != 0) im.unsupported("ceil_mode 1 is not supported");
+  Attrs pool = im.copy({"auto_pad", "dilations", "kernel_shape", "pads", "strides"});
+  pool.set("count_include_pad", std::int64_t{1});
+  std::int64_t window = 1;
+  for (std::int64_t k : im.aints("kernel_shape")) window *= k;
+  auto scalar = [&](const char* what, double v) { return im.add_fresh_const(base, what, Tensor::scalar(t, v)); };
+  const std::string magnitude = im.emit_fresh(base, "abs", {x});
+  const std::string powered =
+      p == 1 ? magnitude : im.emit_fresh(base, "pow", {magnitude, scalar("p", static_cast<double>(p))});
+  const std::string sum = im.emit_fresh(
+      base, "mul", {im.emit_fresh(base, "avg_pool", {powered}, std::move(pool)), scalar("window", window)});
+  if (p == 1)
+    im.emit("identity", {sum}, {im.out(0)});
+  else
+    im.emit("pow", {sum, scalar("root", 1.0 / static_cast<double>(p))}, {im.out(0)});
+}
+
 }  // namespace
 
 void import_bodies(ImportTable& t) {
+  t["LpPool"] = lp_pool;
   t["RotaryEmbedding"] = rotary_embedding;
   t["Hardmax"] = hardmax;
   t["LpNormalization"] = lp_normalization;

@@ -1140,6 +1140,31 @@ TEST_CASE(
     REQUIRE_FALSE(bad);
     CHECK_THAT(bad.error().message, Catch::Contains("out of range"));
   }
+  SECTION("LpPool: the p-norm of each window, padding as zeros; ceil_mode is an error") {
+    ModelBuilder b(22);
+    b.input("x", 1, {"1", "1", "1", "4"});
+    auto* n = b.node("LpPool", {"x"}, {"y"}, "lp");
+    for (const auto& [name, v] : {std::pair<const char*, std::vector<std::int64_t>>{"kernel_shape", {1, 2}},
+                                  {"strides", {1, 2}},
+                                  {"pads", {0, 1, 0, 1}}}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      for (auto k : v) a->add_ints(k);
+    }
+    attr_int(n, "p", 3);
+    b.output("y");
+    // Padded [0 1 -2 3 4 0], windows of 2 at stride 2: [0 1], [-2 3], [4 0].
+    const Tensor y = run(b, {floats({1, 1, 1, 4}, {1, -2, 3, 4})});
+    REQUIRE(y.numel() == 3);
+    CHECK(y.at(0) == Approx(1.0));
+    CHECK(y.at(1) == Approx(std::cbrt(8.0 + 27.0)));
+    CHECK(y.at(2) == Approx(4.0));
+    attr_int(n, "ceil_mode", 1);
+    auto g = b.import();
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Catch::Contains("node 'lp' (LpPool, opset 22): ceil_mode 1 is not supported"));
+  }
   SECTION("LpNormalization: p 1 along the last axis, a row of zeros stays zeros") {
     ModelBuilder b(22);
     b.input("x", 1, {"2", "2"});
