@@ -250,7 +250,9 @@ class Unroller {
       xw = op("add", {xw, bias});
     }
     auto initial = [&](const std::string& v) {
-      return v.empty() ? constant("zeros", filled(0.0)) : of_direction(v, {batch_, hidden_});
+      // (a broadcast, which the import folds only after asking whether it fits in memory)
+      return v.empty() ? op("expand", {constant("zero", Tensor::scalar(dt_, 0.0))}, ints("shape", {batch_, hidden_}))
+                       : of_direction(v, {batch_, hidden_});
     };
     std::string h = initial(h0), c = lstm() ? initial(c0) : std::string();
     std::vector<std::string> peep;
@@ -307,7 +309,7 @@ class Unroller {
         const std::string live = op("less", {constant("step", Tensor::of_ints(DType::I64, {}, {t})), lens_});
         h_new = op("where", {live, h_new, h});
         if (lstm()) c_new = op("where", {live, c_new, c});
-        y_t = op("where", {live, y_t, constant("zeros", filled(0.0))});
+        y_t = op("where", {live, y_t, constant("zero", Tensor::scalar(dt_, 0.0))});
       }
       h = h_new;
       c = c_new;
@@ -345,12 +347,6 @@ class Unroller {
                       b = constant("beta", Tensor::scalar(dt_, f.beta));
     if (n == "affine") return op("add", {op("mul", {v, a}), b});
     return op("mul", {op("tanh", {op("mul", {v, b})}), a});  // scaledtanh: alpha tanh(beta x)
-  }
-
-  Tensor filled(double v) const {
-    Tensor t(dt_, {batch_, hidden_});
-    for (std::size_t k = 0; k < t.numel(); ++k) t.set(k, v);
-    return t;
   }
 
   std::string op(const char* name, std::vector<std::string> ins, Attrs a = {}) {

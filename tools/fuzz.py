@@ -265,7 +265,7 @@ def fuzz(work):
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=["onnx", "graph", "rules", "classes"])
     ap.add_argument("model", nargs="?")
-    ap.add_argument("inputs", nargs="?")
+    ap.add_argument("inputs", nargs="*", help="the model's inputs, in order (.npy or .pb)")
     ap.add_argument("--verb", choices=["run", "interp", "opt"], default="run")
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
@@ -288,11 +288,11 @@ def fuzz(work):
             if a.verb == "opt":
                 cmd = [a.saturn, "opt", path, "-q", "-o", os.path.join(work, "out.onnx")]
             else:
-                cmd = [a.saturn, "run", path, "--inputs", a.inputs] + (["--target", "cpu"] if a.verb == "run" else [])
+                cmd = [a.saturn, "run", path, "--inputs", *a.inputs] + (["--target", "cpu"] if a.verb == "run" else [])
         elif a.kind == "graph":
             path = os.path.join(work, f"case{i}.onnx")
             data = mutate_graph(model, rng)
-            cmd = [a.saturn, "run", path, "--inputs", a.inputs, "--threads", "1", "--target",
+            cmd = [a.saturn, "run", path, "--inputs", *a.inputs, "--threads", "1", "--target",
                    rng.choice(["cpu", "cpu", "interp"])] + (["--no-opt"] if rng.random() < 0.3 else [])
         else:
             path = os.path.join(work, f"case{i}.rules")
