@@ -21,17 +21,6 @@ namespace saturn::ir::onnx_detail {
 
 namespace {
 
-Attrs one(const char* name, std::int64_t v) {
-  Attrs a;
-  a.set(name, v);
-  return a;
-}
-Attrs ints(const char* name, std::vector<std::int64_t> v) {
-  Attrs a;
-  a.set(name, std::move(v));
-  return a;
-}
-
 std::vector<std::int64_t> static_dims_of(Importer& im, const std::string& v, const char* what) {
   const Shape& s = im.type_of(v).shape;
   if (!is_static(s)) im.unsupported(std::string(what) + " (operand '" + v + "') needs a static shape");
@@ -79,19 +68,23 @@ void hardmax(Importer& im) {
   if (coerced) {
     std::int64_t rows = 1, cols = 1;
     for (std::int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= d[static_cast<std::size_t>(i)];
-    v = im.emit_fresh(base, "reshape", {x}, ints("shape", {rows, cols}));
+    v = im.emit_fresh(base, "reshape", {x}, list_attr("shape", {rows, cols}));
     axis = 1;
     n = cols;
     r = 2;
   }
-  Attrs am = one("axis", axis);
+  Attrs am = int_attr("axis", axis);
   am.set("keepdims", std::int64_t{1});
   const std::string first = im.emit_fresh(base, "argmax", {v}, std::move(am));  // the first maximum
   const std::string classes = im.add_fresh_const(base, "classes", iota_along(n, axis, r));
   Attrs to;
   to.set("to", std::string(dtype_name(im.type_of(x).dtype)));
-  const std::string y = im.emit_fresh(base, "cast", {im.emit_fresh(base, "equal", {first, classes})}, std::move(to));
-  im.emit("reshape", {y}, {im.out(0)}, ints("shape", d));
+  const std::string hot = im.emit_fresh(base, "equal", {first, classes});
+  if (!coerced) {
+    im.emit("cast", {hot}, {im.out(0)}, std::move(to));
+    return;
+  }
+  im.emit("reshape", {im.emit_fresh(base, "cast", {hot}, std::move(to))}, {im.out(0)}, list_attr("shape", d));
 }
 
 void lp_normalization(Importer& im) {
@@ -99,7 +92,7 @@ void lp_normalization(Importer& im) {
   const auto rank = static_cast<std::int64_t>(im.type_of(x).shape.size());
   const std::int64_t axis = normalized_axis(im, im.ai("axis", -1), rank), p = im.ai("p", 2);
   if (p != 1 && p != 2) im.unsupported("p " + std::to_string(p) + " is not 1 or 2");
-  Attrs r = ints("axes", {axis});
+  Attrs r = list_attr("axes", {axis});
   r.set("keepdims", std::int64_t{1});
   const std::string base = im.out(0), norm = im.emit_fresh(base, p == 1 ? "reduce_l1" : "reduce_l2", {x}, std::move(r));
   // A norm of 0 (every element 0) gives 0s, as ONNX's reference does, not 0/0.
@@ -114,7 +107,7 @@ void lp_normalization(Importer& im) {
 void mean_variance_normalization(Importer& im) {
   const std::string x = im.in(0), base = im.out(0);
   std::vector<std::int64_t> axes = im.has_attr("axes") ? im.aints("axes") : std::vector<std::int64_t>{0, 2, 3};
-  Attrs r = ints("axes", axes);
+  Attrs r = list_attr("axes", axes);
   r.set("keepdims", std::int64_t{1});
   const std::string mean = im.emit_fresh(base, "reduce_mean", {x}, r);
   const std::string mean_sq = im.emit_fresh(base, "reduce_mean", {im.emit_fresh(base, "mul", {x, x})}, r);
@@ -138,12 +131,13 @@ void one_hot(Importer& im) {
   const std::string size = im.add_fresh_const(base, "depth", Tensor::scalar(DType::I64, static_cast<double>(depth)));
   const std::string idx = wrapped(im, base, as_i64(im, base, im.in(0)), size);
   const std::string hot = im.emit_fresh(base, "equal",
-                                        {im.emit_fresh(base, "unsqueeze", {idx}, ints("axes", {axis})),
+                                        {im.emit_fresh(base, "unsqueeze", {idx}, list_attr("axes", {axis})),
                                          im.add_fresh_const(base, "classes", iota_along(depth, axis, rank))});
   auto value = [&](std::int64_t k) {
-    Attrs s = ints("starts", {k});
+    Attrs s = list_attr("starts", {k});
     s.set("ends", std::vector<std::int64_t>{k + 1});
-    return im.emit_fresh(base, "reshape", {im.emit_fresh(base, "slice", {values}, std::move(s))}, ints("shape", {}));
+    return im.emit_fresh(base, "reshape", {im.emit_fresh(base, "slice", {values}, std::move(s))},
+                         list_attr("shape", std::vector<std::int64_t>{}));
   };
   im.emit("where", {hot, value(1), value(0)}, {im.out(0)});
 }
@@ -193,13 +187,13 @@ void scatter_elements(Importer& im) {
     if (k == axis) {
       c = wrapped(im, base, as_i64(im, base, im.in(1)), size);
     } else {  // this axis's own coordinate, at every position
-      Attrs e = ints("shape", id);
+      Attrs e = list_attr("shape", id);
       c = im.emit_fresh(base, "expand", {im.add_fresh_const(base, "coordinate", iota_along(id[k], k, rank))},
                         std::move(e));
     }
-    coords.push_back(im.emit_fresh(base, "reshape", {c}, ints("shape", column)));
+    coords.push_back(im.emit_fresh(base, "reshape", {c}, list_attr("shape", column)));
   }
-  const std::string full = im.emit_fresh(base, "concat", coords, one("axis", rank));
+  const std::string full = im.emit_fresh(base, "concat", coords, int_attr("axis", rank));
   Attrs r;
   r.set("reduction", reduction);
   im.emit("scatter_nd", {data, full, im.in(2)}, {im.out(0)}, std::move(r));
@@ -229,7 +223,7 @@ void gather_nd(Importer& im) {
   for (std::size_t j = 0; j < k; ++j) {
     const std::int64_t dim = dd[b + j];
     stride /= dim;
-    Attrs s = ints("starts", {static_cast<std::int64_t>(j)});
+    Attrs s = list_attr("starts", {static_cast<std::int64_t>(j)});
     s.set("ends", std::vector<std::int64_t>{static_cast<std::int64_t>(j) + 1});
     s.set("axes", std::vector<std::int64_t>{-1});
     const std::string size = im.add_fresh_const(base, "dim", Tensor::scalar(DType::I64, static_cast<double>(dim)));
@@ -249,14 +243,14 @@ void gather_nd(Importer& im) {
   offset = im.emit_fresh(
       base, "where",
       {outside, im.add_fresh_const(base, "past", Tensor::scalar(DType::I64, static_cast<double>(indexed))), offset});
-  const std::string rows = im.emit_fresh(base, "reshape", {data}, ints("shape", {batch, indexed, rest}));
+  const std::string rows = im.emit_fresh(base, "reshape", {data}, list_attr("shape", {batch, indexed, rest}));
   const std::string at =
-      im.emit_fresh(base, "expand", {im.emit_fresh(base, "reshape", {offset}, ints("shape", {batch, tuples, 1}))},
-                    ints("shape", {batch, tuples, rest}));
-  const std::string got = im.emit_fresh(base, "gather_elements", {rows, at}, one("axis", 1));
+      im.emit_fresh(base, "expand", {im.emit_fresh(base, "reshape", {offset}, list_attr("shape", {batch, tuples, 1}))},
+                    list_attr("shape", {batch, tuples, rest}));
+  const std::string got = im.emit_fresh(base, "gather_elements", {rows, at}, int_attr("axis", 1));
   std::vector<std::int64_t> out(id.begin(), id.end() - 1);
   out.insert(out.end(), dd.begin() + static_cast<std::ptrdiff_t>(b + k), dd.end());
-  im.emit("reshape", {got}, {im.out(0)}, ints("shape", out));
+  im.emit("reshape", {got}, {im.out(0)}, list_attr("shape", out));
 }
 
 // RotaryEmbedding (opset 23), its function body: x as [batch, seq, heads,
@@ -272,7 +266,7 @@ void rotary_embedding(Importer& im) {
     return im.emit_fresh(base, name, std::move(ins), std::move(a));
   };
   auto slice = [&](const std::string& v, std::int64_t begin, std::int64_t end, std::int64_t step = 1) {
-    Attrs s = ints("starts", {begin});
+    Attrs s = list_attr("starts", {begin});
     s.set("ends", std::vector<std::int64_t>{end});
     s.set("axes", std::vector<std::int64_t>{-1});
     s.set("steps", std::vector<std::int64_t>{step});
@@ -282,12 +276,12 @@ void rotary_embedding(Importer& im) {
   std::int64_t batch = 0, seq = 0, heads = 0, head = 0;
   if (xd.size() == 4) {
     batch = xd[0], heads = xd[1], seq = xd[2], head = xd[3];
-    x = op("transpose", {im.in(0)}, ints("perm", {0, 2, 1, 3}));
+    x = op("transpose", {im.in(0)}, list_attr("perm", {0, 2, 1, 3}));
   } else if (xd.size() == 3) {
     heads = im.ai("num_heads", 0);
     if (heads <= 0 || xd[2] % heads != 0) im.unsupported("a 3-D input needs num_heads that divides its hidden size");
     batch = xd[0], seq = xd[1], head = xd[2] / heads;
-    x = op("reshape", {im.in(0)}, ints("shape", {batch, seq, heads, head}));
+    x = op("reshape", {im.in(0)}, list_attr("shape", {batch, seq, heads, head}));
   } else {
     im.unsupported("the input must be 3-D or 4-D, it is " + to_string(im.type_of(im.in(0)).shape));
   }
@@ -302,8 +296,8 @@ void rotary_embedding(Importer& im) {
   // cos and sin [batch, seq, rotary / 2] at each position, then across the heads.
   auto table = [&](int k) {
     std::string c = im.in(k);
-    if (im.has_in(3)) c = op("gather", {im.in(k), as_i64(im, base, im.in(3))}, one("axis", 0));
-    return op("unsqueeze", {slice(c, 0, rotary / 2)}, ints("axes", {2}));
+    if (im.has_in(3)) c = op("gather", {im.in(k), as_i64(im, base, im.in(3))}, int_attr("axis", 0));
+    return op("unsqueeze", {slice(c, 0, rotary / 2)}, list_attr("axes", {2}));
   };
   const std::string cos = table(1), sin = table(2);
   const std::string rotated_part = slice(x, 0, rotary);
@@ -315,16 +309,18 @@ void rotary_embedding(Importer& im) {
   if (interleaved)
     rotated = op(
         "reshape",
-        {op("concat", {op("unsqueeze", {real}, ints("axes", {-1})), op("unsqueeze", {imaginary}, ints("axes", {-1}))},
-            one("axis", -1))},
-        ints("shape", {batch, seq, heads, rotary}));
+        {op("concat",
+            {op("unsqueeze", {real}, list_attr("axes", {-1})), op("unsqueeze", {imaginary}, list_attr("axes", {-1}))},
+            int_attr("axis", -1))},
+        list_attr("shape", {batch, seq, heads, rotary}));
   else
-    rotated = op("concat", {real, imaginary}, one("axis", -1));
-  const std::string y = rotary == head ? rotated : op("concat", {rotated, slice(x, rotary, head)}, one("axis", -1));
+    rotated = op("concat", {real, imaginary}, int_attr("axis", -1));
+  const std::string y =
+      rotary == head ? rotated : op("concat", {rotated, slice(x, rotary, head)}, int_attr("axis", -1));
   if (xd.size() == 4)
-    im.emit("transpose", {y}, {im.out(0)}, ints("perm", {0, 2, 1, 3}));
+    im.emit("transpose", {y}, {im.out(0)}, list_attr("perm", {0, 2, 1, 3}));
   else
-    im.emit("reshape", {y}, {im.out(0)}, ints("shape", xd));
+    im.emit("reshape", {y}, {im.out(0)}, list_attr("shape", xd));
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p), the sum an average with

@@ -873,11 +873,6 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         return im.emit_fresh(base, name, std::move(ins), std::move(a));
       };
       auto constant = [&](const char* what, Tensor t) { return im.add_fresh_const(base, what, std::move(t)); };
-      auto attrs = [](const char* name, std::vector<std::int64_t> v) {
-        Attrs a;
-        a.set(name, std::move(v));
-        return a;
-      };
       const std::vector<std::int64_t> qd = dims_of(im.in(0)), kd = dims_of(im.in(1)), vd = dims_of(im.in(2));
       const bool three = qd.size() == 3;
       if ((qd.size() != 3 && qd.size() != 4) || kd.size() != qd.size() || vd.size() != qd.size())
@@ -888,8 +883,8 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         if (qh <= 0 || kvh <= 0 || qd[2] % qh != 0 || kd[2] % kvh != 0 || vd[2] % kvh != 0)
           im.unsupported("3-D inputs need q_num_heads and kv_num_heads that divide their hidden sizes");
         auto split_heads = [&](const std::string& x, const std::vector<std::int64_t>& d, std::int64_t heads) {
-          return op("transpose", {op("reshape", {x}, attrs("shape", {d[0], d[1], heads, d[2] / heads}))},
-                    attrs("perm", {0, 2, 1, 3}));
+          return op("transpose", {op("reshape", {x}, list_attr("shape", {d[0], d[1], heads, d[2] / heads}))},
+                    list_attr("perm", {0, 2, 1, 3}));
         };
         q = split_heads(q, qd, qh);
         k = split_heads(k, kd, kvh);
@@ -915,17 +910,17 @@ const std::unordered_map<std::string, ImportFn>& importers() {
         if (kvh <= 0 || qh % kvh != 0) im.unsupported("q_num_heads must be a multiple of kv_num_heads");
         auto repeat = [&](const std::string& x, std::int64_t size) {
           return op("reshape",
-                    {op("expand", {op("unsqueeze", {x}, attrs("axes", {2}))},
-                        attrs("shape", {batch, kvh, qh / kvh, total, size}))},
-                    attrs("shape", {batch, qh, total, size}));
+                    {op("expand", {op("unsqueeze", {x}, list_attr("axes", {2}))},
+                        list_attr("shape", {batch, kvh, qh / kvh, total, size}))},
+                    list_attr("shape", {batch, qh, total, size}));
         };
         k = repeat(k, head);
         v = repeat(v, v_head);
       }
       const double scale = im.has_attr("scale") ? im.af("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(head));
       const std::string root = constant("scale", Tensor::scalar(dt, std::sqrt(scale)));
-      std::string scores =
-          op("matmul", {op("mul", {q, root}), op("mul", {op("transpose", {k}, attrs("perm", {0, 1, 3, 2})), root})});
+      std::string scores = op(
+          "matmul", {op("mul", {q, root}), op("mul", {op("transpose", {k}, list_attr("perm", {0, 1, 3, 2})), root})});
       std::string qk[4];
       qk[0] = scores;
       if (const double cap = im.af("softcap", 0.0); cap > 0) {
@@ -960,8 +955,8 @@ const std::unordered_map<std::string, ImportFn>& importers() {
       const std::string y = op("matmul", {probs, v});
       if (im.out(0).empty()) return;
       if (three)
-        im.emit("reshape", {op("transpose", {y}, attrs("perm", {0, 2, 1, 3}))}, {im.out(0)},
-                attrs("shape", {batch, seq, qh * v_head}));
+        im.emit("reshape", {op("transpose", {y}, list_attr("perm", {0, 2, 1, 3}))}, {im.out(0)},
+                list_attr("shape", {batch, seq, qh * v_head}));
       else
         im.emit("identity", {y}, {im.out(0)});
     };

@@ -355,6 +355,24 @@ class Importer {
   mutable std::set<std::string> read_attrs_;
 };
 
+// One attribute, for the ops an importer emits as a body of several
+// (distinct names: a braced {1} would pick an integer overload over a list).
+inline Attrs list_attr(const char* name, std::vector<std::int64_t> v) {
+  Attrs a;
+  a.set(name, std::move(v));
+  return a;
+}
+inline Attrs int_attr(const char* name, std::int64_t v) {
+  Attrs a;
+  a.set(name, v);
+  return a;
+}
+inline Attrs text_attr(const char* name, const char* v) {
+  Attrs a;
+  a.set(name, std::string(v));
+  return a;
+}
+
 using ImportFn = std::function<void(Importer&)>;
 using ImportTable = std::unordered_map<std::string, ImportFn>;
 

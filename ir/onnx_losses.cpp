@@ -93,9 +93,11 @@ void import_losses(ImportTable& t) {
   t["SoftmaxCrossEntropyLoss"] = [](Importer& im) {
     Attrs axis1;
     axis1.set("axis", std::int64_t{1});
-    const std::string log_prob =
-        im.out(1).empty() ? im.emit_fresh(im.out(0), "log_softmax", {im.in(0)}, axis1) : im.out(1);
-    if (!im.out(1).empty()) im.emit("log_softmax", {im.in(0)}, {log_prob}, axis1);
+    std::string log_prob = im.out(1);  // (the optional second result)
+    if (log_prob.empty())
+      log_prob = im.emit_fresh(im.out(0), "log_softmax", {im.in(0)}, axis1);
+    else
+      im.emit("log_softmax", {im.in(0)}, {log_prob}, axis1);
     nll_loss(im, log_prob, im.in(1), im.in(2), im.out(0));
   };
 }

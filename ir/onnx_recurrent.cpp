@@ -126,7 +126,8 @@ class Unroller {
       im_.unsupported("unrolled, its " + std::to_string(seq_) + " steps" +
                       (directions > 1 ? " in each direction" : std::string()) + " would be more than " +
                       std::to_string(kMostSteps) + ": the IR has no loop to run a sequence that long");
-    const std::int64_t input = xd[2];
+    input_ = xd[2];
+    const std::int64_t input = input_;
     hidden_ = im_.ai("hidden_size", -1);
     const std::vector<std::int64_t> wd = dims_of(im_.in(1), "W", 3), rd = dims_of(im_.in(2), "R", 3);
     if (hidden_ <= 0) hidden_ = rd[2];
@@ -147,10 +148,10 @@ class Unroller {
     linear_before_reset_ = r_.gates == 3 && im_.ai("linear_before_reset", 0) != 0;
     read_sequence_lens(direction);
 
-    const std::string x = batch_major ? op("transpose", {im_.in(0)}, ints("perm", {1, 0, 2})) : im_.in(0);
+    const std::string x = batch_major ? op("transpose", {im_.in(0)}, list_attr("perm", {1, 0, 2})) : im_.in(0);
     auto state_in = [&](int k) {
       if (!im_.has_in(k)) return std::string();
-      return batch_major ? op("transpose", {im_.in(k)}, ints("perm", {1, 0, 2})) : im_.in(k);
+      return batch_major ? op("transpose", {im_.in(k)}, list_attr("perm", {1, 0, 2})) : im_.in(k);
     };
     const std::string h0 = state_in(5), c0 = lstm() ? state_in(6) : std::string();
 
@@ -163,18 +164,18 @@ class Unroller {
       cs.push_back(out.c);
     }
     auto joined = [&](const std::vector<std::string>& parts, std::int64_t axis) {
-      return parts.size() == 1 ? parts[0] : op("concat", parts, axis_attr(axis));
+      return parts.size() == 1 ? parts[0] : op("concat", parts, int_attr("axis", axis));
     };
     if (!im_.out(0).empty()) {  // [seq, dirs, batch, hidden]; layout 1: [batch, seq, dirs, hidden]
       const std::string y = joined(ys, 1);
-      result(0, batch_major ? op("transpose", {y}, ints("perm", {2, 0, 1, 3})) : y);
+      result(0, batch_major ? op("transpose", {y}, list_attr("perm", {2, 0, 1, 3})) : y);
     }
     auto final_state = [&](int k, const std::vector<std::string>& parts) {
       if (im_.out(k).empty()) return;
       std::vector<std::string> rows;
-      for (const std::string& p : parts) rows.push_back(op("unsqueeze", {p}, ints("axes", {0})));
+      for (const std::string& p : parts) rows.push_back(op("unsqueeze", {p}, list_attr("axes", {0})));
       const std::string s = joined(rows, 0);  // [dirs, batch, hidden]
-      result(k, batch_major ? op("transpose", {s}, ints("perm", {1, 0, 2})) : s);
+      result(k, batch_major ? op("transpose", {s}, list_attr("perm", {1, 0, 2})) : s);
     };
     final_state(1, hs);
     if (lstm()) final_state(2, cs);
@@ -220,39 +221,41 @@ class Unroller {
     // these steps over the whole sequence.
     if (direction != "forward")
       im_.unsupported("sequence_lens shorter than the sequence is supported for direction forward only");
-    lens_ = op("reshape", {op("cast", {v}, str("to", "i64"))}, ints("shape", {batch_, 1}));
+    lens_ = op("reshape", {op("cast", {v}, text_attr("to", "i64"))}, list_attr("shape", {batch_, 1}));
   }
 
   Direction unroll(const std::string& x, std::int64_t d, bool reverse, const std::string& h0, const std::string& c0) {
     const std::int64_t gh = r_.gates * hidden_;
     auto of_direction = [&](const std::string& v, std::vector<std::int64_t> shape) {
-      return op("reshape", {slice(v, 0, d, d + 1)}, ints("shape", std::move(shape)));
+      return op("reshape", {slice(v, 0, d, d + 1)}, list_attr("shape", std::move(shape)));
     };
-    const std::string w = op("transpose", {of_direction(im_.in(1), {gh, x_width()})});  // [input, G*H]
-    const std::string rt = op("transpose", {of_direction(im_.in(2), {gh, hidden_})});   // [H, G*H]
+    const std::string w = op("transpose", {of_direction(im_.in(1), {gh, input_})});    // [input, G*H]
+    const std::string rt = op("transpose", {of_direction(im_.in(2), {gh, hidden_})});  // [H, G*H]
     // Biases: Wb + Rb join the input projection, except GRU's recurrent
     // h-gate bias under linear_before_reset, which the reset gate scales.
     // X as the rows of one 2-D product: X often arrives transposed from
     // batch-first (torch's export), and a 3-D product of a transposed X
     // is one library call per step (a 2-layer GRU's first layer: 24 calls,
     // 45 us, against one 48-row call after a 12 KB copy).
-    std::string xw = op("matmul", {op("reshape", {x}, ints("shape", {seq_ * batch_, x_width()})), w});
-    xw = op("reshape", {xw}, ints("shape", {seq_, batch_, gh}));  // [seq, batch, G*H]
+    std::string xw = op("matmul", {op("reshape", {x}, list_attr("shape", {seq_ * batch_, input_})), w});
+    xw = op("reshape", {xw}, list_attr("shape", {seq_, batch_, gh}));  // [seq, batch, G*H]
     std::string rbh;
     if (im_.has_in(3)) {
       const std::string b = of_direction(im_.in(3), {2 * gh});
       const std::string wb = slice(b, 0, 0, gh), rb = slice(b, 0, gh, 2 * gh);
       std::string bias = op("add", {wb, rb});
       if (linear_before_reset_) {
-        bias = op("concat", {slice(bias, 0, 0, 2 * hidden_), slice(wb, 0, 2 * hidden_, gh)}, axis_attr(0));
+        bias = op("concat", {slice(bias, 0, 0, 2 * hidden_), slice(wb, 0, 2 * hidden_, gh)},
+                  int_attr("axis", std::int64_t{0}));
         rbh = slice(rb, 0, 2 * hidden_, gh);
       }
       xw = op("add", {xw, bias});
     }
     auto initial = [&](const std::string& v) {
       // (a broadcast, which the import folds only after asking whether it fits in memory)
-      return v.empty() ? op("expand", {constant("zero", Tensor::scalar(dt_, 0.0))}, ints("shape", {batch_, hidden_}))
-                       : of_direction(v, {batch_, hidden_});
+      return v.empty()
+                 ? op("expand", {constant("zero", Tensor::scalar(dt_, 0.0))}, list_attr("shape", {batch_, hidden_}))
+                 : of_direction(v, {batch_, hidden_});
     };
     std::string h = initial(h0), c = lstm() ? initial(c0) : std::string();
     std::vector<std::string> peep;
@@ -266,7 +269,7 @@ class Unroller {
     std::vector<std::string> y(static_cast<std::size_t>(seq_));
     for (std::int64_t s = 0; s < seq_; ++s) {
       const std::int64_t t = reverse ? seq_ - 1 - s : s;
-      const std::string xt = op("reshape", {slice(xw, 0, t, t + 1)}, ints("shape", {batch_, gh}));
+      const std::string xt = op("reshape", {slice(xw, 0, t, t + 1)}, list_attr("shape", {batch_, gh}));
       std::string h_new, c_new;
       if (lstm()) {
         const std::string g = op("add", {xt, op("matmul", {h, rt})});
@@ -313,12 +316,10 @@ class Unroller {
       }
       h = h_new;
       c = c_new;
-      y[static_cast<std::size_t>(t)] = op("reshape", {y_t}, ints("shape", {1, 1, batch_, hidden_}));
+      y[static_cast<std::size_t>(t)] = op("reshape", {y_t}, list_attr("shape", {1, 1, batch_, hidden_}));
     }
-    return {seq_ == 1 ? y[0] : op("concat", y, axis_attr(0)), h, c};
+    return {seq_ == 1 ? y[0] : op("concat", y, int_attr("axis", std::int64_t{0})), h, c};
   }
-
-  std::int64_t x_width() { return static_dims(im_.type_of(im_.in(1)).shape)[2]; }
 
   // The pre-activation clipped to [-clip, clip] when clip is set (ONNX
   // clips every gate's input), then the function.
@@ -361,28 +362,12 @@ class Unroller {
     a.set("axes", std::vector<std::int64_t>{axis});
     return op("slice", {v}, std::move(a));
   }
-  static Attrs ints(const char* name, std::vector<std::int64_t> v) {
-    Attrs a;
-    a.set(name, std::move(v));
-    return a;
-  }
-  static Attrs str(const char* name, const char* v) {
-    Attrs a;
-    a.set(name, std::string(v));
-    return a;
-  }
-  static Attrs axis_attr(std::int64_t axis) {
-    Attrs a;
-    a.set("axis", axis);
-    return a;
-  }
-
   Importer& im_;
   const Recurrence& r_;
   std::vector<Activation> acts_;
   std::string base_, lens_;
   DType dt_ = DType::F32;
-  std::int64_t seq_ = 0, batch_ = 0, hidden_ = 0;
+  std::int64_t seq_ = 0, batch_ = 0, input_ = 0, hidden_ = 0;
   double clip_ = 0;
   bool input_forget_ = false, linear_before_reset_ = false;
 };
