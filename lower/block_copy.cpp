@@ -20,13 +20,92 @@ BlockCopy concat_block_copy(const std::vector<BlockSource>& srcs, const std::vec
   return c;
 }
 
+namespace {
+
+// Operands whose blocks are single elements (a stack along a new innermost
+// axis: ShuffleNet's channel shuffle as a concat) interleave, and one
+// memcpy per element would cost more than the copy: each part is copied by
+// a typed loop instead, element o of the part to element o * parts + k of
+// the result.
+template <typename T>
+void interleave(const BlockCopy& c, const RunContext& ctx, std::int64_t begin, std::int64_t end) {
+  T* out = ctx.at<T>(c.dst);
+  const std::size_t parts = c.parts.size();
+  auto source = [&](const BlockCopy::Part& p) {
+    return reinterpret_cast<const T*>(ctx.at<std::uint8_t>(p.src) + p.src_at);
+  };
+  // Two operands stored back to back (the shuffle's halves): one loop
+  // writing both, which the compiler turns into vector unpacks.
+  auto contiguous = [](const BlockCopy::Part& p) { return p.src_stride == sizeof(T); };
+  if (parts == 2 && contiguous(c.parts[0]) && contiguous(c.parts[1])) {
+    const T* __restrict a = source(c.parts[c.parts[0].at == 0 ? 0 : 1]);
+    const T* __restrict b = source(c.parts[c.parts[0].at == 0 ? 1 : 0]);
+    T* __restrict o = out;
+    for (std::int64_t i = begin; i < end; ++i) {
+      o[2 * i] = a[i];
+      o[2 * i + 1] = b[i];
+    }
+    return;
+  }
+  for (const BlockCopy::Part& p : c.parts) {
+    const T* src = source(p);
+    const std::size_t k = p.at / sizeof(T), step = p.src_stride / sizeof(T);
+    for (std::int64_t i = begin; i < end; ++i)
+      out[static_cast<std::size_t>(i) * parts + k] = src[static_cast<std::size_t>(i) * step];
+  }
+}
+
+// The element type `interleave` copies `c` as: every part one element of
+// that size and the result block the parts side by side. 0 otherwise.
+std::size_t interleaved_element(const BlockCopy& c) {
+  if (c.parts.size() < 2) return 0;
+  const std::size_t b = c.parts[0].block;
+  if (b != 1 && b != 2 && b != 4 && b != 8) return 0;
+  if (c.dst_block != b * c.parts.size()) return 0;
+  for (const BlockCopy::Part& p : c.parts)
+    if (p.block != b || p.at % b != 0 || p.src_at % b != 0 || p.src_stride % b != 0) return 0;
+  return b;
+}
+
+}  // namespace
+
 Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
   Step s;
   s.kind = StepKind::Copy;
   s.label = label;
   for (const BlockCopy::Part& p : c.parts) s.reads.push_back(p.src);
   s.writes = {c.dst};
-  s.run = [c](const RunContext& ctx) {
+  // Split over the pool from 256 KiB of result (not tuned: the order of
+  // the loop kernels' threshold, below which waking the pool costs more).
+  const bool split = c.outer * c.dst_block >= (1u << 18);
+  if (const std::size_t element = interleaved_element(c)) {
+    s.label += " (interleaved)";
+    s.run = [c, element, split](const RunContext& ctx) {
+      auto run = [&](std::int64_t begin, std::int64_t end) {
+        switch (element) {
+          case 1:
+            interleave<std::uint8_t>(c, ctx, begin, end);
+            break;
+          case 2:
+            interleave<std::uint16_t>(c, ctx, begin, end);
+            break;
+          case 4:
+            interleave<std::uint32_t>(c, ctx, begin, end);
+            break;
+          default:
+            interleave<std::uint64_t>(c, ctx, begin, end);
+            break;
+        }
+      };
+      const auto n = static_cast<std::int64_t>(c.outer);
+      if (split && ctx.pool && ctx.pool->size() >= 2)
+        ctx.pool->parallel_for(n, run);
+      else
+        run(0, n);
+    };
+    return s;
+  }
+  s.run = [c, split](const RunContext& ctx) {
     std::uint8_t* out = ctx.at<std::uint8_t>(c.dst);
     // Copy t is operand t % parts, block t / parts.
     const auto copies = static_cast<std::int64_t>(c.outer * c.parts.size());
@@ -37,9 +116,7 @@ Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
         std::memcpy(out + o * c.dst_block + p.at, ctx.at<std::uint8_t>(p.src) + p.src_at + o * p.src_stride, p.block);
       }
     };
-    // Split over the pool from 256 KiB of result (not tuned: the order of
-    // the loop kernels' threshold, below which waking the pool costs more).
-    if (copies >= 2 && c.outer * c.dst_block >= (1u << 18) && ctx.pool && ctx.pool->size() >= 2)
+    if (copies >= 2 && split && ctx.pool && ctx.pool->size() >= 2)
       ctx.pool->parallel_for(copies, run);
     else
       run(0, copies);

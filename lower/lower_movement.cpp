@@ -211,6 +211,28 @@ std::optional<BlockSource> blocks_in_place(const View& v, const Dims& order, std
                      static_cast<std::size_t>(stride.value_or(block)) * element_bytes};
 }
 
+// Every operand has one element along the axis: the concat stacks them
+// along it (torch.stack, or ShuffleNet's channel shuffle after
+// rulesets/views.rules' shuffle-as-stack).
+bool stacks(const std::vector<Value*>& in, std::size_t axis) {
+  return std::all_of(in.begin(), in.end(), [&](const Value* v) { return v->dims.at(axis) == 1; });
+}
+
+// `order` with the stacking axis placed right inside the axis before it,
+// so that a reshape merging the two reads the result where it is: the
+// shuffle's [N C 2 H W] over channels-last operands is then laid out
+// N H W C 2, which is its [N 2C H W] reshape's channels-last layout,
+// where the operands' own order would put the 2 outermost and the reshape
+// would copy. Axis 0 goes first.
+Dims stack_order(const Dims& order, std::size_t axis) {
+  Dims o;
+  for (std::int64_t d : order)
+    if (d != static_cast<std::int64_t>(axis)) o.push_back(d);
+  const auto at = axis == 0 ? o.begin() : std::find(o.begin(), o.end(), static_cast<std::int64_t>(axis) - 1) + 1;
+  o.insert(at, static_cast<std::int64_t>(axis));
+  return o;
+}
+
 }  // namespace
 
 // Operands stored in one shared dimension order (oneDNN's NHWC results
@@ -252,6 +274,7 @@ void Lowerer::lower_concat(const ir::Node& n, std::vector<Value*>& in, const ir:
     lower_chained_concat(n, in, out, axis, order ? *order : identity_order(out.size()), last);
     return;
   }
+  if (order && stacks(in, axis)) order = stack_order(*order, axis);
   const bool shared_order = order.has_value();
   if (!shared_order) order = identity_order(out.size());
   const View y = ordered_buffer(out_type.dtype, out, *order, n.outputs[0]);

@@ -221,6 +221,18 @@ std::vector<Op> attribute_domain(const OpDef& def, const AttrSpec& spec, const s
         out.push_back(list_op(z));
       }
     }
+    // One axis split in two, which may pass max_rank by one: a view that
+    // exposes groups ([N 2C H W] as [N 2 C H W], ShuffleNet's shuffle) has
+    // one axis more than its operand.
+    if (static_cast<int>(dims.size()) == opt.max_rank)
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        for (std::int64_t p = 2; p < dims[d]; ++p)
+          if (dims[d] % p == 0) {
+            Dims s = dims;
+            s[d] = dims[d] / p;
+            s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), p);
+            out.push_back(list_op(s));
+          }
   } else if (n == "shape") {
     for (const Dims& s : all_shapes(opt.max_rank, opt.min_dim, opt.max_dim)) out.push_back(list_op(s));
   } else if (n == "kernel_shape" && operands.size() >= 2 && operands[1]) {  // conv: the weights' spatial dims

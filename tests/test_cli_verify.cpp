@@ -75,6 +75,31 @@ TEST_CASE("the pixel shuffles' decompositions are proved on blocks of 2 with dim
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("the channel shuffle as a stack is proved with its rank-5 view - the halves swapped are refuted") {
+  // The shuffle's [N 2 C H W] view has one axis more than the default
+  // --max-rank 4 allows: the enumerator also offers a reshape splitting
+  // one axis of a rank-4 operand (rules/rule_instances.cpp).
+  auto r = run_cli("verify " + source_dir() + "/rulesets/views.rules --only shuffle-as-stack --json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto all = verdicts(r.out);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0]["status"] == "proved");
+  CHECK(all[0]["shapes_checked"].get<int>() >= 32);
+  auto dir = saturn::test::scratch_dir() / "verify-stack";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "swapped.rules")
+      << "(rule stack-swapped (transpose (reshape (concat ?a ?b 1) ?s ?z) [0 2 1 3 4])\n"
+         "  => (concat (reshape ?b ?t 1) (reshape ?a ?t 1) 2)\n"
+         "  :if (= (rank ?a) 4) :if (same-shape ?a ?b)\n"
+         "  :if (= ?s (list (dim ?a 0) 2 (dim ?a 1) (dim ?a 2) (dim ?a 3)))\n"
+         "  :let (?t (list (dim ?a 0) (dim ?a 1) 1 (dim ?a 2) (dim ?a 3))))\n";
+  auto bad = run_cli("verify " + (dir / "swapped.rules").string());
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("refuted") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a wrong rule exits 1 with a counterexample and bad input exits 2") {
   auto dir = saturn::test::scratch_dir() / "verify";
   std::filesystem::create_directories(dir);

@@ -461,6 +461,25 @@ TEST_CASE("Concat is block copies of any element type - along every axis - of vi
     auto p = check_against_interpreter(b.finish({b.op("neg", {joined})}));
     CHECK(steps_with(*p, "concat (2 block copies)") == 1);
   }
+  SECTION("stacks along a new innermost axis interleave their operands") {
+    // Blocks of one element: a typed loop, not a memcpy per element; two
+    // contiguous f32 operands, and three i64 ones (one a transposed view,
+    // copied first), each element to its place.
+    models::GraphBuilder b("stack");
+    ir::Attrs last;
+    last.set("axis", std::int64_t{2});
+    std::string f = b.op("concat", {b.input("x", {3, 40, 1}), b.op("tanh", {b.input("y", {3, 40, 1})})}, last);
+    ir::Attrs to_i64, to_f32;
+    to_i64.set("to", std::string("i64"));
+    to_f32.set("to", std::string("f32"));
+    std::string i = b.op("cast", {b.input("z", {3, 40, 1})}, to_i64);
+    std::string t =
+        b.op("transpose", {b.op("cast", {b.input("w", {40, 3, 1})}, to_i64)}, models::ints_attr("perm", {1, 0, 2}));
+    std::string ints = b.op("cast", {b.op("concat", {i, t, i}, last)}, to_f32);
+    auto p = check_against_interpreter(b.finish({b.op("neg", {f}), ints}));
+    CHECK(steps_with(*p, "concat (2 block copies) (interleaved)") == 1);
+    CHECK(steps_with(*p, "concat (3 block copies) (interleaved)") == 1);
+  }
   SECTION("integers") {
     models::GraphBuilder b("ints");
     std::string x = b.input("x", {2, 3});
@@ -1126,6 +1145,43 @@ TEST_CASE("A channel shuffle of convolution results stays in their layout - one 
     // The shuffle, and each half (a strided channel slice of it) made
     // dense for oneDNN in its own NHWC order, not reordered.
     CHECK(steps_with(*p, "copy") - steps_with(*p, "output copy") == 3);
+  }
+}
+
+TEST_CASE("A channel shuffle as a stack of two halves is one interleaving copy - the merge reads it in place") {
+  // The shuffle after rulesets/views.rules' shuffle-as-stack: each half
+  // [1 6 7 7] as [1 6 1 7 7], stacked along axis 2, merged to 12
+  // channels. Stored with the new axis inside the channels (the halves'
+  // NHWC order), the stack is the shuffled NHWC value, which the merge and
+  // the next convolution read where it is. Then a ShuffleNet block: the
+  // first half of the shuffled channels passes on into the next stack,
+  // the second half feeds a convolution; each is a strided slice, copied
+  // dense first.
+  models::GraphBuilder b("stack");
+  std::string x = b.input("x", {1, 8, 7, 7});
+  ir::Attrs unit, stack, merge;
+  unit.set("shape", std::vector<std::int64_t>{1, 6, 1, 7, 7});
+  stack.set("axis", std::int64_t{2});
+  merge.set("shape", std::vector<std::int64_t>{1, 12, 7, 7});
+  auto shuffle = [&](const std::string& a, const std::string& c) {
+    return b.op("reshape", {b.op("concat", {b.op("reshape", {a}, unit), b.op("reshape", {c}, unit)}, stack)}, merge);
+  };
+  std::string y = shuffle(conv(b, x, 8, 6, 1, 1), conv(b, x, 8, 6, 3, 1));
+  auto half = [&](std::int64_t start) {
+    ir::Attrs a;
+    a.set("axes", std::vector<std::int64_t>{1});
+    a.set("starts", std::vector<std::int64_t>{start});
+    a.set("ends", std::vector<std::int64_t>{start + 6});
+    return b.op("slice", {y}, a);
+  };
+  std::string next = shuffle(half(0), conv(b, half(6), 6, 6, 1, 1));
+  auto p = check_against_interpreter(b.finish({conv(b, y, 12, 4, 1, 1), conv(b, next, 12, 4, 1, 1)}), 1e-4, 1e-4);
+  CHECK(p->library_calls == 5);
+  CHECK(steps_with(*p, "concat (2 block copies) (interleaved)") == 2);
+  // Two copies, one per half; no reorder.
+  if (steps_with(*p, "(dst reordered)") == 0) {
+    CHECK(steps_with(*p, "copy") - steps_with(*p, "output copy") == 2);
+    CHECK(steps_with(*p, "copy (oneDNN reorder)") == steps_with(*p, "output copy"));
   }
 }
 

@@ -281,6 +281,38 @@ TEST_CASE("a convolution of a concatenation with few outputs is two convolutions
   check_same_outputs(g, res->graph, 6);
 }
 
+TEST_CASE("ShuffleNet's channel shuffle of two halves is their stack - no transpose - the same values", "[opt]") {
+  // A ShuffleNet v2 block's end: the two branches concatenated, split in
+  // two groups of channels, the groups transposed and merged; then the
+  // next block's halves. shuffle-as-stack makes it one stack of the
+  // branches (one interleaving copy when lowered, test_cpu_codegen).
+  models::GraphBuilder b("shuffle");
+  std::string x = b.input("x", {1, 8, 10, 10});
+  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c) {
+    return b.op("relu", {b.op("conv", {in, b.weight({out, c, 1, 1}, 0.3), b.weight({out}, 0.1)})});
+  };
+  ir::Attrs axis1, split, swap, merge;
+  axis1.set("axis", std::int64_t{1});
+  split.set("shape", std::vector<std::int64_t>{1, 2, 8, 10, 10});
+  swap.set("perm", std::vector<std::int64_t>{0, 2, 1, 3, 4});
+  merge.set("shape", std::vector<std::int64_t>{1, -1, 10, 10});
+  const std::string cat = b.op("concat", {relu_conv(x, 8, 8), relu_conv(x, 8, 8)}, axis1);
+  const std::string shuffled = b.op("reshape", {b.op("transpose", {b.op("reshape", {cat}, split)}, swap)}, merge);
+  const ir::Graph g = b.finish({relu_conv(shuffled, 4, 16)});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  auto ops = res->report["ops_after"];
+  INFO(ops.dump());
+  CHECK(ops.value("transpose", 0) == 0);
+  CHECK(ops.value("concat", 0) == 1);
+  CHECK(res->report["rules"]["shuffle-as-stack"]["applications"].get<int>() > 0);
+  bool stacked = false;
+  for (const ir::Node& n : res->graph.nodes)
+    if (n.op == "concat") stacked = n.attrs.i("axis", 0) == 2;
+  CHECK(stacked);
+  check_same_outputs(g, res->graph, 6);
+}
+
 TEST_CASE("attention written as einsums runs as batched library products - the same values", "[opt]") {
   // maxvit_t's window attention: q k^T and p v as einsums over [B G H I D].
   models::GraphBuilder b("einsum_attention");
