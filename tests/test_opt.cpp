@@ -313,6 +313,41 @@ TEST_CASE("ShuffleNet's channel shuffle of two halves is their stack - no transp
   check_same_outputs(g, res->graph, 6);
 }
 
+TEST_CASE("max pooling of a concatenation pools the parts - the concat copies the pooled values", "[opt]") {
+  // GoogLeNet's pool after an inception block: four branches side by
+  // side, a 3x3 max pool by 2 (ceil mode), then a convolution with more
+  // outputs than channels (which conv-of-concat leaves whole). Pooling
+  // each branch first, the concatenation copies a quarter of the bytes.
+  models::GraphBuilder b("pooled");
+  const std::string x = b.input("x", {1, 16, 28, 28});
+  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c) {
+    return b.op("relu", {b.op("conv", {in, b.weight({out, c, 1, 1}, 0.3), b.weight({out}, 0.1)})});
+  };
+  ir::Attrs axis1, pool;
+  axis1.set("axis", std::int64_t{1});
+  pool.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+  pool.set("strides", std::vector<std::int64_t>{2, 2});
+  pool.set("ceil_mode", std::int64_t{1});
+  const std::string block = b.op(
+      "concat", {relu_conv(x, 64, 16), relu_conv(x, 128, 16), relu_conv(x, 32, 16), relu_conv(x, 32, 16)}, axis1);
+  const std::string pooled = b.op("max_pool", {block}, pool);
+  const ir::Graph g = b.finish({relu_conv(pooled, 320, 256)});
+  auto res = pipeline::optimize(g, shipped("cpu"));
+  REQUIRE(res);
+  INFO(res->report["ops_after"].dump());
+  CHECK(res->report["rules"]["max_pool-of-concat"]["applications"].get<int>() > 0);
+  std::set<std::string> concats;
+  for (const ir::Node& n : res->graph.nodes)
+    if (n.op == "concat") concats.insert(n.outputs[0]);
+  CHECK(!concats.empty());
+  for (const ir::Node& n : res->graph.nodes)
+    if (n.op.ends_with("max_pool")) {
+      INFO(n.op << " of " << n.inputs[0]);
+      CHECK(!concats.count(n.inputs[0]));
+    }
+  check_same_outputs(g, res->graph, 6);
+}
+
 TEST_CASE("attention written as einsums runs as batched library products - the same values", "[opt]") {
   // maxvit_t's window attention: q k^T and p v as einsums over [B G H I D].
   models::GraphBuilder b("einsum_attention");
