@@ -24,34 +24,32 @@ namespace {
 
 // Operands whose blocks are single elements (a stack along a new innermost
 // axis: ShuffleNet's channel shuffle as a concat) interleave, and one
-// memcpy per element would cost more than the copy: each part is copied by
-// a typed loop instead, element o of the part to element o * parts + k of
-// the result.
-template <typename T>
+// memcpy call per element would cost more than the copy: each part is
+// copied by a loop of fixed-size copies instead (N bytes, which the
+// compiler makes plain moves of any type's bytes), element o of the part
+// to element o * parts + k of the result.
+template <std::size_t N>
 void interleave(const BlockCopy& c, const RunContext& ctx, std::int64_t begin, std::int64_t end) {
-  T* out = ctx.at<T>(c.dst);
+  std::uint8_t* out = ctx.at<std::uint8_t>(c.dst);
   const std::size_t parts = c.parts.size();
-  auto source = [&](const BlockCopy::Part& p) {
-    return reinterpret_cast<const T*>(ctx.at<std::uint8_t>(p.src) + p.src_at);
-  };
+  auto source = [&](const BlockCopy::Part& p) { return ctx.at<std::uint8_t>(p.src) + p.src_at; };
   // Two operands stored back to back (the shuffle's halves): one loop
   // writing both, which the compiler turns into vector unpacks.
-  auto contiguous = [](const BlockCopy::Part& p) { return p.src_stride == sizeof(T); };
+  auto contiguous = [](const BlockCopy::Part& p) { return p.src_stride == N; };
   if (parts == 2 && contiguous(c.parts[0]) && contiguous(c.parts[1])) {
-    const T* __restrict a = source(c.parts[c.parts[0].at == 0 ? 0 : 1]);
-    const T* __restrict b = source(c.parts[c.parts[0].at == 0 ? 1 : 0]);
-    T* __restrict o = out;
-    for (std::int64_t i = begin; i < end; ++i) {
-      o[2 * i] = a[i];
-      o[2 * i + 1] = b[i];
+    const std::uint8_t* __restrict a = source(c.parts[c.parts[0].at == 0 ? 0 : 1]);
+    const std::uint8_t* __restrict b = source(c.parts[c.parts[0].at == 0 ? 1 : 0]);
+    std::uint8_t* __restrict o = out;
+    for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
+      std::memcpy(o + 2 * i * N, a + i * N, N);
+      std::memcpy(o + (2 * i + 1) * N, b + i * N, N);
     }
     return;
   }
   for (const BlockCopy::Part& p : c.parts) {
-    const T* src = source(p);
-    const std::size_t k = p.at / sizeof(T), step = p.src_stride / sizeof(T);
-    for (std::int64_t i = begin; i < end; ++i)
-      out[static_cast<std::size_t>(i) * parts + k] = src[static_cast<std::size_t>(i) * step];
+    const std::uint8_t* src = source(p);
+    for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i)
+      std::memcpy(out + i * c.dst_block + p.at, src + i * p.src_stride, N);
   }
 }
 
@@ -84,16 +82,16 @@ Step make_host_block_copy_step(const BlockCopy& c, const std::string& label) {
       auto run = [&](std::int64_t begin, std::int64_t end) {
         switch (element) {
           case 1:
-            interleave<std::uint8_t>(c, ctx, begin, end);
+            interleave<1>(c, ctx, begin, end);
             break;
           case 2:
-            interleave<std::uint16_t>(c, ctx, begin, end);
+            interleave<2>(c, ctx, begin, end);
             break;
           case 4:
-            interleave<std::uint32_t>(c, ctx, begin, end);
+            interleave<4>(c, ctx, begin, end);
             break;
           default:
-            interleave<std::uint64_t>(c, ctx, begin, end);
+            interleave<8>(c, ctx, begin, end);
             break;
         }
       };
