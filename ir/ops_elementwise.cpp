@@ -359,6 +359,9 @@ void register_quantization(OpRegistry& r) {
 
 }  // namespace
 
+// asinh and acosh are log(2|x|) past 2^26 (ops "sinh" ... below).
+constexpr double kLn2 = 0.6931471805599453, kHyperbolicHuge = 67108864.0;
+
 void register_elementwise_ops(OpRegistry& r) {
   using K = OpKind;
   using A = Accepts;
@@ -422,6 +425,30 @@ void register_elementwise_ops(OpRegistry& r) {
     return S::select(x < -lambd, x + bias, S::select(x > lambd, x - bias, 0.0));
   });
   unary(r, "tan", K::Composite, A::Float, [](auto x, const Attrs&) { return S::sin(x) / S::cos(x); });
+  // The hyperbolic functions and their inverses (ONNX Sinh, Cosh, Asinh,
+  // Acosh, Atanh) from exp, log and log1p, in forms that keep float32's
+  // precision where the textbook ones lose it: sinh's difference of
+  // exponentials cancels near 0, where its Taylor series to x^7 is exact to
+  // float64's rounding (|x| < 1/8); the inverses take log1p of what log
+  // would add to 1 (asinh(1e-4) is 1e-4, not log(1.0001) rounded); past
+  // 2^26, where x^2 overflows float32 first, asinh and acosh are
+  // log(2|x|), which they equal there to float64's rounding.
+  unary(r, "sinh", K::Composite, A::Float, [](auto x, const Attrs&) {
+    auto x2 = x * x;
+    return S::select(S::abs(x) < 0.125, x * (1.0 + x2 * (1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 / 5040.0))),
+                     (S::exp(x) - S::exp(-x)) * 0.5);
+  });
+  unary(r, "cosh", K::Composite, A::Float, [](auto x, const Attrs&) { return (S::exp(x) + S::exp(-x)) * 0.5; });
+  unary(r, "asinh", K::Composite, A::Float, [](auto x, const Attrs&) {
+    auto s = S::abs(x);
+    auto m = S::select(s > kHyperbolicHuge, S::log(s) + kLn2, S::log1p(s + s * s / (1.0 + S::sqrt(1.0 + s * s))));
+    return S::select(x < 0.0, -m, m);
+  });
+  unary(r, "acosh", K::Composite, A::Float, [](auto x, const Attrs&) {
+    auto t = x - 1.0;
+    return S::select(x > kHyperbolicHuge, S::log(x) + kLn2, S::log1p(t + S::sqrt(t * (t + 2.0))));
+  });
+  unary(r, "atanh", K::Composite, A::Float, [](auto x, const Attrs&) { return S::log1p(2.0 * x / (1.0 - x)) * 0.5; });
   // Predicates on floating values, giving bools (ONNX IsNaN, IsInf).
   auto predicate = [&](const char* name, const char* doc, auto f) {
     OpDef d;
@@ -741,11 +768,11 @@ void register_elementwise_ops(OpRegistry& r) {
   // target's inline forms over 1 M floats, 2 threads (0.26 ms for log and
   // log2, 0.15 for exp and exp2, 0.65 for softplus).
   for (const auto& [op, ops] : std::initializer_list<std::pair<const char*, double>>{
-           {"exp", 8},   {"log", 14},     {"exp2", 8},  {"log2", 14},      {"tanh", 10},
-           {"erf", 10},  {"sigmoid", 10}, {"gelu", 20}, {"softplus", 36},  {"sin", 10},
-           {"cos", 10},  {"pow", 20},     {"sqrt", 4},  {"div", 4},        {"recip", 4},
-           {"elu", 10},  {"selu", 10},    {"mod", 4},   {"hard_swish", 4}, {"hard_sigmoid", 3},
-           {"celu", 10}, {"softsign", 5}, {"tan", 24},  {"mish", 50},      {"shrink", 3}})
+           {"exp", 8},        {"log", 14},         {"exp2", 8},      {"log2", 14},    {"tanh", 10},  {"erf", 10},
+           {"sigmoid", 10},   {"gelu", 20},        {"softplus", 36}, {"sin", 10},     {"cos", 10},   {"pow", 20},
+           {"sqrt", 4},       {"div", 4},          {"recip", 4},     {"elu", 10},     {"selu", 10},  {"mod", 4},
+           {"hard_swish", 4}, {"hard_sigmoid", 3}, {"celu", 10},     {"softsign", 5}, {"tan", 24},   {"mish", 50},
+           {"shrink", 3},     {"sinh", 24},        {"cosh", 18},     {"asinh", 30},   {"acosh", 30}, {"atanh", 20}})
     r.declare_unit_work(op, ops);
 }
 

@@ -442,6 +442,9 @@ class Encoder {
         if (plain) facts.push_back(self == apply(SymOp::Log, *plain));
         break;
       }
+      case SymOp::Log1p:  // log1p a = log(1 + a)
+        facts.push_back(self == apply(SymOp::Log, x + one()));
+        break;
       case SymOp::Cos:  // cos a = sin(a + pi/2)
         facts.push_back(self == apply(SymOp::Sin, x + named(NamedConstant::HalfPi)));
         break;

@@ -82,7 +82,9 @@ std::vector<Sample> samples() {
                          "selu", "leaky_relu", "hard_swish",  "hard_sigmoid", "gelu", "clip"})
     s.push_back({op, {real({2, 5})}});
   s.push_back({"gelu", {real({2, 5})}, attrs({{"approximate", std::string("tanh")}})});
-  for (const char* op : {"softsign", "mish", "tan"}) s.push_back({op, {real({2, 5})}});
+  for (const char* op : {"softsign", "mish", "tan", "sinh", "cosh", "asinh"}) s.push_back({op, {real({2, 5})}});
+  s.push_back({"acosh", {real({2, 5}, 1.2, 3.0)}});
+  s.push_back({"atanh", {real({2, 5}, -0.8, 0.8)}});
   s.push_back({"celu", {real({2, 5})}, attrs({{"alpha", 0.7}})});
   s.push_back({"thresholded_relu", {real({2, 5})}, attrs({{"alpha", 0.2}})});
   s.push_back({"shrink", {real({2, 5})}, attrs({{"bias", 0.1}, {"lambd", 0.3}})});

@@ -418,6 +418,57 @@ TEST_CASE("is_nan and is_inf find NaN and the infinities on cpu as on interp") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("hyperbolic functions and their inverses keep float32's precision - near 0, near 1 and past 2^26") {
+  // Each output against std:: in double, rounded to float32: the
+  // textbook forms lose it (sinh(1e-6) as a difference of exponentials is
+  // 1.3% off in float32, asinh(1e-4) as log(1.0001) 1e-4, asinh(1e20)
+  // overflows x^2), on the interpreter and in cpu's kernels alike.
+  auto dir = saturn::test::scratch_dir() / "hyperbolic";
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.sat") << "(graph g\n  (input x f32 [12])\n  (input y f32 [6])\n  (input z f32 [6])\n"
+                                  "  (node a sinh (a) (x))\n  (node b cosh (b) (x))\n  (node c asinh (c) (x))\n"
+                                  "  (node d acosh (d) (y))\n  (node e atanh (e) (z))\n  (output a b c d e))\n";
+  const std::vector<double> x{1e-6, -3e-5, 1e-4, 0.1, -0.124, 0.126, -0.5, 3, -7, 20, 1e20, -3e30};
+  const std::vector<double> y{1, 1 + 1e-6, 1.01, 2, 1e5, 1e30};
+  const std::vector<double> z{1e-6, -1e-4, 0.1, -0.5, 0.9, 0.999};
+  auto write = [&](const char* name, const std::vector<double>& v) {
+    const auto path = (dir / name).string();
+    REQUIRE(saturn::ir::write_tensor_pb(
+        saturn::ir::Tensor::of_doubles(saturn::ir::DType::F32, {static_cast<std::int64_t>(v.size())}, v), path));
+    return " " + path;
+  };
+  const std::string inputs = write("x.pb", x) + write("y.pb", y) + write("z.pb", z);
+  auto as_f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  const std::vector<std::pair<const std::vector<double>*, double (*)(double)>> want{
+      {&x, [](double v) { return std::sinh(v); }},
+      {&x, [](double v) { return std::cosh(v); }},
+      {&x, [](double v) { return std::asinh(v); }},
+      {&y, [](double v) { return std::acosh(v); }},
+      {&z, [](double v) { return std::atanh(v); }}};
+  for (const char* target : {"interp", "cpu"}) {
+    INFO(target);
+    const auto out = dir / target;
+    auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --no-cache --inputs" + inputs +
+                        " -o " + out.string());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      auto got = saturn::ir::read_tensor_pb((out / ("output_" + std::to_string(k) + ".pb")).string());
+      REQUIRE(got);
+      const auto& in = *want[k].first;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const double w = want[k].second(as_f32(in[i]));
+        INFO("output " << k << " at " << in[i] << ": want " << w << ", got " << got->at(i));
+        if (std::isinf(w) || std::abs(w) > 3.4e38)
+          CHECK(std::isinf(got->at(i)));
+        else
+          CHECK(std::abs(got->at(i) - w) <= 4e-7 * std::abs(w) + 1e-30);
+      }
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("products with an empty dimension run optimized on cpu as on interp - K = 0 gives zeros") {
   auto dir = saturn::test::scratch_dir() / "empty-matmul";
   fs::create_directories(dir);
