@@ -1,7 +1,7 @@
 // ONNX ops imported as their definitions in the registry's ops, none of
-// which needs a kernel of its own: Hardmax, LpNormalization, LpPool,
-// MeanVarianceNormalization, RotaryEmbedding and Swish (their function
-// bodies), OneHot (a comparison with the classes), EyeLike (a constant:
+// which needs a kernel of its own: GroupNormalization, Hardmax,
+// LpNormalization, LpPool, MeanVarianceNormalization, RotaryEmbedding and
+// Swish (their function bodies), OneHot (a comparison with the classes), EyeLike (a constant:
 // only x's shape is read), ScatterElements and the older Scatter
 // (scatter_nd with every position's full index), GatherND
 // (gather_elements over the indexed dimensions flattened into one).
@@ -115,6 +115,64 @@ void mean_variance_normalization(Importer& im) {
   const std::string eps = im.add_fresh_const(base, "epsilon", Tensor::scalar(im.type_of(x).dtype, 1e-9));
   const std::string sd = im.emit_fresh(base, "add", {im.emit_fresh(base, "sqrt", {var}), eps});
   im.emit("div", {im.emit_fresh(base, "sub", {x, mean}), sd}, {im.out(0)});
+}
+
+// The function body: x [N C ...] as [N G rest], each group normalized
+// by its mean and variance, then scaled and shifted per channel (opset
+// 21: scale and bias of C values) or per group (opset 18: of G values,
+// applied before the groups are merged back). A half-precision x is
+// normalized in float32 (stash_type 1, the default), as the body casts.
+void group_normalization(Importer& im) {
+  const std::string x = im.in(0), base = im.out(0);
+  const std::vector<std::int64_t> d = static_dims_of(im, x, "x");
+  const std::int64_t groups = im.ai("num_groups", 0);
+  if (d.size() < 2) im.unsupported("x must have a channel axis, it is " + to_string(im.type_of(x).shape));
+  if (groups < 1 || d[1] % groups != 0)
+    im.unsupported("num_groups " + std::to_string(groups) + " does not divide the " + std::to_string(d[1]) +
+                   " channels");
+  const std::int64_t width = static_dims_of(im, im.in(1), "scale").at(0);
+  if (static_dims_of(im, im.in(1), "scale").size() != 1 || static_dims_of(im, im.in(2), "bias").size() != 1 ||
+      static_dims_of(im, im.in(2), "bias")[0] != width || (width != d[1] && width != groups))
+    im.unsupported("scale and bias must hold one value per channel (" + std::to_string(d[1]) + ") or per group (" +
+                   std::to_string(groups) + ")");
+  const DType t = im.type_of(x).dtype;
+  const bool stash = (t == DType::F16 || t == DType::BF16) && im.ai("stash_type", 1) == 1;
+  auto cast = [&](const std::string& v, const char* to) {
+    return im.emit_fresh(base, "cast", {v}, text_attr("to", to));
+  };
+  const std::string xs = stash ? cast(x, "f32") : x;
+  const DType ct = stash ? DType::F32 : t;
+  const std::string grouped = im.emit_fresh(base, "reshape", {xs}, list_attr("shape", {d[0], groups, -1}));
+  Attrs r = list_attr("axes", {2});
+  r.set("keepdims", std::int64_t{1});
+  const std::string centered = im.emit_fresh(base, "sub", {grouped, im.emit_fresh(base, "reduce_mean", {grouped}, r)});
+  const std::string var = im.emit_fresh(base, "reduce_mean", {im.emit_fresh(base, "mul", {centered, centered})}, r);
+  const std::string eps = im.add_fresh_const(base, "epsilon", Tensor::scalar(ct, im.af("epsilon", 1e-5)));
+  std::string y =
+      im.emit_fresh(base, "div", {centered, im.emit_fresh(base, "sqrt", {im.emit_fresh(base, "add", {var, eps})})});
+  // scale and bias as [width 1 ...]: against the groups' [N G rest] when
+  // per group, the channels' [N C ...] when per channel.
+  const bool per_group = width == groups;
+  std::vector<std::int64_t> sd{width};
+  sd.insert(sd.end(), per_group ? 1 : d.size() - 2, 1);
+  auto param = [&](const std::string& v) {
+    const std::string p = stash ? cast(v, "f32") : v;
+    return im.emit_fresh(base, "reshape", {p}, list_attr("shape", sd));
+  };
+  const std::string scale = param(im.in(1)), bias = param(im.in(2));
+  // The last op writes the result, or its float32 value cast back.
+  auto last = [&](const std::string& op, std::vector<std::string> in, Attrs a) {
+    if (!stash) return im.emit(op, std::move(in), {im.out(0)}, std::move(a));
+    im.emit("cast", {im.emit_fresh(base, op, std::move(in), std::move(a))}, {im.out(0)},
+            text_attr("to", t == DType::F16 ? "f16" : "bf16"));
+  };
+  if (per_group) {
+    y = im.emit_fresh(base, "add", {im.emit_fresh(base, "mul", {y, scale}), bias});
+    last("reshape", {y}, list_attr("shape", d));
+  } else {
+    y = im.emit_fresh(base, "reshape", {y}, list_attr("shape", d));
+    last("add", {im.emit_fresh(base, "mul", {y, scale}), bias}, {});
+  }
 }
 
 void one_hot(Importer& im) {
@@ -358,6 +416,7 @@ void import_bodies(ImportTable& t) {
   t["Hardmax"] = hardmax;
   t["LpNormalization"] = lp_normalization;
   t["MeanVarianceNormalization"] = mean_variance_normalization;
+  t["GroupNormalization"] = group_normalization;
   t["OneHot"] = one_hot;
   t["EyeLike"] = eye_like;
   t["Swish"] = swish;

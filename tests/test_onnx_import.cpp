@@ -1194,6 +1194,69 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("GroupNormalization: per channel (opset 21) and per group (opset 18) - half precision in float32 - errors") {
+  // x [1 4 1 3] in two groups of two channels; each group normalized over
+  // its 6 values, then scaled and shifted.
+  const std::vector<double> xv{1, 2, 3, 4, 5, 6, -1, 0, 2, 8, 8, 8};
+  auto want = [&](std::size_t i, double scale, double bias) {
+    const std::size_t g = i / 6;
+    double mean = 0, var = 0;
+    for (std::size_t k = 0; k < 6; ++k) mean += xv[g * 6 + k] / 6;
+    for (std::size_t k = 0; k < 6; ++k) var += (xv[g * 6 + k] - mean) * (xv[g * 6 + k] - mean) / 6;
+    return (xv[i] - mean) / std::sqrt(var + 1e-5) * scale + bias;
+  };
+  auto build = [&](int opset, int elem, std::vector<std::string> params_dims, std::int64_t groups) {
+    ModelBuilder b(opset);
+    b.input("x", elem, {"1", "4", "1", "3"});
+    b.input("scale", elem, params_dims);
+    b.input("bias", elem, params_dims);
+    attr_int(b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn"), "num_groups", groups);
+    b.output("y");
+    return b.import();
+  };
+  auto run = [](const ir::Graph& g, std::vector<Tensor> ins) {
+    auto got = runtime::interpret(g, ins);
+    if (!got) FAIL(got.error().to_string());
+    return (*got)[0];
+  };
+  const Tensor x = Tensor::of_doubles(DType::F32, {1, 4, 1, 3}, xv);
+  SECTION("per channel") {
+    auto g = build(21, 1, {"4"}, 2);
+    if (!g) FAIL(g.error().to_string());
+    const std::vector<double> sc{1, 2, 0.5, -1}, bi{0, 1, -1, 3};
+    const Tensor y = run(*g, {x, Tensor::of_doubles(DType::F32, {4}, sc), Tensor::of_doubles(DType::F32, {4}, bi)});
+    for (std::size_t i = 0; i < 12; ++i) CHECK(y.at(i) == Approx(want(i, sc[i / 3], bi[i / 3])).epsilon(1e-5));
+  }
+  SECTION("per group") {
+    auto g = build(18, 1, {"2"}, 2);
+    if (!g) FAIL(g.error().to_string());
+    const Tensor y =
+        run(*g, {x, Tensor::of_doubles(DType::F32, {2}, {2, -1}), Tensor::of_doubles(DType::F32, {2}, {1, 0.5})});
+    for (std::size_t i = 0; i < 12; ++i)
+      CHECK(y.at(i) == Approx(want(i, i < 6 ? 2 : -1, i < 6 ? 1 : 0.5)).epsilon(1e-5));
+  }
+  SECTION("float16, normalized in float32") {
+    auto g = build(21, 10, {"4"}, 2);
+    if (!g) FAIL(g.error().to_string());
+    const Tensor y =
+        run(*g, {Tensor::of_doubles(DType::F16, {1, 4, 1, 3}, xv), Tensor::of_doubles(DType::F16, {4}, {1, 1, 1, 1}),
+                 Tensor::of_doubles(DType::F16, {4}, {0, 0, 0, 0})});
+    CHECK(y.dtype() == DType::F16);
+    for (std::size_t i = 0; i < 12; ++i) CHECK(y.at(i) == Approx(want(i, 1, 0)).margin(2e-3));
+  }
+  SECTION("groups that do not divide the channels, parameters of another size") {
+    auto three = build(21, 1, {"4"}, 3);
+    REQUIRE_FALSE(three);
+    CHECK_THAT(
+        three.error().message,
+        Catch::Contains("node 'gn' (GroupNormalization, opset 21): num_groups 3 does not divide the 4 channels"));
+    auto odd = build(21, 1, {"3"}, 2);
+    REQUIRE_FALSE(odd);
+    CHECK_THAT(odd.error().message,
+               Catch::Contains("scale and bias must hold one value per channel (4) or per group (2)"));
+  }
+}
+
 TEST_CASE("TopK: the k largest or smallest along an axis, ties by index, NaN last - exports back - errors") {
   auto build = [](std::int64_t k, std::int64_t axis, std::int64_t largest) {
     ModelBuilder b(11);
