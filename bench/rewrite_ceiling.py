@@ -40,18 +40,14 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SATURN = os.path.join(ROOT, "build", "tools", "saturn")
-RULES = os.path.join(ROOT, "rulesets")
-LIBRARY_RULES = ["blas.rules", "dnnl.rules", "fusion.rules"]
+from bench_models import LIBRARY, ROOT, RULES, SATURN, optimize  # the two programs bench_models.py times
 
 STEP = re.compile(r"^\s+([0-9.]+) ms  (.*)$")
 
 
 def is_library_call(label):
-    """A step that runs a library's compute (not one of its reorders)."""
-    return (label.startswith("oneDNN") or label.startswith("sgemm") or label.startswith("sgemv")) and \
-        "reorder" not in label.split("(")[0]
+    """A step that runs a library's compute (a oneDNN reorder is labelled "copy (oneDNN reorder)")."""
+    return label.startswith(("oneDNN", "sgemm", "sgemv"))
 
 
 def profile_once(saturn, program, inp):
@@ -82,7 +78,7 @@ def main():
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "export_models.py"), args.models] + args.names,
                    check=True)
     names = args.names or sorted(n[:-5] for n in os.listdir(args.models) if n.endswith(".onnx"))
-    lib_rules = ["--no-default-rules", "--rules"] + [os.path.join(RULES, f) for f in LIBRARY_RULES]
+    lib_rules = ["--no-default-rules", "--rules"] + [os.path.join(RULES, f) for f in LIBRARY]
     if not args.json:
         print(f"{'model':20} {'lib-rules program (ms)':>30}   {'all-rules program (ms)':>30}  {'ceiling':>7} "
               f"{'ceiling*':>8}")
@@ -98,8 +94,7 @@ def main():
             programs = {}
             for kind, extra in (("lib", lib_rules), ("all", [])):
                 programs[kind] = os.path.join(tmp, f"{name}.{kind}.sat")
-                subprocess.run([args.saturn, "opt", src, "--target", "cpu", "-o", programs[kind], "-q"] + extra +
-                               cache, check=True)
+                optimize(args.saturn, src, programs[kind], extra + cache)
             # The two programs take turns, so that a slow spell of the
             # machine falls on both.
             runs = {kind: [] for kind in programs}

@@ -130,9 +130,10 @@ void group_normalization(Importer& im) {
   if (groups < 1 || d[1] % groups != 0)
     im.unsupported("num_groups " + std::to_string(groups) + " does not divide the " + std::to_string(d[1]) +
                    " channels");
-  const std::int64_t width = static_dims_of(im, im.in(1), "scale").at(0);
-  if (static_dims_of(im, im.in(1), "scale").size() != 1 || static_dims_of(im, im.in(2), "bias").size() != 1 ||
-      static_dims_of(im, im.in(2), "bias")[0] != width || (width != d[1] && width != groups))
+  const std::vector<std::int64_t> scale_dims = static_dims_of(im, im.in(1), "scale"),
+                                  bias_dims = static_dims_of(im, im.in(2), "bias");
+  const std::int64_t width = scale_dims.size() == 1 ? scale_dims[0] : -1;
+  if (bias_dims != scale_dims || (width != d[1] && width != groups))
     im.unsupported("scale and bias must hold one value per channel (" + std::to_string(d[1]) + ") or per group (" +
                    std::to_string(groups) + ")");
   const DType t = im.type_of(x).dtype;
@@ -153,11 +154,11 @@ void group_normalization(Importer& im) {
   // scale and bias as [width 1 ...]: against the groups' [N G rest] when
   // per group, the channels' [N C ...] when per channel.
   const bool per_group = width == groups;
-  std::vector<std::int64_t> sd{width};
-  sd.insert(sd.end(), per_group ? 1 : d.size() - 2, 1);
+  std::vector<std::int64_t> param_dims{width};
+  param_dims.insert(param_dims.end(), per_group ? 1 : d.size() - 2, 1);
   auto param = [&](const std::string& v) {
     const std::string p = stash ? cast(v, "f32") : v;
-    return im.emit_fresh(base, "reshape", {p}, list_attr("shape", sd));
+    return im.emit_fresh(base, "reshape", {p}, list_attr("shape", param_dims));
   };
   const std::string scale = param(im.in(1)), bias = param(im.in(2));
   // The last op writes the result, or its float32 value cast back.

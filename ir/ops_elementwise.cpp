@@ -357,10 +357,10 @@ void register_quantization(OpRegistry& r) {
   }
 }
 
-}  // namespace
-
-// asinh and acosh are log(2|x|) past 2^26 (ops "sinh" ... below).
+// asinh and acosh are log(2|x|) past 2^26 (the ops "sinh" ... below).
 constexpr double kLn2 = 0.6931471805599453, kHyperbolicHuge = 67108864.0;
+
+}  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
   using K = OpKind;

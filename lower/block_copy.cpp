@@ -37,8 +37,8 @@ void interleave(const BlockCopy& c, const RunContext& ctx, std::int64_t begin, s
   // writing both, which the compiler turns into vector unpacks.
   auto contiguous = [](const BlockCopy::Part& p) { return p.src_stride == N; };
   if (parts == 2 && contiguous(c.parts[0]) && contiguous(c.parts[1])) {
-    const std::uint8_t* __restrict a = source(c.parts[c.parts[0].at == 0 ? 0 : 1]);
-    const std::uint8_t* __restrict b = source(c.parts[c.parts[0].at == 0 ? 1 : 0]);
+    const std::uint8_t* __restrict a = source(c.parts[0]);  // (parts in the result's order)
+    const std::uint8_t* __restrict b = source(c.parts[1]);
     std::uint8_t* __restrict o = out;
     for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
       std::memcpy(o + 2 * i * N, a + i * N, N);
@@ -53,7 +53,7 @@ void interleave(const BlockCopy& c, const RunContext& ctx, std::int64_t begin, s
   }
 }
 
-// The element type `interleave` copies `c` as: every part one element of
+// The element size `interleave` copies `c` with: every part one element of
 // that size and the result block the parts side by side. 0 otherwise.
 std::size_t interleaved_element(const BlockCopy& c) {
   if (c.parts.size() < 2) return 0;
@@ -61,7 +61,7 @@ std::size_t interleaved_element(const BlockCopy& c) {
   if (b != 1 && b != 2 && b != 4 && b != 8) return 0;
   if (c.dst_block != b * c.parts.size()) return 0;
   for (const BlockCopy::Part& p : c.parts)
-    if (p.block != b || p.at % b != 0 || p.src_at % b != 0 || p.src_stride % b != 0) return 0;
+    if (p.block != b) return 0;
   return b;
 }
 

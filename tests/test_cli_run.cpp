@@ -18,6 +18,24 @@ namespace {
 
 saturn::test::CliResult run_saturn(const std::string& args) { return saturn::test::run_cli(args); }
 
+// The `count` outputs of `saturn run DIR/g.sat --target TARGET` on the
+// inputs (paths, each after a space), written into DIR/TARGET.
+std::vector<saturn::ir::Tensor> outputs_on(const fs::path& dir, const char* target, const std::string& inputs,
+                                           std::size_t count) {
+  const fs::path out = dir / target;
+  auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --no-cache --inputs" + inputs +
+                      " -o " + out.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::vector<saturn::ir::Tensor> got;
+  for (std::size_t k = 0; k < count; ++k) {
+    auto t = saturn::ir::read_tensor_pb((out / ("output_" + std::to_string(k) + ".pb")).string());
+    REQUIRE(t);
+    got.push_back(std::move(*t));
+  }
+  return got;
+}
+
 fs::path case_dir(const std::string& name) {
   return fs::path(saturn::test::source_dir()) / ".." / "shared" / "onnx-tests" / "node" / name;
 }
@@ -404,16 +422,9 @@ TEST_CASE("is_nan and is_inf find NaN and the infinities on cpu as on interp") {
   const std::vector<std::vector<int>> want = {{0, 1, 0, 0, 0, 0}, {0, 0, 1, 1, 0, 0}, {0, 0, 1, 0, 0, 0}};
   for (const char* target : {"interp", "cpu"}) {
     INFO(target);
-    const fs::path out = dir / target;
-    auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --no-cache --inputs " +
-                        (dir / "x.pb").string() + " -o " + out.string());
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    for (std::size_t k = 0; k < want.size(); ++k) {
-      auto got = saturn::ir::read_tensor_pb((out / ("output_" + std::to_string(k) + ".pb")).string());
-      REQUIRE(got);
-      for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got->at(i) == want[k][i]);
-    }
+    const auto got = outputs_on(dir, target, " " + (dir / "x.pb").string(), want.size());
+    for (std::size_t k = 0; k < want.size(); ++k)
+      for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got[k].at(i) == want[k][i]);
   }
   fs::remove_all(dir);
 }
@@ -447,22 +458,16 @@ TEST_CASE("hyperbolic functions and their inverses keep float32's precision - ne
       {&z, [](double v) { return std::atanh(v); }}};
   for (const char* target : {"interp", "cpu"}) {
     INFO(target);
-    const auto out = dir / target;
-    auto r = run_saturn("run " + (dir / "g.sat").string() + " --target " + target + " --no-cache --inputs" + inputs +
-                        " -o " + out.string());
-    INFO(r.err);
-    REQUIRE(r.status == 0);
+    const auto got = outputs_on(dir, target, inputs, want.size());
     for (std::size_t k = 0; k < want.size(); ++k) {
-      auto got = saturn::ir::read_tensor_pb((out / ("output_" + std::to_string(k) + ".pb")).string());
-      REQUIRE(got);
       const auto& in = *want[k].first;
       for (std::size_t i = 0; i < in.size(); ++i) {
         const double w = want[k].second(as_f32(in[i]));
-        INFO("output " << k << " at " << in[i] << ": want " << w << ", got " << got->at(i));
+        INFO("output " << k << " at " << in[i] << ": want " << w << ", got " << got[k].at(i));
         if (std::isinf(w) || std::abs(w) > 3.4e38)
-          CHECK(std::isinf(got->at(i)));
+          CHECK(std::isinf(got[k].at(i)));
         else
-          CHECK(std::abs(got->at(i) - w) <= 4e-7 * std::abs(w) + 1e-30);
+          CHECK(std::abs(got[k].at(i) - w) <= 4e-7 * std::abs(w) + 1e-30);
       }
     }
   }

@@ -24,6 +24,19 @@ std::vector<nlohmann::json> verdicts(const std::string& out) {
   return v;
 }
 
+// `saturn verify FLAGS` of a rule file holding `rules` (a wrong variant of
+// a shipped rule) exits 1 and says refuted.
+void check_refuted(const std::string& name, const std::string& rules, const std::string& flags = "") {
+  auto dir = saturn::test::scratch_dir() / name;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "wrong.rules") << rules;
+  auto bad = run_cli("verify " + (dir / "wrong.rules").string() + flags);
+  INFO(bad.out);
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("refuted") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 
 TEST_CASE("every shipped rule is proved or says why it cannot be") {
@@ -62,17 +75,12 @@ TEST_CASE("the pixel shuffles' decompositions are proved on blocks of 2 with dim
     CHECK(j["coverage"].get<std::string>().find("dims 1..4") != std::string::npos);
   }
   CHECK(all.size() == 3);
-  auto dir = saturn::test::scratch_dir() / "verify-shuffle";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "swapped.rules")
-      << "(rule crd-swapped (depth_to_space ?x ?b CRD) => (reshape (transpose (reshape ?x ?split 1) [0 1 4 3 5 2]) "
-         "?merged 1)\n  :if (= (rank ?x) 4) :if (> ?b 0) :let (?c (/ (dim ?x 1) (* ?b ?b)))\n"
-         "  :let (?split (list (dim ?x 0) ?c ?b ?b (dim ?x 2) (dim ?x 3)))\n"
-         "  :let (?merged (list (dim ?x 0) ?c (* (dim ?x 2) ?b) (* (dim ?x 3) ?b))))\n";
-  auto bad = run_cli("verify " + (dir / "swapped.rules").string() + " --max-dim 4");
-  CHECK(bad.status == 1);
-  CHECK(bad.out.find("refuted") != std::string::npos);
-  std::filesystem::remove_all(dir);
+  check_refuted("verify-shuffle",
+                "(rule crd-swapped (depth_to_space ?x ?b CRD) => (reshape (transpose (reshape ?x ?split 1) [0 1 4 3 5 "
+                "2]) ?merged 1)\n  :if (= (rank ?x) 4) :if (> ?b 0) :let (?c (/ (dim ?x 1) (* ?b ?b)))\n"
+                "  :let (?split (list (dim ?x 0) ?c ?b ?b (dim ?x 2) (dim ?x 3)))\n"
+                "  :let (?merged (list (dim ?x 0) ?c (* (dim ?x 2) ?b) (* (dim ?x 3) ?b))))\n",
+                " --max-dim 4");
 }
 
 TEST_CASE("the channel shuffle as a stack is proved with its rank-5 view - the halves swapped are refuted") {
@@ -86,18 +94,12 @@ TEST_CASE("the channel shuffle as a stack is proved with its rank-5 view - the h
   REQUIRE(all.size() == 1);
   CHECK(all[0]["status"] == "proved");
   CHECK(all[0]["shapes_checked"].get<int>() >= 32);
-  auto dir = saturn::test::scratch_dir() / "verify-stack";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "swapped.rules")
-      << "(rule stack-swapped (transpose (reshape (concat ?a ?b 1) ?s ?z) [0 2 1 3 4])\n"
-         "  => (concat (reshape ?b ?t 1) (reshape ?a ?t 1) 2)\n"
-         "  :if (= (rank ?a) 4) :if (same-shape ?a ?b)\n"
-         "  :if (= ?s (list (dim ?a 0) 2 (dim ?a 1) (dim ?a 2) (dim ?a 3)))\n"
-         "  :let (?t (list (dim ?a 0) (dim ?a 1) 1 (dim ?a 2) (dim ?a 3))))\n";
-  auto bad = run_cli("verify " + (dir / "swapped.rules").string());
-  CHECK(bad.status == 1);
-  CHECK(bad.out.find("refuted") != std::string::npos);
-  std::filesystem::remove_all(dir);
+  check_refuted("verify-stack",
+                "(rule stack-swapped (transpose (reshape (concat ?a ?b 1) ?s ?z) [0 2 1 3 4])\n"
+                "  => (concat (reshape ?b ?t 1) (reshape ?a ?t 1) 2)\n"
+                "  :if (= (rank ?a) 4) :if (same-shape ?a ?b)\n"
+                "  :if (= ?s (list (dim ?a 0) 2 (dim ?a 1) (dim ?a 2) (dim ?a 3)))\n"
+                "  :let (?t (list (dim ?a 0) (dim ?a 1) 1 (dim ?a 2) (dim ?a 3))))\n");
 }
 
 TEST_CASE("a wrong rule exits 1 with a counterexample and bad input exits 2") {

@@ -928,6 +928,15 @@ std::string conv(models::GraphBuilder& b, const std::string& x, std::int64_t cin
   return b.op("conv", {x, b.weight({cout, cin, k, k}, 0.3), b.weight({cout}, 0.3)}, a);
 }
 
+// Channels [start, start + count) of x (ShuffleNet's halves).
+std::string channel_slice(models::GraphBuilder& b, const std::string& x, std::int64_t start, std::int64_t count) {
+  ir::Attrs a;
+  a.set("axes", std::vector<std::int64_t>{1});
+  a.set("starts", std::vector<std::int64_t>{start});
+  a.set("ends", std::vector<std::int64_t>{start + count});
+  return b.op("slice", {x}, a);
+}
+
 }  // namespace
 
 TEST_CASE("Convolutions keep oneDNN's layout between them and take residual adds and ReLUs as post-ops") {
@@ -1130,14 +1139,8 @@ TEST_CASE("A channel shuffle of convolution results stays in their layout - one 
   swap.set("perm", std::vector<std::int64_t>{0, 2, 1, 3, 4});
   merge.set("shape", std::vector<std::int64_t>{1, 12, 7, 7});
   y = b.op("reshape", {b.op("transpose", {b.op("reshape", {y}, split)}, swap)}, merge);
-  auto half = [&](std::int64_t start) {
-    ir::Attrs a;
-    a.set("axes", std::vector<std::int64_t>{1});
-    a.set("starts", std::vector<std::int64_t>{start});
-    a.set("ends", std::vector<std::int64_t>{start + 6});
-    return b.op("slice", {y}, a);
-  };
-  std::string out = b.op("add", {conv(b, half(0), 6, 4, 1, 1), conv(b, half(6), 6, 4, 3, 1)});
+  std::string out =
+      b.op("add", {conv(b, channel_slice(b, y, 0, 6), 6, 4, 1, 1), conv(b, channel_slice(b, y, 6, 6), 6, 4, 3, 1)});
   auto p = check_against_interpreter(b.finish({out}), 1e-4, 1e-4);
   CHECK(p->library_calls == 4);
   if (steps_with(*p, "(dst reordered)") == 0) {
@@ -1167,14 +1170,7 @@ TEST_CASE("A channel shuffle as a stack of two halves is one interleaving copy -
     return b.op("reshape", {b.op("concat", {b.op("reshape", {a}, unit), b.op("reshape", {c}, unit)}, stack)}, merge);
   };
   std::string y = shuffle(conv(b, x, 8, 6, 1, 1), conv(b, x, 8, 6, 3, 1));
-  auto half = [&](std::int64_t start) {
-    ir::Attrs a;
-    a.set("axes", std::vector<std::int64_t>{1});
-    a.set("starts", std::vector<std::int64_t>{start});
-    a.set("ends", std::vector<std::int64_t>{start + 6});
-    return b.op("slice", {y}, a);
-  };
-  std::string next = shuffle(half(0), conv(b, half(6), 6, 6, 1, 1));
+  std::string next = shuffle(channel_slice(b, y, 0, 6), conv(b, channel_slice(b, y, 6, 6), 6, 6, 1, 1));
   auto p = check_against_interpreter(b.finish({conv(b, y, 12, 4, 1, 1), conv(b, next, 12, 4, 1, 1)}), 1e-4, 1e-4);
   CHECK(p->library_calls == 5);
   CHECK(steps_with(*p, "concat (2 block copies) (interleaved)") == 2);

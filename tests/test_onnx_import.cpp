@@ -1250,10 +1250,12 @@ TEST_CASE("GroupNormalization: per channel (opset 21) and per group (opset 18) -
     CHECK_THAT(
         three.error().message,
         Catch::Contains("node 'gn' (GroupNormalization, opset 21): num_groups 3 does not divide the 4 channels"));
-    auto odd = build(21, 1, {"3"}, 2);
-    REQUIRE_FALSE(odd);
-    CHECK_THAT(odd.error().message,
-               Catch::Contains("scale and bias must hold one value per channel (4) or per group (2)"));
+    for (std::vector<std::string> dims : {std::vector<std::string>{"3"}, std::vector<std::string>{}}) {
+      auto odd = build(21, 1, dims, 2);  // three values; a scalar
+      REQUIRE_FALSE(odd);
+      CHECK_THAT(odd.error().message,
+                 Catch::Contains("scale and bias must hold one value per channel (4) or per group (2)"));
+    }
   }
 }
 

@@ -70,6 +70,13 @@ std::string rules_file(const std::string& text) {
   return p.string();
 }
 
+// relu(conv(in)) by a k x k kernel of `out` by `c` channels, with a bias:
+// the branches of the Inception, SqueezeNet and ShuffleNet graphs below.
+std::string relu_conv(models::GraphBuilder& b, const std::string& in, std::int64_t out, std::int64_t c,
+                      std::int64_t k = 1, const ir::Attrs& a = {}) {
+  return b.op("relu", {b.op("conv", {in, b.weight({out, c, k, k}, 0.3), b.weight({out}, 0.1)}, a)});
+}
+
 }  // namespace
 
 TEST_CASE("every bundled model optimizes to an equivalent - cheaper or equal program", "[opt][e2e]") {
@@ -261,14 +268,11 @@ TEST_CASE("a convolution of a concatenation with few outputs is two convolutions
   std::string x = b.input("x", {1, 16, 20, 20});
   ir::Attrs pad1;
   pad1.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c, std::int64_t k, const ir::Attrs& a) {
-    return b.op("relu", {b.op("conv", {in, b.weight({out, c, k, k}, 0.3), b.weight({out}, 0.1)}, a)});
-  };
   ir::Attrs axis1;
   axis1.set("axis", std::int64_t{1});
-  const std::string fire = b.op("concat", {relu_conv(x, 64, 16, 1, {}), relu_conv(x, 64, 16, 3, pad1)}, axis1);
-  const std::string squeeze = relu_conv(fire, 16, 128, 1, {});
-  const std::string fire2 = b.op("concat", {relu_conv(x, 48, 16, 1, {}), relu_conv(x, 40, 16, 3, pad1)}, axis1);
+  const std::string fire = b.op("concat", {relu_conv(b, x, 64, 16, 1, {}), relu_conv(b, x, 64, 16, 3, pad1)}, axis1);
+  const std::string squeeze = relu_conv(b, fire, 16, 128, 1, {});
+  const std::string fire2 = b.op("concat", {relu_conv(b, x, 48, 16, 1, {}), relu_conv(b, x, 40, 16, 3, pad1)}, axis1);
   const std::string classifier = b.op("conv", {fire2, b.weight({96, 88, 1, 1}, 0.3), b.weight({96}, 0.1)});
   const ir::Graph g = b.finish({squeeze, classifier});
   auto res = pipeline::optimize(g, shipped("cpu"));
@@ -288,17 +292,14 @@ TEST_CASE("ShuffleNet's channel shuffle of two halves is their stack - no transp
   // branches (one interleaving copy when lowered, test_cpu_codegen).
   models::GraphBuilder b("shuffle");
   std::string x = b.input("x", {1, 8, 10, 10});
-  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c) {
-    return b.op("relu", {b.op("conv", {in, b.weight({out, c, 1, 1}, 0.3), b.weight({out}, 0.1)})});
-  };
   ir::Attrs axis1, split, swap, merge;
   axis1.set("axis", std::int64_t{1});
   split.set("shape", std::vector<std::int64_t>{1, 2, 8, 10, 10});
   swap.set("perm", std::vector<std::int64_t>{0, 2, 1, 3, 4});
   merge.set("shape", std::vector<std::int64_t>{1, -1, 10, 10});
-  const std::string cat = b.op("concat", {relu_conv(x, 8, 8), relu_conv(x, 8, 8)}, axis1);
+  const std::string cat = b.op("concat", {relu_conv(b, x, 8, 8), relu_conv(b, x, 8, 8)}, axis1);
   const std::string shuffled = b.op("reshape", {b.op("transpose", {b.op("reshape", {cat}, split)}, swap)}, merge);
-  const ir::Graph g = b.finish({relu_conv(shuffled, 4, 16)});
+  const ir::Graph g = b.finish({relu_conv(b, shuffled, 4, 16)});
   auto res = pipeline::optimize(g, shipped("cpu"));
   REQUIRE(res);
   auto ops = res->report["ops_after"];
@@ -320,18 +321,16 @@ TEST_CASE("max pooling of a concatenation pools the parts - the concat copies th
   // each branch first, the concatenation copies a quarter of the bytes.
   models::GraphBuilder b("pooled");
   const std::string x = b.input("x", {1, 16, 28, 28});
-  auto relu_conv = [&](const std::string& in, std::int64_t out, std::int64_t c) {
-    return b.op("relu", {b.op("conv", {in, b.weight({out, c, 1, 1}, 0.3), b.weight({out}, 0.1)})});
-  };
   ir::Attrs axis1, pool;
   axis1.set("axis", std::int64_t{1});
   pool.set("kernel_shape", std::vector<std::int64_t>{3, 3});
   pool.set("strides", std::vector<std::int64_t>{2, 2});
   pool.set("ceil_mode", std::int64_t{1});
   const std::string block = b.op(
-      "concat", {relu_conv(x, 64, 16), relu_conv(x, 128, 16), relu_conv(x, 32, 16), relu_conv(x, 32, 16)}, axis1);
+      "concat", {relu_conv(b, x, 64, 16), relu_conv(b, x, 128, 16), relu_conv(b, x, 32, 16), relu_conv(b, x, 32, 16)},
+      axis1);
   const std::string pooled = b.op("max_pool", {block}, pool);
-  const ir::Graph g = b.finish({relu_conv(pooled, 320, 256)});
+  const ir::Graph g = b.finish({relu_conv(b, pooled, 320, 256)});
   auto res = pipeline::optimize(g, shipped("cpu"));
   REQUIRE(res);
   INFO(res->report["ops_after"].dump());
